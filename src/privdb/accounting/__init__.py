@@ -1,0 +1,1 @@
+"""Privacy budgets: a durable, atomic ledger with exact arithmetic, and zCDP conversions."""

@@ -1,0 +1,91 @@
+"""The one error tree of privdb.
+
+Every error a user can cause carries a stable ``code`` (fixed in DESIGN.md) and a message that says what
+is wrong and how to fix it. Messages never contain private values.
+
+    PrivdbError
+    ├── ParseError            parse_error
+    ├── UnsupportedQuery      unsupported_query
+    ├── UnknownTable          unknown_table
+    ├── UnknownColumn         unknown_column
+    ├── RawAccessDenied       raw_access_denied
+    ├── BudgetExhausted       budget_exhausted
+    ├── InvalidParameter      invalid_parameter
+    ├── Unauthorized          unauthorized
+    └── Forbidden             forbidden
+
+``InternalError`` (code ``internal_error``) marks faults of privdb itself; the CLI exits 1 on it and 2 on
+every other ``PrivdbError``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "BudgetExhausted",
+    "Forbidden",
+    "InternalError",
+    "InvalidParameter",
+    "ParseError",
+    "PrivdbError",
+    "RawAccessDenied",
+    "Unauthorized",
+    "UnknownColumn",
+    "UnknownTable",
+    "UnsupportedQuery",
+]
+
+
+class PrivdbError(Exception):
+    """Base of all privdb errors: a stable ``code`` and a message that states the fix."""
+
+    code: ClassVar[str] = "error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON error shape of DESIGN.md: ``{"error": {"code": …, "message": …}}``."""
+        return {"error": {"code": self.code, "message": self.message}}
+
+
+class ParseError(PrivdbError):
+    code = "parse_error"
+
+
+class UnsupportedQuery(PrivdbError):
+    code = "unsupported_query"
+
+
+class UnknownTable(PrivdbError):
+    code = "unknown_table"
+
+
+class UnknownColumn(PrivdbError):
+    code = "unknown_column"
+
+
+class RawAccessDenied(PrivdbError):
+    code = "raw_access_denied"
+
+
+class BudgetExhausted(PrivdbError):
+    code = "budget_exhausted"
+
+
+class InvalidParameter(PrivdbError):
+    code = "invalid_parameter"
+
+
+class Unauthorized(PrivdbError):
+    code = "unauthorized"
+
+
+class Forbidden(PrivdbError):
+    code = "forbidden"
+
+
+class InternalError(PrivdbError):
+    code = "internal_error"
