@@ -92,22 +92,28 @@ class ExponentialMechanism(Mechanism):
 
     def select(self, utilities: ArrayLike) -> int:
         """The index of the chosen candidate."""
+        return int(self.select_many(utilities, 1)[0])
+
+    def select_many(self, utilities: ArrayLike, n: int) -> NDArray[np.int64]:
+        """``n`` independent selections (each costs ε: use for simulation and auditing)."""
         scores = self._scores(self._utilities(utilities))
-        words = self._source.words(scores.size)
+        words = self._source.words(n * scores.size).reshape(n, scores.size)
         # E = −ln U = −log1p(−V), V = 1 − U ∈ [(~w)·2^-64, (~w + 1)·2^-64]; G = −ln E
         v_lo = (~words).astype(np.float64) * _TWO_M64
-        v_hi = v_lo + _TWO_M64
+        v_hi = np.minimum(v_lo + _TWO_M64, 1.0)
         with np.errstate(divide="ignore"):
             g_hi = -np.log(-np.log1p(-v_lo))  # +inf where V can be 0
-            g_lo = -np.log(-np.log1p(-np.minimum(v_hi, 1.0)))  # −inf where V can be 1
+            g_lo = -np.log(-np.log1p(-v_hi))  # −inf where V can be 1
         slack = _KEY_MARGIN * (1.0 + np.abs(scores) + np.abs(np.nan_to_num(g_hi, posinf=0.0)))
         key_lo = scores + g_lo - slack
         key_hi = scores + g_hi + slack
-        best = int(np.argmax(key_lo))
-        contenders = np.flatnonzero(key_hi >= key_lo[best])
-        if contenders.size == 1:
-            return best
-        return self._exact_race(scores, words, contenders)
+        best = np.argmax(key_lo, axis=1)
+        best_lo = np.take_along_axis(key_lo, best[:, None], axis=1)
+        unsure = np.flatnonzero((key_hi >= best_lo).sum(axis=1) > 1)
+        for row in unsure:
+            contenders = np.flatnonzero(key_hi[row] >= best_lo[row, 0])
+            best[row] = self._exact_race(scores, words[row], contenders)
+        return best.astype(np.int64)
 
     def _exact_race(
         self, scores: NDArray[np.float64], words: NDArray[np.uint64], contenders: NDArray[np.intp]

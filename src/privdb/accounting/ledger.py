@@ -1,0 +1,318 @@
+"""The privacy budget ledger: durable, atomic, exact.
+
+* **Exact.** Amounts are rationals (``fractions.Fraction``); a float a user typed is read as the decimal
+  they wrote (``0.1`` is 1/10), so fifty spends of 0.1 fit a budget of 5 exactly. Stored as text ``"n/d"``.
+* **Atomic.** Check-and-spend is one SQLite ``BEGIN IMMEDIATE`` transaction: it takes the database's write
+  lock before reading the running total, so parallel processes serialise and can never overspend.
+* **Durable.** WAL journal with ``synchronous=FULL``: a committed spend survives a crash or power loss. A
+  ``kill -9`` at any moment leaves either the whole transaction or none of it.
+* **Reserve, then commit.** A query first *reserves* its cost (counted as spent at once). A query refused
+  before it reads data *releases* the reservation; once data has been read the reservation is *committed*
+  before the answer leaves. A reservation whose process died stays counted: privdb cannot know whether the
+  data was read, so it errs on the side of the people in the data.
+
+Sequential composition: the spent ε (δ) is the sum of the answers' ε (δ) — the notes' "T answers of ε cost
+Tε". Gaussian answers also carry their zCDP ρ in the log (see :mod:`privdb.accounting.zcdp`).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from privdb.errors import BudgetExhausted, InvalidParameter
+from privdb.mechanisms import _validate
+
+__all__ = ["Budget", "Ledger", "Reservation", "Spend"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS budgets (
+    analyst        TEXT NOT NULL,
+    database       TEXT NOT NULL,
+    epsilon_total  TEXT NOT NULL,
+    delta_total    TEXT NOT NULL,
+    epsilon_spent  TEXT NOT NULL,
+    delta_spent    TEXT NOT NULL,
+    PRIMARY KEY (analyst, database)
+);
+CREATE TABLE IF NOT EXISTS spends (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    analyst    TEXT NOT NULL,
+    database   TEXT NOT NULL,
+    epsilon    TEXT NOT NULL,
+    delta      TEXT NOT NULL,
+    rho        REAL,
+    state      TEXT NOT NULL CHECK (state IN ('reserved', 'committed', 'released')),
+    note       TEXT NOT NULL DEFAULT '',
+    pid        INTEGER NOT NULL,
+    created    REAL NOT NULL,
+    settled    REAL
+);
+"""
+
+
+def _text(x: Fraction) -> str:
+    return f"{x.numerator}/{x.denominator}"
+
+
+def _frac(s: str) -> Fraction:
+    return Fraction(s)
+
+
+def _amount(name: str, value: float | int | Fraction) -> Fraction:
+    if name == "delta":
+        _validate.delta(value)
+    else:
+        _validate.non_negative(name, value)
+    return _validate.exact(value)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """An analyst's budget on one database: totals, spent (reservations included), remaining."""
+
+    analyst: str
+    database: str
+    epsilon_total: Fraction
+    delta_total: Fraction
+    epsilon_spent: Fraction
+    delta_spent: Fraction
+
+    @property
+    def epsilon_remaining(self) -> Fraction:
+        return self.epsilon_total - self.epsilon_spent
+
+    @property
+    def delta_remaining(self) -> Fraction:
+        return self.delta_total - self.delta_spent
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "analyst": self.analyst,
+            "database": self.database,
+            "epsilon_total": float(self.epsilon_total),
+            "delta_total": float(self.delta_total),
+            "epsilon_spent": float(self.epsilon_spent),
+            "delta_spent": float(self.delta_spent),
+            "epsilon_remaining": float(self.epsilon_remaining),
+            "delta_remaining": float(self.delta_remaining),
+        }
+
+
+@dataclass(frozen=True)
+class Spend:
+    """One line of the ledger's log."""
+
+    id: int
+    epsilon: Fraction
+    delta: Fraction
+    rho: float | None
+    state: str
+    note: str
+
+
+class Reservation:
+    """A reserved spend: ``commit()`` once data was read, ``release()`` if refused before that."""
+
+    def __init__(self, ledger: Ledger, spend_id: int, epsilon: Fraction, delta: Fraction) -> None:
+        self._ledger = ledger
+        self.id = spend_id
+        self.epsilon = epsilon
+        self.delta = delta
+        self.state = "reserved"
+
+    def commit(self) -> None:
+        if self.state == "reserved":
+            self._ledger._settle(self.id, "committed")
+            self.state = "committed"
+
+    def release(self) -> None:
+        if self.state == "reserved":
+            self._ledger._settle(self.id, "released")
+            self.state = "released"
+
+
+class Ledger:
+    """Budgets and spends of one privdb installation, in one SQLite file."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(
+            self.path, isolation_level=None, timeout=60.0, check_same_thread=False
+        )
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=FULL")
+        self._conn.execute("PRAGMA busy_timeout=60000")
+        with self._transaction() as cur:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    cur.execute(statement)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Cursor]:
+        """One write transaction holding SQLite's write lock from its first statement."""
+        with self._lock:
+            cur = self._conn.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                yield cur
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+            cur.execute("COMMIT")
+
+    def set_budget(
+        self, analyst: str, database: str, *, epsilon: float | Fraction, delta: float | Fraction = 0
+    ) -> Budget:
+        """Set an analyst's total budget (a new grant, or a raise); it may not drop below what is spent."""
+        eps, dlt = _amount("epsilon", epsilon), _amount("delta", delta)
+        with self._transaction() as cur:
+            row = self._row(cur, analyst, database)
+            if row is None:
+                cur.execute(
+                    "INSERT INTO budgets VALUES (?, ?, ?, ?, '0/1', '0/1')",
+                    (analyst, database, _text(eps), _text(dlt)),
+                )
+            else:
+                if eps < row.epsilon_spent or dlt < row.delta_spent:
+                    raise InvalidParameter(
+                        f"analyst {analyst!r} has already spent ε={float(row.epsilon_spent):g}, "
+                        f"δ={float(row.delta_spent):g}; a budget must be at least that"
+                    )
+                cur.execute(
+                    "UPDATE budgets SET epsilon_total = ?, delta_total = ? WHERE analyst = ? AND database = ?",
+                    (_text(eps), _text(dlt), analyst, database),
+                )
+            budget = self._row(cur, analyst, database)
+        assert budget is not None
+        return budget
+
+    def budget(self, analyst: str, database: str) -> Budget:
+        """The analyst's budget; ``forbidden``-style refusal is the caller's: here, a missing grant is 0."""
+        with self._lock:
+            row = self._row(self._conn.cursor(), analyst, database)
+        if row is None:
+            return Budget(analyst, database, Fraction(0), Fraction(0), Fraction(0), Fraction(0))
+        return row
+
+    def has_budget(self, analyst: str, database: str) -> bool:
+        with self._lock:
+            return self._row(self._conn.cursor(), analyst, database) is not None
+
+    def reserve(
+        self,
+        analyst: str,
+        database: str,
+        *,
+        epsilon: float | Fraction,
+        delta: float | Fraction = 0,
+        rho: float | None = None,
+        note: str = "",
+    ) -> Reservation:
+        """Check and reserve in one transaction, or raise ``budget_exhausted`` naming what is left."""
+        eps, dlt = _amount("epsilon", epsilon), _amount("delta", delta)
+        with self._transaction() as cur:
+            row = self._row(cur, analyst, database)
+            if row is None:
+                raise BudgetExhausted(
+                    f"analyst {analyst!r} has no budget on database {database!r}; "
+                    f"the owner grants one with `privdb grant`"
+                )
+            if eps > row.epsilon_remaining or dlt > row.delta_remaining:
+                raise BudgetExhausted(
+                    f"this needs ε={float(eps):g}, δ={float(dlt):g} but analyst {analyst!r} has "
+                    f"ε={float(row.epsilon_remaining):g}, δ={float(row.delta_remaining):g} left on "
+                    f"{database!r}; ask for less or ask the owner for more budget"
+                )
+            cur.execute(
+                "UPDATE budgets SET epsilon_spent = ?, delta_spent = ? WHERE analyst = ? AND database = ?",
+                (_text(row.epsilon_spent + eps), _text(row.delta_spent + dlt), analyst, database),
+            )
+            cur.execute(
+                "INSERT INTO spends (analyst, database, epsilon, delta, rho, state, note, pid, created)"
+                " VALUES (?, ?, ?, ?, ?, 'reserved', ?, ?, ?)",
+                (analyst, database, _text(eps), _text(dlt), rho, note, os.getpid(), time.time()),
+            )
+            spend_id = cur.lastrowid
+        assert spend_id is not None
+        return Reservation(self, spend_id, eps, dlt)
+
+    def spend(
+        self,
+        analyst: str,
+        database: str,
+        *,
+        epsilon: float | Fraction,
+        delta: float | Fraction = 0,
+        rho: float | None = None,
+        note: str = "",
+    ) -> Reservation:
+        """Reserve and commit at once."""
+        reservation = self.reserve(analyst, database, epsilon=epsilon, delta=delta, rho=rho, note=note)
+        reservation.commit()
+        return reservation
+
+    def _settle(self, spend_id: int, state: str) -> None:
+        with self._transaction() as cur:
+            found = cur.execute(
+                "SELECT analyst, database, epsilon, delta, state FROM spends WHERE id = ?", (spend_id,)
+            ).fetchone()
+            if found is None or found[4] != "reserved":
+                return
+            analyst, database, eps, dlt, _ = found
+            if state == "released":
+                row = self._row(cur, analyst, database)
+                assert row is not None
+                cur.execute(
+                    "UPDATE budgets SET epsilon_spent = ?, delta_spent = ? "
+                    "WHERE analyst = ? AND database = ?",
+                    (
+                        _text(row.epsilon_spent - _frac(eps)),
+                        _text(row.delta_spent - _frac(dlt)),
+                        analyst,
+                        database,
+                    ),
+                )
+            cur.execute(
+                "UPDATE spends SET state = ?, settled = ? WHERE id = ?", (state, time.time(), spend_id)
+            )
+
+    def spends(self, analyst: str, database: str) -> list[Spend]:
+        """The log of an analyst's spends on a database, oldest first."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT id, epsilon, delta, rho, state, note FROM spends "
+                "WHERE analyst = ? AND database = ? ORDER BY id",
+                (analyst, database),
+            ).fetchall()
+        return [Spend(r[0], _frac(r[1]), _frac(r[2]), r[3], r[4], r[5]) for r in rows]
+
+    @staticmethod
+    def _row(cur: sqlite3.Cursor, analyst: str, database: str) -> Budget | None:
+        found = cur.execute(
+            "SELECT epsilon_total, delta_total, epsilon_spent, delta_spent FROM budgets "
+            "WHERE analyst = ? AND database = ?",
+            (analyst, database),
+        ).fetchone()
+        if found is None:
+            return None
+        return Budget(analyst, database, *(_frac(x) for x in found))
