@@ -147,9 +147,7 @@ class Ledger:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(
-            self.path, isolation_level=None, timeout=60.0, check_same_thread=False
-        )
+        self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=60.0, check_same_thread=False)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=FULL")
         self._conn.execute("PRAGMA busy_timeout=60000")
@@ -199,7 +197,8 @@ class Ledger:
                         f"δ={float(row.delta_spent):g}; a budget must be at least that"
                     )
                 cur.execute(
-                    "UPDATE budgets SET epsilon_total = ?, delta_total = ? WHERE analyst = ? AND database = ?",
+                    "UPDATE budgets SET epsilon_total = ?, delta_total = ? "
+                    "WHERE analyst = ? AND database = ?",
                     (_text(eps), _text(dlt), analyst, database),
                 )
             budget = self._row(cur, analyst, database)
@@ -274,7 +273,8 @@ class Ledger:
     def _settle(self, spend_id: int, state: str) -> None:
         with self._transaction() as cur:
             found = cur.execute(
-                "SELECT analyst, database, epsilon, delta, state FROM spends WHERE id = ?", (spend_id,)
+                "SELECT analyst, database, epsilon, delta, state FROM spends WHERE id = ?",
+                (spend_id,),
             ).fetchone()
             if found is None or found[4] != "reserved":
                 return
@@ -293,7 +293,8 @@ class Ledger:
                     ),
                 )
             cur.execute(
-                "UPDATE spends SET state = ?, settled = ? WHERE id = ?", (state, time.time(), spend_id)
+                "UPDATE spends SET state = ?, settled = ? WHERE id = ?",
+                (state, time.time(), spend_id),
             )
 
     def spends(self, analyst: str, database: str) -> list[Spend]:

@@ -3,10 +3,20 @@
 from privdb.audit.auditor import AuditResult, audit, clopper_pearson
 from privdb.audit.targets import BROKEN, CORRECT, Target, build_targets
 
-__all__ = ["BROKEN", "CORRECT", "AuditResult", "Target", "audit", "build_targets", "clopper_pearson"]
+__all__ = [
+    "BROKEN",
+    "CORRECT",
+    "AuditResult",
+    "Target",
+    "audit",
+    "build_targets",
+    "clopper_pearson",
+]
 
 
-def run(names: list[str] | None = None, *, samples: int = 100_000, confidence: float = 0.95) -> list[AuditResult]:
+def run(
+    names: list[str] | None = None, *, samples: int = 100_000, confidence: float = 0.95
+) -> list[AuditResult]:
     """Audit the named mechanisms (default: every correct one)."""
     targets = build_targets()
     chosen = names or list(CORRECT)

@@ -61,8 +61,22 @@ class AuditResult:
 
 @dataclass(frozen=True)
 class _Event:
-    description: str
-    test: Callable[[NDArray[Any]], NDArray[np.bool_]]
+    """``output == value``, ``output > value`` or ``output <= value``."""
+
+    op: str
+    value: Any
+
+    @property
+    def description(self) -> str:
+        shown = repr(self.value.item()) if self.op == "==" else f"{float(self.value):.6g}"
+        return f"output {self.op} {shown}"
+
+    def test(self, y: NDArray[Any]) -> NDArray[np.bool_]:
+        if self.op == "==":
+            return np.asarray(y == self.value)
+        if self.op == ">":
+            return np.asarray(y > self.value)
+        return np.asarray(y <= self.value)
 
 
 def _events(pooled: NDArray[Any]) -> list[_Event]:
@@ -70,15 +84,15 @@ def _events(pooled: NDArray[Any]) -> list[_Event]:
     events: list[_Event] = []
     if values.size <= 64:  # a discrete output: every single value is an event
         for v in values:
-            events.append(_Event(f"output == {v.item()!r}", lambda y, v=v: y == v))
+            events.append(_Event("==", v))
     thresholds = (
         values
         if values.size <= 256
         else np.unique(np.quantile(pooled.astype(np.float64), np.linspace(0.002, 0.998, 250)))
     )
     for t in thresholds:
-        events.append(_Event(f"output > {float(t):.6g}", lambda y, t=t: y > t))
-        events.append(_Event(f"output <= {float(t):.6g}", lambda y, t=t: y <= t))
+        events.append(_Event(">", t))
+        events.append(_Event("<=", t))
     return events
 
 
@@ -123,9 +137,7 @@ def audit(
     def ratio(a: NDArray[Any], b: NDArray[Any]) -> float:
         return float(a.mean()) / max(float(b.mean()), 1.0 / selection)
 
-    use_backward = ratio(backward.test(s1), backward.test(s0)) > ratio(
-        forward.test(s0), forward.test(s1)
-    )
+    use_backward = ratio(backward.test(s1), backward.test(s0)) > ratio(forward.test(s0), forward.test(s1))
     event = backward if use_backward else forward
     e0, e1 = draw0(samples), draw1(samples)
     hit_a = int(event.test(e1 if use_backward else e0).sum())

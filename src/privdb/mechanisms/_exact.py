@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from mpmath import iv, libmp
 
@@ -41,20 +42,20 @@ def _with_prec(prec: int, compute: Callable[[], object]) -> tuple[Fraction, Frac
             iv.prec = old
 
 
-def _iv_rational(x: Fraction) -> object:
+def _iv_rational(x: Fraction) -> Any:
     return iv.mpf(x.numerator) / iv.mpf(x.denominator)
 
 
 def exp_neg(x: Fraction) -> Bounds:
     """Bounds of ``e^(-x)``."""
-    return lambda prec: _with_prec(prec, lambda: iv.exp(-_iv_rational(x)))  # type: ignore[operator]
+    return lambda prec: _with_prec(prec, lambda: iv.exp(-_iv_rational(x)))
 
 
 def odds(x: Fraction, m: int) -> Bounds:
     """Bounds of ``e^x / (e^x + m)`` (k-ary randomised response keeps the truth with this, m = k − 1)."""
     return lambda prec: _with_prec(
         prec,
-        lambda: 1 / (1 + m * iv.exp(-_iv_rational(x))),  # type: ignore[operator]
+        lambda: 1 / (1 + m * iv.exp(-_iv_rational(x))),
     )
 
 
@@ -70,12 +71,12 @@ def gumbel_key(score: Fraction) -> Callable[[Fraction, Fraction, int], tuple[Fra
         def lo() -> object:
             if u_lo == 0:
                 return iv.mpf("-inf")
-            return _iv_rational(score) - iv.log(-iv.log(_iv_rational(u_lo)))  # type: ignore[operator]
+            return _iv_rational(score) - iv.log(-iv.log(_iv_rational(u_lo)))
 
         def hi() -> object:
             if u_hi == 1:
                 return iv.mpf("inf")
-            return _iv_rational(score) - iv.log(-iv.log(_iv_rational(u_hi)))  # type: ignore[operator]
+            return _iv_rational(score) - iv.log(-iv.log(_iv_rational(u_hi)))
 
         return _with_prec(prec, lo)[0], _with_prec(prec, hi)[1]
 

@@ -44,8 +44,9 @@ Int64s = NDArray[np.int64]
 def _geometric_inversion(lam: float, words: NDArray[np.uint64], source: RandomSource) -> Int64s:
     """Geometric by inversion: ``G = floor(-ln U / λ)``, ``U`` from the top 63 bits of each word.
 
-    The 63 bits place ``U`` in ``[u·2^-63, (u+1)·2^-63)``; for ``U ≥ 2^-20`` that interval moves ``t = -ln U / λ``
-    by at most ``2^-43/λ``, inside the error allowance ``(|ln U| + 1)·2^-40/λ`` that also covers float rounding.
+    The 63 bits place ``U`` in ``[u·2^-63, (u+1)·2^-63)``; for ``U ≥ 2^-20`` that interval moves
+    ``t = -ln U / λ`` by at most ``2^-43/λ``, inside the error allowance ``(|ln U| + 1)·2^-40/λ`` that also
+    covers float rounding.
     """
     u = words >> np.uint64(1)
     x = u.astype(np.float64)
@@ -82,7 +83,7 @@ def _geometric_exact(lam: float, prefix: int, source: RandomSource) -> int:
 
 
 def _truncated_geometric(lam: float, m: int, n: int, source: RandomSource) -> Int64s:
-    """``P(L = l) ∝ e^(−λl)`` on ``[0, 2^m)``, where ``λ·2^m < 2^-21``: uniform proposals, exact acceptance."""
+    """``P(L = l) ∝ e^(−λl)`` on ``[0, 2^m)`` with ``λ·2^m < 2^-21``: uniform proposals, exact acceptance."""
     out = np.empty(n, dtype=np.int64)
     todo = np.arange(n)
     rate = Fraction(lam)

@@ -80,7 +80,7 @@ class AdditiveNoise(Mechanism):
 
     @abstractmethod
     def half_width(self, beta: float) -> float:
-        """Smallest ``w`` with ``P(|noise| > w) ≤ β``: the release is within ``w`` of the truth w.p. ``1 − β``."""
+        """Smallest ``w`` with ``P(|noise| > w) ≤ β``: the release is within ``w`` of the truth w.p. 1 − β."""
 
     @abstractmethod
     def release(self, values: ArrayLike) -> NDArray[np.float64]:

@@ -113,7 +113,8 @@ class ExponentialMechanism(Mechanism):
         for row in unsure:
             contenders = np.flatnonzero(key_hi[row] >= best_lo[row, 0])
             best[row] = self._exact_race(scores, words[row], contenders)
-        return best.astype(np.int64)
+        chosen: NDArray[np.int64] = best.astype(np.int64)
+        return chosen
 
     def _exact_race(
         self, scores: NDArray[np.float64], words: NDArray[np.uint64], contenders: NDArray[np.intp]

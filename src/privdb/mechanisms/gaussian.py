@@ -27,7 +27,7 @@ from privdb.accounting import zcdp
 from privdb.errors import InvalidParameter
 from privdb.mechanisms import _samplers, _validate
 from privdb.mechanisms.base import AdditiveNoise, PrivacyCost, as_values, round_up
-from privdb.mechanisms.laplace import GRID_BITS
+from privdb.mechanisms.laplace import grid_for
 from privdb.mechanisms.randomness import RandomSource
 
 __all__ = ["DiscreteGaussian", "Gaussian", "analytic_gaussian_sigma", "gaussian_delta"]
@@ -105,7 +105,7 @@ class Gaussian(AdditiveNoise):
             raise InvalidParameter(f"changed must be an integer >= 1, got {changed!r}")
         self.changed = changed
         sigma0 = analytic_gaussian_sigma(self._epsilon, self._delta, self.sensitivity)
-        self.granularity = 2.0 ** (math.floor(math.log2(sigma0 / math.sqrt(changed))) - GRID_BITS)
+        self.granularity = grid_for(self.sensitivity, sigma0, 1) / 2.0 ** math.ceil(math.log2(changed) / 2)
         # rounded neighbours differ by at most Δ₂/g + 1 grid steps per changed coordinate
         steps = math.floor(self.sensitivity / self.granularity) + 1
         if changed == 1:
@@ -195,7 +195,7 @@ class DiscreteGaussian(AdditiveNoise):
     def variance(self) -> float:
         """Exact variance Σ y² p(y) (a little below σ² for small σ)."""
         sigma = self.sigma_steps
-        span = int(math.ceil(40.0 * sigma)) + 1
+        span = math.ceil(40.0 * sigma) + 1
         y = np.arange(-span, span + 1, dtype=np.float64)
         weights = np.exp(-(y**2) / (2.0 * sigma * sigma))
         return float((y**2 * weights).sum() / weights.sum())
@@ -204,7 +204,7 @@ class DiscreteGaussian(AdditiveNoise):
         """Smallest integer ``k`` with ``P(|Y| > k) ≤ β``, from the exact probabilities."""
         beta = _validate.probability("beta", beta, open_low=True, open_high=True)
         sigma = self.sigma_steps
-        span = int(math.ceil(40.0 * sigma)) + 1
+        span = math.ceil(40.0 * sigma) + 1
         y = np.arange(0, span + 1, dtype=np.float64)
         weights = np.exp(-(y**2) / (2.0 * sigma * sigma))
         total = 2.0 * weights.sum() - weights[0]

@@ -5,13 +5,13 @@ Dwork, McSherry, Nissim, Smith (2006): adding Laplace noise of scale ``Δ₁/ε`
 so privdb never adds a float sample to a float value. Instead (the construction of Google's library and of
 OpenDP, proof in docs/proofs/laplace.md):
 
-1. pick a power-of-two granularity ``g`` from public values only (``≈ scale·2^-20``);
+1. pick a power-of-two granularity ``g`` from public values only (``≈ 2^-20·min(Δ₁, scale)``);
 2. round each value to the grid, ``x̃ = g·rint(x/g)``: rounding moves a coordinate by at most ``g/2``, so two
    neighbours' rounded vectors differ by at most ``Δ₁ + c·g`` in L1 when at most ``c`` coordinates differ;
 3. add ``g·Z`` with ``Z`` exact discrete Laplace of rate ``λ = ε·g/(Δ₁ + c·g)`` (rounded down).
 
 The output lies on the grid and is a function of the integer ``x̃/g + Z`` alone, so its low bits carry
-nothing; the rounding is paid for in ε through ``Δ₁ + c·g`` (a relative cost below ``2^-20``).
+nothing; the rounding is paid for through ``Δ₁ + c·g``: the noise scale grows by a factor below ``1 + 2^-20``.
 """
 
 from __future__ import annotations
@@ -27,15 +27,19 @@ from privdb.mechanisms import _samplers, _validate
 from privdb.mechanisms.base import AdditiveNoise, PrivacyCost, as_values, round_down
 from privdb.mechanisms.randomness import RandomSource
 
-__all__ = ["GRID_BITS", "Geometric", "Laplace"]
+__all__ = ["GRID_BITS", "Geometric", "Laplace", "grid_for"]
 
 GRID_BITS = 20  # the noise scale spans at least 2**20 grid steps
 _GRID_LIMIT = 2.0**52  # values beyond ±2^52 grid steps are clamped (a non-expansive map: DP is kept)
 
 
-def _grid(scale: float, changed: int) -> float:
-    """The power of two at or below ``scale / (changed · 2^GRID_BITS)``: a public choice."""
-    return 2.0 ** (math.floor(math.log2(scale / changed)) - GRID_BITS)
+def grid_for(sensitivity: float, scale: float, changed: int) -> float:
+    """The power of two at or below ``min(Δ, scale) / (changed · 2^GRID_BITS)``: a public choice.
+
+    Relative to the scale it keeps rounding invisible in the noise; relative to Δ it keeps the rounding
+    allowance ``c·g`` below ``2^-20·Δ``, so the noise grows by at most that factor.
+    """
+    return 2.0 ** (math.floor(math.log2(min(sensitivity, scale) / changed)) - GRID_BITS)
 
 
 class Laplace(AdditiveNoise):
@@ -72,7 +76,7 @@ class Laplace(AdditiveNoise):
             )
 
     def _granularity(self) -> float:
-        return _grid(self.sensitivity / self._epsilon, self.changed)
+        return grid_for(self.sensitivity, self.sensitivity / self._epsilon, self.changed)
 
     @property
     def cost(self) -> PrivacyCost:
@@ -142,7 +146,8 @@ class Geometric(Laplace):
                 raise InvalidParameter("the geometric mechanism takes integers; use Laplace for reals")
             arr = as_float
         ints = np.clip(arr, -(2**62), 2**62).astype(np.int64)
-        return ints + self.noise(ints.size)
+        noisy: NDArray[np.int64] = ints + self.noise(ints.size)
+        return noisy
 
     def release(self, values: ArrayLike) -> NDArray[np.float64]:
         return self.release_int(values).astype(np.float64)

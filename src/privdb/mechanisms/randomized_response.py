@@ -275,4 +275,3 @@ class KaryRandomizedResponse(Mechanism):
             share = c / n
             out.append(Estimate(value, math.sqrt(n * share * (1 - share)) / (self.p - self.q)))
         return out
-

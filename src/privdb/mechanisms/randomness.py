@@ -19,7 +19,13 @@ import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from numpy.typing import NDArray
 
-__all__ = ["InsecureRandomWarning", "RandomSource", "SecureRandom", "SeededRandom", "default_source"]
+__all__ = [
+    "InsecureRandomWarning",
+    "RandomSource",
+    "SecureRandom",
+    "SeededRandom",
+    "default_source",
+]
 
 # ChaCha20 in `cryptography` takes a 16-byte nonce whose first 4 bytes are the block counter (64-byte blocks):
 # one key covers 2**32 blocks = 256 GiB, far beyond one request.

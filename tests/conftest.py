@@ -1,0 +1,47 @@
+"""Shared fixtures: seeded random sources (tests only; production always uses the CSPRNG)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+from privdb.mechanisms.randomness import InsecureRandomWarning, SeededRandom
+
+# Statistical tests in this suite use fixed seeds and a per-test false-failure rate of at most 1e-6.
+ALPHA = 1e-6
+
+
+def seeded(seed: int) -> SeededRandom:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureRandomWarning)
+        return SeededRandom(seed)
+
+
+@pytest.fixture
+def rng() -> SeededRandom:
+    return seeded(20261122)
+
+
+class ScriptedSource:
+    """Returns scripted words first, then seeded ones: drives the samplers into their exact paths."""
+
+    def __init__(self, script: list[int], seed: int = 1) -> None:
+        self.script = list(script)
+        self.rest = seeded(seed)
+        self.drawn: list[int] = []
+
+    def words(self, n: int) -> NDArray[np.uint64]:
+        take = [self.script.pop(0) for _ in range(min(n, len(self.script)))]
+        more = self.rest.words(n - len(take))
+        out = np.concatenate([np.array(take, dtype=np.uint64), more]).astype(np.uint64)
+        self.drawn.extend(int(w) for w in out)
+        return out
+
+
+@pytest.fixture
+def scripted() -> Callable[..., ScriptedSource]:
+    return ScriptedSource

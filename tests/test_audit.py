@@ -1,0 +1,85 @@
+"""The empirical ε auditor: correct mechanisms stay within their claims, broken ones are caught."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from conftest import ALPHA, seeded
+from privdb.audit import BROKEN, CORRECT, audit, build_targets, clopper_pearson
+from privdb.errors import InvalidParameter
+
+TARGETS = build_targets(seeded(99))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CORRECT)
+def test_correct_mechanisms_stay_within_their_claim(name: str) -> None:
+    """At confidence 1 − 1e-6 the lower bound exceeds a true claim with probability ≤ 1e-6."""
+    t = TARGETS[name]
+    result = audit(
+        name,
+        t.draw0,
+        t.draw1,
+        epsilon=t.epsilon,
+        delta=t.delta,
+        samples=100_000,
+        confidence=1 - ALPHA,
+    )
+    assert result.passed, result
+    assert result.epsilon_lower_bound <= t.epsilon
+
+
+def test_tight_mechanisms_are_found_close_to_their_claim() -> None:
+    """Power: for a pure-ε mechanism with a tight claim the bound comes close to it."""
+    t = TARGETS["rr_coin"]
+    result = audit("rr_coin", t.draw0, t.draw1, epsilon=t.epsilon, samples=100_000)
+    assert result.epsilon_lower_bound > 0.9 * math.log(3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", BROKEN)
+def test_broken_variants_are_caught(name: str) -> None:
+    t = TARGETS[name]
+    result = audit(
+        name,
+        t.draw0,
+        t.draw1,
+        epsilon=t.epsilon,
+        delta=t.delta,
+        samples=100_000,
+        confidence=1 - ALPHA,
+    )
+    assert not result.passed
+    assert result.epsilon_lower_bound > 1.3 * t.epsilon
+
+
+def test_naive_float_laplace_claims_are_not_trusted_blindly() -> None:
+    """Half the noise of a plain continuous Laplace is caught too (a peer-style implementation)."""
+    gen = np.random.default_rng(5)
+    result = audit(
+        "numpy_laplace_half_noise",
+        lambda n: gen.laplace(0.0, 0.5, n),
+        lambda n: 1.0 + gen.laplace(0.0, 0.5, n),
+        epsilon=1.0,
+        samples=100_000,
+        confidence=1 - ALPHA,
+    )
+    assert not result.passed
+
+
+def test_clopper_pearson_edges() -> None:
+    assert clopper_pearson(0, 100, 0.05)[0] == 0.0
+    assert clopper_pearson(100, 100, 0.05)[1] == 1.0
+    lo, hi = clopper_pearson(50, 100, 0.05)
+    assert lo < 0.5 < hi
+    # k = 0: upper bound 1 − (α/2)^(1/n)
+    assert clopper_pearson(0, 1000, 0.05)[1] == pytest.approx(1 - 0.025 ** (1 / 1000))
+
+
+def test_too_few_samples_is_refused() -> None:
+    t = TARGETS["laplace"]
+    with pytest.raises(InvalidParameter, match="samples"):
+        audit("laplace", t.draw0, t.draw1, epsilon=1.0, samples=10)

@@ -1,0 +1,170 @@
+"""The budget ledger: exact arithmetic, refusal, reservations, durability, concurrency, crash safety."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from privdb.accounting.ledger import Ledger
+from privdb.errors import BudgetExhausted, InvalidParameter
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Ledger:
+    return Ledger(tmp_path / "ledger.sqlite")
+
+
+def test_fifty_spends_of_a_tenth_fit_a_budget_of_five(ledger: Ledger) -> None:
+    ledger.set_budget("alice", "db", epsilon=5)
+    for _ in range(50):
+        ledger.spend("alice", "db", epsilon=0.1)
+    budget = ledger.budget("alice", "db")
+    assert budget.epsilon_spent == 5 and budget.epsilon_remaining == 0
+    with pytest.raises(BudgetExhausted):
+        ledger.spend("alice", "db", epsilon=1e-12)
+
+
+def test_refusal_names_what_is_left_and_spends_nothing(ledger: Ledger) -> None:
+    ledger.set_budget("alice", "db", epsilon=1, delta=1e-6)
+    ledger.spend("alice", "db", epsilon=0.7)
+    with pytest.raises(BudgetExhausted, match=r"ε=0\.3") as err:
+        ledger.spend("alice", "db", epsilon=0.5)
+    assert err.value.code == "budget_exhausted"
+    assert ledger.budget("alice", "db").epsilon_remaining == Fraction(3, 10)
+    with pytest.raises(BudgetExhausted, match="δ"):
+        ledger.spend("alice", "db", epsilon=0.1, delta=1e-5)
+    with pytest.raises(BudgetExhausted, match="no budget"):
+        ledger.spend("bob", "db", epsilon=0.1)
+
+
+def test_composition_t_answers_cost_t_epsilon(ledger: Ledger) -> None:
+    ledger.set_budget("alice", "db", epsilon=10)
+    for _ in range(7):
+        ledger.spend("alice", "db", epsilon=0.3)
+    assert ledger.budget("alice", "db").epsilon_spent == Fraction(21, 10)
+
+
+def test_reservation_release_and_commit(ledger: Ledger) -> None:
+    ledger.set_budget("alice", "db", epsilon=1)
+    refused_early = ledger.reserve("alice", "db", epsilon=0.6, note="parse error later")
+    assert ledger.budget("alice", "db").epsilon_remaining == Fraction(2, 5)  # held while pending
+    with pytest.raises(BudgetExhausted):
+        ledger.reserve("alice", "db", epsilon=0.6)
+    refused_early.release()
+    assert ledger.budget("alice", "db").epsilon_remaining == 1
+    answered = ledger.reserve("alice", "db", epsilon=0.6)
+    answered.commit()
+    answered.release()  # a committed spend stands
+    assert ledger.budget("alice", "db").epsilon_remaining == Fraction(2, 5)
+    states = [s.state for s in ledger.spends("alice", "db")]
+    assert states == ["released", "committed"]
+
+
+def test_bad_amounts_and_budget_changes(ledger: Ledger) -> None:
+    with pytest.raises(InvalidParameter):
+        ledger.set_budget("alice", "db", epsilon=float("nan"))
+    with pytest.raises(InvalidParameter):
+        ledger.set_budget("alice", "db", epsilon=1, delta=1.5)
+    ledger.set_budget("alice", "db", epsilon=1)
+    with pytest.raises(InvalidParameter):
+        ledger.spend("alice", "db", epsilon=-0.1)
+    ledger.spend("alice", "db", epsilon=0.5)
+    with pytest.raises(InvalidParameter, match="already spent"):
+        ledger.set_budget("alice", "db", epsilon=0.4)
+    ledger.set_budget("alice", "db", epsilon=2)  # a raise keeps what was spent
+    assert ledger.budget("alice", "db").epsilon_remaining == Fraction(3, 2)
+
+
+def test_spends_survive_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite"
+    with Ledger(path) as first:
+        first.set_budget("alice", "db", epsilon=1)
+        first.spend("alice", "db", epsilon=0.25)
+    with Ledger(path) as second:
+        assert second.budget("alice", "db").epsilon_remaining == Fraction(3, 4)
+    mode = sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0]
+    assert mode == "wal"
+
+
+def _spender(path: str, attempts: int, results: mp.Queue) -> None:  # type: ignore[type-arg]
+    ok = 0
+    with Ledger(path) as ledger:
+        for _ in range(attempts):
+            try:
+                ledger.spend("alice", "db", epsilon=1)
+                ok += 1
+            except BudgetExhausted:
+                pass
+    results.put(ok)
+
+
+@pytest.mark.slow
+def test_parallel_processes_never_overspend(tmp_path: Path) -> None:
+    """8 processes × 100 spends against a budget for 300: exactly 300 succeed."""
+    path = str(tmp_path / "ledger.sqlite")
+    with Ledger(path) as ledger:
+        ledger.set_budget("alice", "db", epsilon=300)
+    ctx = mp.get_context("spawn")
+    results: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
+    workers = [ctx.Process(target=_spender, args=(path, 100, results)) for _ in range(8)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(timeout=300)
+        assert w.exitcode == 0
+    succeeded = sum(results.get(timeout=10) for _ in workers)
+    assert succeeded == 300
+    with Ledger(path) as ledger:
+        assert ledger.budget("alice", "db").epsilon_spent == 300
+        assert len(ledger.spends("alice", "db")) == 300
+
+
+_CRASHER = textwrap.dedent(
+    """
+    import sys
+    from privdb.accounting.ledger import Ledger
+    ledger = Ledger(sys.argv[1])
+    print("ready", flush=True)
+    i = 0
+    while True:
+        r = ledger.reserve("alice", "db", epsilon=0.001)
+        if i % 3 == 0:
+            r.release()
+        elif i % 3 == 1:
+            r.commit()
+        i += 1
+    """
+)
+
+
+@pytest.mark.slow
+def test_kill_9_leaves_the_ledger_consistent(tmp_path: Path) -> None:
+    """A process killed at an arbitrary moment: the running total equals the log, and nothing is lost."""
+    path = tmp_path / "ledger.sqlite"
+    with Ledger(path) as ledger:
+        ledger.set_budget("alice", "db", epsilon=10_000)
+    for delay in (0.2, 0.45, 0.7):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _CRASHER, str(path)], stdout=subprocess.PIPE, text=True
+        )
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        time.sleep(delay)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        with Ledger(path) as ledger:
+            spends = ledger.spends("alice", "db")
+            held = sum((s.epsilon for s in spends if s.state != "released"), Fraction(0))
+            assert ledger.budget("alice", "db").epsilon_spent == held
+            assert len(spends) > 0
+        check = sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone()[0]
+        assert check == "ok"
