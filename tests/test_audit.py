@@ -10,6 +10,7 @@ import pytest
 from conftest import ALPHA, seeded
 from privdb.audit import BROKEN, CORRECT, audit, build_targets, clopper_pearson
 from privdb.errors import InvalidParameter
+from privdb.mechanisms import ExponentialMechanism
 
 TARGETS = build_targets(seeded(99))
 
@@ -54,6 +55,24 @@ def test_broken_variants_are_caught(name: str) -> None:
     )
     assert not result.passed
     assert result.epsilon_lower_bound > 1.3 * t.epsilon
+
+
+@pytest.mark.slow
+def test_the_notes_exponential_factor_is_caught_on_a_non_monotone_utility() -> None:
+    """exp(ε·u/Δ) (the notes' form) on a utility that is not monotone is not ε-DP: the audit shows it."""
+    mech = ExponentialMechanism(epsilon=1.0, sensitivity=1.0, monotone=True, rng=seeded(12))
+    u0 = np.array([1.0] + [0.0] * 50)
+    u1 = np.array([0.0] + [1.0] * 50)
+    result = audit(
+        "exponential_notes_factor",
+        lambda n: mech.select_many(u0, n),
+        lambda n: mech.select_many(u1, n),
+        epsilon=1.0,
+        samples=100_000,
+        confidence=1 - ALPHA,
+    )
+    assert not result.passed
+    assert result.epsilon_lower_bound > 1.5
 
 
 def test_naive_float_laplace_claims_are_not_trusted_blindly() -> None:
