@@ -9,13 +9,14 @@ import privdb.mechanisms
 
 
 def test_exports_are_pinned() -> None:
-    assert set(privdb.__all__) == {"PrivdbError", "__version__"}
+    assert set(privdb.__all__) == {"Connection", "PrivdbError", "Result", "__version__", "connect"}
     assert set(privdb.errors.__all__) == {
         "BudgetExhausted",
         "Forbidden",
         "InternalError",
         "InvalidParameter",
         "ParseError",
+        "QueryFailed",
         "PrivdbError",
         "RawAccessDenied",
         "Unauthorized",

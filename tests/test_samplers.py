@@ -102,7 +102,7 @@ def test_discrete_gaussian_large_sigma_variance() -> None:
 def test_bernoulli_and_uniform_int() -> None:
     n = 200_000
     p = 1 / (1 + math.e)
-    hits = _samplers.bernoulli(p, _exact.logistic(Fraction(-1)), n, seeded(8))
+    hits = _samplers.bernoulli(_exact.logistic(Fraction(-1)), n, seeded(8))
     assert stats.binomtest(int(hits.sum()), n, p).pvalue > ALPHA
     u = _samplers.uniform_int(7, n, seeded(9))
     assert stats.chisquare(np.bincount(u, minlength=7)).pvalue > ALPHA
@@ -135,7 +135,7 @@ def test_exact_comparison_against_an_irrational(scripted) -> None:  # type: igno
     conditional = float(p * mp.mpf(2) ** 64 - word)
     trials = 4000
     hits = sum(
-        bool(_samplers.bernoulli(float(p), _exact.logistic(Fraction(1)), 1, scripted([word], seed=t))[0])
+        bool(_samplers.bernoulli(_exact.logistic(Fraction(1)), 1, scripted([word], seed=t))[0])
         for t in range(trials)
     )
     assert stats.binomtest(hits, trials, conditional).pvalue > ALPHA

@@ -12,7 +12,8 @@ is wrong and how to fix it. Messages never contain private values.
     ├── BudgetExhausted       budget_exhausted
     ├── InvalidParameter      invalid_parameter
     ├── Unauthorized          unauthorized
-    └── Forbidden             forbidden
+    ├── Forbidden             forbidden
+    └── QueryFailed           query_failed (an engine failure after data was read; charged)
 
 ``InternalError`` (code ``internal_error``) marks faults of privdb itself; the CLI exits 1 on it and 2 on
 every other ``PrivdbError``.
@@ -29,6 +30,7 @@ __all__ = [
     "InvalidParameter",
     "ParseError",
     "PrivdbError",
+    "QueryFailed",
     "RawAccessDenied",
     "Unauthorized",
     "UnknownColumn",
@@ -89,3 +91,10 @@ class Forbidden(PrivdbError):
 
 class InternalError(PrivdbError):
     code = "internal_error"
+
+
+class QueryFailed(PrivdbError):
+    """The engine failed after reading data: the spend stands and no detail is given (it may depend on
+    the data)."""
+
+    code = "query_failed"

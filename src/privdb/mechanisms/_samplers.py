@@ -163,12 +163,19 @@ def discrete_gaussian(sigma: float, n: int, source: RandomSource) -> Int64s:
     return out
 
 
-def bernoulli(p: float, exact_p: _exact.Bounds, n: int, source: RandomSource) -> NDArray[np.bool_]:
-    """``n`` exact Bernoulli(p) draws; ``p`` is a float within ``2^-46`` of the truth ``exact_p``."""
+def bernoulli(exact_p: _exact.Bounds, n: int, source: RandomSource) -> NDArray[np.bool_]:
+    """``n`` exact Bernoulli(p) draws, ``p`` known through rigorous bounds ``exact_p``.
+
+    With ``[lo, hi]`` bounds of ``p`` at 128 bits, a word ``w`` (``U ∈ [w, w+1)·2^-64``) is surely below ``p``
+    when ``w < ⌊lo·2^64⌋`` and surely not when ``w ≥ ⌈hi·2^64⌉``: integer comparisons on the raw words. The
+    one or two words in between are decided exactly.
+    """
+    lo, hi = exact_p(128)
     words = source.words(n)
-    v_lo = words.astype(np.float64) * _TWO_M64
-    out = v_lo + _TWO_M63 + _MARGIN < p
-    unsure = ~(out | (v_lo - _MARGIN > p))
+    low = math.floor(lo * 2**64)
+    high = math.ceil(hi * 2**64)
+    out = words < np.uint64(low) if low < 2**64 else np.ones(n, dtype=np.bool_)
+    unsure = ~out & (words < np.uint64(high)) if high < 2**64 else ~out
     for i in np.flatnonzero(unsure):
         out[i] = _exact.less_than(_exact.LazyUniform(int(words[i]), 64), exact_p, source)
     return out

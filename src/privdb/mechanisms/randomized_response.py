@@ -143,7 +143,7 @@ class BinaryRandomizedResponse(Mechanism):
         return PrivacyCost(epsilon=epsilon_of(self.matrix))
 
     def _flips(self, n: int) -> NDArray[np.bool_]:
-        return _samplers.bernoulli(float(self.flip), self._flip_bounds, n, self._source)
+        return _samplers.bernoulli(self._flip_bounds, n, self._source)
 
     def release(self, answers: ArrayLike) -> NDArray[np.bool_]:
         """Each person's randomised answer."""
@@ -222,7 +222,7 @@ class HeadsSayYes(Mechanism):
 
     def release(self, answers: ArrayLike) -> NDArray[np.bool_]:
         truth = _bits(answers)
-        heads = _samplers.bernoulli(0.5, _exact.rational(Fraction(1, 2)), truth.size, self._source)
+        heads = _samplers.bernoulli(_exact.rational(Fraction(1, 2)), truth.size, self._source)
         return heads | truth
 
 
@@ -259,7 +259,7 @@ class KaryRandomizedResponse(Mechanism):
             raise InvalidParameter(f"values must be a non-empty 1-d array of integers in [0, {self.k})")
         if x.min() < 0 or x.max() >= self.k:
             raise InvalidParameter(f"values must lie in [0, {self.k}); encode categories as 0..k-1")
-        keep = _samplers.bernoulli(self.p, self._keep, x.size, self._source)
+        keep = _samplers.bernoulli(self._keep, x.size, self._source)
         other = _samplers.uniform_int(self.k - 1, x.size, self._source)
         other += other >= x  # a uniform value among the k − 1 others
         return np.where(keep, x, other).astype(np.int64)

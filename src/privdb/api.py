@@ -1,0 +1,97 @@
+"""The Python API: ``privdb.connect(DIR, analyst=…)`` for analysts, ``privdb.connect(DIR)`` for the owner.
+
+Both return a :class:`Connection` with the same query methods; owner-only methods (``load``, ``grant``,
+``owner_sql``) refuse analysts with ``raw_access_denied``. ``connect("http://…", token=…)`` arrives with
+the server.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from privdb.catalog.metadata import TableMeta
+from privdb.database import Database
+from privdb.errors import InvalidParameter, RawAccessDenied
+from privdb.result import Result
+from privdb.sql import engine
+
+__all__ = ["Connection", "connect"]
+
+
+class Connection:
+    """A session on one database, as an analyst (query access) or as its owner (direct access)."""
+
+    def __init__(self, db: Database, analyst: str | None) -> None:
+        self._db = db
+        self.analyst = analyst
+
+    @property
+    def is_owner(self) -> bool:
+        return self.analyst is None
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- analysts (and the owner, for checking what analysts see)
+    def sql(self, query: str) -> Result:
+        """Answer a DP-SELECT, paid from this analyst's budget."""
+        if self.analyst is None:
+            raise RawAccessDenied(
+                "the owner's connection has no budget; connect as an analyst "
+                "(privdb.connect(path, analyst=…)) for DP answers, or use owner_sql for raw SQL"
+            )
+        return engine.run(self._db, self.analyst, query)
+
+    def explain(self, query: str) -> dict[str, Any]:
+        """The plan and cost of a DP-SELECT, without reading data or spending budget."""
+        return engine.explain(self._db, query)
+
+    def budget(self) -> dict[str, Any]:
+        if self.analyst is None:
+            raise InvalidParameter("the owner has no budget; ask for an analyst's with budget_of(name)")
+        return self._db.budget(self.analyst).to_dict()
+
+    def tables(self) -> list[dict[str, Any]]:
+        """Tables with their public metadata (bounds, key domains, privacy unit)."""
+        return self._db.tables()
+
+    # ---- the owner
+    def _owner(self, what: str) -> Database:
+        if self.analyst is not None:
+            raise RawAccessDenied(f"{what} is for the database owner; analysts ask DP-SELECT queries")
+        return self._db
+
+    def owner_sql(self, sql: str) -> pd.DataFrame:
+        """Direct access: any SQL on the engine (the owner's own data)."""
+        return self._owner("raw SQL").backend.raw(sql)
+
+    def load(
+        self, table: str, source: str | Path, metadata: str | Path | dict[str, Any] | None = None
+    ) -> TableMeta:
+        return self._owner("loading tables").load(table, source, metadata)
+
+    def grant(self, analyst: str, *, epsilon: float, delta: float = 0.0) -> str:
+        """Create an analyst with a budget; returns their token."""
+        return self._owner("granting budgets").grant(analyst, epsilon=epsilon, delta=delta)
+
+    def budget_of(self, analyst: str) -> dict[str, Any]:
+        return self._owner("reading budgets").budget(analyst).to_dict()
+
+
+def connect(path: str | Path, *, analyst: str | None = None, token: str | None = None) -> Connection:
+    """Open a database directory (created on first use) as ``analyst``, or as the owner."""
+    if isinstance(path, str) and path.startswith(("http://", "https://")):
+        raise InvalidParameter(
+            "connecting to a privdb server needs the HTTP client, which arrives with the server"
+        )
+    del token
+    return Connection(Database(path), analyst)

@@ -1,0 +1,61 @@
+"""The Typer application, its consoles, and the error handling every command shares.
+
+Exit status: 0 on success, 2 on a user error (one clear line on stderr), 1 on an internal fault.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from privdb.errors import InternalError, PrivdbError
+
+__all__ = ["app", "console", "friendly"]
+
+app = typer.Typer(
+    name="privdb",
+    help="privdb: a private statistical database. Analysts get differentially private answers; "
+    "owners publish anonymised tables.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def console() -> Console:
+    """Made per command so the terminal's current width (``COLUMNS``) is honoured."""
+    return Console()
+
+
+def errors() -> Console:
+    return Console(stderr=True, soft_wrap=True)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def friendly(func: F) -> F:
+    """Turn privdb errors into one line on stderr and exit 2; anything else into exit 1, no traceback."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except PrivdbError as err:
+            status = 1 if isinstance(err, InternalError) else 2
+            errors().print(f"error [{err.code}]: {err.message}", markup=False, highlight=False)
+            raise typer.Exit(status) from None
+        except (typer.Exit, typer.Abort, KeyboardInterrupt):
+            raise
+        except Exception as err:  # an internal fault: say so without a traceback
+            errors().print(
+                f"internal error ({type(err).__name__}); please report it with the command you ran",
+                markup=False,
+            )
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,105 @@
+"""A privdb database: a directory holding the engine's data, the catalog and the budget ledger.
+
+    DIR/data.duckdb     the tables (DuckDB)
+    DIR/privdb.sqlite   metadata, analysts, stored answers, budgets and spends (SQLite, WAL)
+
+Created on first use. The owner loads tables and grants budgets; analysts only ask DP-SELECTs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from privdb.accounting.ledger import Budget, Ledger
+from privdb.backends.duckdb import DuckDBBackend, check_name
+from privdb.catalog.metadata import ColumnMeta, TableMeta, load_metadata, metadata_from_dict
+from privdb.catalog.store import Catalog
+from privdb.errors import InvalidParameter
+
+__all__ = ["Database"]
+
+
+class Database:
+    """Owner-side handle on one database directory."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if self.path.exists() and not self.path.is_dir():
+            raise InvalidParameter(f"{str(self.path)!r} is a file; a privdb database is a directory")
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.name = self.path.resolve().name
+        self.backend = DuckDBBackend(self.path / "data.duckdb")
+        self.catalog = Catalog(self.path / "privdb.sqlite")
+        self.ledger = Ledger(self.path / "privdb.sqlite")
+
+    def close(self) -> None:
+        self.backend.close()
+        self.catalog.close()
+        self.ledger.close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- tables and metadata
+    def load(
+        self, table: str, source: str | Path, metadata: str | Path | dict[str, Any] | None = None
+    ) -> TableMeta:
+        """Load a CSV or Parquet file as ``table`` with validated privacy metadata."""
+        check_name(table)
+        spec = load_metadata(metadata, table) if isinstance(metadata, str | Path) else metadata
+        self.backend.load(table, source)
+        try:
+            meta = metadata_from_dict(table, spec, self.backend.columns(table))
+        except Exception:
+            self.backend.raw(f'DROP TABLE IF EXISTS "{table}"')
+            raise
+        self.catalog.set_metadata(table, meta.to_dict())
+        return meta
+
+    def set_metadata(self, table: str, spec: dict[str, Any]) -> TableMeta:
+        name = self.backend.resolve(table)
+        meta = metadata_from_dict(name, spec, self.backend.columns(name))
+        self.catalog.set_metadata(name, meta.to_dict())
+        return meta
+
+    def metadata(self, table: str) -> TableMeta:
+        """The table's metadata (``unknown_table`` with a suggestion if there is no such table)."""
+        name = self.backend.resolve(table)
+        spec = self.catalog.metadata(name)
+        return metadata_from_dict(name, spec, self.backend.columns(name))
+
+    def tables(self) -> list[dict[str, Any]]:
+        """Every table with its public metadata (what analysts may know)."""
+        out = []
+        for name in self.backend.tables():
+            meta = self.metadata(name)
+            out.append({"name": name} | meta.to_dict())
+        return out
+
+    # ---- analysts and budgets
+    def grant(self, analyst: str, *, epsilon: float, delta: float = 0.0) -> str:
+        """Create (or re-grant) an analyst with a total budget; returns a fresh token."""
+        check_name(analyst, "analyst")
+        self.ledger.set_budget(analyst, self.name, epsilon=epsilon, delta=delta)
+        return self.catalog.add_analyst(analyst)
+
+    def budget(self, analyst: str) -> Budget:
+        return self.ledger.budget(analyst, self.name)
+
+    def evaluate_domain(self, key_sql: str, column: ColumnMeta, values: list[Any]) -> tuple[Any, ...] | None:
+        """Map *public* column values through a key expression (never touches the data)."""
+        con = duckdb.connect(":memory:")
+        try:
+            con.execute(f'CREATE TABLE v AS SELECT UNNEST(?) AS "{column.name}"', [values])
+            rows = con.execute(f"SELECT DISTINCT {key_sql} AS k FROM v ORDER BY 1 NULLS LAST").fetchall()
+        except duckdb.Error:
+            return None  # not evaluable on the public values: keys go through the noisy threshold
+        finally:
+            con.close()
+        return tuple(r[0] for r in rows)

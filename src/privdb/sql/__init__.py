@@ -1,0 +1,1 @@
+"""DP-SELECT: parse → validate → plan → rewrite → execute → noise, one module per step."""

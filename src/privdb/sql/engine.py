@@ -1,0 +1,138 @@
+"""Run a DP-SELECT end to end, in the one order privacy allows:
+
+    parse → plan → bind (no data) → stored answer? → reserve budget → execute → noise → commit → result
+
+Anything refused before ``execute`` releases the reservation: nothing is spent. Once the engine has read
+data, the spend stands, even if the engine then fails (reported as ``query_failed`` without detail, since
+the failure itself may depend on the data). The spend is committed before the answer is returned.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from privdb.database import Database
+from privdb.errors import InternalError, QueryFailed, Unauthorized, UnsupportedQuery
+from privdb.mechanisms import Geometric
+from privdb.result import Result
+from privdb.sql.noise import add_noise
+from privdb.sql.parse import DPQuery, parse_dp_select
+from privdb.sql.plan import Plan, plan_query
+from privdb.sql.rewrite import engine_sql
+
+__all__ = ["explain", "prepare", "run"]
+
+
+def _table_of(query: DPQuery) -> str:
+    source = query.select.args.get("from_") or query.select.args.get("from")
+    if source is None:
+        raise UnsupportedQuery("a DP-SELECT needs FROM <table>")
+    table = source.this
+    if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
+        raise UnsupportedQuery("FROM must name one table (subqueries and table functions are not supported)")
+    if table.args.get("db") or table.args.get("catalog"):
+        raise UnsupportedQuery("FROM must name a table of this database, without a schema")
+    return str(table.name)
+
+
+def prepare(db: Database, text: str) -> tuple[Plan, str]:
+    """Parse, plan and bind without touching the data or the budget."""
+    query = parse_dp_select(text)
+    meta = db.metadata(_table_of(query))
+    plan = plan_query(query, meta, db.evaluate_domain)
+    sql = engine_sql(plan, meta.name)
+    db.backend.bind(sql)
+    return plan, sql
+
+
+def explain(db: Database, text: str) -> dict[str, Any]:
+    """The plan: engine SQL, and per noisy statistic its sensitivity, mechanism, ε share, scale, accuracy."""
+    plan, sql = prepare(db, text)
+    stats = []
+    for stat in plan.statistics:
+        mech = stat.mechanism()
+        stats.append(
+            {
+                "statistic": stat.name,
+                "kind": stat.kind,
+                "column": stat.column.name if stat.column else None,
+                "sensitivity": stat.sensitivity,
+                "changed_groups": stat.changed,
+                "mechanism": "geometric" if isinstance(mech, Geometric) else "laplace",
+                "epsilon": stat.epsilon,
+                "scale": mech.scale,
+                "ci95_half_width": mech.half_width(0.05),
+            }
+        )
+    return {
+        "table": plan.table.name,
+        "engine_sql": sqlglot.transpile(sql, read="duckdb", write="duckdb", pretty=True)[0],
+        "privacy_unit": plan.table.privacy_unit,
+        "neighbouring": plan.table.neighbouring,
+        "aggregates": [
+            {"column": a.output, "kind": a.kind, "epsilon": a.epsilon, "statistics": list(a.statistics)}
+            for a in plan.aggregates
+        ],
+        "statistics": stats,
+        "keys": "public domain"
+        if plan.domains is not None
+        else (
+            f"noisy threshold τ = {plan.threshold.tau:.4g} on {plan.threshold.statistic}"
+            if plan.threshold
+            else "none"
+        ),
+        "groups_released": len(plan.public_groups())
+        if plan.domains is not None and plan.resolved.keys
+        else None,
+        "epsilon": plan.epsilon,
+        "delta": plan.delta,
+    }
+
+
+def run(db: Database, analyst: str, text: str) -> Result:
+    """Answer ``text`` for ``analyst`` with differential privacy, paid from their budget."""
+    if not db.catalog.has_analyst(analyst):
+        raise Unauthorized(f"unknown analyst {analyst!r}; the owner creates analysts with `privdb grant`")
+    plan, sql = prepare(db, text)
+    normalized = plan.query.normalized
+    stored = db.catalog.stored_answer(analyst, normalized)
+    if stored is not None:
+        result = Result.from_dict(stored)
+        result.epsilon_spent, result.delta_spent, result.cached = 0.0, 0.0, True
+        result.budget = _budget(db, analyst)
+        return result
+    reservation = db.ledger.reserve(
+        analyst, db.name, epsilon=plan.epsilon, delta=plan.delta, note=normalized[:500]
+    )
+    try:
+        frame = db.backend.fetch(sql)
+    except Exception:
+        reservation.commit()
+        raise QueryFailed(
+            "the engine failed while reading the data; the query's cost was charged. Check the query "
+            "(e.g. casts or divisions in WHERE) with `privdb explain`"
+        ) from None
+    try:
+        answer = add_noise(plan, frame)
+    except Exception as err:
+        reservation.commit()
+        raise InternalError(f"adding noise failed ({type(err).__name__}); the cost was charged") from None
+    reservation.commit()
+    result = Result(
+        columns=answer.columns,
+        rows=answer.rows,
+        epsilon_spent=plan.epsilon,
+        delta_spent=plan.delta,
+        budget=_budget(db, analyst),
+        accuracy=answer.accuracy,
+    )
+    db.catalog.store_answer(analyst, normalized, plan.table.name, result.to_dict())
+    return result
+
+
+def _budget(db: Database, analyst: str) -> dict[str, float]:
+    b = db.budget(analyst)
+    return {"epsilon_remaining": float(b.epsilon_remaining), "delta_remaining": float(b.delta_remaining)}

@@ -1,0 +1,179 @@
+"""Add noise to the engine's per-group statistics and build the answer with honest 95% intervals.
+
+Counts and sums are released as noised; their interval is the mechanism's. Ratios are post-processing:
+``AVG = S/N`` clipped to the column bounds, ``VARIANCE = (Q/N − (S/N)²)·N/(N−1)`` clipped to
+``[0, ((U − L)/2)²]``, ``STDDEV = √VARIANCE``. Their intervals propagate the parts' intervals (each at
+``1 − 0.05/k`` for ``k`` parts, a union bound), so they cover the truth at least 95% of the time, and are as
+wide as the noise makes them: with income bounds 0..500,000 a small group's variance interval is large, and
+says so.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from privdb.mechanisms import Laplace
+from privdb.sql.plan import AggregatePlan, Plan
+
+__all__ = ["NoisyAnswer", "add_noise"]
+
+Interval = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class NoisyAnswer:
+    columns: list[str]
+    rows: list[list[Any]]
+    accuracy: list[dict[str, Any]]
+
+
+def _py(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def _groups(plan: Plan, frame: pd.DataFrame) -> tuple[list[tuple[Any, ...]], dict[str, NDArray[np.float64]]]:
+    """The groups to consider and each statistic's true value per group (0 where a group has no rows)."""
+    nkeys = len(plan.resolved.keys)
+    key_cols = [f"k{i}" for i in range(nkeys)]
+    names = [s.name for s in plan.statistics]
+    data = {
+        tuple(_py(v) for v in row[:nkeys]): [_py(v) or 0.0 for v in row[nkeys:]]
+        for row in frame[key_cols + names].itertuples(index=False, name=None)
+    }
+    if nkeys == 0:
+        groups: list[tuple[Any, ...]] = [()]
+    elif plan.domains is not None:
+        groups = plan.public_groups()
+    else:
+        groups = list(data.keys())  # released only through the noisy threshold
+    zeros = [0.0] * len(names)
+    table = np.array([data.get(g, zeros) for g in groups], dtype=np.float64).reshape(len(groups), len(names))
+    return groups, {name: table[:, i] for i, name in enumerate(names)}
+
+
+def _ratio(s: Interval, n: Interval, lo: float, hi: float) -> Interval:
+    if n[0] <= 0:
+        return (lo, hi)
+    corners = [s[0] / n[0], s[0] / n[1], s[1] / n[0], s[1] / n[1]]
+    return (max(lo, min(corners)), min(hi, max(corners)))
+
+
+def _combine(
+    agg: AggregatePlan, noisy: dict[str, NDArray[np.float64]], mechs: dict[str, Laplace]
+) -> tuple[NDArray[np.float64], list[Interval]]:
+    """The aggregate's noisy values and 95% intervals, per group."""
+    if agg.kind in ("count_star", "count", "sum"):
+        (name,) = agg.statistics
+        values = noisy[name]
+        return values, [mechs[name].ci95(float(v)) for v in values]
+    assert agg.column is not None and agg.column.lower is not None and agg.column.upper is not None
+    lo, hi = agg.column.lower, agg.column.upper
+    k = len(agg.statistics)
+    beta = 0.05 / k
+    widths = {n: mechs[n].half_width(beta) for n in agg.statistics}
+
+    def interval(name: str, i: int) -> Interval:
+        return (noisy[name][i] - widths[name], noisy[name][i] + widths[name])
+
+    out = np.empty(len(noisy[agg.statistics[0]]))
+    intervals: list[Interval] = []
+    if agg.kind == "avg":
+        s, n = agg.statistics
+        for i in range(out.size):
+            count = noisy[n][i]
+            out[i] = min(max(noisy[s][i] / count, lo), hi) if count >= 1 else (lo + hi) / 2
+            intervals.append(_ratio(interval(s, i), interval(n, i), lo, hi))
+        return out, intervals
+    q, s, n = agg.statistics
+    square_lo = 0.0 if lo <= 0 <= hi else min(lo * lo, hi * hi)
+    square_hi = max(lo * lo, hi * hi)
+    cap = ((hi - lo) / 2) ** 2
+    for i in range(out.size):
+        count = noisy[n][i]
+        if count >= 2:
+            mean = min(max(noisy[s][i] / count, lo), hi)
+            second = min(max(noisy[q][i] / count, square_lo), square_hi)
+            var = (second - mean * mean) * count / (count - 1)
+            out[i] = min(max(var, 0.0), cap)
+        else:
+            out[i] = cap / 2
+        n_int = interval(n, i)
+        m_lo, m_hi = _ratio(interval(s, i), n_int, lo, hi)
+        e_lo, e_hi = _ratio(interval(q, i), n_int, square_lo, square_hi)
+        mean_sq_lo = 0.0 if m_lo <= 0 <= m_hi else min(m_lo * m_lo, m_hi * m_hi)
+        mean_sq_hi = max(m_lo * m_lo, m_hi * m_hi)
+        factor = n_int[0] / (n_int[0] - 1) if n_int[0] > 1 else math.inf
+        v_lo = max(0.0, e_lo - mean_sq_hi)
+        v_hi = min(cap, (e_hi - mean_sq_lo) * factor) if n_int[0] > 0 else cap
+        intervals.append((min(v_lo, v_hi), v_hi))
+    if agg.kind == "stddev":
+        return np.sqrt(out), [(math.sqrt(a), math.sqrt(b)) for a, b in intervals]
+    return out, intervals
+
+
+def add_noise(plan: Plan, frame: pd.DataFrame) -> NoisyAnswer:
+    """Noise every statistic, select keys, combine aggregates, order and limit the rows."""
+    groups, truth = _groups(plan, frame)
+    mechs = {s.name: s.mechanism() for s in plan.statistics}
+    noisy = {}
+    for stat in plan.statistics:
+        values = truth[stat.name]
+        if not values.size:
+            noisy[stat.name] = values
+            continue
+        noisy[stat.name] = mechs[stat.name].release(values)
+    keep = np.ones(len(groups), dtype=bool)
+    if plan.threshold is not None:
+        keep = noisy[plan.threshold.statistic] >= plan.threshold.tau
+    index = np.flatnonzero(keep)
+    kept_groups = [groups[i] for i in index]
+    noisy = {k: v[index] for k, v in noisy.items()}
+
+    columns = [name for name, _, _ in plan.resolved.outputs]
+    per_agg = [_combine(agg, noisy, mechs) for agg in plan.aggregates]
+    rows: list[list[Any]] = []
+    for r, group in enumerate(kept_groups):
+        row: list[Any] = []
+        for _, role, i in plan.resolved.outputs:
+            row.append(group[i] if role == "key" else float(per_agg[i][0][r]))
+        rows.append(row)
+    order = list(range(len(rows)))
+    for name, desc in reversed(plan.resolved.order):
+        col = columns.index(name)
+
+        def sort_key(j: int, c: int = col) -> tuple[bool, Any]:
+            return (rows[j][c] is None, rows[j][c])
+
+        order.sort(key=sort_key, reverse=desc)
+    order = order[: plan.resolved.limit] if plan.resolved.limit is not None else order
+    rows = [rows[j] for j in order]
+
+    accuracy = []
+    for agg, (_, intervals) in zip(plan.aggregates, per_agg, strict=True):
+        first = mechs[agg.statistics[0]]
+        entry: dict[str, Any] = {
+            "column": agg.output,
+            "mechanism": first.name,
+            "scale": first.scale,
+            "epsilon": agg.epsilon,
+            "ci95": list(intervals[order[0]]) if order else None,
+            "ci95_rows": [list(intervals[j]) for j in order],
+        }
+        if agg.kind in ("avg", "variance", "stddev"):
+            entry["method"] = {
+                "avg": "noisy sum / noisy count, clipped to the bounds",
+                "variance": "noisy sum of squares, sum and count; interval by propagation",
+                "stddev": "square root of the noisy variance",
+            }[agg.kind]
+        accuracy.append(entry)
+    return NoisyAnswer(columns, rows, accuracy)

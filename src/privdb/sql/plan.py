@@ -1,0 +1,254 @@
+"""Plan a DP-SELECT: the noisy statistics it needs, their sensitivities, mechanisms and ε shares.
+
+Every aggregate is built from per-group sums the engine computes in one pass:
+
+| aggregate | statistics (sums over kept rows)                | ε split |
+|-----------|--------------------------------------------------|---------|
+| COUNT(*)  | rows                                             | 1       |
+| COUNT(c)  | non-null c                                       | 1       |
+| SUM(c)    | clamp(c)                                         | 1       |
+| AVG(c)    | clamp(c), non-null c                             | 1/2 each|
+| VARIANCE, STDDEV(c) | clamp(c)², clamp(c), non-null c        | 1/3 each|
+
+A query's ε is divided evenly among its aggregates, plus one share for a key-selection count when
+keys are not public and the query has no COUNT(*) to reuse: the query costs exactly the ε written.
+
+Sensitivities (docs/proofs/sql.md), with ``m`` = max_contributions, ``G`` = max_groups (both 1 without a
+privacy unit), bounds ``[L, U]``, ``B = max(|L|, |U|)``:
+
+| statistic | add/remove | substitute, no GROUP BY | substitute, GROUP BY |
+|-----------|-----------|--------------------------|----------------------|
+| count     | m         | m                        | 2m                   |
+| sum       | m·B       | m·(U − L)                | 2m·B (≥ m·(U − L))   |
+| sum of squares | m·B²  | m·(B² − b²), b = min |x| | 2m·B²            |
+
+The L1 sensitivity covers the whole vector of groups: a unit's rows are bounded to ``m`` in total over at
+most ``G`` groups, so at most ``G`` coordinates change (``2G`` under substitution).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from privdb.catalog.metadata import ColumnMeta, TableMeta
+from privdb.errors import InvalidParameter, UnsupportedQuery
+from privdb.mechanisms import Geometric, Laplace
+from privdb.sql.parse import DPQuery
+from privdb.sql.validate import Resolved, resolve
+
+__all__ = ["Plan", "Statistic", "Threshold", "plan_query"]
+
+MAX_PUBLIC_GROUPS = 1_000_000
+_DERIVED_DOMAIN_SPAN = 100_000  # integer ranges up to this size give derived public key domains
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """One noisy per-group sum."""
+
+    name: str
+    kind: str  # rows | nonnull | sum | sumsq
+    column: ColumnMeta | None
+    sensitivity: float
+    changed: int
+    epsilon: float
+    integer: bool  # integer counts (no privacy unit): the geometric mechanism
+
+    def mechanism(self) -> Laplace:
+        """The mechanism that noises this statistic (constructed fresh: each use draws new noise)."""
+        if self.integer:
+            return Geometric(epsilon=self.epsilon, sensitivity=int(self.sensitivity))
+        return Laplace(epsilon=self.epsilon, sensitivity=self.sensitivity, changed=self.changed)
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """Key selection: a key is released only if its noisy count reaches ``tau`` (costs δ)."""
+
+    statistic: str
+    tau: float
+    delta: float
+
+
+@dataclass(frozen=True)
+class AggregatePlan:
+    output: str
+    kind: str
+    column: ColumnMeta | None
+    statistics: tuple[str, ...]
+    epsilon: float
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything needed to run a DP-SELECT, decided before any data is read."""
+
+    query: DPQuery
+    resolved: Resolved
+    statistics: tuple[Statistic, ...]
+    aggregates: tuple[AggregatePlan, ...]
+    domains: tuple[tuple[Any, ...], ...] | None  # public key values per key, or None (thresholding)
+    threshold: Threshold | None
+    epsilon: float
+    delta: float
+
+    @property
+    def table(self) -> TableMeta:
+        return self.resolved.table
+
+    def statistic(self, name: str) -> Statistic:
+        return next(s for s in self.statistics if s.name == name)
+
+    def public_groups(self) -> list[tuple[Any, ...]]:
+        """Every combination of public key values (the Cartesian product), in order."""
+        assert self.domains is not None
+        return list(itertools.product(*self.domains))
+
+
+def _bounds(column: ColumnMeta, aggregate: str) -> tuple[float, float]:
+    if not column.numeric:
+        raise UnsupportedQuery(f"{aggregate}({column.name}): {column.name!r} is {column.type}, not numeric")
+    if column.lower is None or column.upper is None:
+        raise InvalidParameter(
+            f"{aggregate}({column.name}) needs public bounds for {column.name!r}: add lower and upper to its "
+            "metadata (privdb load … --metadata M.yaml); privdb never takes bounds from the data"
+        )
+    return column.lower, column.upper
+
+
+def _derived_domain(key_sql: str, columns: tuple[ColumnMeta, ...], evaluate: Any) -> tuple[Any, ...] | None:
+    """Public values of a key: declared ``values``, booleans, or an expression of one bounded int column."""
+    distinct = {c.name: c for c in columns}
+    if len(distinct) != 1:
+        return None
+    column = next(iter(distinct.values()))
+    plain = key_sql.strip('"').lower() == column.name.lower()
+    if column.values is not None:
+        if plain:
+            return column.values
+        mapped: tuple[Any, ...] | None = evaluate(key_sql, column, list(column.values)) if evaluate else None
+        return mapped
+    if column.type == "bool":
+        return (False, True) if plain else None
+    if column.type == "int" and column.bounded and evaluate is not None:
+        assert column.lower is not None and column.upper is not None
+        lo, hi = math.ceil(column.lower), math.floor(column.upper)
+        if hi - lo + 1 <= _DERIVED_DOMAIN_SPAN:
+            derived: tuple[Any, ...] | None = evaluate(key_sql, column, list(range(lo, hi + 1)))
+            return derived
+    return None
+
+
+def plan_query(query: DPQuery, table: TableMeta, evaluate_domain: Any = None) -> Plan:
+    """Resolve, then size every noisy statistic. ``evaluate_domain(sql, column, values)`` maps public
+    column values through a key expression (the engine evaluates it on the values, not on the data)."""
+    resolved = resolve(query.select, table)
+    unit = table.privacy_unit is not None
+    m = table.max_contributions if unit else 1
+    grouped = bool(resolved.keys)
+    g = table.max_groups if (unit and grouped) else 1
+    substitute = table.neighbouring == "substitute"
+
+    domains: list[tuple[Any, ...]] | None = []
+    for key in resolved.keys:
+        dom = _derived_domain(key.sql, key.columns, evaluate_domain)
+        if dom is None:
+            domains = None
+            break
+        assert domains is not None
+        domains.append(tuple(dom))
+    if domains is not None and math.prod(len(d) for d in domains) > MAX_PUBLIC_GROUPS:
+        raise UnsupportedQuery(
+            f"the public key domains give more than {MAX_PUBLIC_GROUPS:,} groups; group by fewer columns"
+        )
+    needs_threshold = grouped and domains is None
+    if needs_threshold and query.delta <= 0:
+        listed = ", ".join(k.sql for k in resolved.keys)
+        raise InvalidParameter(
+            f"GROUP BY {listed}: these keys have no public domain, so releasing them needs key selection "
+            f"with δ > 0 (e.g. DP-SELECT {query.epsilon:g} DELTA 1e-6 …), or declare the key values in the "
+            "metadata (values: [...])"
+        )
+    has_count_star = any(a.kind == "count_star" for a in resolved.aggregates)
+    shares = len(resolved.aggregates) + (1 if needs_threshold and not has_count_star else 0)
+    eps_each = query.epsilon / shares
+
+    def count_sens() -> float:
+        return float(2 * m if substitute and grouped else m)
+
+    def sum_sens(lo: float, hi: float, squared: bool) -> float:
+        if squared:
+            b_hi = max(lo * lo, hi * hi)
+            b_lo = 0.0 if lo <= 0 <= hi else min(lo * lo, hi * hi)
+            lo, hi = b_lo, b_hi
+        big = max(abs(lo), abs(hi))
+        if not substitute:
+            return m * big
+        return 2 * m * big if grouped else m * (hi - lo)
+
+    changed = 2 * g if substitute and grouped else g
+    statistics: list[Statistic] = []
+    plans: list[AggregatePlan] = []
+
+    def add(kind: str, column: ColumnMeta | None, eps: float) -> str:
+        name = f"s{len(statistics)}"
+        if kind in ("rows", "nonnull"):
+            sens = count_sens()
+        else:
+            assert column is not None
+            lo, hi = _bounds(column, "SUM" if kind == "sum" else "VARIANCE")
+            sens = sum_sens(lo, hi, kind == "sumsq")
+        if sens == 0:
+            sens = 1e-300  # a constant column: any noise is fine; keep the mechanisms' validation happy
+        statistics.append(
+            Statistic(
+                name, kind, column, sens, changed, eps, integer=(kind in ("rows", "nonnull") and not unit)
+            )
+        )
+        return name
+
+    for agg in resolved.aggregates:
+        col = agg.column
+        if agg.kind == "count_star":
+            names: tuple[str, ...] = (add("rows", None, eps_each),)
+        elif agg.kind == "count":
+            names = (add("nonnull", col, eps_each),)
+        elif agg.kind == "sum":
+            names = (add("sum", col, eps_each),)
+        elif agg.kind == "avg":
+            assert col is not None
+            _bounds(col, "AVG")
+            names = (add("sum", col, eps_each / 2), add("nonnull", col, eps_each / 2))
+        else:
+            assert col is not None
+            _bounds(col, agg.kind.upper())
+            names = tuple(add(k, col, eps_each / 3) for k in ("sumsq", "sum", "nonnull"))
+        plans.append(AggregatePlan(agg.output, agg.kind, col, names, eps_each))
+
+    threshold = None
+    if needs_threshold:
+        stat_name = next((p.statistics[0] for p in plans if p.kind == "count_star"), None) or add(
+            "rows", None, eps_each
+        )
+        stat = next(s for s in statistics if s.name == stat_name)
+        mech = stat.mechanism()
+        # a key present in one neighbour only has true count ≤ m in ≤ G groups (2G under substitution);
+        # each is released w.p. P(noise ≥ τ − m) = q^⌈(τ−m)/g⌉/(1+q) ≤ e^(−λ(τ−m)/g)/(1+q): sum ≤ δ
+        q = math.exp(-mech.rate)
+        t = (mech.granularity / mech.rate) * math.log(changed / (query.delta * (1 + q)))
+        tau = m + max(t, 0.0) + mech.granularity
+        threshold = Threshold(stat_name, tau, query.delta)
+
+    return Plan(
+        query=query,
+        resolved=resolved,
+        statistics=tuple(statistics),
+        aggregates=tuple(plans),
+        domains=None if domains is None else tuple(domains),
+        threshold=threshold,
+        epsilon=query.epsilon,
+        delta=query.delta if threshold is not None else 0.0,
+    )

@@ -1,0 +1,312 @@
+"""Validate a parsed DP-SELECT against the table's metadata and resolve what it asks for.
+
+Supported: one table; a select list of aggregates (``COUNT(*)``, ``COUNT(col)``, ``SUM``, ``AVG``,
+``VARIANCE``/``VAR``, ``STDDEV``) and GROUP BY keys; a ``WHERE`` row predicate (comparisons, ``IN``,
+``BETWEEN``, ``LIKE``, ``AND/OR/NOT``, arithmetic and scalar functions); ``GROUP BY`` columns or
+expressions; ``ORDER BY``/``LIMIT`` on the noisy result. Everything else is ``unsupported_query``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from privdb.catalog.metadata import ColumnMeta, TableMeta
+from privdb.errors import UnsupportedQuery
+
+__all__ = ["AggregateRef", "KeyRef", "Resolved", "resolve"]
+
+SUPPORTED = (
+    "supported: DP-SELECT ε [DELTA δ] with COUNT(*), COUNT(col), SUM(col), AVG(col), VARIANCE(col), "
+    "STDDEV(col) and GROUP BY keys, FROM one table, WHERE on rows, GROUP BY, ORDER BY, LIMIT"
+)
+
+# scalar functions sqlglot does not model as classes, allowed by name
+_ALLOWED_ANONYMOUS = {
+    "VAR",
+    "ABS",
+    "SIGN",
+    "GREATEST",
+    "LEAST",
+    "NULLIF",
+    "STRLEN",
+    "STARTS_WITH",
+    "ENDS_WITH",
+    "CONTAINS",
+    "REGEXP_MATCHES",
+    "DATE_PART",
+    "DATE_TRUNC",
+    "DAYOFWEEK",
+    "DAYOFYEAR",
+    "WEEK",
+    "QUARTER",
+    "ISNAN",
+    "ISINF",
+    "ISFINITE",
+    "EVEN",
+    "FACTORIAL",
+    "TRUNC",
+    "LEFT",
+    "RIGHT",
+    "LPAD",
+    "RPAD",
+    "REPLACE",
+    "PREFIX",
+    "SUFFIX",
+    "INSTR",
+    "ASCII",
+    "CHR",
+    "MD5",
+    "HASH",
+}
+_LATER = {
+    exp.Median: "MEDIAN",
+    exp.Quantile: "QUANTILE",
+    exp.Min: "MIN",
+    exp.Max: "MAX",
+    exp.Mode: "MODE",
+}
+
+
+@dataclass(frozen=True)
+class AggregateRef:
+    """An aggregate of the select list: its kind and the column it reads (``None`` for COUNT(*))."""
+
+    output: str
+    kind: str  # count_star | count | sum | avg | variance | stddev
+    column: ColumnMeta | None
+    node: exp.Expression
+
+
+@dataclass(frozen=True)
+class KeyRef:
+    """A GROUP BY key: its output name, engine SQL and the columns it reads."""
+
+    output: str
+    sql: str
+    columns: tuple[ColumnMeta, ...]
+    node: exp.Expression
+    in_select: bool
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What a DP-SELECT asks for, checked against the metadata."""
+
+    table: TableMeta
+    where: exp.Expression | None
+    keys: tuple[KeyRef, ...]
+    aggregates: tuple[AggregateRef, ...]
+    outputs: tuple[tuple[str, str, int], ...]  # (name, "key" | "aggregate", index)
+    order: tuple[tuple[str, bool], ...]  # (output name, descending)
+    limit: int | None
+
+
+def _refuse(what: str) -> UnsupportedQuery:
+    return UnsupportedQuery(f"{what} is not supported; {SUPPORTED}")
+
+
+def _check_scalar(node: exp.Expression, table: TableMeta, where: str) -> tuple[ColumnMeta, ...]:
+    """A row-level expression: no subqueries, aggregates or windows; every column known."""
+    used: list[ColumnMeta] = []
+    for sub in node.walk():
+        if isinstance(sub, exp.Select | exp.Subquery | exp.Exists):
+            raise _refuse(f"a subquery in {where}")
+        if isinstance(sub, exp.Window):
+            raise _refuse(f"a window function in {where}")
+        if isinstance(sub, exp.AggFunc):
+            raise _refuse(f"an aggregate inside {where}")
+        if isinstance(sub, exp.Anonymous) and str(sub.this).upper() not in _ALLOWED_ANONYMOUS:
+            raise UnsupportedQuery(f"function {sub.this}() is not allowed in {where}")
+        if isinstance(sub, exp.Func) and type(sub).__name__.upper().startswith("READ"):
+            raise UnsupportedQuery(f"function {sub.sql()} is not allowed in {where}")
+        if isinstance(sub, exp.Placeholder | exp.Parameter):
+            raise _refuse(f"a parameter placeholder in {where}")
+        if isinstance(sub, exp.Column):
+            if sub.table and sub.table.lower() != table.name.lower():
+                raise UnsupportedQuery(f"column {sub.sql()} names another table; DP-SELECT reads one table")
+            used.append(table.column(sub.name))
+    return tuple(used)
+
+
+def _aggregate(node: exp.Expression, table: TableMeta) -> tuple[str, ColumnMeta | None] | None:
+    """(kind, column) if ``node`` is a supported aggregate, ``None`` if not an aggregate at all."""
+    for cls, name in _LATER.items():
+        if isinstance(node, cls):
+            raise UnsupportedQuery(f"{name} is not supported yet; {SUPPORTED}")
+    kind = None
+    if isinstance(node, exp.Count):
+        kind = "count"
+    elif isinstance(node, exp.Sum):
+        kind = "sum"
+    elif isinstance(node, exp.Avg):
+        kind = "avg"
+    elif isinstance(node, exp.Variance | exp.VariancePop) or (
+        isinstance(node, exp.Anonymous) and str(node.this).upper() == "VAR"
+    ):
+        kind = "variance"
+    elif isinstance(node, exp.Stddev | exp.StddevSamp | exp.StddevPop):
+        kind = "stddev"
+    elif isinstance(node, exp.AggFunc):
+        raise UnsupportedQuery(f"aggregate {node.sql()} is not supported; {SUPPORTED}")
+    if kind is None:
+        return None
+    arg = node.expressions[0] if isinstance(node, exp.Anonymous) and node.expressions else node.this
+    if isinstance(arg, exp.Distinct):
+        raise _refuse(f"{kind.upper()}(DISTINCT …)")
+    if kind == "count" and isinstance(arg, exp.Star):
+        return "count_star", None
+    if not isinstance(arg, exp.Column):
+        raise UnsupportedQuery(
+            f"{node.sql()}: aggregates take one column (bounds are declared per column); "
+            "compute expressions in WHERE or GROUP BY instead"
+        )
+    if arg.table and arg.table.lower() != table.name.lower():
+        raise UnsupportedQuery(f"column {arg.sql()} names another table; DP-SELECT reads one table")
+    column = table.column(arg.name)
+    if column.identifier or column.private_id:
+        raise UnsupportedQuery(f"column {column.name!r} identifies people and cannot be aggregated")
+    return kind, column
+
+
+def resolve(select: exp.Select, table: TableMeta) -> Resolved:
+    """Check the SELECT's shape and names; return its keys, aggregates and output order."""
+    for key, what in (
+        ("joins", "a JOIN"),
+        ("with_", "a WITH clause"),
+        ("having", "HAVING"),
+        ("qualify", "QUALIFY"),
+        ("windows", "WINDOW"),
+        ("distinct", "SELECT DISTINCT"),
+        ("laterals", "LATERAL"),
+        ("offset", "OFFSET"),
+        ("pivots", "PIVOT"),
+    ):
+        if select.args.get(key):
+            raise _refuse(what)
+    where_node = select.args.get("where")
+    where = where_node.this if where_node is not None else None
+    if where is not None:
+        _check_scalar(where, table, "WHERE")
+
+    group = select.args.get("group")
+    group_nodes: list[exp.Expression] = list(group.expressions) if group is not None else []
+    if group is not None and (
+        group.args.get("rollup") or group.args.get("cube") or group.args.get("grouping_sets")
+    ):
+        raise _refuse("ROLLUP, CUBE or GROUPING SETS")
+    items = list(select.expressions)
+    # GROUP BY 1, 2: positions in the select list
+    resolved_groups: list[exp.Expression] = []
+    for node in group_nodes:
+        if isinstance(node, exp.Literal) and not node.is_string:
+            pos = int(node.this)
+            if not 1 <= pos <= len(items):
+                raise UnsupportedQuery(f"GROUP BY {pos}: there are only {len(items)} output columns")
+            target = items[pos - 1]
+            resolved_groups.append(target.this if isinstance(target, exp.Alias) else target)
+        elif isinstance(node, exp.Column) and not node.table:
+            alias = next((i for i in items if isinstance(i, exp.Alias) and i.alias == node.name), None)
+            is_column = node.name.lower() in {c.lower() for c in table.columns}
+            resolved_groups.append(alias.this if alias is not None and not is_column else node)
+        else:
+            resolved_groups.append(node)
+    key_sql = [g.sql(dialect="duckdb") for g in resolved_groups]
+    if len(set(key_sql)) != len(key_sql):
+        raise UnsupportedQuery("GROUP BY lists the same key twice")
+    key_columns = [_check_scalar(g, table, "GROUP BY") for g in resolved_groups]
+    for cols in key_columns:
+        for col in cols:
+            if col.identifier or col.private_id:
+                raise UnsupportedQuery(f"column {col.name!r} identifies people and is never released")
+
+    aggregates: list[AggregateRef] = []
+    outputs: list[tuple[str, str, int]] = []
+    key_outputs: dict[int, str] = {}
+    for position, item in enumerate(items):
+        node = item.this if isinstance(item, exp.Alias) else item
+        if isinstance(node, exp.Star):
+            raise UnsupportedQuery("SELECT * returns rows; list aggregates such as COUNT(*) instead")
+        found = _aggregate(node, table)
+        if found is not None:
+            name = item.alias if isinstance(item, exp.Alias) else node.sql(dialect="duckdb")
+            kind, column = found
+            aggregates.append(AggregateRef(name, kind, column, node))
+            outputs.append((name, "aggregate", len(aggregates) - 1))
+            continue
+        if any(isinstance(sub, exp.AggFunc) for sub in node.walk()):
+            raise UnsupportedQuery(
+                f"{node.sql()}: expressions over aggregates are not supported; select the aggregates "
+                "and combine the noisy values yourself"
+            )
+        text = node.sql(dialect="duckdb")
+        if text not in key_sql:
+            raise UnsupportedQuery(
+                f"{text} is neither an aggregate nor a GROUP BY key; a DP-SELECT releases only "
+                "aggregates and the keys they are grouped by"
+            )
+        index = key_sql.index(text)
+        name = (
+            item.alias
+            if isinstance(item, exp.Alias)
+            else (node.name if isinstance(node, exp.Column) else text)
+        )
+        key_outputs[index] = name
+        outputs.append((name, "key", index))
+        del position
+    if not aggregates:
+        raise UnsupportedQuery(
+            "a DP-SELECT needs at least one aggregate (COUNT, SUM, AVG, VARIANCE, STDDEV); releasing "
+            "records needs no GROUP BY (coming with the local model)"
+        )
+    names = [o[0] for o in outputs]
+    if len({n.lower() for n in names}) != len(names):
+        raise UnsupportedQuery("two output columns have the same name; give them distinct aliases (AS …)")
+    keys = tuple(
+        KeyRef(
+            output=key_outputs.get(i, f"key{i}"),
+            sql=key_sql[i],
+            columns=key_columns[i],
+            node=resolved_groups[i],
+            in_select=i in key_outputs,
+        )
+        for i in range(len(resolved_groups))
+    )
+
+    order: list[tuple[str, bool]] = []
+    order_node = select.args.get("order")
+    if order_node is not None:
+        for ordered in order_node.expressions:
+            target = ordered.this
+            text = target.sql(dialect="duckdb")
+            match = None
+            for name, role, index in outputs:
+                by_name = (
+                    isinstance(target, exp.Column)
+                    and not target.table
+                    and target.name.lower() == name.lower()
+                )
+                by_aggregate = role == "aggregate" and aggregates[index].node.sql(dialect="duckdb") == text
+                by_key = role == "key" and keys[index].sql == text
+                if by_name or by_aggregate or by_key:
+                    match = name
+                if match:
+                    break
+            if isinstance(target, exp.Literal) and not target.is_string:
+                pos = int(target.this)
+                if 1 <= pos <= len(outputs):
+                    match = outputs[pos - 1][0]
+            if match is None:
+                raise UnsupportedQuery(
+                    f"ORDER BY {text}: order by an output column (its name, alias or position)"
+                )
+            order.append((match, bool(ordered.args.get("desc"))))
+    limit = None
+    limit_node = select.args.get("limit")
+    if limit_node is not None:
+        value = limit_node.expression
+        if not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()):
+            raise UnsupportedQuery("LIMIT takes a whole number")
+        limit = int(value.this)
+    return Resolved(table, where, keys, tuple(aggregates), tuple(outputs), tuple(order), limit)
