@@ -18,6 +18,7 @@ from privdb.backends.duckdb import DuckDBBackend, check_name
 from privdb.catalog.metadata import ColumnMeta, TableMeta, load_metadata, metadata_from_dict
 from privdb.catalog.store import Catalog
 from privdb.errors import InvalidParameter
+from privdb.mechanisms import RandomSource
 
 __all__ = ["Database"]
 
@@ -34,6 +35,7 @@ class Database:
         self.backend = DuckDBBackend(self.path / "data.duckdb")
         self.catalog = Catalog(self.path / "privdb.sqlite")
         self.ledger = Ledger(self.path / "privdb.sqlite")
+        self.noise_source: RandomSource | None = None  # None: the CSPRNG; tests may inject a seeded one
 
     def close(self) -> None:
         self.backend.close()

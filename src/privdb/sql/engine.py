@@ -116,7 +116,7 @@ def run(db: Database, analyst: str, text: str) -> Result:
             "(e.g. casts or divisions in WHERE) with `privdb explain`"
         ) from None
     try:
-        answer = add_noise(plan, frame)
+        answer = add_noise(plan, frame, db.noise_source)
     except Exception as err:
         reservation.commit()
         raise InternalError(f"adding noise failed ({type(err).__name__}); the cost was charged") from None

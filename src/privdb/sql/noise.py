@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from privdb.mechanisms import Laplace
+from privdb.mechanisms import Laplace, RandomSource
 from privdb.sql.plan import AggregatePlan, Plan
 
 __all__ = ["NoisyAnswer", "add_noise"]
@@ -121,10 +121,10 @@ def _combine(
     return out, intervals
 
 
-def add_noise(plan: Plan, frame: pd.DataFrame) -> NoisyAnswer:
+def add_noise(plan: Plan, frame: pd.DataFrame, rng: RandomSource | None = None) -> NoisyAnswer:
     """Noise every statistic, select keys, combine aggregates, order and limit the rows."""
     groups, truth = _groups(plan, frame)
-    mechs = {s.name: s.mechanism() for s in plan.statistics}
+    mechs = {s.name: s.mechanism(rng) for s in plan.statistics}
     noisy = {}
     for stat in plan.statistics:
         values = truth[stat.name]

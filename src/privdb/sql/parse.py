@@ -36,7 +36,8 @@ class DPQuery:
     @property
     def normalized(self) -> str:
         """A canonical form: the same question written differently caches to the same key."""
-        return f"DP-SELECT {self.epsilon!r} DELTA {self.delta!r} {self.select.sql(dialect=_DIALECT)}"
+        body = self.select.sql(dialect=_DIALECT, comments=False)
+        return f"DP-SELECT {self.epsilon!r} DELTA {self.delta!r} {body}"
 
 
 def _underline(text: str, start: int, end: int) -> str:

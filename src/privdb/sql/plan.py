@@ -35,7 +35,7 @@ from typing import Any
 
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.errors import InvalidParameter, UnsupportedQuery
-from privdb.mechanisms import Geometric, Laplace
+from privdb.mechanisms import Geometric, Laplace, RandomSource
 from privdb.sql.parse import DPQuery
 from privdb.sql.validate import Resolved, resolve
 
@@ -57,11 +57,11 @@ class Statistic:
     epsilon: float
     integer: bool  # integer counts (no privacy unit): the geometric mechanism
 
-    def mechanism(self) -> Laplace:
-        """The mechanism that noises this statistic (constructed fresh: each use draws new noise)."""
+    def mechanism(self, rng: RandomSource | None = None) -> Laplace:
+        """The mechanism that noises this statistic (``rng`` only for reproducible tests)."""
         if self.integer:
-            return Geometric(epsilon=self.epsilon, sensitivity=int(self.sensitivity))
-        return Laplace(epsilon=self.epsilon, sensitivity=self.sensitivity, changed=self.changed)
+            return Geometric(epsilon=self.epsilon, sensitivity=int(self.sensitivity), rng=rng)
+        return Laplace(epsilon=self.epsilon, sensitivity=self.sensitivity, changed=self.changed, rng=rng)
 
 
 @dataclass(frozen=True)

@@ -130,6 +130,28 @@ def _check_scalar(node: exp.Expression, table: TableMeta, where: str) -> tuple[C
     return tuple(used)
 
 
+def _check_literal_types(node: exp.Expression, table: TableMeta, where: str) -> None:
+    """Refuse, before any data is read, a comparison of a numeric column with a non-numeric string
+    (the engine would fail mid-scan, after the budget is committed)."""
+    comparisons = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.In, exp.Between)
+    for sub in node.find_all(*comparisons):
+        columns = [c for c in sub.iter_expressions() if isinstance(c, exp.Column)]
+        if not columns:
+            continue
+        column = table.column(columns[0].name)
+        if column.type not in ("int", "float"):
+            continue
+        for lit in sub.find_all(exp.Literal):
+            if lit.is_string:
+                try:
+                    float(lit.this)
+                except ValueError:
+                    raise UnsupportedQuery(
+                        f"{where}: {column.name!r} is a number but is compared with the text {lit.sql()}; "
+                        "compare numbers with numbers"
+                    ) from None
+
+
 def _aggregate(node: exp.Expression, table: TableMeta) -> tuple[str, ColumnMeta | None] | None:
     """(kind, column) if ``node`` is a supported aggregate, ``None`` if not an aggregate at all."""
     for cls, name in _LATER.items():
@@ -189,6 +211,7 @@ def resolve(select: exp.Select, table: TableMeta) -> Resolved:
     where = where_node.this if where_node is not None else None
     if where is not None:
         _check_scalar(where, table, "WHERE")
+        _check_literal_types(where, table, "WHERE")
 
     group = select.args.get("group")
     group_nodes: list[exp.Expression] = list(group.expressions) if group is not None else []

@@ -1,0 +1,128 @@
+"""DP-SELECT parsing and validation: every supported form, and bad input → the right error, nothing spent."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlfixtures import make_db
+
+from privdb.database import Database
+from privdb.errors import PrivdbError
+from privdb.sql import engine
+from privdb.sql.parse import parse_dp_select
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
+    database = make_db(tmp_path_factory.mktemp("parse") / "db", people=2000)
+    yield database
+    database.close()
+
+
+SUPPORTED = [
+    "DP-SELECT 0.5 COUNT(*) FROM people",
+    "dp-select 0.5 count(*) from people",
+    "DP-SELECT 1e-1 COUNT(age) FROM people",
+    "DP-SELECT 0.5 SUM(income), AVG(income) AS mean FROM people WHERE age > 30",
+    "DP-SELECT 0.5 VARIANCE(income), VAR(age), STDDEV(income) FROM people",
+    "DP-SELECT 0.5 COUNT(*) FROM people WHERE state IN ('CA', 'NY') AND NOT sex = 'F'",
+    "DP-SELECT 0.5 COUNT(*) FROM people WHERE age BETWEEN 20 AND 30 OR education LIKE 'b%'",
+    "DP-SELECT 0.5 COUNT(*) FROM people WHERE lower(state) = 'ca' AND age * 2 + 1 > abs(-40)",
+    "DP-SELECT 0.5 state, COUNT(*) AS n FROM people GROUP BY state ORDER BY n DESC LIMIT 5",
+    "DP-SELECT 0.5 FLOOR(age / 10) AS decade, AVG(income) FROM people GROUP BY FLOOR(age / 10)",
+    "DP-SELECT 0.5 sex, education, COUNT(*) FROM people GROUP BY sex, education",
+    "DP-SELECT 0.5 DELTA 1e-6 profession, COUNT(*) FROM tax_office GROUP BY profession",
+    "DP-SELECT 0.5 COUNT(*) FROM people -- a comment",
+    "/* leading comment */ DP-SELECT 0.5 COUNT(*) FROM people",
+    "DP-SELECT 0.5 COUNT(*) FROM people WHERE state = 'Zoë ☃'",
+    "DP-SELECT 0.5 state, COUNT(*) FROM people GROUP BY 1 ORDER BY 2",
+]
+
+
+@pytest.mark.parametrize("query", SUPPORTED)
+def test_supported_forms_plan_without_spending(db: Database, query: str) -> None:
+    before = db.budget("alice").epsilon_remaining
+    plan = engine.explain(db, query)
+    assert plan["epsilon"] == pytest.approx(parse_dp_select(query).epsilon)
+    assert db.budget("alice").epsilon_remaining == before
+
+
+BAD = [
+    ("", "parse_error"),
+    ("   ", "parse_error"),
+    ("-- only a comment", "parse_error"),
+    ("DP-SELECT -1 COUNT(*) FROM people", "invalid_parameter"),
+    ("DP-SELECT 0 COUNT(*) FROM people", "invalid_parameter"),
+    ("DP-SELECT nan COUNT(*) FROM people", "invalid_parameter"),
+    ("DP-SELECT inf COUNT(*) FROM people", "invalid_parameter"),
+    ("DP-SELECT 1e400 COUNT(*) FROM people", "invalid_parameter"),
+    ("DP-SELECT 1e9 COUNT(*) FROM people", "invalid_parameter"),
+    ("DP-SELECT 1 DELTA 2 COUNT(*) FROM people", "invalid_parameter"),
+    ("DP-SELECT COUNT(*) FROM people", "invalid_parameter"),
+    ("DP-SELECT 1", "parse_error"),
+    ("DP-SELECT 1 COUNT(* FROM people", "parse_error"),
+    ("SELECT * FROM people", "raw_access_denied"),
+    ("SELECT COUNT(*) FROM people", "raw_access_denied"),
+    ("DROP TABLE people", "parse_error"),
+    ("DP-SELECT 1 COUNT(*) FROM people; DROP TABLE people", "unsupported_query"),
+    ("DP-SELECT 1 COUNT(*) FROM people WHERE 1 = 1; DELETE FROM people", "unsupported_query"),
+    ("DP-SELECT 1 COUNT(*) FROM nope", "unknown_table"),
+    ("DP-SELECT 1 COUNT(*) FROM people WHERE agee > 3", "unknown_column"),
+    ("DP-SELECT 1 SUM(wealth) FROM people", "unknown_column"),
+    ("DP-SELECT 1 COUNT(*) FROM people p JOIN tax_office t ON p.age = t.age", "unsupported_query"),
+    ("DP-SELECT 1 COUNT(*) FROM (SELECT * FROM people)", "unsupported_query"),
+    ("DP-SELECT 1 COUNT(*) FROM people WHERE age > (SELECT AVG(age) FROM people)", "unsupported_query"),
+    ("DP-SELECT 1 COUNT(*) OVER () FROM people", "unsupported_query"),
+    ("DP-SELECT 1 age, COUNT(*) FROM people GROUP BY state", "unsupported_query"),
+    ("DP-SELECT 1 age FROM people GROUP BY age", "unsupported_query"),
+    ("DP-SELECT 1 SUM(income) / COUNT(*) FROM people", "unsupported_query"),
+    ("DP-SELECT 1 SUM(income * 2) FROM people", "unsupported_query"),
+    ("DP-SELECT 1 COUNT(DISTINCT state) FROM people", "unsupported_query"),
+    ("DP-SELECT 1 MEDIAN(age) FROM people", "unsupported_query"),
+    ("DP-SELECT 1 SUM(state) FROM people", "unsupported_query"),
+    ("DP-SELECT 1 SUM(pid) FROM people", "unsupported_query"),
+    ("DP-SELECT 1 pid, COUNT(*) FROM people GROUP BY pid", "unsupported_query"),
+    ("DP-SELECT 1 profession, COUNT(*) FROM tax_office GROUP BY profession", "invalid_parameter"),
+    ("DP-SELECT 1 SUM(postcode) FROM tax_office", "invalid_parameter"),
+    ("DP-SELECT 1 COUNT(*) FROM people WHERE read_csv('/etc/passwd') IS NOT NULL", "unsupported_query"),
+    ("DP-SELECT 1 COUNT(*) FROM people WHERE getenv('HOME') = 'x'", "unsupported_query"),
+    ("DP-SELECT 1 COUNT(*) FROM people WHERE age > 'old'", "unsupported_query"),
+    ("DP-SELECT 1 COUNT(*) FROM people WHERE age IN (1, 'x')", "unsupported_query"),
+    ("DP-SELECT 1 COUNT(*) FROM people WHERE age + state > 3", "parse_error"),
+    ("DP-SELECT 1 COUNT(*) FROM people HAVING COUNT(*) > 3", "unsupported_query"),
+    ("DP-SELECT 1 COUNT(*) FROM people ORDER BY income", "unsupported_query"),
+    ("DP-SELECT 1 COUNT(*) FROM people UNION SELECT 1", "unsupported_query"),
+]
+
+
+@pytest.mark.parametrize(("query", "code"), BAD)
+def test_bad_queries_get_the_right_code_and_change_nothing(db: Database, query: str, code: str) -> None:
+    before = db.budget("alice")
+    rows_before = db.backend.raw("SELECT COUNT(*) AS n FROM people")["n"].iloc[0]
+    with pytest.raises(PrivdbError) as err:
+        engine.run(db, "alice", query)
+    assert err.value.code == code, err.value.message
+    assert "Traceback" not in err.value.message
+    assert db.budget("alice") == before
+    assert db.backend.raw("SELECT COUNT(*) AS n FROM people")["n"].iloc[0] == rows_before
+    assert set(db.backend.tables()) == {"people", "tax_office"}
+
+
+def test_parse_errors_point_at_the_spot() -> None:
+    with pytest.raises(PrivdbError) as err:
+        parse_dp_select("DP-SELECT nan COUNT(*) FROM t")
+    assert "line 1" in err.value.message and "^^^" in err.value.message
+
+
+def test_normalised_text_ignores_spacing_case_and_comments() -> None:
+    a = parse_dp_select("DP-SELECT 0.5 COUNT(*) FROM people WHERE age > 3")
+    b = parse_dp_select("dp-select   0.50  count(*)   from people  where age>3 -- why not")
+    assert a.normalized == b.normalized
+
+
+def test_unknown_analyst_is_unauthorized(db: Database, tmp_path: Path) -> None:
+    with pytest.raises(PrivdbError) as err:
+        engine.run(db, "mallory", "DP-SELECT 1 COUNT(*) FROM people")
+    assert err.value.code == "unauthorized"
