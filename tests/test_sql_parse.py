@@ -6,12 +6,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlfixtures import make_db
 
 from privdb.database import Database
 from privdb.errors import PrivdbError
 from privdb.sql import engine
 from privdb.sql.parse import parse_dp_select
+from sqlfixtures import make_db
 
 
 @pytest.fixture(scope="module")
