@@ -1,4 +1,4 @@
-"""DP-SELECT end to end on DuckDB: answers, budgets, stored answers, keys, bounding, and the notes' queries."""
+"""DP-SELECT end to end on DuckDB: answers, budgets, stored answers, keys, bounding, the notes' queries."""
 
 from __future__ import annotations
 
