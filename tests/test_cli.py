@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -18,8 +19,10 @@ def test_demo_shows_truth_noise_accuracy_and_a_refusal() -> None:
     assert result.exit_code == 0, result.output
     out = result.output
     assert "Randomised response" in out and "tax_office" in out
-    assert "95% interval" in out
+    assert "95% interval" in out and "owner's true answer" in out
     assert "not differentially private" in out
+    assert "DP-SELECT 0.5 COUNT(*) FROM people WHERE age > 30" in out
+    assert "ε left 0" in out
     assert "refused" in out and "budget_exhausted" not in out  # a friendly sentence, not a code dump
 
 
@@ -58,3 +61,93 @@ def test_user_errors_exit_2_with_one_line_and_no_traceback() -> None:
         check=False,
     )
     assert proc.returncode == 2 and "samples" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "privdb", *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_database_commands_end_to_end(tmp_path: Path) -> None:
+    """load → grant → explain → query (table, json, csv) → budget → sql, as documented in DESIGN.md."""
+    db = str(tmp_path / "db")
+    meta = tmp_path / "people.yaml"
+    meta.write_text(
+        "tables:\n  people:\n    privacy_unit: pid\n    columns:\n"
+        "      pid: {type: int, private_id: true}\n      age: {type: int, lower: 0, upper: 100}\n"
+        "      income: {type: float, lower: 0, upper: 500000}\n      sex: {type: category, values: [F, M]}\n"
+    )
+    csv = tmp_path / "people.csv"
+    csv.write_text(
+        "pid;age;income;sex\n" + "".join(f"{i};{20 + i % 50};{1000 * i};{'FM'[i % 2]}\n" for i in range(300))
+    )
+    result = runner.invoke(app, ["load", "--db", db, "people", str(csv), "--metadata", str(meta)])
+    assert result.exit_code == 0, result.output
+    assert "300 rows" in result.output and "privacy unit: pid" in result.output
+
+    result = runner.invoke(app, ["grant", "--db", db, "alice", "--epsilon", "2", "--delta", "1e-6"])
+    assert result.exit_code == 0 and len(result.stdout.strip()) > 20
+
+    result = runner.invoke(
+        app, ["explain", "--db", db, "DP-SELECT 1 sex, AVG(income) FROM people GROUP BY sex"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "laplace" in result.output and "LEAST(GREATEST" in result.output
+
+    result = runner.invoke(
+        app,
+        [
+            "query",
+            "--db",
+            db,
+            "--analyst",
+            "alice",
+            "DP-SELECT 0.5 sex, COUNT(*) AS n FROM people GROUP BY sex",
+            "--format",
+            "json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["columns"] == ["sex", "n"] and len(payload["rows"]) == 2
+    assert payload["epsilon_spent"] == 0.5 and payload["budget"]["epsilon_remaining"] == 1.5
+    assert {"column", "mechanism", "scale", "ci95"} <= payload["accuracy"][0].keys()
+
+    result = runner.invoke(
+        app,
+        ["query", "--db", db, "--analyst", "alice", "DP-SELECT 0.5 COUNT(*) FROM people", "--format", "csv"],
+    )
+    assert result.exit_code == 0 and result.stdout.splitlines()[0] == "COUNT(*)"
+    result = runner.invoke(
+        app, ["query", "--db", db, "--analyst", "alice", "DP-SELECT 0.5 SUM(income) FROM people"]
+    )
+    assert result.exit_code == 0 and "95% interval" in result.output
+
+    result = runner.invoke(app, ["budget", "--db", db, "--analyst", "alice", "--format", "json"])
+    assert json.loads(result.stdout)["epsilon_remaining"] == 0.5
+
+    result = runner.invoke(app, ["sql", "--db", db, "SELECT COUNT(*) AS n FROM people", "--format", "csv"])
+    assert result.exit_code == 0 and result.stdout.splitlines() == ["n", "300"]
+
+
+def test_query_errors_are_one_line_exit_2(tmp_path: Path) -> None:
+    db = str(tmp_path / "db")
+    csv = tmp_path / "t.csv"
+    csv.write_text("a,b\n1,2\n3,4\n")
+    assert _run("load", "--db", db, "t", str(csv)).returncode == 0
+    assert _run("grant", "--db", db, "bob", "--epsilon", "1").returncode == 0
+    for query, code in [
+        ("SELECT * FROM t", "raw_access_denied"),
+        ("DP-SELECT 1 SUM(a) FROM t", "invalid_parameter"),
+        ("DP-SELECT 1 COUNT(*) FROM u", "unknown_table"),
+        ("DP-SELECT 5 COUNT(*) FROM t", "budget_exhausted"),
+    ]:
+        proc = _run("query", "--db", db, "--analyst", "bob", query)
+        assert proc.returncode == 2, proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"error [{code}]"), proc.stderr
+    proc = _run("query", "--db", db, "--analyst", "nobody", "DP-SELECT 1 COUNT(*) FROM t")
+    assert proc.returncode == 2 and "unauthorized" in proc.stderr
+    proc = _run("load", "--db", db, "t2", str(tmp_path / "missing.csv"))
+    assert proc.returncode == 2 and "does not exist" in proc.stderr

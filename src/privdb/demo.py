@@ -1,35 +1,34 @@
-"""The demo's work, as plain data: mechanisms on the course's worked examples.
+"""The demo's work, as plain data: randomised response on a simulated class, and DP-SELECT queries on a
+real DuckDB database (the notes' tax_office and a generated census of 100,000 people), with the owner's
+true answers beside the private ones and the budget running out.
 
-Kept apart from the CLI so that tests check the numbers and the CLI only draws tables. Until the SQL engine
-exists the demo computes the true answers directly from the shipped ``tax_office.csv``; noise, accuracy and
-budget are the real mechanisms and the real ledger.
+Kept apart from the CLI so that tests check the numbers and the CLI only draws tables.
 """
 
 from __future__ import annotations
 
 import csv
 import math
-import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from privdb.accounting.ledger import Ledger
+from privdb.data import census
+from privdb.database import Database
 from privdb.errors import BudgetExhausted
 from privdb.mechanisms import (
     AlphaProtocol,
     BinaryRandomizedResponse,
     CoinProtocol,
-    Gaussian,
-    Geometric,
     HeadsSayYes,
-    Laplace,
     epsilon_of,
 )
+from privdb.sql import engine
 
-__all__ = ["DemoRow", "laplace_rows", "randomized_response_rows", "tax_office"]
+__all__ = ["DemoRow", "build_demo_database", "randomized_response_rows", "sql_rows", "tax_office"]
 
 
 @dataclass(frozen=True)
@@ -77,52 +76,76 @@ def randomized_response_rows(n: int = 1000, true_share: float = 0.3, seed: int =
     return rows
 
 
-def laplace_rows(epsilon_per_query: float = 0.5, budget: float = 2.0) -> tuple[list[DemoRow], str]:
-    """Counts and sums on ``tax_office`` paid from a real ledger until the budget runs out."""
-    people = tax_office()
-    ages = np.array([float(p["age"]) for p in people])
-    salaries = np.clip(np.array([float(p["salary"]) for p in people]), 0.0, 500_000.0)
-    queries = [
-        ("COUNT(*) WHERE age > 50", float((ages > 50).sum()), "count"),
-        ("COUNT(*)", float(len(people)), "count"),
-        ("SUM(salary), salary in [0, 500000]", float(salaries.sum()), "sum"),
-        (
-            "SUM(salary) WHERE age < 65 (Gaussian, δ=1e-6)",
-            float(salaries[ages < 65].sum()),
-            "gauss",
-        ),
-        (
-            "COUNT(*) WHERE postcode = 1001",
-            float(sum(p["postcode"] == "1001" for p in people)),
-            "count",
-        ),
-    ]
-    rows = []
-    refusal = ""
-    with tempfile.TemporaryDirectory() as tmp, Ledger(Path(tmp) / "ledger.sqlite") as ledger:
-        ledger.set_budget("analyst", "tax_office", epsilon=budget, delta=1e-5)
-        for label, truth, kind in queries:
-            mech: Laplace | Gaussian
-            if kind == "count":
-                mech = Geometric(epsilon=epsilon_per_query, sensitivity=1)
-            elif kind == "sum":
-                mech = Laplace(epsilon=epsilon_per_query, sensitivity=500_000.0)
-            else:
-                mech = Gaussian(epsilon=epsilon_per_query, delta=1e-6, sensitivity=500_000.0)
-            try:
-                reservation = ledger.reserve(
-                    "analyst", "tax_office", epsilon=mech.epsilon, delta=mech.delta, note=label
-                )
-            except BudgetExhausted as refused:
-                refusal = f"{label}: refused — {refused.message}"
-                break
-            noisy = float(mech.release([truth])[0])
-            reservation.commit()
-            left = ledger.budget("analyst", "tax_office").epsilon_remaining
+TAX_METADATA: dict[str, Any] = {
+    "columns": {
+        "id": {"type": "int", "identifier": True},
+        "name": {"type": "text", "identifier": True},
+        "salary": {"type": "int", "lower": 0, "upper": 500_000},
+        "age": {"type": "int", "lower": 0, "upper": 120},
+        "profession": {"type": "text"},
+    }
+}
+
+# (DP-SELECT, the owner's SQL for the truth), paid from a budget of ε = 2.5
+DEMO_QUERIES: list[tuple[str, str]] = [
+    ("DP-SELECT 0.5 COUNT(*) FROM people WHERE age > 30", "SELECT COUNT(*) FROM people WHERE age > 30"),
+    (
+        "DP-SELECT 0.5 SUM(income) FROM people WHERE state = 'CA'",
+        "SELECT SUM(LEAST(income, 500000)) FROM people WHERE state = 'CA'",
+    ),
+    (
+        "DP-SELECT 0.5 AVG(income) FROM people WHERE education = 'master'",
+        "SELECT AVG(LEAST(income, 500000)) FROM people WHERE education = 'master'",
+    ),
+    (
+        "DP-SELECT 0.5 education, COUNT(*) AS n FROM people GROUP BY education ORDER BY n DESC",
+        "SELECT education, COUNT(*) AS n FROM people GROUP BY education",
+    ),
+    (
+        "DP-SELECT 0.5 AVG(salary) FROM tax_office WHERE age > 30",
+        "SELECT AVG(LEAST(salary, 500000)) FROM tax_office WHERE age > 30",
+    ),
+    ("DP-SELECT 0.5 COUNT(*) FROM tax_office", "SELECT COUNT(*) FROM tax_office"),
+]
+DEMO_BUDGET = 2.5
+
+
+def build_demo_database(path: str | Path, people: int = 100_000) -> Database:
+    """The demo database: the notes' tax_office and a generated census table of ``people`` people."""
+    db = Database(path)
+    with resources.as_file(resources.files("privdb").joinpath("data/tax_office.csv")) as csv_path:
+        db.load("tax_office", csv_path, TAX_METADATA)
+    db.backend.load_frame("people", census.generate(people))
+    db.set_metadata("people", census.METADATA)
+    db.grant("analyst", epsilon=DEMO_BUDGET)
+    return db
+
+
+def sql_rows(db: Database) -> tuple[list[DemoRow], str]:
+    """Run the demo queries as the analyst until the budget runs out; truth from the owner's raw SQL."""
+    rows: list[DemoRow] = []
+    for dp, raw in DEMO_QUERIES:
+        try:
+            result = engine.run(db, "analyst", dp)
+        except BudgetExhausted as refused:
+            return rows, f"{dp}\n  refused: {refused.message}"
+        truths = {tuple(r[:-1]): float(r[-1]) for r in db.backend.raw(raw).itertuples(index=False)}
+        left = f"ε left {result.budget['epsilon_remaining']:g}"
+        intervals = result.accuracy[-1]["ci95_rows"]
+        for r, row in enumerate(result.rows):
+            label = dp if r == 0 else ""
+            key = tuple(row[:-1])
             rows.append(
-                DemoRow(label, mech.epsilon, truth, noisy, mech.ci95(noisy), f"ε left {float(left):g}")
+                DemoRow(
+                    label + (f"  · {', '.join(map(str, key))}" if key else ""),
+                    result.accuracy[-1]["epsilon"],
+                    truths.get(key, 0.0),
+                    float(row[-1]),
+                    (float(intervals[r][0]), float(intervals[r][1])),
+                    left if r == len(result.rows) - 1 else "",
+                )
             )
-    return rows, refusal
+    return rows, ""
 
 
 def format_number(x: float) -> str:

@@ -5,6 +5,8 @@ Exit status: 0 on success, 2 on a user error (one clear line on stderr), 1 on an
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar
@@ -27,8 +29,11 @@ app = typer.Typer(
 
 
 def console() -> Console:
-    """Made per command so the terminal's current width (``COLUMNS``) is honoured."""
-    return Console()
+    """Made per command so the terminal's current width (``COLUMNS``) is honoured; when the output is
+    not a terminal and ``COLUMNS`` is unset, tables get 160 columns rather than wrapping at 80."""
+    if "COLUMNS" in os.environ or sys.stdout.isatty():
+        return Console()
+    return Console(width=160)
 
 
 def errors() -> Console:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -16,7 +18,13 @@ from privdb.cli.app import app, console, friendly
 @friendly
 def demo() -> None:
     """Show the mechanisms on the course's worked examples: truth, private answer, accuracy, budget."""
-    from privdb.demo import format_number, laplace_rows, randomized_response_rows
+    from privdb.demo import (
+        DEMO_BUDGET,
+        build_demo_database,
+        format_number,
+        randomized_response_rows,
+        sql_rows,
+    )
 
     out = console()
     out.rule("[bold]privdb demo[/bold]: differential privacy on the course's examples")
@@ -34,9 +42,15 @@ def demo() -> None:
         )
     out.print(table)
 
-    rows, refusal = laplace_rows()
-    table = Table(title="Private queries on tax_office (budget ε = 2, 0.5 per query)")
-    for col in ("query", "ε", "true answer", "private answer", "95% interval", "budget"):
+    with tempfile.TemporaryDirectory() as tmp:
+        with out.status("building the demo database: tax_office and a census of 100,000 people…"):
+            db = build_demo_database(Path(tmp) / "demo")
+        try:
+            rows, refusal = sql_rows(db)
+        finally:
+            db.close()
+    table = Table(title=f"DP-SELECT on DuckDB: the analyst's budget is ε = {DEMO_BUDGET:g}")
+    for col in ("query", "ε", "owner's true answer", "private answer", "95% interval", "budget"):
         table.add_column(col)
     for row in rows:
         assert row.noisy_value is not None and row.ci95 is not None
@@ -52,8 +66,10 @@ def demo() -> None:
     if refusal:
         out.print(f"[yellow]{refusal}[/yellow]", highlight=False)
     out.print(
-        "Noise is exact discrete Laplace/Gaussian on a power-of-two grid from a ChaCha20 CSPRNG; "
-        "each spend was committed to the SQLite ledger before its answer was shown."
+        "Sums and averages clamp incomes to the declared bounds [0, 500000]; each person counts once. "
+        "Noise is exact discrete Laplace on a power-of-two grid from a ChaCha20 CSPRNG; each spend was "
+        "committed to the SQLite ledger before its answer was shown. The tiny tax_office table shows how "
+        "wide an honest interval is when one person could move the answer a lot."
     )
 
 
