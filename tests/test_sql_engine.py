@@ -124,6 +124,18 @@ def test_explain_spends_nothing_and_reports_the_plan(db: Database) -> None:
     assert "LEAST(GREATEST" in plan["engine_sql"]
 
 
+def test_variance_with_wide_bounds_answers_with_an_honest_interval(db: Database) -> None:
+    res = engine.run(db, "alice", "DP-SELECT 0.2 VARIANCE(income), STDDEV(income) FROM people WHERE age > 90")
+    variance, stddev = res.rows[0]
+    v_lo, v_hi = res.accuracy[0]["ci95"]
+    s_lo, s_hi = res.accuracy[1]["ci95"]
+    assert 0 <= v_lo <= v_hi <= 250_000**2 and 0 <= variance <= 250_000**2
+    assert 0 <= s_lo <= s_hi <= 250_000 and 0 <= stddev <= 250_000
+    assert res.accuracy[0]["method"].startswith("noisy sum of squares")
+    true_var = truth(db, "SELECT VAR_SAMP(income) FROM people WHERE age > 90")
+    assert v_lo <= true_var <= v_hi
+
+
 # ---------------------------------------------------------------- group keys
 
 
