@@ -86,8 +86,12 @@ TAX_METADATA: dict[str, Any] = {
     }
 }
 
-# (DP-SELECT, the owner's SQL for the truth), paid from a budget of ε = 2.5
+# (DP-SELECT, the owner's SQL for the truth), paid from a budget of ε = 3: the last one is refused
 DEMO_QUERIES: list[tuple[str, str]] = [
+    (
+        "DP-SELECT 0.5 COUNT(*) FROM tax_office WHERE age > 50",
+        "SELECT COUNT(*) FROM tax_office WHERE age > 50",
+    ),
     ("DP-SELECT 0.5 COUNT(*) FROM people WHERE age > 30", "SELECT COUNT(*) FROM people WHERE age > 30"),
     (
         "DP-SELECT 0.5 SUM(income) FROM people WHERE state = 'CA'",
@@ -105,9 +109,9 @@ DEMO_QUERIES: list[tuple[str, str]] = [
         "DP-SELECT 0.5 AVG(salary) FROM tax_office WHERE age > 30",
         "SELECT AVG(LEAST(salary, 500000)) FROM tax_office WHERE age > 30",
     ),
-    ("DP-SELECT 0.5 COUNT(*) FROM tax_office", "SELECT COUNT(*) FROM tax_office"),
+    ("DP-SELECT 0.5 SUM(salary) FROM tax_office", "SELECT SUM(LEAST(salary, 500000)) FROM tax_office"),
 ]
-DEMO_BUDGET = 2.5
+DEMO_BUDGET = 3.0
 
 
 def build_demo_database(path: str | Path, people: int = 100_000) -> Database:

@@ -247,7 +247,7 @@ def resolve(select: exp.Select, table: TableMeta) -> Resolved:
     aggregates: list[AggregateRef] = []
     outputs: list[tuple[str, str, int]] = []
     key_outputs: dict[int, str] = {}
-    for position, item in enumerate(items):
+    for item in items:
         node = item.this if isinstance(item, exp.Alias) else item
         if isinstance(node, exp.Star):
             raise UnsupportedQuery("SELECT * returns rows; list aggregates such as COUNT(*) instead")
@@ -277,7 +277,6 @@ def resolve(select: exp.Select, table: TableMeta) -> Resolved:
         )
         key_outputs[index] = name
         outputs.append((name, "key", index))
-        del position
     if not aggregates:
         raise UnsupportedQuery(
             "a DP-SELECT needs at least one aggregate (COUNT, SUM, AVG, VARIANCE, STDDEV); releasing "
