@@ -93,7 +93,7 @@ def test_database_commands_end_to_end(tmp_path: Path) -> None:
         app, ["explain", "--db", db, "DP-SELECT 1 sex, AVG(income) FROM people GROUP BY sex"]
     )
     assert result.exit_code == 0, result.output
-    assert "laplace" in result.output and "LEAST(GREATEST" in result.output
+    assert "laplace" in result.output and "THEN 500000.0" in result.output  # clamped to the bound
 
     result = runner.invoke(
         app,

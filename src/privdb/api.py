@@ -72,7 +72,7 @@ class Connection:
 
     def owner_sql(self, sql: str) -> pd.DataFrame:
         """Direct access: any SQL on the engine (the owner's own data)."""
-        return self._owner("raw SQL").backend.raw(sql)
+        return self._owner("raw SQL").owner_sql(sql)
 
     def load(
         self, table: str, source: str | Path, metadata: str | Path | dict[str, Any] | None = None

@@ -12,12 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pandas as pd
+import sqlglot
+from sqlglot import exp
 
 from privdb.accounting.ledger import Budget, Ledger
 from privdb.backends.duckdb import DuckDBBackend, check_name
 from privdb.catalog.metadata import ColumnMeta, TableMeta, load_metadata, metadata_from_dict
 from privdb.catalog.store import Catalog
-from privdb.errors import InvalidParameter
+from privdb.errors import InvalidParameter, PrivdbError
 from privdb.mechanisms import RandomSource
 
 __all__ = ["Database"]
@@ -61,14 +64,30 @@ class Database:
         except Exception:
             self.backend.raw(f'DROP TABLE IF EXISTS "{table}"')
             raise
-        self.catalog.set_metadata(table, meta.to_dict())
-        return meta
+        return self._store_metadata(meta)
 
     def set_metadata(self, table: str, spec: dict[str, Any]) -> TableMeta:
         name = self.backend.resolve(table)
-        meta = metadata_from_dict(name, spec, self.backend.columns(name))
-        self.catalog.set_metadata(name, meta.to_dict())
+        return self._store_metadata(metadata_from_dict(name, spec, self.backend.columns(name)))
+
+    def _store_metadata(self, meta: TableMeta) -> TableMeta:
+        self.backend.count_unit_rows(meta.name, meta.privacy_unit)
+        self.catalog.set_metadata(meta.name, meta.to_dict())
         return meta
+
+    def owner_sql(self, sql: str) -> pd.DataFrame:
+        """The owner's direct access to the engine. After a statement that may write, the per-unit row
+        counts of every table with a privacy unit are rebuilt (user-level bounding relies on them)."""
+        frame = self.backend.raw(sql)
+        if not _read_only(sql):
+            for name in self.backend.tables():
+                try:
+                    unit = self.metadata(name).privacy_unit
+                except PrivdbError:
+                    continue  # the statement broke this table's metadata: its queries are refused anyway
+                if unit is not None:
+                    self.backend.count_unit_rows(name, unit)
+        return frame
 
     def metadata(self, table: str) -> TableMeta:
         """The table's metadata (``unknown_table`` with a suggestion if there is no such table)."""
@@ -105,3 +124,12 @@ class Database:
         finally:
             con.close()
         return tuple(r[0] for r in rows)
+
+
+def _read_only(sql: str) -> bool:
+    """Whether ``sql`` is nothing but queries (no statement that could change a table)."""
+    try:
+        statements = sqlglot.parse(sql, read="duckdb")
+    except sqlglot.errors.SqlglotError:
+        return False
+    return all(isinstance(s, exp.Query | exp.Describe | exp.Show) for s in statements if s is not None)

@@ -13,9 +13,15 @@ import pandas as pd
 from privdb.errors import InvalidParameter, ParseError, UnknownTable
 from privdb.sql.suggest import did_you_mean
 
-__all__ = ["DuckDBBackend", "engine_type"]
+__all__ = ["HIDDEN_PREFIX", "DuckDBBackend", "engine_type", "unit_rows_column"]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+HIDDEN_PREFIX = "__privdb_"  # columns privdb keeps for itself: never in metadata, never in analysts' view
+
+
+def unit_rows_column(unit: str) -> str:
+    """The hidden column holding, on each row, how many rows its privacy unit has in the whole table."""
+    return f"{HIDDEN_PREFIX}rows_per_{unit}"
 
 
 def engine_type(duck_type: str) -> str:
@@ -60,24 +66,50 @@ def quote(name: str) -> str:
 
 
 class DuckDBBackend:
-    """Loads files, describes tables and runs SQL on a DuckDB file."""
+    """Loads files, describes tables and runs SQL on a DuckDB file.
+
+    The schema (tables, column types, comments) and the queries known to bind are cached in memory: a
+    DuckDB file has one writer at a time, so while this connection is open only this object changes the
+    schema, and every method that may change it (``load``, ``load_frame``, ``raw``, unit counts) clears
+    the cache.
+    """
 
     dialect = "duckdb"
 
     def __init__(self, path: str | Path | None) -> None:
         self.path = None if path is None else Path(path)
         self._con = duckdb.connect(":memory:" if path is None else str(path))
+        self._con.execute("SET enable_progress_bar = false")  # it would write to the analyst's terminal
         self._lock = threading.Lock()
+        self._schema: dict[str, dict[str, tuple[str, str | None]]] | None = None
+        self._bound: dict[str, list[str]] = {}
+        self._verified: set[tuple[str, str]] = set()  # unit counts checked against the table this session
 
     def close(self) -> None:
         self._con.close()
 
-    def tables(self) -> list[str]:
+    def _invalidate(self) -> None:
+        self._schema = None
+        self._bound.clear()
+        self._verified.clear()
+
+    def _describe(self) -> dict[str, dict[str, tuple[str, str | None]]]:
+        """table → column → (DuckDB type, comment), from one catalog query; cached."""
         with self._lock:
-            rows = self._con.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1"
-            ).fetchall()
-        return [r[0] for r in rows]
+            if self._schema is None:
+                rows = self._con.execute(
+                    "SELECT table_name, column_name, data_type, comment FROM duckdb_columns() "
+                    "WHERE database_name = current_database() AND schema_name = 'main' "
+                    "ORDER BY table_name, column_index"
+                ).fetchall()
+                schema: dict[str, dict[str, tuple[str, str | None]]] = {}
+                for table, column, dtype, comment in rows:
+                    schema.setdefault(table, {})[column] = (dtype, comment)
+                self._schema = schema
+            return self._schema
+
+    def tables(self) -> list[str]:
+        return sorted(self._describe())
 
     def resolve(self, table: str) -> str:
         """The stored name of ``table`` (case-insensitive), or ``unknown_table`` with a suggestion."""
@@ -88,15 +120,60 @@ class DuckDBBackend:
         raise UnknownTable(f"no table {table!r}{did_you_mean(table, names)}")
 
     def columns(self, table: str) -> dict[str, str]:
-        """Column name → privdb type, in table order."""
+        """Column name → privdb type, in table order (privdb's hidden columns left out)."""
         name = self.resolve(table)
+        return {
+            column: engine_type(dtype)
+            for column, (dtype, _) in self._describe()[name].items()
+            if not column.startswith(HIDDEN_PREFIX)
+        }
+
+    # ---- per-unit row counts (user-level bounding reads them to skip units that need no bounding)
+    def count_unit_rows(self, table: str, unit: str | None) -> None:
+        """Store on every row of ``table`` its unit's row count in the whole table (``unit=None``: drop).
+
+        The count is written by an ``UPDATE`` (row order kept), with the table's row count as the column's
+        comment, so that a later session can check it is still current (``unit_rows``).
+        """
+        name = self.resolve(table)
+        keep = unit_rows_column(unit) if unit else None
+        for column in self._describe()[name]:
+            if column.startswith(f"{HIDDEN_PREFIX}rows_per_") and column != keep:
+                self._execute(f"ALTER TABLE {quote(name)} DROP COLUMN {quote(column)}")
+        if unit is not None and keep is not None:
+            t, u, c = quote(name), quote(unit), quote(keep)
+            self._execute(f"ALTER TABLE {t} ADD COLUMN IF NOT EXISTS {c} BIGINT")
+            self._execute(
+                f"UPDATE {t} SET {c} = n.rows FROM (SELECT {u} AS unit, COUNT(*) AS rows FROM {t} "
+                f"GROUP BY {u}) AS n WHERE {t}.{u} IS NOT DISTINCT FROM n.unit"
+            )
+            self._execute(f"COMMENT ON COLUMN {t}.{c} IS '{self._row_count(name)}'")
+        self._invalidate()
+
+    def unit_rows(self, table: str, unit: str) -> str | None:
+        """The hidden unit-count column of ``table`` if it is current, else None (callers then bound every
+        unit). Current means: present, and written when the table had its present number of rows — checked
+        once per session, since while this connection is open only privdb writes the file."""
+        name = self.resolve(table)
+        column = unit_rows_column(unit)
+        info = self._describe()[name].get(column)
+        if info is None:
+            return None
+        if (name, column) not in self._verified:
+            if info[1] != str(self._row_count(name)):
+                return None
+            with self._lock:
+                self._verified.add((name, column))
+        return column
+
+    def _row_count(self, name: str) -> int:
         with self._lock:
-            rows = self._con.execute(
-                "SELECT column_name, data_type FROM information_schema.columns "
-                "WHERE table_schema = 'main' AND table_name = ? ORDER BY ordinal_position",
-                [name],
-            ).fetchall()
-        return {r[0]: engine_type(r[1]) for r in rows}
+            row = self._con.execute(f"SELECT COUNT(*) FROM {quote(name)}").fetchone()
+        return int(row[0]) if row else 0
+
+    def _execute(self, sql: str) -> None:
+        with self._lock:
+            self._con.execute(sql)
 
     def load(self, table: str, source: str | Path) -> int:
         """Create or replace ``table`` from a CSV (delimiter and header detected) or Parquet file."""
@@ -117,6 +194,9 @@ class DuckDBBackend:
             raise InvalidParameter(
                 f"could not read {str(path)!r} as {kind}: {str(err).splitlines()[0]}"
             ) from None
+        finally:
+            self._invalidate()
+        self._refuse_hidden(table)
         return int(count[0]) if count else 0
 
     def load_frame(self, table: str, frame: pd.DataFrame) -> int:
@@ -128,16 +208,32 @@ class DuckDBBackend:
                 self._con.execute(f"CREATE OR REPLACE TABLE {quote(table)} AS SELECT * FROM _privdb_frame")
             finally:
                 self._con.unregister("_privdb_frame")
+                self._invalidate()
+        self._refuse_hidden(table)
         return len(frame)
+
+    def _refuse_hidden(self, table: str) -> None:
+        """A loaded file may not bring columns named like privdb's hidden ones."""
+        clash = [c for c in self._describe()[table] if c.startswith(HIDDEN_PREFIX)]
+        if clash:
+            self._execute(f"DROP TABLE {quote(table)}")
+            self._invalidate()
+            raise InvalidParameter(
+                f"column {clash[0]!r}: names starting with {HIDDEN_PREFIX!r} are reserved for privdb; "
+                "rename the column in the file"
+            )
 
     def bind(self, sql: str) -> list[str]:
         """Check that ``sql`` binds (names and types) without reading any data; returns column names."""
         with self._lock:
+            if sql in self._bound:
+                return self._bound[sql]
             try:
                 rel = self._con.sql(sql)
             except duckdb.Error as err:
                 raise ParseError(f"the query does not fit the table: {_first_line(err)}") from None
-            return list(rel.columns)
+            self._bound[sql] = columns = list(rel.columns)
+            return columns
 
     def fetch(self, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
         """Run ``sql`` and return its result (the engine reads data here)."""
@@ -146,12 +242,14 @@ class DuckDBBackend:
 
     def raw(self, sql: str) -> pd.DataFrame:
         """The owner's direct access: any SQL, result as a DataFrame (empty for statements)."""
-        with self._lock:
-            try:
+        try:
+            with self._lock:
                 cursor = self._con.execute(sql)
                 return cursor.df() if cursor.description else pd.DataFrame()
-            except duckdb.Error as err:
-                raise ParseError(_first_line(err)) from None
+        except duckdb.Error as err:
+            raise ParseError(_first_line(err)) from None
+        finally:
+            self._invalidate()
 
 
 def _first_line(err: Exception) -> str:

@@ -43,7 +43,8 @@ def prepare(db: Database, text: str) -> tuple[Plan, str]:
     query = parse_dp_select(text)
     meta = db.metadata(_table_of(query))
     plan = plan_query(query, meta, db.evaluate_domain)
-    sql = engine_sql(plan, meta.name)
+    unit_rows = db.backend.unit_rows(meta.name, meta.privacy_unit) if meta.privacy_unit else None
+    sql = engine_sql(plan, meta.name, unit_rows)
     db.backend.bind(sql)
     return plan, sql
 

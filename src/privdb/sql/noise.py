@@ -46,9 +46,12 @@ def _groups(plan: Plan, frame: pd.DataFrame) -> tuple[list[tuple[Any, ...]], dic
     nkeys = len(plan.resolved.keys)
     key_cols = [f"k{i}" for i in range(nkeys)]
     names = [s.name for s in plan.statistics]
+    columns = list(frame.columns)
+    keys_at = [columns.index(c) for c in key_cols]
+    values_at = [columns.index(c) for c in names]
     data = {
-        tuple(_py(v) for v in row[:nkeys]): [_py(v) or 0.0 for v in row[nkeys:]]
-        for row in frame[key_cols + names].itertuples(index=False, name=None)
+        tuple(_py(row[i]) for i in keys_at): [_py(row[i]) or 0.0 for i in values_at]
+        for row in frame.itertuples(index=False, name=None)
     }
     if nkeys == 0:
         groups: list[tuple[Any, ...]] = [()]

@@ -10,6 +10,11 @@ query. With a privacy unit ``u`` (``m`` = max_contributions, ``G`` = max_groups)
    weighs exactly as ``m`` of its rows would in expectation (sampling ``m`` rows at random has this mean),
    so counts contribute at most ``m`` and sums at most ``m·B`` in total — the bound the sensitivities use —
    without the row-level shuffle that makes per-row sampling slow.
+
+Units with at most ``min(m, G)`` rows in the whole table (``m`` when ungrouped) can break neither bound, so
+when the table carries a current per-row unit size (a hidden column kept by the backend), their rows take
+the plain aggregate and only the larger units go through steps 1–3 (``UNION ALL`` of the two). The answer is
+the same as bounding every unit; only the work differs.
 """
 
 from __future__ import annotations
@@ -24,62 +29,99 @@ __all__ = ["engine_sql"]
 
 
 def _clamped(column: ColumnMeta) -> str:
+    """The value clamped to its declared bounds. NULL stays NULL (aggregates skip it); DuckDB orders NaN
+    above every number, so NaN clamps to the upper bound, as it does with LEAST/GREATEST."""
     assert column.lower is not None and column.upper is not None
-    return f"LEAST(GREATEST(CAST({quote(column.name)} AS DOUBLE), {column.lower!r}), {column.upper!r})"
+    value = quote(column.name) if column.type == "float" else f"CAST({quote(column.name)} AS DOUBLE)"
+    lo, hi = float(column.lower), float(column.upper)
+    return f"CASE WHEN {value} < {lo!r} THEN {lo!r} WHEN {value} > {hi!r} THEN {hi!r} ELSE {value} END"
 
 
-def _row_value(stat: Statistic) -> str:
-    """The per-row quantity a statistic sums."""
+def _aggregate(stat: Statistic) -> str:
+    """The engine aggregate of one statistic over a set of rows (a group, or one unit's rows in it)."""
     if stat.kind == "rows":
-        return "1"
+        return "COUNT(*)"
     assert stat.column is not None
     if stat.kind == "nonnull":
-        return f"CASE WHEN {quote(stat.column.name)} IS NULL THEN 0 ELSE 1 END"
+        return f"COUNT({quote(stat.column.name)})"
     value = _clamped(stat.column)
-    if stat.kind == "sum":
-        return f"COALESCE({value}, 0)"
-    return f"COALESCE(POWER({value}, 2), 0)"
+    return f"COALESCE(SUM({value if stat.kind == 'sum' else f'POWER({value}, 2)'}), 0)"
 
 
-def engine_sql(plan: Plan, table: str) -> str:
-    """The one SQL statement that computes every statistic per group."""
+def _distinct(stats: tuple[Statistic, ...] | list[Statistic]) -> tuple[list[Statistic], dict[str, str]]:
+    """Statistics the engine must compute, and for each repeated one (AVG's sum beside SUM's), the name of
+    the computed twin. Each statistic still gets its own noise: only the exact aggregate is shared."""
+    first: dict[str, str] = {}
+    twins: dict[str, str] = {}
+    computed: list[Statistic] = []
+    for stat in stats:
+        expr = _aggregate(stat)
+        if expr in first:
+            twins[stat.name] = first[expr]
+        else:
+            first[expr] = stat.name
+            computed.append(stat)
+    return computed, twins
+
+
+def engine_sql(plan: Plan, table: str, unit_rows: str | None = None) -> str:
+    """The one SQL statement that computes every statistic per group.
+
+    ``unit_rows`` names the hidden column holding each row's unit size in the whole table (see
+    ``DuckDBBackend.count_unit_rows``): units with at most ``min(m, G)`` rows can exceed neither bound,
+    so their rows take the plain aggregate, and only larger units go through bounding.
+    """
     keys = [k.sql for k in plan.resolved.keys]
     key_cols = [f"k{i}" for i in range(len(keys))]
     where = plan.resolved.where
-    where_sql = f" WHERE {where.sql(dialect='duckdb')}" if isinstance(where, exp.Expression) else ""
+    condition = where.sql(dialect="duckdb") if isinstance(where, exp.Expression) else None
     source = quote(table)
-    stats = plan.statistics
+    computed, twins = _distinct(plan.statistics)
     unit = plan.table.privacy_unit
     key_select = "".join(f"{k} AS {c}, " for k, c in zip(keys, key_cols, strict=True))
+    outer_keys = "".join(f"{c}, " for c in key_cols)
     group_by = f" GROUP BY {', '.join(key_cols)}" if key_cols else ""
-    if unit is None:
-        sums = ", ".join(
-            ("COUNT(*)" if s.kind == "rows" else f"SUM({_row_value(s)})") + f" AS {s.name}" for s in stats
-        )
-        return f"SELECT {key_select}{sums} FROM {source}{where_sql}{group_by}"
+    copies = "".join(f", {twin} AS {name}" for name, twin in twins.items())
 
-    m = plan.table.max_contributions
-    g = plan.table.max_groups
-    partial = ", ".join(f"SUM({_row_value(s)}) AS {s.name}" for s in stats)
+    def where_sql(*conditions: str | None) -> str:
+        parts = [f"({c})" for c in conditions if c]
+        return f" WHERE {' AND '.join(parts)}" if parts else ""
+
+    aggregates = ", ".join(f"{_aggregate(s)} AS {s.name}" for s in computed)
+    if unit is None:
+        inner = f"SELECT {key_select}{aggregates} FROM {source}{where_sql(condition)}{group_by}"
+        return f"SELECT *{copies} FROM ({inner})" if twins else inner
+
+    m, g = plan.table.max_contributions, plan.table.max_groups
+    small = min(m, g) if key_cols else m  # a unit this small is within both bounds whatever it does
     unit_sql = quote(unit)
+    split = f"{quote(unit_rows)} > {small}" if unit_rows else None
     parts = (
-        f"SELECT {unit_sql} AS u, {key_select}COUNT(*) AS r, {partial} FROM {source}{where_sql} "
-        f"GROUP BY u{''.join(', ' + c for c in key_cols)}"
+        f"SELECT {unit_sql} AS u, {key_select}COUNT(*) AS r, {aggregates} FROM {source}"
+        f"{where_sql(condition, split)} GROUP BY u{''.join(', ' + c for c in key_cols)}"
     )
     if key_cols:
         # which groups a unit keeps may depend on anything but other units' data: the bound holds for
         # any choice, so DuckDB's random() (not a CSPRNG) is fine here
+        # (DuckDB refuses a volatile window order, so random() is drawn a level below)
         shuffled = "SELECT *, random() AS rnd FROM parts"
         ranked = f"SELECT *, ROW_NUMBER() OVER (PARTITION BY u ORDER BY rnd) AS gr FROM ({shuffled})"
         kept = f"SELECT * FROM ({ranked}) WHERE gr <= {g}"
     else:
         kept = "SELECT * FROM parts"
-    scaled = ", ".join(f"{s.name} * f AS {s.name}" for s in stats)
-    weights = f"SELECT *, LEAST(1.0, {m} / SUM(r) OVER (PARTITION BY u)) AS f FROM kept"
-    outer_keys = "".join(f"{c}, " for c in key_cols)
-    totals = ", ".join(f"SUM({s.name}) AS {s.name}" for s in stats)
+    # one group per unit is left when ungrouped or G = 1: its own r is then the unit's R, no window needed
+    rows = "r" if not key_cols or g == 1 else "SUM(r) OVER (PARTITION BY u)"
+    scaled = ", ".join(f"{s.name} * LEAST(1.0, {m} / {rows}) AS {s.name}" for s in computed)
+    bounded = f"SELECT {outer_keys}{scaled} FROM ({kept})"
+    if unit_rows:
+        plain = (
+            f"SELECT {key_select}{aggregates} FROM {source}"
+            f"{where_sql(condition, f'{quote(unit_rows)} <= {small}')}{group_by}"
+        )
+        bounded = f"{plain} UNION ALL {bounded}"
+    totals = ", ".join(f"SUM({s.name}) AS {s.name}" for s in computed)
     return (
-        f"WITH parts AS ({parts}), kept AS ({kept}), weighted AS ({weights}), "
-        f"scaled AS (SELECT {outer_keys}{scaled} FROM weighted) "
-        f"SELECT {outer_keys}{totals} FROM scaled{group_by}"
+        f"WITH parts AS ({parts}) SELECT {outer_keys}{totals}"
+        + "".join(f", SUM({twin}) AS {name}" for name, twin in twins.items())
+        + f" FROM ({bounded}){group_by}"
     )
