@@ -21,6 +21,14 @@ from privdb.result import Result
 from privdb.sql.noise import add_noise
 from privdb.sql.parse import DPQuery, parse_dp_select
 from privdb.sql.plan import Plan, plan_query
+from privdb.sql.release import (
+    RELEASE_GUARANTEE,
+    ReleasePlan,
+    is_record_release,
+    plan_release,
+    randomize_records,
+    release_sql,
+)
 from privdb.sql.rewrite import engine_sql
 
 __all__ = ["explain", "prepare", "run"]
@@ -38,20 +46,45 @@ def _table_of(query: DPQuery) -> str:
     return str(table.name)
 
 
-def prepare(db: Database, text: str) -> tuple[Plan, str]:
+def prepare(db: Database, text: str) -> tuple[Plan | ReleasePlan, str]:
     """Parse, plan and bind without touching the data or the budget."""
     query = parse_dp_select(text)
     meta = db.metadata(_table_of(query))
-    plan = plan_query(query, meta, db.evaluate_domain)
     unit_rows = db.backend.unit_rows(meta.name, meta.privacy_unit) if meta.privacy_unit else None
-    sql = engine_sql(plan, meta.name, unit_rows)
+    plan: Plan | ReleasePlan
+    if is_record_release(query.select):
+        plan = plan_release(query, meta)
+        sql = release_sql(plan, meta.name, unit_rows)
+    else:
+        plan = plan_query(query, meta, db.evaluate_domain)
+        sql = engine_sql(plan, meta.name, unit_rows)
     db.backend.bind(sql)
     return plan, sql
+
+
+def _explain_release(plan: ReleasePlan, sql: str) -> dict[str, Any]:
+    return {
+        "table": plan.table.name,
+        "engine_sql": sqlglot.transpile(sql, read="duckdb", write="duckdb", pretty=True)[0],
+        "privacy_unit": plan.table.privacy_unit,
+        "neighbouring": "substitute (records are released: their number is public)",
+        "release": [
+            {"column": c.output, "mechanism": c.mechanism, "epsilon": c.epsilon} for c in plan.columns
+        ],
+        "aggregates": [],
+        "statistics": [],
+        "keys": "none (record release)",
+        "groups_released": None,
+        "epsilon": plan.epsilon,
+        "delta": plan.delta,
+    }
 
 
 def explain(db: Database, text: str) -> dict[str, Any]:
     """The plan: engine SQL, and per noisy statistic its sensitivity, mechanism, ε share, scale, accuracy."""
     plan, sql = prepare(db, text)
+    if isinstance(plan, ReleasePlan):
+        return _explain_release(plan, sql)
     stats = []
     for stat in plan.statistics:
         mech = stat.mechanism()
@@ -117,7 +150,10 @@ def run(db: Database, analyst: str, text: str) -> Result:
             "(e.g. casts or divisions in WHERE) with `privdb explain`"
         ) from None
     try:
-        answer = add_noise(plan, frame, db.noise_source)
+        if isinstance(plan, ReleasePlan):
+            answer = randomize_records(plan, frame, db.noise_source)
+        else:
+            answer = add_noise(plan, frame, db.noise_source)
     except Exception as err:
         reservation.commit()
         raise InternalError(f"adding noise failed ({type(err).__name__}); the cost was charged") from None
@@ -130,6 +166,8 @@ def run(db: Database, analyst: str, text: str) -> Result:
         budget=_budget(db, analyst),
         accuracy=answer.accuracy,
     )
+    if isinstance(plan, ReleasePlan):
+        result.extra["guarantee"] = RELEASE_GUARANTEE
     db.catalog.store_answer(analyst, normalized, plan.table.name, result.to_dict())
     return result
 

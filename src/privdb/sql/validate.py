@@ -15,11 +15,20 @@ from sqlglot import exp
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.errors import UnsupportedQuery
 
-__all__ = ["AggregateRef", "KeyRef", "Resolved", "resolve"]
+__all__ = [
+    "AggregateRef",
+    "KeyRef",
+    "Resolved",
+    "check_clauses",
+    "check_literal_types",
+    "check_scalar",
+    "resolve",
+]
 
 SUPPORTED = (
     "supported: DP-SELECT ε [DELTA δ] with COUNT(*), COUNT(col), SUM(col), AVG(col), VARIANCE(col), "
-    "STDDEV(col) and GROUP BY keys, FROM one table, WHERE on rows, GROUP BY, ORDER BY, LIMIT"
+    "STDDEV(col) and GROUP BY keys, FROM one table, WHERE on rows, GROUP BY, ORDER BY, LIMIT; or "
+    "randomised records: DP-SELECT ε col1, col2 (or *) FROM table [WHERE …]"
 )
 
 # scalar functions sqlglot does not model as classes, allowed by name
@@ -107,7 +116,7 @@ def _refuse(what: str) -> UnsupportedQuery:
     return UnsupportedQuery(f"{what} is not supported; {SUPPORTED}")
 
 
-def _check_scalar(node: exp.Expression, table: TableMeta, where: str) -> tuple[ColumnMeta, ...]:
+def check_scalar(node: exp.Expression, table: TableMeta, where: str) -> tuple[ColumnMeta, ...]:
     """A row-level expression: no subqueries, aggregates or windows; every column known."""
     used: list[ColumnMeta] = []
     for sub in node.walk():
@@ -130,7 +139,7 @@ def _check_scalar(node: exp.Expression, table: TableMeta, where: str) -> tuple[C
     return tuple(used)
 
 
-def _check_literal_types(node: exp.Expression, table: TableMeta, where: str) -> None:
+def check_literal_types(node: exp.Expression, table: TableMeta, where: str) -> None:
     """Refuse, before any data is read, a comparison of a numeric column with a non-numeric string
     (the engine would fail mid-scan, after the budget is committed)."""
     comparisons = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.In, exp.Between)
@@ -192,8 +201,8 @@ def _aggregate(node: exp.Expression, table: TableMeta) -> tuple[str, ColumnMeta 
     return kind, column
 
 
-def resolve(select: exp.Select, table: TableMeta) -> Resolved:
-    """Check the SELECT's shape and names; return its keys, aggregates and output order."""
+def check_clauses(select: exp.Select) -> None:
+    """Refuse the clauses no DP-SELECT supports (joins, CTEs, windows, …)."""
     for key, what in (
         ("joins", "a JOIN"),
         ("with_", "a WITH clause"),
@@ -207,11 +216,16 @@ def resolve(select: exp.Select, table: TableMeta) -> Resolved:
     ):
         if select.args.get(key):
             raise _refuse(what)
+
+
+def resolve(select: exp.Select, table: TableMeta) -> Resolved:
+    """Check the SELECT's shape and names; return its keys, aggregates and output order."""
+    check_clauses(select)
     where_node = select.args.get("where")
     where = where_node.this if where_node is not None else None
     if where is not None:
-        _check_scalar(where, table, "WHERE")
-        _check_literal_types(where, table, "WHERE")
+        check_scalar(where, table, "WHERE")
+        check_literal_types(where, table, "WHERE")
 
     group = select.args.get("group")
     group_nodes: list[exp.Expression] = list(group.expressions) if group is not None else []
@@ -238,7 +252,7 @@ def resolve(select: exp.Select, table: TableMeta) -> Resolved:
     key_sql = [g.sql(dialect="duckdb") for g in resolved_groups]
     if len(set(key_sql)) != len(key_sql):
         raise UnsupportedQuery("GROUP BY lists the same key twice")
-    key_columns = [_check_scalar(g, table, "GROUP BY") for g in resolved_groups]
+    key_columns = [check_scalar(g, table, "GROUP BY") for g in resolved_groups]
     for cols in key_columns:
         for col in cols:
             if col.identifier or col.private_id:
@@ -279,8 +293,8 @@ def resolve(select: exp.Select, table: TableMeta) -> Resolved:
         outputs.append((name, "key", index))
     if not aggregates:
         raise UnsupportedQuery(
-            "a DP-SELECT needs at least one aggregate (COUNT, SUM, AVG, VARIANCE, STDDEV); releasing "
-            "records needs no GROUP BY (coming with the local model)"
+            "a DP-SELECT with GROUP BY needs at least one aggregate (COUNT, SUM, AVG, VARIANCE, STDDEV); "
+            "to release randomised records, list columns without GROUP BY"
         )
     names = [o[0] for o in outputs]
     if len({n.lower() for n in names}) != len(names):
