@@ -1,0 +1,182 @@
+"""Anonymised publishing: generalise quasi-identifiers until every record hides in a crowd.
+
+``anonymize`` is the entry point: Mondrian multidimensional partitioning (``mondrian``) or optimal
+full-domain generalisation over hierarchy levels (``lattice``), with k-anonymity (Sweeney 2002) and
+optionally l-diversity (Machanavajjhala et al. 2007) and t-closeness (Li et al. 2007). The release keeps the
+input's columns and row order (``release``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from privdb.anonymize.hierarchy import (
+    DateHierarchy,
+    FlatHierarchy,
+    Hierarchy,
+    IntervalHierarchy,
+    MaskHierarchy,
+    TaxonomyHierarchy,
+    automatic,
+    load_hierarchies,
+    resolve,
+)
+from privdb.anonymize.lattice import METRICS, Lattice
+from privdb.anonymize.mondrian import SensitiveCondition, encode, generalize, partition
+from privdb.anonymize.release import Anonymized, build_release, class_ids
+from privdb.errors import InvalidParameter, UnknownColumn
+
+__all__ = [
+    "Anonymized",
+    "DateHierarchy",
+    "FlatHierarchy",
+    "Hierarchy",
+    "IntervalHierarchy",
+    "MaskHierarchy",
+    "SensitiveCondition",
+    "TaxonomyHierarchy",
+    "anonymize",
+    "automatic",
+    "load_hierarchies",
+]
+
+ALGORITHMS = ("mondrian", "lattice")
+
+
+def _check(
+    df: pd.DataFrame, qi: Sequence[str], k: int, sensitive: str | None, algorithm: str, need_sensitive: bool
+) -> None:
+    if isinstance(qi, str):
+        raise InvalidParameter(f"qi is a list of column names, e.g. ['{qi}'], not one string")
+    if not qi:
+        raise InvalidParameter("give at least one quasi-identifier, e.g. qi=['age', 'zip']")
+    cols = [str(c) for c in df.columns]
+    for c in [*qi, *([sensitive] if sensitive else [])]:
+        if c not in cols:
+            raise UnknownColumn(f"unknown column '{c}': the table has {', '.join(cols)}")
+    if len(set(qi)) != len(qi):
+        raise InvalidParameter("a quasi-identifier is listed twice: list each column once")
+    if sensitive is not None and sensitive in qi:
+        raise InvalidParameter(f"'{sensitive}' is both sensitive and a quasi-identifier: choose one role")
+    if need_sensitive and sensitive is None:
+        raise InvalidParameter("l-diversity and t-closeness need sensitive='<column>'")
+    if algorithm not in ALGORITHMS:
+        raise InvalidParameter(f"unknown algorithm '{algorithm}': use mondrian or lattice")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise InvalidParameter(f"k must be a whole number of at least 1 (got {k!r})")
+    if len(df) == 0:
+        raise InvalidParameter("the table is empty: there is nothing to anonymise")
+    if k > len(df):
+        raise InvalidParameter(
+            f"k = {k} is larger than the table ({len(df)} rows): no class can hold k records; lower k"
+        )
+
+
+def anonymize(
+    df: pd.DataFrame,
+    qi: Sequence[str],
+    *,
+    k: int,
+    l: float | None = None,  # noqa: E741 (the field's notation)
+    t: float | None = None,
+    sensitive: str | None = None,
+    diversity: str = "distinct",
+    c: float | None = None,
+    algorithm: str = "mondrian",
+    hierarchies: Mapping[str, Hierarchy | str] | str | None = None,
+    hierarchy_fallback: bool = False,
+    suppression_limit: float = 0.05,
+    metric: str = "loss",
+    strict: bool = True,
+    categorical: str = "auto",
+) -> Anonymized:
+    """Anonymise ``df`` on the quasi-identifiers ``qi``.
+
+    ``algorithm="mondrian"`` partitions records (``strict`` or relaxed; categories split along their
+    hierarchy or as ordered values, ``categorical`` = auto/tree/ordered); numbers are published as the
+    ``lo-hi`` range of each partition's own records. ``algorithm="lattice"`` finds the full-domain
+    generalisation minimising ``metric`` (one of ``METRICS``) with at most ``suppression_limit`` (a fraction
+    of the records) suppressed. ``hierarchies`` maps columns to ``Hierarchy`` objects or kind names
+    (intervals, mask, date, flat), or is a directory of ``<column>.csv`` files; the rest are automatic.
+    ``l`` (with ``diversity`` distinct/entropy/recursive and ``c``) and ``t`` need ``sensitive``.
+    """
+    started = time.perf_counter()
+    qi = list(qi) if not isinstance(qi, str) else qi
+    _check(df, qi, k, sensitive, algorithm, l is not None or t is not None)
+    if algorithm == "lattice" and metric not in METRICS:
+        raise InvalidParameter(f"unknown metric '{metric}': use one of {', '.join(METRICS)}")
+    if isinstance(hierarchies, str):
+        hierarchies = load_hierarchies(hierarchies, qi)
+    if algorithm == "lattice":
+        hier = resolve(df, qi, hierarchies, fallback=hierarchy_fallback)
+    else:  # Mondrian needs only the hierarchies it was given (numbers and the rest need none)
+        hier = resolve(
+            df, [c for c in qi if c in (hierarchies or {})], hierarchies, fallback=hierarchy_fallback
+        )
+    condition = None
+    if sensitive is not None and (l is not None or t is not None):
+        condition = SensitiveCondition.build(df[sensitive], l=l, diversity=diversity, c=c, t=t)
+        whole = condition.histogram(np.zeros(len(df), dtype=np.int64), 1)
+        if not condition.ok(whole)[0]:
+            raise InvalidParameter(
+                f"the whole table does not satisfy the l/t condition on '{sensitive}', so no release can: "
+                "lower l or raise t"
+            )
+    params = {"k": k, "l": l, "t": t, "sensitive": sensitive, "algorithm": algorithm}
+    if algorithm == "mondrian":
+        dims = [encode(df[name], hier.get(name), categorical) for name in qi]
+        ids, sizes = partition(dims, k, strict=strict, condition=condition)
+        cols, ncp = generalize(dims, ids, sizes)
+        suppressed = np.zeros(len(df), dtype=bool)
+        reason = None
+        node = None
+        n_parts = len(sizes)
+        params.update(strict=strict, categorical=categorical)
+    else:
+        lat = Lattice(
+            df, qi, hier, k, condition=condition, suppression_limit=suppression_limit, metric=metric
+        )
+        best = lat.search()
+        cols, suppressed = lat.release(best)
+        ncp = best.value if metric == "loss" else _loss(lat, best)
+        reason = (
+            "class smaller than k"
+            + (" or failing the l/t condition" if condition else "")
+            + " after generalisation"
+            if suppressed.any()
+            else None
+        )
+        node = dict(zip(qi, best.levels, strict=True))
+        n_parts = 0
+        params.update(suppression_limit=suppression_limit, metric=metric, evaluations=lat.evaluations)
+    ids_cls = class_ids(cols, suppressed)
+    n_parts = n_parts or (int(ids_cls.max()) + 1 if len(ids_cls) else 0)
+    table = build_release(df, qi, cols, suppressed)
+    return Anonymized(
+        table=table,
+        qi=tuple(qi),
+        class_ids=ids_cls,
+        suppressed=suppressed,
+        suppression_reason=reason,
+        algorithm=algorithm,
+        k=k,
+        ncp=float(ncp),
+        seconds=time.perf_counter() - started,
+        partitions=n_parts,
+        node=node,
+        params=params,
+    )
+
+
+def _loss(lat: Lattice, node: object) -> float:
+    """ARX's loss of a lattice node (used as NCP whatever metric chose the node)."""
+    saved = lat.metric
+    lat.metric = "loss"
+    try:
+        return lat.evaluate(node.levels)[0].value  # type: ignore[attr-defined]
+    finally:
+        lat.metric = saved

@@ -1,0 +1,305 @@
+"""Optimal full-domain generalisation: the best node of the lattice of hierarchy levels.
+
+A node fixes one level per quasi-identifier (Samarati 2001; Sweeney 2002). It is *anonymous* when the records
+in classes smaller than k (or failing the l/t condition) number at most the suppression limit; those records
+are suppressed. Among anonymous nodes the search returns one minimising the chosen metric:
+
+* ``loss`` (default): ARX's loss (Iyengar 2002): the mean over quasi-identifiers and records of
+  (leaves under the generalised value − 1) / (leaves − 1), leaves counted in ``Hierarchy.table()``,
+  and 1 for every cell of a suppressed record. The same number ARX reports as its information loss/NCP.
+* ``discernibility`` (Bayardo, Agrawal 2005): Σ |E|² over kept classes plus n for each suppressed record.
+* ``aecs``: average equivalence-class size n / #classes, the suppressed records counting as one class.
+
+Pruning (Kohlmayer et al., "Flash", PASSAT 2012; El Emam et al., "OLA", JAMIA 2009):
+
+* k-anonymity with suppression is monotone: if a node fails, so does every specialisation (predictive
+  tagging). Distinct l-diversity keeps that property; entropy/recursive l and t-closeness do not under
+  suppression (merging a passing class into a failing one suppresses it), so for them only the k part tags.
+* Each metric has a lower bound that ignores suppression and grows with generalisation: for ``loss`` it is
+  known for every node before any counting (per-QI, per-level sums), for the others it is the value without
+  suppression of an evaluated specialisation. Nodes are visited in order of bound and the search stops when
+  the bound reaches the best value found, which makes the result optimal.
+
+Counting is vectorised: distinct raw tuples are counted once; a node maps each tuple's per-QI value codes to
+level codes, combines them into one int64 key and counts with ``bincount`` (or ``factorize`` when the key
+space is large).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from privdb.anonymize.hierarchy import Hierarchy
+from privdb.anonymize.mondrian import SensitiveCondition
+from privdb.anonymize.release import GeneralizedColumn
+from privdb.errors import InvalidParameter
+
+__all__ = ["METRICS", "Lattice", "NodeResult", "search"]
+
+METRICS = ("loss", "discernibility", "aecs")
+MAX_NODES = 2_000_000
+IntArray = NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class NodeResult:
+    """One evaluated node: levels, whether anonymous, the metric, and which records it suppresses."""
+
+    levels: tuple[int, ...]
+    anonymous: bool
+    value: float
+    bound: float
+    n_suppressed: int
+    suppressed_tuples: NDArray[np.bool_]
+
+
+class _Qi:
+    """One quasi-identifier encoded for the lattice: value codes and, per level, group codes and costs."""
+
+    def __init__(self, column: pd.Series, hierarchy: Hierarchy) -> None:
+        codes, uniq = pd.factorize(column)
+        self.codes = codes.astype(np.int64)
+        uniq_arr = np.asarray(uniq, dtype=object)
+        table = hierarchy.table()
+        dom = max(len(table) - 1, 1)
+        self.height = hierarchy.height
+        self.groups: list[IntArray] = []
+        self.labels: list[NDArray[np.object_]] = []
+        self.cost: list[NDArray[np.float64]] = []
+        for lv in range(hierarchy.height + 1):
+            lab = hierarchy.labels(uniq_arr, lv)
+            g, glab = pd.factorize(lab)
+            leaves = table[f"level{lv}"].value_counts()
+            cnt = leaves.reindex(np.asarray(glab, dtype=object).astype(str)).fillna(1).to_numpy(np.float64)
+            self.groups.append(g.astype(np.int64))
+            self.labels.append(np.asarray(glab, dtype=object))
+            self.cost.append(np.zeros(len(glab)) if lv == 0 else (cnt - 1) / dom)
+
+
+class Lattice:
+    """The generalisation lattice of a table: evaluate nodes, search the optimum."""
+
+    def __init__(
+        self,
+        df: pd.DataFrame,
+        qi: Sequence[str],
+        hierarchies: Mapping[str, Hierarchy],
+        k: int,
+        *,
+        condition: SensitiveCondition | None = None,
+        suppression_limit: float = 0.05,
+        metric: str = "loss",
+    ) -> None:
+        if metric not in METRICS:
+            raise InvalidParameter(f"unknown metric '{metric}': use one of {', '.join(METRICS)}")
+        if not 0 <= suppression_limit <= 1:
+            raise InvalidParameter(
+                f"suppression_limit is a fraction of records in 0..1 (got {suppression_limit})"
+            )
+        self.qi = list(qi)
+        self.qis = [_Qi(df[c], hierarchies[c]) for c in qi]
+        self.k = k
+        self.n = len(df)
+        self.metric = metric
+        self.condition = condition
+        self.max_suppressed = int(np.floor(suppression_limit * self.n + 1e-9))
+        self.heights = np.array([q.height for q in self.qis], dtype=np.int64)
+        n_nodes = int(np.prod(self.heights + 1))
+        if n_nodes > MAX_NODES:
+            raise InvalidParameter(
+                f"the lattice has {n_nodes} nodes (more than {MAX_NODES}): use fewer levels or "
+                "quasi-identifiers, or algorithm='mondrian'"
+            )
+        # distinct raw tuples, counted once
+        key = np.zeros(self.n, dtype=np.int64)
+        for q in self.qis:
+            key = pd.factorize(key * (int(q.codes.max(initial=0)) + 1) + q.codes)[0].astype(np.int64)
+        self.tuple_of_record = key
+        first = np.unique(key, return_index=True)[1]
+        self.tup = [q.codes[first] for q in self.qis]
+        self.weight = np.bincount(key).astype(np.int64)
+        self._records_by_tuple = np.argsort(key, kind="stable").astype(np.int64)
+        self._tuple_rep = np.repeat(np.arange(len(self.weight)), self.weight)
+        # a-priori loss bound: per QI and level, the summed cost over all records
+        self.level_cost = [
+            np.array([float((q.cost[lv][q.groups[lv][t]] * self.weight).sum()) for lv in range(q.height + 1)])
+            for q, t in zip(self.qis, self.tup, strict=True)
+        ]
+        grids = np.meshgrid(*[np.arange(h + 1) for h in self.heights], indexing="ij")
+        self.nodes = np.stack([g.ravel() for g in grids], axis=1).astype(np.int64)
+        self.strides = np.cumprod(np.append(self.heights[1:] + 1, 1)[::-1])[::-1].astype(np.int64)
+        self.evaluations = 0
+        self._cache: dict[int, NodeResult] = {}
+        self._kfail: dict[int, bool] = {}
+        self._tg = [
+            [q.groups[lv][t] for lv in range(q.height + 1)] for q, t in zip(self.qis, self.tup, strict=True)
+        ]
+        self._bound_loss = self._loss_bound()
+        # _le[j][v]: nodes whose level j is <= v; a down-set is the AND over the quasi-identifiers
+        self._le = [[self.nodes[:, j] <= v for v in range(h + 1)] for j, h in enumerate(self.heights)]
+
+    def _loss_bound(self) -> NDArray[np.float64]:
+        total = np.zeros(len(self.nodes))
+        for j, lc in enumerate(self.level_cost):
+            total += lc[self.nodes[:, j]]
+        return total / (self.n * len(self.qis))
+
+    def classes(self, levels: Sequence[int]) -> tuple[IntArray, IntArray]:
+        """Class id of every distinct tuple at ``levels`` and the class sizes (in records)."""
+        key = np.zeros(len(self.weight), dtype=np.int64)
+        space = 1
+        for q, tg, lv in zip(self.qis, self._tg, levels, strict=True):
+            size = len(q.labels[lv])
+            key = key * size + tg[lv]
+            space *= size
+        if space <= 4 * len(key) + 1024:
+            sizes = np.bincount(key, weights=self.weight, minlength=space).astype(np.int64)
+            present = np.flatnonzero(sizes)
+            remap = np.zeros(space, dtype=np.int64)
+            remap[present] = np.arange(len(present))
+            return remap[key], sizes[present]
+        cls = pd.factorize(key)[0].astype(np.int64)
+        return cls, np.bincount(cls, weights=self.weight).astype(np.int64)
+
+    def evaluate(self, levels: Sequence[int]) -> tuple[NodeResult, bool]:
+        """Evaluate a node; the flag says whether the k part alone already exceeds the limit."""
+        self.evaluations += 1
+        cls, sizes = self.classes(levels)
+        fail_cls = sizes < self.k
+        k_fail = int(sizes[fail_cls].sum()) > self.max_suppressed
+        if self.condition is not None:
+            hist = self.condition.histogram(cls[self._tuple_rep], len(sizes), self._records_by_tuple)
+            fail_cls |= ~self.condition.ok(hist)
+        supp = fail_cls[cls]
+        n_supp = int(self.weight[supp].sum())
+        kept = sizes[~fail_cls]
+        d = len(self.qis)
+        if self.metric == "loss":
+            bound = float(self._bound_loss[int((np.asarray(levels) * self.strides).sum())])
+            extra = np.zeros(int(supp.sum()))
+            for q, tg, lv in zip(self.qis, self._tg, levels, strict=True):
+                extra += 1.0 - q.cost[lv][tg[lv][supp]]
+            value = bound + float((extra * self.weight[supp]).sum()) / (self.n * d)
+        elif self.metric == "discernibility":
+            bound = float((sizes.astype(np.float64) ** 2).sum())
+            value = float((kept.astype(np.float64) ** 2).sum()) + float(n_supp) * self.n
+        else:
+            bound = self.n / len(sizes)
+            value = self.n / (len(kept) + (1 if n_supp else 0))
+        anonymous = n_supp <= self.max_suppressed
+        return NodeResult(tuple(int(x) for x in levels), anonymous, value, bound, n_supp, supp), k_fail
+
+    def _fails(self, idx: int) -> bool:
+        """Evaluate node ``idx`` (cached) and say whether it fails in the monotone sense: its k part
+        exceeds the limit, or (for monotone models) the whole model does."""
+        res = self._cache.get(idx)
+        if res is None:
+            res, k_fail = self.evaluate(self.nodes[idx])
+            self._cache[idx] = res
+            self._kfail[idx] = k_fail
+        monotone = self.condition is None or self.condition.monotone_with_suppression
+        return bool(self._kfail[idx]) or (monotone and not res.anonymous)
+
+    def _below(self, idx: int) -> NDArray[np.bool_]:
+        """Mask of the nodes at or below node ``idx`` (its specialisations)."""
+        mask = np.ones(len(self.nodes), dtype=bool)
+        for j, v in enumerate(self.nodes[idx]):
+            if v < self.heights[j]:
+                mask &= self._le[j][int(v)]
+        return mask
+
+    def _path_up(self, idx: int) -> list[int]:
+        """A chain from node ``idx`` to the top, raising the relatively lowest quasi-identifier each step."""
+        levels = self.nodes[idx].copy()
+        path = [idx]
+        while (levels < self.heights).any():
+            rel = np.where(levels < self.heights, levels / self.heights, np.inf)
+            levels[int(rel.argmin())] += 1
+            path.append(int((levels * self.strides).sum()))
+        return path
+
+    def search(self) -> NodeResult:
+        """The optimal anonymous node (ties: the first in visiting order).
+
+        Nodes are visited by bound. An unresolved node is resolved by binary search along a chain to the
+        top (Flash's idea): the highest failing node found tags its whole down-set as failing, so most
+        failing nodes are never counted.
+        """
+        nodes = self.nodes
+        failed = np.zeros(len(nodes), dtype=bool)
+        is_loss = self.metric == "loss"
+        bound = self._loss_bound() if is_loss else np.full(len(nodes), -np.inf)
+        height = nodes.sum(axis=1)
+        order = np.lexsort((height, bound)) if is_loss else np.argsort(height, kind="stable")
+        best: NodeResult | None = None
+
+        def consider(i: int) -> None:
+            nonlocal best
+            res = self._cache[i]
+            if not is_loss:
+                above = (nodes >= nodes[i]).all(axis=1)
+                bound[above] = np.maximum(bound[above], res.bound)
+            if res.anonymous and (best is None or res.value < best.value):
+                best = res
+
+        for idx in order:
+            idx = int(idx)
+            if failed[idx]:
+                continue
+            if best is not None and bound[idx] >= best.value:
+                if is_loss:
+                    break  # bounds only grow along the order: nothing better remains
+                continue
+            if idx not in self._cache:
+                path = self._path_up(idx)
+                lo, hi = 0, len(path) - 1  # invariant: path[hi] passes or is the top
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if self._fails(path[mid]):
+                        failed |= self._below(path[mid])
+                        consider(path[mid])
+                        lo = mid + 1
+                    else:
+                        consider(path[mid])
+                        hi = mid
+                if failed[idx]:
+                    continue
+            if self._fails(idx):
+                failed |= self._below(idx)
+            consider(idx)
+        if best is None:
+            raise InvalidParameter(
+                "no generalisation satisfies the privacy model within the suppression limit, not even '*' "
+                "everywhere: lower l or raise t, or raise suppression_limit"
+            )
+        return best
+
+    def release(self, node: NodeResult) -> tuple[list[GeneralizedColumn], NDArray[np.bool_]]:
+        """Released columns at ``node`` and the per-record suppression mask."""
+        cols = [
+            GeneralizedColumn(q.groups[lv][q.codes], q.labels[lv])
+            for q, lv in zip(self.qis, node.levels, strict=True)
+        ]
+        return cols, node.suppressed_tuples[self.tuple_of_record]
+
+
+def search(
+    df: pd.DataFrame,
+    qi: Sequence[str],
+    hierarchies: Mapping[str, Hierarchy],
+    k: int,
+    *,
+    condition: SensitiveCondition | None = None,
+    suppression_limit: float = 0.05,
+    metric: str = "loss",
+) -> tuple[Lattice, NodeResult]:
+    """Build the lattice and return it with its optimal node."""
+    lat = Lattice(
+        df, qi, hierarchies, k, condition=condition, suppression_limit=suppression_limit, metric=metric
+    )
+    return lat, lat.search()

@@ -1,0 +1,94 @@
+"""Formatting a generalisation as a release (DESIGN.md, "Anonymised output").
+
+The release keeps the input's columns and row order. Each quasi-identifier arrives as per-record integer
+codes into an array of labels (``lo-hi``, a hierarchy label, values joined by ``|``), so writing a column is
+one ``take``. Suppressed records get ``*`` in every quasi-identifier and no class: they are never counted as
+an equivalence class (ARX exports them as one ``*`` class, which other checkers then count).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+__all__ = ["Anonymized", "GeneralizedColumn", "build_release", "class_ids"]
+
+STAR = "*"
+
+
+@dataclass(frozen=True)
+class GeneralizedColumn:
+    """One quasi-identifier after generalisation: record ``i`` reads ``labels[codes[i]]``."""
+
+    codes: NDArray[np.int64]
+    labels: NDArray[np.object_]
+
+
+@dataclass(frozen=True)
+class Anonymized:
+    """An anonymised table and how it was made.
+
+    ``class_ids[i]`` numbers record i's equivalence class (records with equal released quasi-identifiers),
+    −1 for suppressed records. ``ncp`` is the algorithm's information loss (see its docstring), in 0..1.
+    """
+
+    table: pd.DataFrame
+    qi: tuple[str, ...]
+    class_ids: NDArray[np.int64]
+    suppressed: NDArray[np.bool_]
+    suppression_reason: str | None
+    algorithm: str
+    k: int
+    ncp: float
+    seconds: float
+    partitions: int
+    node: dict[str, int] | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_suppressed(self) -> int:
+        return int(self.suppressed.sum())
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.class_ids.max()) + 1 if len(self.class_ids) else 0
+
+    def class_sizes(self) -> NDArray[np.int64]:
+        """Sizes of the equivalence classes (suppressed records excluded)."""
+        return np.bincount(self.class_ids[self.class_ids >= 0], minlength=self.n_classes).astype(np.int64)
+
+
+def class_ids(columns: Sequence[GeneralizedColumn], suppressed: NDArray[np.bool_]) -> NDArray[np.int64]:
+    """Number the distinct combinations of released codes, in order of first appearance; −1 if suppressed."""
+    n = len(suppressed)
+    key = np.zeros(n, dtype=np.int64)
+    radix = 1
+    for col in columns:
+        size = max(len(col.labels), 1)
+        if radix > (1 << 62) // size:  # too many combinations for one int64: refactorise what we have
+            key = pd.factorize(key)[0].astype(np.int64)
+            radix = int(key.max()) + 1 if n else 1
+        key = key + col.codes.astype(np.int64) * radix
+        radix *= size
+    out = np.full(n, -1, dtype=np.int64)
+    keep = ~suppressed
+    out[keep] = pd.factorize(key[keep])[0]
+    return out
+
+
+def build_release(
+    df: pd.DataFrame, qi: Sequence[str], columns: Sequence[GeneralizedColumn], suppressed: NDArray[np.bool_]
+) -> pd.DataFrame:
+    """The input with each quasi-identifier replaced by its labels and ``*`` on suppressed records."""
+    out = df.copy()
+    for name, col in zip(qi, columns, strict=True):
+        labels = np.asarray(col.labels, dtype=object)
+        values = np.take(labels, col.codes)
+        values[suppressed] = STAR
+        out[name] = pd.Series(values, index=df.index, dtype=object)
+    return out

@@ -1,0 +1,132 @@
+"""Generalisation hierarchies: kinds, ARX's CSV format, validation and the table() contract."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from privdb.anonymize import (
+    DateHierarchy,
+    FlatHierarchy,
+    IntervalHierarchy,
+    MaskHierarchy,
+    TaxonomyHierarchy,
+    automatic,
+    load_hierarchies,
+)
+from privdb.anonymize.hierarchy import resolve, validated
+from privdb.errors import InvalidParameter, UnknownColumn
+
+ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
+HIER = ADULT / "hierarchies"
+
+
+def test_taxonomy_from_arx_csv() -> None:
+    h = TaxonomyHierarchy.from_csv(HIER / "education.csv")
+    assert h.height == 3
+    assert h.labels(np.array(["Masters", "9th"], dtype=object), 1).tolist() == ["Graduate", "High School"]
+    assert h.generalize(pd.Series(["Masters", "Masters", "9th"]), 3).tolist() == ["*", "*", "*"]
+    table = h.table()
+    assert list(table.columns) == ["level0", "level1", "level2", "level3"]
+    assert len(table) == 16 and (table["level3"] == "*").all()
+
+
+def test_numeric_taxonomy_matches_integers() -> None:
+    h = TaxonomyHierarchy.from_csv(HIER / "age.csv")
+    assert h.generalize(pd.Series([39, 17, 39]), 1).tolist() == ["35-39", "15-19", "35-39"]
+
+
+def test_load_hierarchies_reads_column_files() -> None:
+    hs = load_hierarchies(HIER, ["age", "sex", "no-such-column"])
+    assert set(hs) == {"age", "sex"}
+    with pytest.raises(InvalidParameter, match="does not exist"):
+        load_hierarchies(HIER / "missing", ["age"])
+
+
+def test_missing_values_are_named_with_the_fix() -> None:
+    h = TaxonomyHierarchy("col", [["a", "x", "*"], ["b", "x", "*"]])
+    column = pd.Series(["a", "b", "c", "d", "c"], name="col")
+    with pytest.raises(InvalidParameter) as err:
+        validated(h, column)
+    msg = str(err.value)
+    assert "misses 2 value(s)" in msg and "'c'" in msg and "'d'" in msg
+    assert "2 value(s), 2 level(s)" in msg  # hierarchy-side facts
+    assert "Add a row" in msg and "fallback" in msg
+    fixed = validated(h, column, fallback=True)
+    assert fixed.generalize(column, 1).tolist() == ["x", "x", "c", "d", "c"]
+    assert fixed.generalize(column, 2).tolist() == ["*"] * 5
+
+
+def test_taxonomy_must_be_a_tree() -> None:
+    with pytest.raises(InvalidParameter, match="not a tree"):
+        TaxonomyHierarchy("c", [["a", "x", "p", "*"], ["b", "x", "q", "*"]])
+    with pytest.raises(InvalidParameter, match="twice"):
+        TaxonomyHierarchy("c", [["a", "*"], ["a", "*"]])
+
+
+def test_mask_hierarchy() -> None:
+    h = MaskHierarchy.derived("zip", pd.Series(["3270", "3400", "3271"]))
+    assert h.height == 4
+    assert h.generalize(pd.Series(["3270"]), 1).tolist() == ["327*"]
+    assert h.generalize(pd.Series(["3270"]), 2).tolist() == ["32**"]
+    assert h.generalize(pd.Series(["3270"]), 4).tolist() == ["*"]
+
+
+def test_date_hierarchy() -> None:
+    h = DateHierarchy("d", ["2020-03-15"])
+    s = pd.Series(["2020-03-15", "2021-12-01"])
+    assert h.generalize(s, 1).tolist() == ["2020-03", "2021-12"]
+    assert h.generalize(s, 2).tolist() == ["2020", "2021"]
+    assert h.generalize(s, 3).tolist() == ["*", "*"]
+
+
+def test_automatic_kinds() -> None:
+    df = pd.DataFrame({"age": [20, 35, 61], "zip": ["03270", "03400", "03271"], "job": ["a", "b", "c"]})
+    assert isinstance(automatic(df["age"]), IntervalHierarchy)
+    assert isinstance(automatic(df["zip"]), MaskHierarchy)
+    assert isinstance(automatic(df["job"]), FlatHierarchy)
+
+
+def test_numeric_column_with_text_is_refused_without_echoing_values() -> None:
+    df = pd.DataFrame({"age": [str(a) for a in range(20, 70, 5)] + ["n/a-secret"]})
+    with pytest.raises(InvalidParameter) as err:
+        resolve(df, ["age"], None)
+    assert "1 value(s) are not numbers" in str(err.value) and "secret" not in str(err.value)
+    with pytest.raises(UnknownColumn):
+        resolve(df, ["age"], {"other": "flat"})
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(-500, 5000), min_size=1, max_size=60))
+def test_derived_intervals_nest_and_cover(values: list[int]) -> None:
+    col = pd.Series(values, name="x")
+    h = IntervalHierarchy.derived("x", col)
+    assert h.labels(np.array(values), h.height).tolist() == ["*"] * len(values)
+    prev = None
+    for level in range(1, h.height):
+        labels = h.generalize(col, level)
+        for v, lab in zip(values, labels, strict=True):
+            lo, hi = (int(p) for p in lab.rsplit("-", 1)) if not lab.startswith("-") else _neg(lab)
+            assert lo <= v <= hi
+        if prev is not None:  # a tree: each level-i label has one parent
+            pairs = pd.DataFrame({"c": prev, "p": labels}).drop_duplicates()
+            assert not pairs["c"].duplicated().any()
+        prev = labels
+
+
+def _neg(label: str) -> tuple[int, int]:
+    head, _, tail = label[1:].partition("-")
+    return -int(head), int(tail)
+
+
+def test_widths_must_nest() -> None:
+    with pytest.raises(InvalidParameter, match="whole multiples"):
+        IntervalHierarchy("x", [5, 7])
+    h = IntervalHierarchy("x", [5, 10], origin=0)
+    assert h.generalize(pd.Series([7, 12]), 1).tolist() == ["5-9", "10-14"]
+    assert h.generalize(pd.Series([7, 12]), 2).tolist() == ["0-9", "10-19"]
