@@ -1,14 +1,14 @@
 """The Python API: ``privdb.connect(DIR, analyst=…)`` for analysts, ``privdb.connect(DIR)`` for the owner.
 
 Both return a :class:`Connection` with the same query methods; owner-only methods (``load``, ``grant``,
-``owner_sql``) refuse analysts with ``raw_access_denied``. ``connect("http://…", token=…)`` arrives with
-the server.
+``owner_sql``) refuse analysts with ``raw_access_denied``. ``connect("http://…", token=…)`` returns a
+:class:`privdb.client.RemoteConnection` with the same methods.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 import pandas as pd
 
@@ -17,6 +17,9 @@ from privdb.database import Database
 from privdb.errors import InvalidParameter, RawAccessDenied
 from privdb.result import Result
 from privdb.sql import engine
+
+if TYPE_CHECKING:
+    from privdb.client import RemoteConnection
 
 __all__ = ["Connection", "connect"]
 
@@ -61,8 +64,13 @@ class Connection:
         return self._db.budget(self.analyst).to_dict()
 
     def tables(self) -> list[dict[str, Any]]:
-        """Tables with their public metadata (bounds, key domains, privacy unit)."""
-        return self._db.tables()
+        """Tables with their public metadata (bounds, key domains, privacy unit): an analyst's, those
+        granted to them."""
+        return self._db.visible_tables(self.analyst)
+
+    def log(self) -> list[dict[str, Any]]:
+        """Who asked what and what it cost: an analyst's own entries, or everyone's for the owner."""
+        return self._db.log(self.analyst)
 
     # ---- the owner
     def _owner(self, what: str) -> Database:
@@ -79,19 +87,49 @@ class Connection:
     ) -> TableMeta:
         return self._owner("loading tables").load(table, source, metadata)
 
-    def grant(self, analyst: str, *, epsilon: float, delta: float = 0.0) -> str:
+    def grant(
+        self,
+        analyst: str,
+        *,
+        epsilon: float,
+        delta: float = 0.0,
+        tables: list[str] | None = None,
+        expires_in: float | None = None,
+    ) -> str:
         """Create an analyst with a budget; returns their token."""
-        return self._owner("granting budgets").grant(analyst, epsilon=epsilon, delta=delta)
+        return self._owner("granting budgets").grant(
+            analyst, epsilon=epsilon, delta=delta, tables=tables, expires_in=expires_in
+        )
+
+    def revoke(self, analyst: str) -> None:
+        """Revoke the analyst's token at once."""
+        self._owner("revoking analysts").revoke(analyst)
 
     def budget_of(self, analyst: str) -> dict[str, Any]:
         return self._owner("reading budgets").budget(analyst).to_dict()
 
 
-def connect(path: str | Path, *, analyst: str | None = None, token: str | None = None) -> Connection:
-    """Open a database directory (created on first use) as ``analyst``, or as the owner."""
+@overload
+def connect(path: Path, *, analyst: str | None = None, token: str | None = None) -> Connection: ...
+@overload
+def connect(
+    path: str, *, analyst: str | None = None, token: str | None = None
+) -> Connection | RemoteConnection: ...
+
+
+def connect(
+    path: str | Path, *, analyst: str | None = None, token: str | None = None
+) -> Connection | RemoteConnection:
+    """Open a database directory (created on first use) as ``analyst`` or as the owner; or, given an
+    ``http(s)://`` URL and a token, a session with a privdb server (the same methods)."""
     if isinstance(path, str) and path.startswith(("http://", "https://")):
-        raise InvalidParameter(
-            "connecting to a privdb server needs the HTTP client, which arrives with the server"
-        )
-    del token
+        from privdb.client import RemoteConnection
+
+        if analyst is not None:
+            raise InvalidParameter("on a server the token says who you are; pass token=…, not analyst=…")
+        return RemoteConnection(path, token or "")
+    if token is not None:
+        found = Database(path)
+        principal = found.catalog.authenticate(token)
+        return Connection(found, None if principal.is_owner else principal.name)
     return Connection(Database(path), analyst)

@@ -8,6 +8,8 @@ Created on first use. The owner loads tables and grants budgets; analysts only a
 
 from __future__ import annotations
 
+import math
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -29,19 +31,32 @@ __all__ = ["Database"]
 class Database:
     """Owner-side handle on one database directory."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
         if self.path.exists() and not self.path.is_dir():
             raise InvalidParameter(f"{str(self.path)!r} is a file; a privdb database is a directory")
         self.path.mkdir(parents=True, exist_ok=True)
         self.name = self.path.resolve().name
-        self.backend = DuckDBBackend(self.path / "data.duckdb")
+        self.read_only = read_only
+        self._backend: DuckDBBackend | None = None
+        self._backend_lock = threading.Lock()
         self.catalog = Catalog(self.path / "privdb.sqlite")
         self.ledger = Ledger(self.path / "privdb.sqlite")
         self.noise_source: RandomSource | None = None  # None: the CSPRNG; tests may inject a seeded one
+        self.query_timeout: float | None = None  # seconds an engine query may run (the server sets one)
+
+    @property
+    def backend(self) -> DuckDBBackend:
+        """The engine, opened on first use: granting budgets or reading the log never opens the data, so
+        they work while a server holds the DuckDB file (one writer per file)."""
+        with self._backend_lock:
+            if self._backend is None:
+                self._backend = DuckDBBackend(self.path / "data.duckdb", read_only=self.read_only)
+            return self._backend
 
     def close(self) -> None:
-        self.backend.close()
+        if self._backend is not None:
+            self._backend.close()
         self.catalog.close()
         self.ledger.close()
 
@@ -56,6 +71,7 @@ class Database:
         self, table: str, source: str | Path, metadata: str | Path | dict[str, Any] | None = None
     ) -> TableMeta:
         """Load a CSV or Parquet file as ``table`` with validated privacy metadata."""
+        self._writable("loading a table")
         check_name(table)
         spec = load_metadata(metadata, table) if isinstance(metadata, str | Path) else metadata
         self.backend.load(table, source)
@@ -67,8 +83,16 @@ class Database:
         return self._store_metadata(meta)
 
     def set_metadata(self, table: str, spec: dict[str, Any]) -> TableMeta:
+        self._writable("changing metadata")
         name = self.backend.resolve(table)
         return self._store_metadata(metadata_from_dict(name, spec, self.backend.columns(name)))
+
+    def _writable(self, what: str) -> None:
+        if self.read_only:
+            raise InvalidParameter(
+                f"{what} needs write access, but this server opened the data read-only (it runs several "
+                "workers): serve with one worker, or stop the server and use `privdb load`"
+            )
 
     def _store_metadata(self, meta: TableMeta) -> TableMeta:
         self.backend.count_unit_rows(meta.name, meta.privacy_unit)
@@ -104,11 +128,68 @@ class Database:
         return out
 
     # ---- analysts and budgets
-    def grant(self, analyst: str, *, epsilon: float, delta: float = 0.0) -> str:
-        """Create (or re-grant) an analyst with a total budget; returns a fresh token."""
+    def grant(
+        self,
+        analyst: str,
+        *,
+        epsilon: float,
+        delta: float = 0.0,
+        tables: list[str] | None = None,
+        expires_in: float | None = None,
+    ) -> str:
+        """Create (or re-grant) an analyst with a total budget; returns a fresh token (the old one stops
+        working). ``tables`` limits what they may query (default: every table); ``expires_in`` is the
+        token's life in seconds (default: no expiry)."""
         check_name(analyst, "analyst")
+        if expires_in is not None and not (expires_in > 0 and math.isfinite(expires_in)):
+            raise InvalidParameter(f"expires_in must be a positive number of seconds, got {expires_in!r}")
+        for table in tables or []:
+            check_name(table)
         self.ledger.set_budget(analyst, self.name, epsilon=epsilon, delta=delta)
-        return self.catalog.add_analyst(analyst)
+        return self.catalog.add_analyst(analyst, tables=tables, expires_in=expires_in)
+
+    def revoke(self, analyst: str) -> None:
+        """Revoke the analyst's token at once (their budget and log stay; `grant` issues a new token)."""
+        if not self.catalog.revoke_analyst(analyst):
+            raise InvalidParameter(f"no analyst {analyst!r}; `privdb grant` creates analysts")
+
+    def visible_tables(self, analyst: str | None) -> list[dict[str, Any]]:
+        """The tables an analyst may query, with their public metadata (every table for the owner)."""
+        allowed = None if analyst is None else self.catalog.analyst_tables(analyst)
+        scope = None if allowed is None else {t.lower() for t in allowed}
+        return [t for t in self.tables() if scope is None or t["name"].lower() in scope]
+
+    def log(self, analyst: str | None = None) -> list[dict[str, Any]]:
+        """Who asked what, when, what it cost and how it ended: the ledger's spends (answered, or charged
+        and failed; a spend still ``reserved`` belongs to a process that died) and the refused queries.
+        ``analyst=None``: everyone's (the owner's view)."""
+        entries = [
+            {
+                "time": s.created,
+                "analyst": s.analyst,
+                "query": s.note,
+                "epsilon": float(s.epsilon),
+                "delta": float(s.delta),
+                "outcome": {"committed": "answered", "reserved": "interrupted", "released": "refused"}[
+                    s.state
+                ],
+                "code": None,
+            }
+            for s in self.ledger.spends(analyst, self.name)
+        ]
+        entries += [
+            {
+                "time": r["created"],
+                "analyst": r["analyst"],
+                "query": r["query"],
+                "epsilon": 0.0,
+                "delta": 0.0,
+                "outcome": "refused",
+                "code": r["code"],
+            }
+            for r in self.catalog.refusals(analyst)
+        ]
+        return sorted(entries, key=lambda e: e["time"])
 
     def budget(self, analyst: str) -> Budget:
         return self.ledger.budget(analyst, self.name)

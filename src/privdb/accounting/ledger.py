@@ -117,6 +117,8 @@ class Spend:
     rho: float | None
     state: str
     note: str
+    analyst: str = ""
+    created: float = 0.0
 
 
 class Reservation:
@@ -297,15 +299,15 @@ class Ledger:
                 (state, time.time(), spend_id),
             )
 
-    def spends(self, analyst: str, database: str) -> list[Spend]:
-        """The log of an analyst's spends on a database, oldest first."""
+    def spends(self, analyst: str | None, database: str) -> list[Spend]:
+        """The log of an analyst's spends on a database (every analyst's with ``None``), oldest first."""
+        sql = "SELECT id, epsilon, delta, rho, state, note, analyst, created FROM spends WHERE database = ?"
+        args: tuple[str, ...] = (database,)
+        if analyst is not None:
+            sql, args = sql + " AND analyst = ?", (database, analyst)
         with self._lock:
-            rows = self._conn.execute(
-                "SELECT id, epsilon, delta, rho, state, note FROM spends "
-                "WHERE analyst = ? AND database = ? ORDER BY id",
-                (analyst, database),
-            ).fetchall()
-        return [Spend(r[0], _frac(r[1]), _frac(r[2]), r[3], r[4], r[5]) for r in rows]
+            rows = self._conn.execute(sql + " ORDER BY id", args).fetchall()
+        return [Spend(r[0], _frac(r[1]), _frac(r[2]), r[3], r[4], r[5], r[6], r[7]) for r in rows]
 
     @staticmethod
     def _row(cur: sqlite3.Cursor, analyst: str, database: str) -> Budget | None:

@@ -76,9 +76,19 @@ class DuckDBBackend:
 
     dialect = "duckdb"
 
-    def __init__(self, path: str | Path | None) -> None:
+    def __init__(self, path: str | Path | None, *, read_only: bool = False) -> None:
         self.path = None if path is None else Path(path)
-        self._con = duckdb.connect(":memory:" if path is None else str(path))
+        try:
+            if path is not None and read_only and not Path(path).exists():
+                duckdb.connect(str(path)).close()  # an empty database, so that read-only opening works
+            self._con = duckdb.connect(":memory:" if path is None else str(path), read_only=read_only)
+        except duckdb.IOException as err:
+            raise InvalidParameter(
+                f"the data file {str(path)!r} is in use by another process (a running `privdb serve`?): "
+                "stop it, or send the request to the server instead"
+                if "lock" in str(err).lower()
+                else f"cannot open the data file {str(path)!r}: {_first_line(err)}"
+            ) from None
         self._con.execute("SET enable_progress_bar = false")  # it would write to the analyst's terminal
         self._lock = threading.Lock()
         self._schema: dict[str, dict[str, tuple[str, str | None]]] | None = None
@@ -235,10 +245,22 @@ class DuckDBBackend:
             self._bound[sql] = columns = list(rel.columns)
             return columns
 
-    def fetch(self, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
-        """Run ``sql`` and return its result (the engine reads data here)."""
+    def fetch(
+        self, sql: str, params: list[Any] | None = None, *, timeout: float | None = None
+    ) -> pd.DataFrame:
+        """Run ``sql`` and return its result (the engine reads data here). After ``timeout`` seconds the
+        query is interrupted and ``TimeoutError`` raised."""
         with self._lock:
-            return self._con.execute(sql, params or []).df()
+            timer = None if timeout is None else threading.Timer(timeout, self._con.interrupt)
+            if timer is not None:
+                timer.start()
+            try:
+                return self._con.execute(sql, params or []).df()
+            except duckdb.InterruptException:
+                raise TimeoutError(f"the engine query ran longer than {timeout} s") from None
+            finally:
+                if timer is not None:
+                    timer.cancel()
 
     def raw(self, sql: str) -> pd.DataFrame:
         """The owner's direct access: any SQL, result as a DataFrame (empty for statements)."""

@@ -6,23 +6,49 @@ normalised text) return the same noisy answer at no cost, so repetition cannot a
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import secrets
 import sqlite3
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Catalog"]
+from privdb.errors import Unauthorized
+
+__all__ = ["Catalog", "Principal"]
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS tables (name TEXT PRIMARY KEY, metadata TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS analysts (name TEXT PRIMARY KEY, token_sha256 TEXT NOT NULL, created REAL)",
     "CREATE TABLE IF NOT EXISTS answers (analyst TEXT NOT NULL, query TEXT NOT NULL, tbl TEXT NOT NULL,"
     " result TEXT NOT NULL, created REAL, PRIMARY KEY (analyst, query))",
+    "CREATE TABLE IF NOT EXISTS owner_tokens (token_sha256 TEXT PRIMARY KEY, created REAL, revoked REAL)",
+    "CREATE TABLE IF NOT EXISTS refusals (id INTEGER PRIMARY KEY AUTOINCREMENT, analyst TEXT NOT NULL,"
+    " query TEXT NOT NULL, code TEXT NOT NULL, created REAL NOT NULL)",
 )
+# columns added after the first release of the schema: (table, column, declaration)
+_ADDED = (
+    ("analysts", "revoked", "REAL"),  # when the token was revoked (NULL: valid)
+    ("analysts", "expires", "REAL"),  # when the token stops working (NULL: never)
+    ("analysts", "tables", "TEXT"),  # JSON list of the tables the analyst may query (NULL: all)
+)
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a bearer token speaks for: the owner, or one analyst."""
+
+    name: str
+    role: str  # owner | analyst
+    tables: tuple[str, ...] | None = None  # tables an analyst may query (None: all)
+
+    @property
+    def is_owner(self) -> bool:
+        return self.role == "owner"
 
 
 def _hash(token: str) -> str:
@@ -43,6 +69,11 @@ class Catalog:
         with self._lock:
             for statement in _SCHEMA:
                 self._conn.execute(statement)
+            for table, column, declaration in _ADDED:
+                present = {r[1] for r in self._conn.execute(f"PRAGMA table_info({table})")}
+                if column not in present:
+                    with contextlib.suppress(sqlite3.OperationalError):  # another process added it first
+                        self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
 
     def close(self) -> None:
         self._conn.close()
@@ -65,32 +96,124 @@ class Catalog:
             ).fetchone()
         return None if row is None else dict(json.loads(row[0]))
 
-    # ---- analysts
-    def add_analyst(self, name: str) -> str:
-        """Create the analyst, or rotate their token; returns the new token (shown once)."""
+    # ---- analysts and tokens
+    def add_analyst(
+        self, name: str, *, tables: list[str] | None = None, expires_in: float | None = None
+    ) -> str:
+        """Create the analyst, or rotate their token (which also lifts a revocation); returns the new
+        token, shown once. ``tables`` limits the tables they may query; ``expires_in`` (seconds) the
+        token's life."""
         token = secrets.token_urlsafe(32)
+        expires = None if expires_in is None else time.time() + expires_in
+        scope = None if tables is None else json.dumps(sorted(tables))
         with self._lock:
             self._conn.execute(
-                "INSERT INTO analysts VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
-                "token_sha256 = excluded.token_sha256",
-                (name, _hash(token), time.time()),
+                "INSERT INTO analysts (name, token_sha256, created, revoked, expires, tables) "
+                "VALUES (?, ?, ?, NULL, ?, ?) ON CONFLICT(name) DO UPDATE SET "
+                "token_sha256 = excluded.token_sha256, revoked = NULL, expires = excluded.expires, "
+                "tables = excluded.tables",
+                (name, _hash(token), time.time(), expires, scope),
             )
         return token
+
+    def revoke_analyst(self, name: str) -> bool:
+        """Revoke the analyst's token at once; False if there is no such analyst."""
+        with self._lock:
+            cur = self._conn.execute("UPDATE analysts SET revoked = ? WHERE name = ?", (time.time(), name))
+        return cur.rowcount > 0
+
+    def add_owner_token(self) -> str:
+        """A new owner token (the owner may hold several, e.g. one per machine); shown once."""
+        token = secrets.token_urlsafe(32)
+        with self._lock:
+            self._conn.execute("INSERT INTO owner_tokens VALUES (?, ?, NULL)", (_hash(token), time.time()))
+        return token
+
+    def has_owner_token(self) -> bool:
+        with self._lock:
+            row = self._conn.execute("SELECT 1 FROM owner_tokens WHERE revoked IS NULL").fetchone()
+        return row is not None
+
+    def revoke_owner_tokens(self) -> None:
+        with self._lock:
+            self._conn.execute("UPDATE owner_tokens SET revoked = ? WHERE revoked IS NULL", (time.time(),))
+
+    def authenticate(self, token: str) -> Principal:
+        """The principal a bearer token speaks for, or ``unauthorized`` saying why (unknown, revoked,
+        expired) without revealing whose token it was."""
+        digest = _hash(token)
+        with self._lock:
+            owner = self._conn.execute(
+                "SELECT revoked FROM owner_tokens WHERE token_sha256 = ?", (digest,)
+            ).fetchone()
+            analyst = self._conn.execute(
+                "SELECT name, revoked, expires, tables FROM analysts WHERE token_sha256 = ?", (digest,)
+            ).fetchone()
+        if owner is not None:
+            if owner[0] is not None:
+                raise Unauthorized("this token was revoked; ask the owner for a new one")
+            return Principal("owner", "owner")
+        if analyst is None:
+            raise Unauthorized(
+                "unknown token; use the token `privdb grant` printed (Authorization: Bearer …)"
+            )
+        name, revoked, expires, tables = analyst
+        if revoked is not None:
+            raise Unauthorized("this token was revoked; ask the owner for a new one")
+        if expires is not None and expires < time.time():
+            raise Unauthorized("this token has expired; ask the owner for a new one")
+        return Principal(str(name), "analyst", None if tables is None else tuple(json.loads(tables)))
+
+    def analyst_tables(self, name: str) -> tuple[str, ...] | None:
+        """The tables an analyst may query (None: all)."""
+        with self._lock:
+            row = self._conn.execute("SELECT tables FROM analysts WHERE name = ?", (name,)).fetchone()
+        return None if row is None or row[0] is None else tuple(json.loads(row[0]))
 
     def has_analyst(self, name: str) -> bool:
         with self._lock:
             return self._conn.execute("SELECT 1 FROM analysts WHERE name = ?", (name,)).fetchone() is not None
 
     def analyst_for_token(self, token: str) -> str | None:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT name FROM analysts WHERE token_sha256 = ?", (_hash(token),)
-            ).fetchone()
-        return None if row is None else str(row[0])
+        try:
+            principal = self.authenticate(token)
+        except Unauthorized:
+            return None
+        return None if principal.is_owner else principal.name
 
-    def analysts(self) -> list[str]:
+    def analysts(self) -> list[dict[str, Any]]:
+        """Every analyst with the state of their token (never the token)."""
         with self._lock:
-            return [r[0] for r in self._conn.execute("SELECT name FROM analysts ORDER BY name")]
+            rows = self._conn.execute(
+                "SELECT name, created, revoked, expires, tables FROM analysts ORDER BY name"
+            ).fetchall()
+        return [
+            {
+                "name": r[0],
+                "created": r[1],
+                "revoked": r[2] is not None,
+                "expires": r[3],
+                "tables": None if r[4] is None else json.loads(r[4]),
+            }
+            for r in rows
+        ]
+
+    # ---- the log of refused queries (spends are in the ledger, beside it)
+    def log_refusal(self, analyst: str, query: str, code: str) -> None:
+        with self._lock:
+            self._conn.execute(
+                "INSERT INTO refusals (analyst, query, code, created) VALUES (?, ?, ?, ?)",
+                (analyst, query[:500], code, time.time()),
+            )
+
+    def refusals(self, analyst: str | None = None) -> list[dict[str, Any]]:
+        sql = "SELECT analyst, query, code, created FROM refusals"
+        args: tuple[str, ...] = ()
+        if analyst is not None:
+            sql, args = sql + " WHERE analyst = ?", (analyst,)
+        with self._lock:
+            rows = self._conn.execute(sql + " ORDER BY id", args).fetchall()
+        return [{"analyst": r[0], "query": r[1], "code": r[2], "created": r[3]} for r in rows]
 
     # ---- stored answers
     def stored_answer(self, analyst: str, query: str) -> dict[str, Any] | None:

@@ -5,16 +5,41 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from privdb.cli.app import app, console, friendly
+from privdb.cli.app import app, console, errors, friendly
 from privdb.errors import InvalidParameter
 
 DbOption = Annotated[Path, typer.Option("--db", help="database directory (created on first use)")]
+MaybeDb = Annotated[Path | None, typer.Option("--db", help="database directory (or --url for a server)")]
+UrlOption = Annotated[
+    str | None, typer.Option("--url", envvar="PRIVDB_URL", help="a privdb server, e.g. http://127.0.0.1:8000")
+]
+TokenOption = Annotated[
+    str | None,
+    typer.Option("--token", envvar="PRIVDB_TOKEN", help="bearer token for --url (from `privdb grant`)"),
+]
 FormatOption = Annotated[str, typer.Option("--format", help="table, json or csv")]
+
+
+def _open(db: Path | None, url: str | None, token: str | None, analyst: str | None = None) -> Any:
+    """An embedded connection on --db (as --analyst, or the owner), or a server session on --url."""
+    from privdb import connect
+
+    if url is not None:
+        if db is not None:
+            raise InvalidParameter("give --db (a local database) or --url (a server), not both")
+        if not token:
+            raise InvalidParameter("--url needs --token (or PRIVDB_TOKEN): the token `privdb grant` printed")
+        return connect(url, token=token)
+    if db is None:
+        raise InvalidParameter("give --db DIR (a local database) or --url URL --token T (a server)")
+    if token is not None and analyst is None:
+        return connect(db, token=token)
+    return connect(db, analyst=analyst)
 
 
 def _formats(value: str, allowed: tuple[str, ...]) -> str:
@@ -51,28 +76,67 @@ def grant(
     db: DbOption,
     epsilon: Annotated[float, typer.Option(help="total ε budget")],
     delta: Annotated[float, typer.Option(help="total δ budget")] = 0.0,
+    tables: Annotated[
+        str | None, typer.Option(help="comma-separated tables the analyst may query (default: all)")
+    ] = None,
+    expires_in: Annotated[
+        float | None, typer.Option(help="the token's life in days (default: no expiry)")
+    ] = None,
 ) -> None:
-    """Create an analyst with a budget (or change their budget); prints the analyst's token."""
+    """Create an analyst with a budget (or change it); prints a new token (the old one stops working)."""
+    from privdb import connect
+
+    scope = None if tables is None else [t.strip() for t in tables.split(",") if t.strip()]
+    with connect(db) as conn:
+        token = conn.grant(
+            analyst,
+            epsilon=epsilon,
+            delta=delta,
+            tables=scope,
+            expires_in=None if expires_in is None else expires_in * 86_400,
+        )
+    sys.stdout.write(token + "\n")
+
+
+@app.command()
+@friendly
+def revoke(
+    analyst: Annotated[str, typer.Argument(help="analyst name")],
+    db: DbOption,
+) -> None:
+    """Revoke an analyst's token at once (their budget and log stay; `privdb grant` issues a new token)."""
     from privdb import connect
 
     with connect(db) as conn:
-        token = conn.grant(analyst, epsilon=epsilon, delta=delta)
-    sys.stdout.write(token + "\n")
+        conn.revoke(analyst)
+    console().print(f"revoked the token of {analyst}")
+
+
+@app.command()
+@friendly
+def token(db: DbOption) -> None:
+    """Issue a new owner token (for the server's owner-only API and page); prints it once."""
+    from privdb.database import Database
+
+    with Database(db) as database:
+        sys.stdout.write(database.catalog.add_owner_token() + "\n")
 
 
 @app.command()
 @friendly
 def query(
     sql: Annotated[str, typer.Argument(help='a DP-SELECT, e.g. "DP-SELECT 0.5 COUNT(*) FROM people"')],
-    db: DbOption,
-    analyst: Annotated[str, typer.Option(help="the analyst who asks (and pays)")],
+    db: MaybeDb = None,
+    analyst: Annotated[str | None, typer.Option(help="the analyst who asks (and pays), with --db")] = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
     output_format: FormatOption = "table",
 ) -> None:
     """Answer a DP-SELECT with differential privacy, paid from the analyst's budget."""
-    from privdb import connect
-
     _formats(output_format, ("table", "json", "csv"))
-    with connect(db, analyst=analyst) as conn:
+    if url is None and analyst is None and token is None:
+        raise InvalidParameter("say who asks: --analyst NAME (with --db) or --token T (with --url)")
+    with _open(db, url, token, analyst) as conn:
         result = conn.sql(sql)
     if output_format == "json":
         sys.stdout.write(json.dumps(result.to_dict()) + "\n")
@@ -86,14 +150,14 @@ def query(
 @friendly
 def explain(
     sql: Annotated[str, typer.Argument(help="a DP-SELECT")],
-    db: DbOption,
+    db: MaybeDb = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
     output_format: Annotated[str, typer.Option("--format", help="table or json")] = "table",
 ) -> None:
     """Show a DP-SELECT's plan, sensitivities, noise and cost, without reading data or spending budget."""
-    from privdb import connect
-
     _formats(output_format, ("table", "json"))
-    with connect(db) as conn:
+    with _open(db, url, token) as conn:
         plan = conn.explain(sql)
     if output_format == "json":
         sys.stdout.write(json.dumps(plan) + "\n")
@@ -126,16 +190,22 @@ def explain(
 @app.command()
 @friendly
 def budget(
-    db: DbOption,
-    analyst: Annotated[str, typer.Option(help="analyst name")],
+    db: MaybeDb = None,
+    analyst: Annotated[str | None, typer.Option(help="analyst name")] = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
     output_format: Annotated[str, typer.Option("--format", help="table or json")] = "table",
 ) -> None:
-    """Show an analyst's budget: total, spent and remaining."""
-    from privdb import connect
-
+    """Show an analyst's budget: total, spent and remaining (on a server: the token's own)."""
     _formats(output_format, ("table", "json"))
-    with connect(db) as conn:
-        info = conn.budget_of(analyst)
+    with _open(db, url, token) as conn:
+        if url is not None and analyst is None:
+            info = conn.budget()
+        elif analyst is None:
+            raise InvalidParameter("--analyst NAME: whose budget to show")
+        else:
+            info = conn.budget_of(analyst)
+    analyst = analyst or str(info.get("analyst", ""))
     if output_format == "json":
         sys.stdout.write(json.dumps(info) + "\n")
         return
@@ -171,3 +241,28 @@ def owner_sql(
         for row in frame.itertuples(index=False):
             table.add_row(*(str(v) for v in row))
         console().print(table)
+
+
+@app.command()
+@friendly
+def serve(
+    db: DbOption,
+    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port to listen on")] = 8000,
+    workers: Annotated[int, typer.Option(help="worker processes (more than 1 opens the data read-only)")] = 1,
+    query_timeout: Annotated[float, typer.Option(help="seconds an engine query may run")] = 30.0,
+    max_body: Annotated[int, typer.Option(help="largest request body, in bytes")] = 16 * 2**20,
+) -> None:
+    """Serve the database over HTTP (the API of DESIGN.md, the page at /); prints an owner token at first."""
+    from privdb.database import Database
+    from privdb.server import serve as run_server
+
+    if workers < 1 or not 0 < port < 65536 or query_timeout <= 0 or max_body < 1024:
+        raise InvalidParameter("--workers ≥ 1, --port in 1..65535, --query-timeout > 0, --max-body ≥ 1024")
+    with Database(db) as database:
+        if not database.catalog.has_owner_token():
+            errors().print(
+                f"owner token (shown once; `privdb token` issues more): {database.catalog.add_owner_token()}"
+            )
+    errors().print(f"privdb serving {db} on http://{host}:{port} ({workers} worker(s)); Ctrl-C stops it")
+    run_server(db, host=host, port=port, workers=workers, query_timeout=query_timeout, max_body=max_body)

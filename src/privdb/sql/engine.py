@@ -15,7 +15,7 @@ import sqlglot
 from sqlglot import exp
 
 from privdb.database import Database
-from privdb.errors import InternalError, QueryFailed, Unauthorized, UnsupportedQuery
+from privdb.errors import Forbidden, InternalError, PrivdbError, QueryFailed, Unauthorized, UnsupportedQuery
 from privdb.mechanisms import Geometric
 from privdb.result import Result
 from privdb.sql.noise import add_noise
@@ -127,10 +127,27 @@ def explain(db: Database, text: str) -> dict[str, Any]:
 
 
 def run(db: Database, analyst: str, text: str) -> Result:
-    """Answer ``text`` for ``analyst`` with differential privacy, paid from their budget."""
+    """Answer ``text`` for ``analyst`` with differential privacy, paid from their budget.
+
+    A refusal is written to the catalog's log of refused queries; answers are in the ledger's spends."""
     if not db.catalog.has_analyst(analyst):
         raise Unauthorized(f"unknown analyst {analyst!r}; the owner creates analysts with `privdb grant`")
+    try:
+        return _run(db, analyst, text)
+    except PrivdbError as err:
+        if not isinstance(err, QueryFailed | InternalError):  # those were charged: the ledger has them
+            db.catalog.log_refusal(analyst, text if isinstance(text, str) else repr(text), err.code)
+        raise
+
+
+def _run(db: Database, analyst: str, text: str) -> Result:
     plan, sql = prepare(db, text)
+    allowed = db.catalog.analyst_tables(analyst)
+    if allowed is not None and plan.table.name.lower() not in {t.lower() for t in allowed}:
+        raise Forbidden(
+            f"analyst {analyst!r} may not query table {plan.table.name!r}; the owner grants tables with "
+            "`privdb grant … --tables`"
+        )
     normalized = plan.query.normalized
     stored = db.catalog.stored_answer(analyst, normalized)
     if stored is not None:
@@ -142,7 +159,13 @@ def run(db: Database, analyst: str, text: str) -> Result:
         analyst, db.name, epsilon=plan.epsilon, delta=plan.delta, note=normalized[:500]
     )
     try:
-        frame = db.backend.fetch(sql)
+        frame = db.backend.fetch(sql, timeout=db.query_timeout)
+    except TimeoutError:
+        reservation.commit()
+        raise QueryFailed(
+            f"the query ran longer than this server's limit of {db.query_timeout:g} s and was stopped; its "
+            "cost was charged (the engine had read data). Narrow it with WHERE, or ask the owner"
+        ) from None
     except Exception:
         reservation.commit()
         raise QueryFailed(

@@ -1,0 +1,321 @@
+"""The HTTP API of DESIGN.md on FastAPI: a thin face over :class:`privdb.database.Database`.
+
+Roles: the **owner** (tokens from ``privdb token`` or printed by the first ``privdb serve``) loads tables,
+grants and revokes analysts, runs raw SQL and reads everyone's log; an **analyst** (token from ``privdb
+grant``) asks DP queries on the tables granted and sees only their own budget and log. Every answer is
+debited from the analyst's budget in the durable ledger before it leaves (``engine.run`` commits first).
+
+Limits: request bodies above ``max_body`` bytes get 413 before they are read in full; engine queries
+longer than ``query_timeout`` seconds are interrupted (and, having read data, charged). No input yields a
+500: validation errors come back as ``invalid_parameter`` (400) in DESIGN.md's error shape.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from privdb.catalog.store import Principal
+from privdb.database import Database
+from privdb.errors import Forbidden, InvalidParameter, PrivdbError, RawAccessDenied, Unauthorized
+from privdb.server.errors import error_response, from_error
+from privdb.sql import engine
+
+__all__ = ["create_app", "serve"]
+
+MAX_BODY = 16 * 2**20  # bytes; a table upload is the largest request
+MAX_RAW_ROWS = 10_000  # rows an owner's raw SQL returns over HTTP
+ENV_DB, ENV_TIMEOUT, ENV_MAX_BODY = "PRIVDB_SERVER_DB", "PRIVDB_SERVER_TIMEOUT", "PRIVDB_SERVER_MAX_BODY"
+
+
+class QueryIn(BaseModel):
+    sql: str = Field(max_length=100_000, description="a DP-SELECT")
+
+
+class RawIn(BaseModel):
+    sql: str = Field(max_length=100_000, description="any SQL (owner only)")
+
+
+class AnalystIn(BaseModel):
+    name: str = Field(max_length=64)
+    epsilon: float
+    delta: float = 0.0
+    tables: list[str] | None = None
+    expires_in: float | None = Field(default=None, description="the token's life in seconds")
+
+
+class TableIn(BaseModel):
+    name: str = Field(max_length=64)
+    csv: str = Field(description="the table as CSV text (delimiter and header detected)")
+    metadata: dict[str, Any] | None = None
+
+
+class _BodyLimit:
+    """Refuses bodies over ``limit`` bytes with 413, by Content-Length or while they stream in."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await self._too_large(scope, receive, send)
+            return
+        seen = 0
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, counted, send)
+        except _TooLarge:
+            await self._too_large(scope, receive, send)
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = error_response(
+            "request_too_large",
+            f"the request body is larger than the server's limit of {self.limit:,} bytes; send less "
+            "(e.g. split a table into parts) or start the server with a larger --max-body",
+        )
+        await response(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _bearer(request: Request) -> str:
+    header = request.headers.get("authorization")
+    if not header:
+        raise Unauthorized("missing token: send `Authorization: Bearer <token>` (from `privdb grant`)")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized("the Authorization header must be `Bearer <token>`")
+    return token.strip()
+
+
+def _principal(request: Request) -> Principal:
+    db: Database = request.app.state.db
+    return db.catalog.authenticate(_bearer(request))
+
+
+Who = Annotated[Principal, Depends(_principal)]
+
+
+def _owner(who: Who) -> Principal:
+    if not who.is_owner:
+        raise RawAccessDenied("this is for the database owner; analysts ask DP-SELECT queries")
+    return who
+
+
+def _analyst(who: Who) -> Principal:
+    if who.is_owner:
+        raise Forbidden(
+            "the owner has no budget: ask DP-SELECTs with an analyst's token (POST /v1/analysts), or "
+            "run raw SQL with POST /v1/sql"
+        )
+    return who
+
+
+Owner = Annotated[Principal, Depends(_owner)]
+Analyst = Annotated[Principal, Depends(_analyst)]
+
+
+def create_app(
+    db_dir: str | Path,
+    *,
+    read_only: bool = False,
+    query_timeout: float | None = 30.0,
+    max_body: int = MAX_BODY,
+) -> FastAPI:
+    """The application over one database directory."""
+    db = Database(db_dir, read_only=read_only)
+    db.query_timeout = query_timeout
+    app = FastAPI(
+        title="privdb",
+        version="0.1.0",
+        description="A private statistical database: differentially private answers paid from budgets.",
+    )
+    app.state.db = db
+
+    @app.exception_handler(PrivdbError)
+    async def _privdb_error(request: Request, err: PrivdbError) -> JSONResponse:
+        return from_error(err)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, err: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', ())[1:]) or 'body'}: {e.get('msg', 'invalid')}"
+            for e in err.errors()[:5]
+        )
+        return error_response("invalid_parameter", f"the request does not fit the API: {problems}")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, err: StarletteHTTPException) -> JSONResponse:
+        code = {404: "unknown_route", 405: "method_not_allowed"}.get(err.status_code, "invalid_parameter")
+        return error_response(code, str(err.detail), err.status_code)
+
+    @app.exception_handler(Exception)
+    async def _fault(request: Request, err: Exception) -> JSONResponse:
+        return error_response("internal_error", f"internal error ({type(err).__name__}); please report it")
+
+    # ---- analysts
+    @app.post("/v1/query", summary="Answer a DP-SELECT, paid from the analyst's budget")
+    def query(body: QueryIn, who: Analyst) -> dict[str, Any]:
+        return engine.run(db, who.name, body.sql).to_dict()
+
+    @app.post("/v1/explain", summary="The plan and cost of a DP-SELECT; spends nothing")
+    def explain(body: QueryIn, who: Who) -> dict[str, Any]:
+        return engine.explain(db, body.sql)
+
+    @app.get("/v1/budget", summary="The analyst's budget (the owner: ?analyst=NAME)")
+    def budget(who: Who, analyst: str | None = None) -> dict[str, Any]:
+        if who.is_owner:
+            if analyst is None:
+                raise InvalidParameter(
+                    "the owner has no budget; ask for an analyst's: /v1/budget?analyst=NAME"
+                )
+            return db.budget(analyst).to_dict()
+        if analyst is not None and analyst != who.name:
+            raise Forbidden("an analyst sees only their own budget")
+        return db.budget(who.name).to_dict()
+
+    @app.get("/v1/tables", summary="Tables with their public metadata")
+    def tables(who: Who) -> list[dict[str, Any]]:
+        return db.visible_tables(None if who.is_owner else who.name)
+
+    @app.get("/v1/log", summary="Who asked what and what it cost (an analyst: their own entries)")
+    def log(who: Who) -> list[dict[str, Any]]:
+        return db.log(None if who.is_owner else who.name)
+
+    # ---- the owner
+    @app.post("/v1/analysts", summary="Create an analyst with a budget (or re-grant); returns the token")
+    def add_analyst(body: AnalystIn, who: Owner) -> dict[str, Any]:
+        token = db.grant(
+            body.name, epsilon=body.epsilon, delta=body.delta, tables=body.tables, expires_in=body.expires_in
+        )
+        return {"name": body.name, "token": token, "budget": db.budget(body.name).to_dict()}
+
+    @app.get("/v1/analysts", summary="Every analyst, their token's state and budget")
+    def list_analysts(who: Owner) -> list[dict[str, Any]]:
+        return [a | {"budget": db.budget(a["name"]).to_dict()} for a in db.catalog.analysts()]
+
+    @app.delete("/v1/analysts/{name}", summary="Revoke an analyst's token")
+    def revoke(name: str, who: Owner) -> dict[str, Any]:
+        db.revoke(name)
+        return {"name": name, "revoked": True}
+
+    @app.post("/v1/tables", summary="Load a table from CSV text with its privacy metadata")
+    def add_table(body: TableIn, who: Owner) -> dict[str, Any]:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "upload.csv"
+            path.write_text(body.csv, encoding="utf-8")
+            meta = db.load(body.name, path, body.metadata or {})
+        return {"name": meta.name} | meta.to_dict()
+
+    @app.post("/v1/sql", summary="Raw SQL (the owner's direct access)")
+    def raw_sql(body: RawIn, who: Owner) -> dict[str, Any]:
+        frame = db.owner_sql(body.sql)
+        shown = frame.head(MAX_RAW_ROWS)
+        return {
+            "columns": [str(c) for c in shown.columns],
+            "rows": [[_plain(v) for v in row] for row in shown.itertuples(index=False, name=None)],
+            "truncated": len(frame) > len(shown),
+        }
+
+    # ---- the page and health
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def page() -> HTMLResponse:
+        return HTMLResponse(_static("index.html"))
+
+    @app.get("/static/{name}", include_in_schema=False)
+    def static(name: str) -> Response:
+        if name not in _STATIC_TYPES:
+            return error_response("unknown_route", f"no static file {name!r}", 404)
+        return Response(_static(name), media_type=_STATIC_TYPES[name])
+
+    @app.get("/healthz", summary="Liveness")
+    def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    app.add_middleware(_BodyLimit, limit=max_body)
+    app.router.on_shutdown.append(db.close)
+    return app
+
+
+_STATIC_TYPES = {"app.js": "text/javascript", "style.css": "text/css"}
+
+
+def _static(name: str) -> str:
+    return (resources.files("privdb.server") / "static" / name).read_text(encoding="utf-8")
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and value != value:
+        return None
+    if isinstance(value, int | float | str | bool) or value is None:
+        return value
+    return str(value)
+
+
+def app_from_env() -> FastAPI:
+    """The factory uvicorn's worker processes call (``--workers N``): settings come from the environment."""
+    timeout = os.environ.get(ENV_TIMEOUT)
+    return create_app(
+        os.environ[ENV_DB],
+        read_only=True,
+        query_timeout=float(timeout) if timeout else None,
+        max_body=int(os.environ.get(ENV_MAX_BODY, MAX_BODY)),
+    )
+
+
+def serve(
+    db_dir: str | Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    workers: int = 1,
+    query_timeout: float | None = 30.0,
+    max_body: int = MAX_BODY,
+) -> None:
+    """Run the server until interrupted. With ``workers > 1`` each worker process opens the data
+    read-only (DuckDB allows one writer per file); budgets stay exact across them (the ledger's SQLite
+    transactions serialise processes)."""
+    import uvicorn
+
+    if workers > 1:
+        os.environ[ENV_DB] = str(Path(db_dir).resolve())
+        if query_timeout is not None:
+            os.environ[ENV_TIMEOUT] = str(query_timeout)
+        os.environ[ENV_MAX_BODY] = str(max_body)
+        uvicorn.run(
+            "privdb.server.app:app_from_env",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level="warning",
+        )
+    else:
+        app = create_app(db_dir, query_timeout=query_timeout, max_body=max_body)
+        uvicorn.run(app, host=host, port=port, log_level="warning")
