@@ -6,6 +6,11 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: demo test lint bench clean
 
+# the browser test drives Debian's Chromium (root, or sudo, installs it once; without it that test is skipped
+# with a message saying how to install it)
+CHROMIUM := /usr/bin/chromium
+SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
@@ -18,7 +23,10 @@ $(STAMP): pyproject.toml | $(BIN)/python
 demo: $(STAMP)
 	$(BIN)/privdb demo
 
-test: $(STAMP)
+$(CHROMIUM):
+	-$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null
+
+test: $(STAMP) $(CHROMIUM)
 	$(BIN)/python -m pytest -n 2 -q
 
 lint: $(STAMP)

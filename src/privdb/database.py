@@ -102,6 +102,8 @@ class Database:
     def owner_sql(self, sql: str) -> pd.DataFrame:
         """The owner's direct access to the engine. After a statement that may write, the per-unit row
         counts of every table with a privacy unit are rebuilt (user-level bounding relies on them)."""
+        if not sql.strip():
+            raise InvalidParameter("the SQL statement is empty; write one, e.g. SELECT COUNT(*) FROM people")
         frame = self.backend.raw(sql)
         if not _read_only(sql):
             for name in self.backend.tables():

@@ -267,6 +267,8 @@ class DuckDBBackend:
         try:
             with self._lock:
                 cursor = self._con.execute(sql)
+                if cursor is None:  # nothing but comments or semicolons
+                    raise InvalidParameter("the SQL holds no statement; write one, e.g. SELECT 1")
                 return cursor.df() if cursor.description else pd.DataFrame()
         except duckdb.Error as err:
             raise ParseError(_first_line(err)) from None

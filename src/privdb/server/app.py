@@ -74,20 +74,33 @@ class _BodyLimit:
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             await self._too_large(scope, receive, send)
             return
+        # read the body first (at most limit bytes), then hand it on: a body streamed without
+        # Content-Length is refused as soon as it passes the limit
+        chunks: list[bytes] = []
         seen = 0
-
-        async def counted() -> Message:
-            nonlocal seen
+        while True:
             message = await receive()
-            seen += len(message.get("body", b""))
+            if message["type"] != "http.request":
+                break
+            chunk = message.get("body", b"")
+            seen += len(chunk)
             if seen > self.limit:
-                raise _TooLarge
-            return message
+                await self._too_large(scope, receive, send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        replayed = False
 
-        try:
-            await self.app(scope, counted, send)
-        except _TooLarge:
-            await self._too_large(scope, receive, send)
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
 
     async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = error_response(
@@ -96,10 +109,6 @@ class _BodyLimit:
             "(e.g. split a table into parts) or start the server with a larger --max-body",
         )
         await response(scope, receive, send)
-
-
-class _TooLarge(Exception):
-    pass
 
 
 def _bearer(request: Request) -> str:

@@ -1,0 +1,86 @@
+"""A real privdb server on a loopback port, in its own process, for the integration tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from privdb.data.census import METADATA, generate
+from privdb.database import Database
+
+__all__ = ["Server", "free_port", "make_server_db"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def make_server_db(path: Path, *, people: int = 3000, budget: float = 5.0) -> dict[str, str]:
+    """A database with a ``people`` table and ``secret`` table, analysts alice (both tables), bob (people
+    only) and an owner token; returns the tokens."""
+    with Database(path) as db:
+        db.backend.load_frame("people", generate(people, seed=3))
+        db.set_metadata("people", METADATA)
+        db.backend.load_frame("secret", generate(200, seed=4))
+        db.set_metadata("secret", METADATA)
+        return {
+            "alice": db.grant("alice", epsilon=budget, delta=1e-4),
+            "bob": db.grant("bob", epsilon=budget, tables=["people"]),
+            "owner": db.catalog.add_owner_token(),
+        }
+
+
+@dataclass
+class Server:
+    """``privdb serve`` as a subprocess; ``start()`` waits until it answers ``/healthz``."""
+
+    db: Path
+    workers: int = 1
+    extra: list[str] = field(default_factory=list)
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> Server:
+        command = [sys.executable, "-m", "privdb", "serve", "--db", str(self.db), "--port", str(self.port)]
+        command += ["--workers", str(self.workers), *self.extra]
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the server exited: {self.process.stderr.read().decode()}")  # type: ignore[union-attr]
+            try:
+                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError("the server did not come up within 60 s")
+
+    def kill(self) -> None:
+        """``kill -9`` the whole process group (uvicorn's workers included)."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
