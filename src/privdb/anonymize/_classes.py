@@ -1,0 +1,236 @@
+"""Equivalence classes of any table, grouped once and shared by the checks, utility and risk measures.
+
+Records with equal quasi-identifier tuples form a class (Samarati and Sweeney 1998). Suppressed records (``*``
+in every quasi-identifier, DESIGN.md) form no class: they are counted apart, since ARX exports them as one
+``*`` class that other checkers then count. Grouping is hash-based (``pandas.factorize`` per column, one
+mixed-radix key, one more ``factorize``); every measure then works on ``bincount``-style arrays.
+
+Also here: the canonical text of values, the parsing of released labels (``lo-hi``, ``a|b``, masked codes,
+hierarchy labels) and the test whether a released value covers a raw one, shared by ``covers``, utility
+and the linkage attack.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from privdb.errors import InvalidParameter, UnknownColumn
+
+STAR = "*"
+IntArray = NDArray[np.int64]
+FloatArray = NDArray[np.float64]
+BoolArray = NDArray[np.bool_]
+ObjArray = NDArray[np.object_]
+
+_NUM = r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
+_INTERVAL = re.compile(rf"^\s*{_NUM}\s*-\s*{_NUM}\s*$")
+
+
+@runtime_checkable
+class HasTable(Protocol):
+    """A hierarchy object that can show itself in ARX layout (``privdb.anonymize.Hierarchy`` does)."""
+
+    def table(self) -> pd.DataFrame: ...
+
+
+HierarchyLike = pd.DataFrame | HasTable
+
+
+def hierarchy_frame(h: HierarchyLike, name: str) -> pd.DataFrame:
+    """The hierarchy as strings in ARX layout: one row per raw value, levels 0..H, the last ``*``."""
+    frame = h.table() if isinstance(h, HasTable) and not isinstance(h, pd.DataFrame) else h
+    if not isinstance(frame, pd.DataFrame) or frame.shape[0] == 0 or frame.shape[1] == 0:
+        raise InvalidParameter(
+            f"hierarchy for '{name}' is empty or not a table: give one row per value, columns level 0..H"
+        )
+    out = pd.DataFrame(frame.astype(str).apply(lambda c: c.str.strip()))
+    out.columns = list(range(out.shape[1]))
+    if out.shape[1] == 1 or out.iloc[:, -1].nunique() != 1:
+        out[out.shape[1]] = STAR
+    return out
+
+
+def require_columns(df: pd.DataFrame, columns: Sequence[str], what: str = "table") -> None:
+    """Raise ``UnknownColumn`` naming the first missing column and the closest existing one."""
+    if isinstance(columns, str):
+        raise InvalidParameter(f"give column names as a list, e.g. ['{columns}'], not one string")
+    have = [str(c) for c in df.columns]
+    for c in columns:
+        if c not in have:
+            near = difflib.get_close_matches(str(c), have, n=1)
+            hint = f"did you mean '{near[0]}'?" if near else f"the {what} has {', '.join(have)}"
+            raise UnknownColumn(f"unknown column '{c}' in the {what}: {hint}")
+
+
+def require_rows(df: pd.DataFrame, what: str = "table") -> None:
+    if len(df) == 0:
+        raise InvalidParameter(f"the {what} is empty: give a table with at least one record")
+
+
+def text(values: Any) -> ObjArray:
+    """Canonical text of values: integers (also integral floats) without ``.0``, the rest ``str``."""
+    arr = np.asarray(values)
+    if arr.dtype.kind in "iub":
+        return arr.astype(np.int64).astype(str).astype(object)
+    if arr.dtype.kind == "f" and np.isfinite(arr).all() and np.all(arr == np.round(arr)):
+        return arr.astype(np.int64).astype(str).astype(object)
+    return np.array([str(x) for x in arr.tolist()], dtype=object)
+
+
+def codes_of(col: pd.Series) -> tuple[IntArray, pd.Index]:
+    """Integer codes and distinct values of a column (hash-based; categoricals reuse their codes)."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        codes = col.cat.codes.to_numpy().astype(np.int64)
+        cats = pd.Index(col.cat.categories)
+        if (codes < 0).any():  # missing values become one more value
+            codes = np.where(codes < 0, len(cats), codes)
+            cats = cats.append(pd.Index([np.nan]))
+        return codes, cats
+    codes, uniques = pd.factorize(col, use_na_sentinel=False)
+    return codes.astype(np.int64), pd.Index(uniques)
+
+
+def combine(codes: Sequence[IntArray], sizes: Sequence[int]) -> IntArray:
+    """One int64 key per record from several code columns (refactorised before int64 would overflow)."""
+    n = len(codes[0]) if codes else 0
+    key = np.zeros(n, dtype=np.int64)
+    radix = 1
+    for c, size in zip(codes, sizes, strict=True):
+        size = max(size, 1)
+        if radix > (1 << 62) // size:
+            key = pd.factorize(key)[0].astype(np.int64)
+            radix = int(key.max()) + 1 if n else 1
+        key = key + c * radix
+        radix *= size
+    return key
+
+
+@dataclass(frozen=True)
+class Classes:
+    """Equivalence classes: ``ids[i]`` is record i's class (−1 if suppressed), ``sizes[c]`` the size of c."""
+
+    qi: tuple[str, ...]
+    ids: IntArray
+    sizes: IntArray
+    suppressed: BoolArray
+    first: IntArray  # one record of each class (its released values are the class's values)
+
+    @property
+    def n(self) -> int:
+        return len(self.ids)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.sizes)
+
+    @property
+    def n_suppressed(self) -> int:
+        return int(self.suppressed.sum())
+
+    @property
+    def k(self) -> int:
+        """Achieved k: the smallest class (0 when every record is suppressed)."""
+        return int(self.sizes.min()) if len(self.sizes) else 0
+
+
+def group(df: pd.DataFrame, qi: Sequence[str]) -> Classes:
+    """Group the records of ``df`` into equivalence classes over ``qi``."""
+    require_columns(df, qi)
+    if not qi:
+        raise InvalidParameter("give at least one quasi-identifier, e.g. qi=['age', 'zip']")
+    require_rows(df)
+    cols = [codes_of(df[c]) for c in qi]
+    suppressed = np.ones(len(df), dtype=bool)
+    for codes, uniques in cols:
+        suppressed &= codes == int(uniques.get_indexer(pd.Index([STAR]))[0])
+    key = combine([c for c, _ in cols], [len(u) for _, u in cols])
+    keep = ~suppressed
+    ids = np.full(len(df), -1, dtype=np.int64)
+    ids[keep] = pd.factorize(key[keep])[0]
+    n_classes = int(ids.max()) + 1 if keep.any() else 0
+    sizes = np.bincount(ids[keep], minlength=n_classes).astype(np.int64)
+    first = np.zeros(n_classes, dtype=np.int64)
+    rows = np.flatnonzero(keep)
+    first[ids[rows][::-1]] = rows[::-1]
+    return Classes(tuple(qi), ids, sizes, suppressed, first)
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """Sparse class × value histogram sorted by (class, value): ``cnt`` records of ``val`` in ``cls``."""
+
+    cls: IntArray
+    val: IntArray
+    cnt: FloatArray
+    m: int
+
+
+def histogram(ids: IntArray, values: IntArray, n_classes: int, m: int) -> Pairs:
+    """Count each value code per class, for records with ``ids >= 0``."""
+    keep = ids >= 0
+    key = ids[keep] * m + values[keep]
+    if n_classes * m <= 1 << 25:
+        counts = np.bincount(key, minlength=n_classes * m)
+        nz = np.flatnonzero(counts)
+        cnt = counts[nz]
+    else:
+        nz, cnt = np.unique(key, return_counts=True)
+    return Pairs(nz // m, nz % m, cnt.astype(np.float64), m)
+
+
+def parse_intervals(labels: ObjArray) -> tuple[FloatArray, FloatArray]:
+    """``lo-hi`` labels as bounds (NaN where a label is not an interval)."""
+    parts = pd.Series(labels, dtype=object).astype(str).str.extract(_INTERVAL)
+    lo = pd.to_numeric(parts[0], errors="coerce").to_numpy(dtype=np.float64, copy=True)
+    hi = pd.to_numeric(parts[1], errors="coerce").to_numpy(dtype=np.float64, copy=True)
+    return lo, hi
+
+
+def hierarchy_pairs(frame: pd.DataFrame) -> pd.Index:
+    """Every (raw value, label at some level) pair of a hierarchy, as ``raw\\x1flabel`` strings."""
+    raw = frame[0]
+    joined = pd.concat([raw + "\x1f" + frame[c] for c in frame.columns])
+    out: pd.Index = pd.Index(np.asarray(joined.unique(), dtype=object))
+    return out
+
+
+def covered(raw: pd.Series, released: pd.Series, hierarchy: pd.DataFrame | None = None) -> BoolArray:
+    """Whether each released value covers its raw value.
+
+    Covered: ``*``; the raw value itself; a label of the raw value in ``hierarchy``; a ``lo-hi`` range
+    holding the number; a ``|``-joined set holding the value; a code masked from the right (``32**``).
+    Decided once per distinct (raw, released) pair.
+    """
+    rc, ru = pd.factorize(pd.Series(text(raw.to_numpy()), dtype=object), use_na_sentinel=False)
+    lc, lu = pd.factorize(released.astype(str), use_na_sentinel=False)
+    key = rc.astype(np.int64) * max(len(lu), 1) + lc
+    pair, uniq = pd.factorize(key)
+    r_val = np.asarray(ru, dtype=object)[uniq // max(len(lu), 1)]
+    l_val = np.asarray(lu, dtype=object)[uniq % max(len(lu), 1)]
+    ok = (l_val == STAR) | (l_val == r_val)
+    if hierarchy is not None:
+        ok |= pd.Index(r_val + "\x1f" + l_val).isin(hierarchy_pairs(hierarchy))
+    lo, hi = parse_intervals(l_val)
+    x = pd.to_numeric(pd.Series(r_val, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        ok |= (lo <= x) & (x <= hi)
+    rest = np.flatnonzero(~ok)
+    if len(rest):
+        ok[rest] = [_covers_text(str(r_val[i]), str(l_val[i])) for i in rest]
+    return np.asarray(ok[pair], dtype=bool)
+
+
+def _covers_text(raw: str, label: str) -> bool:
+    if "|" in label:
+        return raw in label.split("|")
+    if label.endswith(STAR) and len(label) == len(raw):
+        return raw.startswith(label.rstrip(STAR))
+    return False

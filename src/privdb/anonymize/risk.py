@@ -1,0 +1,115 @@
+"""Re-identification risk of a table under the three attacker models of El Emam (2013), as ARX reports them.
+
+* Prosecutor: the attacker knows the target is in the table; a record in a class of size |E| is picked out
+  with probability 1/|E|. Highest = 1/(smallest class); average over records = #classes / n (ARX; pycanon's
+  ``average_rir`` averages over classes instead: 0.857 against 0.600 on raw Adult).
+* Journalist: the attacker does not know whether the target is in the table; with a population table the
+  risk of a class is 1/F, F the population records its released values cover; without one it equals the
+  prosecutor risk (sample as population).
+* Marketer: the expected share of records re-identified when linking everyone: (1/n)·Σ_E |E|/F_E, which is
+  #classes / n with the sample as population.
+* Sample uniques: the share of records alone in their class.
+
+Suppressed records are no class, but they are not riskless: an attacker who sees that no published class
+matches a target learns that the target is suppressed, so the suppressed records are one anonymity set of
+size |suppressed| in the prosecutor model (and ARX's #classes / n gains one for it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from privdb.anonymize._classes import Classes, FloatArray, group, require_columns, require_rows
+
+__all__ = ["Risk", "record_risk", "risk"]
+
+
+def record_risk(classes: Classes) -> FloatArray:
+    """Prosecutor risk of each record: 1/|E|, and 1/|suppressed| for suppressed records."""
+    out = np.empty(classes.n)
+    keep = ~classes.suppressed
+    out[keep] = 1.0 / classes.sizes[classes.ids[keep]]
+    if classes.n_suppressed:
+        out[classes.suppressed] = 1.0 / classes.n_suppressed
+    return out
+
+
+@dataclass(frozen=True)
+class Risk:
+    """Risk figures of one table (fractions 0..1)."""
+
+    prosecutor_max: float
+    prosecutor_avg: float
+    journalist_max: float
+    journalist_avg: float
+    marketer: float
+    sample_uniques: float
+    records: int
+    classes: int
+    suppressed: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "prosecutor_max": self.prosecutor_max,
+            "prosecutor_avg": self.prosecutor_avg,
+            "journalist_max": self.journalist_max,
+            "journalist_avg": self.journalist_avg,
+            "marketer": self.marketer,
+            "sample_uniques": self.sample_uniques,
+            "records": self.records,
+            "classes": self.classes,
+            "suppressed": self.suppressed,
+        }
+
+
+def risk(
+    table: pd.DataFrame,
+    qi: Sequence[str],
+    population: pd.DataFrame | None = None,
+    *,
+    classes: Classes | None = None,
+) -> Risk:
+    """Prosecutor, journalist and marketer risk and sample uniques of ``table`` over ``qi``.
+
+    ``population`` (raw values, the same quasi-identifier columns) makes the journalist and marketer risk
+    count, for each class, the population records its released values cover (see ``linkage.match``).
+    ``classes`` reuses a grouping already made by ``_classes.group``.
+    """
+    cl = classes if classes is not None else group(table, qi)
+    n = cl.n
+    sets = cl.n_classes + (1 if cl.n_suppressed else 0)
+    smallest = min(int(cl.sizes.min()) if cl.n_classes else n, cl.n_suppressed or n)
+    prosecutor_max = 1.0 / smallest
+    prosecutor_avg = sets / n
+    uniques = float((cl.sizes == 1).sum()) / n
+    if population is None:
+        j_max, j_avg, marketer = prosecutor_max, prosecutor_avg, prosecutor_avg
+    else:
+        from privdb.anonymize.linkage import match  # linkage builds on this module's grouping
+
+        require_columns(population, qi, "population table")
+        require_rows(population, "population table")
+        found = match(table, population, qi, classes=cl).public_per_class.astype(np.float64)
+        # a class covers at least its own records when the population holds the sample
+        f = np.maximum(found, cl.sizes)
+        j_max = float((1.0 / f).max()) if cl.n_classes else 0.0
+        j_avg = float((cl.sizes / f).sum()) / n
+        marketer = j_avg
+        if cl.n_suppressed:
+            j_max = max(j_max, 1.0 / max(len(population), cl.n_suppressed))
+    return Risk(
+        prosecutor_max=prosecutor_max,
+        prosecutor_avg=prosecutor_avg,
+        journalist_max=j_max,
+        journalist_avg=j_avg,
+        marketer=marketer,
+        sample_uniques=uniques,
+        records=n,
+        classes=cl.n_classes,
+        suppressed=cl.n_suppressed,
+    )
