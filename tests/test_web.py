@@ -1,0 +1,171 @@
+"""The web page in a real browser: Debian's headless Chromium driven by Playwright against a real server.
+
+An analyst signs in, asks, sees the answer as a table and a bar chart with 95 % error bars, watches the
+budget drop and is refused when it runs out; the owner then sees the analyst's spend and the query log.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from privdb.data.census import METADATA, generate
+from privdb.database import Database
+from serverfixtures import Server
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SCREENSHOT = Path("/tmp/privdb-page.png")
+QUERY = "DP-SELECT 0.4 sex, COUNT(*) FROM people GROUP BY sex"
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium: apt-get install -y chromium"),
+]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
+    path = tmp_path_factory.mktemp("webdb")
+    db = Database(path)
+    db.backend.load_frame("people", generate(2000))
+    db.set_metadata("people", METADATA)
+    tokens = {"alice": db.grant("alice", epsilon=1.0), "owner": db.catalog.add_owner_token()}
+    db.close()
+    running = Server(path).start()
+    try:
+        yield running.url, tokens
+    finally:
+        running.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        expect.set_options(timeout=15_000)
+        launched = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+def sign_in(page: Page, token: str) -> None:
+    page.get_by_test_id("token").fill(token)
+    page.get_by_test_id("sign-in").click()
+
+
+def run(page: Page, sql: str) -> None:
+    page.get_by_test_id("sql").fill(sql)
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("run")).to_be_enabled()  # the request has finished
+
+
+def test_analyst_and_owner_in_a_real_browser(server: tuple[str, dict[str, str]], browser: Browser) -> None:
+    url, tokens = server
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.set_default_timeout(10_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(url + "/")
+
+    # A wrong token is turned away with the server's message.
+    sign_in(page, "not-a-token")
+    expect(page.get_by_test_id("message-code")).to_have_text("unauthorized")
+    expect(page.get_by_test_id("signin-form")).to_be_visible()
+
+    # Sign in as alice: her tables, a prefilled example, the full budget.
+    sign_in(page, tokens["alice"])
+    expect(page.get_by_test_id("who-name")).to_have_text("alice")
+    expect(page.get_by_test_id("tables")).to_contain_text("people")
+    expect(page.get_by_test_id("tables")).to_contain_text("0 to 100")  # age's public bounds
+    expect(page.get_by_test_id("sql")).to_have_value(re.compile(r"^DP-SELECT 0\.1 .* FROM people"))
+    expect(page.get_by_test_id("epsilon-remaining")).to_have_text("1")
+
+    # Explain is free.
+    page.get_by_test_id("sql").fill(QUERY)
+    page.get_by_test_id("explain").click()
+    expect(page.get_by_test_id("explain-cost")).to_contain_text("ε 0.4")
+    expect(page.get_by_test_id("epsilon-remaining")).to_have_text("1")
+
+    # Run: the answer as a table with intervals, the chart with two bars and error bars, the budget drops.
+    run(page, QUERY)
+    expect(page.get_by_test_id("result-row")).to_have_count(2)
+    expect(page.get_by_test_id("result-table")).to_contain_text("F")
+    expect(page.get_by_test_id("ci")).to_have_count(2)
+    chart = page.get_by_test_id("chart-svg")
+    expect(chart.get_by_test_id("chart-bar")).to_have_count(2)
+    expect(chart.get_by_test_id("chart-errorbar")).to_have_count(2)
+    expect(chart.locator("title").first).to_contain_text("COUNT(*) by sex")
+    assert chart.get_attribute("role") == "img"
+    expect(page.get_by_test_id("epsilon-spent")).to_have_text("ε 0.4")
+    expect(page.get_by_test_id("epsilon-remaining")).to_have_text("0.6")
+    expect(page.get_by_test_id("budget-meter")).to_have_attribute("value", "0.6")
+    expect(page.get_by_test_id("history").get_by_test_id("log-row")).to_have_count(1)
+    expect(page.get_by_test_id("message")).to_be_hidden()
+    page.screenshot(path=str(SCREENSHOT), full_page=True)
+
+    # The same query again is the same answer, from the cache, at no cost.
+    run(page, QUERY)
+    expect(page.get_by_test_id("result-cost")).to_contain_text("at no cost")
+    expect(page.get_by_test_id("epsilon-remaining")).to_have_text("0.6")
+
+    run(page, "DP-SELECT 0.4 sex, AVG(age) FROM people GROUP BY sex")
+    expect(page.get_by_test_id("epsilon-remaining")).to_have_text("0.2")
+    expect(page.get_by_test_id("chart-svg").get_by_test_id("chart-bar")).to_have_count(2)
+
+    # The next is refused: the server's message in the alert box, the budget unchanged.
+    run(page, "DP-SELECT 0.4 COUNT(*) FROM people")
+    message = page.get_by_test_id("message")
+    expect(message).to_be_visible()
+    expect(message).to_have_attribute("role", "alert")
+    expect(message.get_by_test_id("message-code")).to_have_text("budget_exhausted")
+    expect(message).to_contain_text("left")
+    expect(page.get_by_test_id("result")).to_be_hidden()
+    expect(page.get_by_test_id("epsilon-remaining")).to_have_text("0.2")
+    history = page.get_by_test_id("history")
+    expect(history.locator("[data-outcome=refused]")).to_have_count(1)
+    page.screenshot(path="/tmp/privdb-page-refused.png", full_page=True)
+
+    # Server text is shown as text, never as markup.
+    run(page, "DP-SELECT 0.1 COUNT(*) FROM <b id=injected>x</b>")
+    expect(message.get_by_test_id("message-code")).to_have_text("parse_error")
+    expect(message).to_contain_text("<b id=injected>")
+    assert page.locator("#injected").count() == 0
+
+    # Sign out, then in as the owner: alice's spend, the log of everyone.
+    page.get_by_test_id("sign-out").click()
+    expect(page.get_by_test_id("signin-form")).to_be_visible()
+    assert page.evaluate("sessionStorage.length") == 0
+    sign_in(page, tokens["owner"])
+    alice = page.locator("[data-testid=analyst-row][data-name=alice]")
+    expect(alice.get_by_test_id("analyst-spent")).to_have_text("0.8")
+    log = page.get_by_test_id("log")
+    expect(log.locator("[data-outcome=answered]")).to_have_count(2)
+    expect(log).to_contain_text("budget_exhausted")
+
+    # The owner creates an analyst (token shown once) and revokes them.
+    page.get_by_test_id("grant-name").fill("bob")
+    page.get_by_test_id("grant-epsilon").fill("2")
+    page.get_by_test_id("grant").click()
+    expect(page.get_by_test_id("new-token-value")).to_have_text(re.compile(r"\S{20,}"))
+    bob = page.locator("[data-testid=analyst-row][data-name=bob]")
+    expect(bob).to_contain_text("active")
+    page.once("dialog", lambda dialog: dialog.accept())
+    bob.get_by_test_id("revoke").click()
+    expect(bob).to_contain_text("revoked")
+    page.screenshot(path="/tmp/privdb-page-owner.png", full_page=True)
+
+    assert errors == []
+    page.close()
