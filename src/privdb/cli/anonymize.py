@@ -1,0 +1,237 @@
+"""``privdb anonymize | check | risk``: publish anonymised tables; measure any table's k, l, t and risk."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from privdb.cli.app import app, console, errors, friendly
+from privdb.errors import InvalidParameter
+
+QiOption = Annotated[str, typer.Option("--qi", help="comma-separated quasi-identifier columns")]
+SensitiveOption = Annotated[
+    str | None, typer.Option("--sensitive", help="the sensitive column (for l and t)")
+]
+HierarchiesOption = Annotated[
+    Path | None, typer.Option("--hierarchies", help="directory of <column>.csv hierarchies (ARX's format)")
+]
+
+
+def _columns(qi: str) -> list[str]:
+    names = [c.strip() for c in qi.split(",") if c.strip()]
+    if not names:
+        raise InvalidParameter("--qi needs at least one column, e.g. --qi age,zip,sex")
+    return names
+
+
+def _suffix(path: Path | None, allowed: tuple[str, ...], option: str) -> None:
+    if path is not None and path.suffix.lower() not in allowed:
+        raise InvalidParameter(f"{option} must end in {' or '.join(allowed)}, got {path.name!r}")
+
+
+@app.command()
+@friendly
+def anonymize(
+    source: Annotated[Path, typer.Argument(help="the table to publish (CSV or Parquet)")],
+    qi: QiOption,
+    output: Annotated[Path, typer.Option("-o", "--output", help="where to write the anonymised CSV")],
+    k: Annotated[int, typer.Option("--k", help="every record hides among at least k")] = 5,
+    l_div: Annotated[float | None, typer.Option("--l", help="l-diversity of --sensitive")] = None,
+    t: Annotated[float | None, typer.Option("--t", help="t-closeness of --sensitive")] = None,
+    sensitive: SensitiveOption = None,
+    diversity: Annotated[str, typer.Option(help="distinct, entropy or recursive (with --c)")] = "distinct",
+    c: Annotated[float | None, typer.Option("--c", help="c of recursive (c, l)-diversity")] = None,
+    algorithm: Annotated[str, typer.Option(help="mondrian or lattice (optimal full-domain)")] = "mondrian",
+    hierarchies: HierarchiesOption = None,
+    hierarchy_fallback: Annotated[
+        bool, typer.Option(help="give values a hierarchy misses their own branch instead of failing")
+    ] = False,
+    suppression_limit: Annotated[float, typer.Option(help="largest share of records suppressed")] = 0.05,
+    report: Annotated[Path | None, typer.Option("--report", help="write the JSON report here")] = None,
+    report_html: Annotated[Path | None, typer.Option(help="write the report as a page (.html)")] = None,
+    report_png: Annotated[Path | None, typer.Option(help="write the class-size histogram (.png)")] = None,
+) -> None:
+    """Generalise and suppress until the table is k-anonymous (and l-diverse, t-close); write it, report."""
+    from privdb.anonymize import anonymize as run
+    from privdb.anonymize.report import read_table, release_report, render_html, render_png, write_table
+
+    columns = _columns(qi)
+    _suffix(report, (".json",), "--report")
+    _suffix(report_html, (".html", ".htm"), "--report-html")
+    _suffix(report_png, (".png",), "--report-png")
+    if output.resolve() == source.resolve():
+        raise InvalidParameter("-o must name a new file: privdb never overwrites the input table")
+    frame, delimiter = read_table(source)
+    with _Progress(f"anonymising {len(frame):,} records ({algorithm}, k = {k})"):
+        started = time.perf_counter()
+        result = run(
+            frame,
+            columns,
+            k=k,
+            l=l_div,
+            t=t,
+            sensitive=sensitive,
+            diversity=diversity,
+            c=c,
+            algorithm=algorithm,
+            hierarchies=str(hierarchies) if hierarchies is not None else None,
+            hierarchy_fallback=hierarchy_fallback,
+            suppression_limit=suppression_limit,
+        )
+        seconds = time.perf_counter() - started
+        parameters: dict[str, Any] = {
+            "k": k, "l": l_div, "t": t, "sensitive": sensitive, "diversity": diversity, "c": c,
+            "algorithm": algorithm, "qi": columns, "suppression_limit": suppression_limit,
+            "hierarchies": str(hierarchies) if hierarchies else None,
+        }  # fmt: skip
+        if result.node is not None:
+            parameters["lattice_node"] = result.node
+        loaded = _hierarchy_frames(hierarchies, [*columns, *([sensitive] if sensitive else [])])
+        body = release_report(
+            frame,
+            result.table,
+            columns,
+            sensitive=sensitive,
+            parameters=parameters,
+            seconds=seconds,
+            suppression={"records": result.n_suppressed, "reason": result.suppression_reason},
+            hierarchies=loaded,
+        )
+    write_table(result.table, output, delimiter)
+    if report is not None:
+        report.write_text(json.dumps(body, indent=2, default=str) + "\n", encoding="utf-8")
+    if report_html is not None:
+        render_html(body, report_html)
+    if report_png is not None:
+        render_png(body, report_png)
+    achieved, util, risk = body["achieved"], body["utility"], body["risk"]
+    console().print(
+        f"wrote {output} ({len(result.table):,} records): k = {achieved['k']}"
+        + (f", l = {achieved['l']}" if achieved.get("l") is not None else "")
+        + (f", t = {achieved['t']:.4g}" if achieved.get("t") is not None else "")
+        + f"; NCP {util['ncp']:.2%}, {util['suppressed']:,} suppressed"
+        + (f" ({result.suppression_reason})" if result.n_suppressed else "")
+        + f"; prosecutor risk max {risk['prosecutor_max']:.3g}, avg {risk['prosecutor_avg']:.3g}"
+        + f"; {seconds:.2f} s"
+    )
+
+
+def _hierarchy_frames(directory: Path | None, columns: list[str]) -> dict[str, Any] | None:
+    if directory is None:
+        return None
+    from privdb.anonymize import load_hierarchies
+
+    return dict(load_hierarchies(directory, columns))
+
+
+class _Progress:
+    """A spinner with elapsed time on stderr while long work runs (silent when stderr is not a terminal)."""
+
+    def __init__(self, what: str) -> None:
+        self.bar = Progress(
+            SpinnerColumn(), TextColumn(what), TimeElapsedColumn(), console=errors(), transient=True
+        )
+
+    def __enter__(self) -> None:
+        if self.bar.console.is_terminal:
+            self.bar.start()
+            self.bar.add_task("work", total=None)
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()
+
+
+@app.command()
+@friendly
+def check(
+    source: Annotated[
+        Path, typer.Argument(help="any table, e.g. a release someone published (CSV or Parquet)")
+    ],
+    qi: QiOption,
+    sensitive: SensitiveOption = None,
+    distance: Annotated[
+        str, typer.Option(help="t distance: auto, equal, ordered, hierarchical, variational or kl")
+    ] = "auto",
+    hierarchies: HierarchiesOption = None,
+    original: Annotated[
+        Path | None, typer.Option(help="the original table, same rows: check every value is covered")
+    ] = None,
+    output_format: Annotated[str, typer.Option("--format", help="table or json")] = "table",
+) -> None:
+    """Measure k, l and t (and re-identification risk) of any table."""
+    from privdb.anonymize.report import read_table, table_report
+
+    columns = _columns(qi)
+    if output_format not in ("table", "json"):
+        raise InvalidParameter(f"--format must be table or json, got {output_format!r}")
+    frame, _ = read_table(source)
+    loaded = _hierarchy_frames(hierarchies, [*columns, *([sensitive] if sensitive else [])])
+    with _Progress(f"checking {len(frame):,} records"):
+        body = table_report(
+            frame,
+            columns,
+            sensitive,
+            distance=distance,
+            hierarchy=(loaded or {}).get(sensitive) if sensitive else None,
+            original=read_table(original)[0] if original is not None else None,
+            hierarchies=loaded,
+        )
+    if output_format == "json":
+        sys.stdout.write(json.dumps(body, default=str) + "\n")
+        return
+    table = Table(title=f"{source.name}: {body['records']:,} records, {body['classes']:,} classes")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    rows: list[tuple[str, Any]] = [
+        ("k", body["achieved"]["k"]),
+        ("l (distinct)", body["achieved"]["l"]),
+        ("l (entropy)", body["l_entropy"]),
+        (f"recursive c for l = {body['recursive']['l']}", body["recursive"]["c"]),
+        (f"t ({body['distance']})", body["achieved"]["t"]),
+        ("suppressed records", body["suppressed"]),
+        ("prosecutor risk, max", body["risk"]["prosecutor_max"]),
+        ("prosecutor risk, avg", body["risk"]["prosecutor_avg"]),
+        ("sample uniques", body["risk"]["sample_uniques"]),
+    ]
+    if "coverage" in body:
+        rows.append(("values not covering their record", body["coverage"]["violations"]))
+    for name, value in rows:
+        if value is not None:
+            table.add_row(name, f"{value:.4g}" if isinstance(value, float) else str(value))
+    console().print(table)
+    if body.get("coverage") and not body["coverage"]["ok"]:
+        console().print(f"[red]not covered[/red]: {body['coverage']['by_column']}")
+
+
+@app.command("risk")
+@friendly
+def risk_command(
+    source: Annotated[Path, typer.Argument(help="any table (CSV or Parquet)")],
+    qi: QiOption,
+    output_format: Annotated[str, typer.Option("--format", help="table or json")] = "table",
+) -> None:
+    """Re-identification risk of a table: prosecutor (max, average), journalist, marketer, sample uniques."""
+    from privdb.anonymize.report import read_table
+    from privdb.anonymize.risk import risk
+
+    columns = _columns(qi)
+    if output_format not in ("table", "json"):
+        raise InvalidParameter(f"--format must be table or json, got {output_format!r}")
+    frame, _ = read_table(source)
+    body = risk(frame, columns).to_dict()
+    if output_format == "json":
+        sys.stdout.write(json.dumps(body) + "\n")
+        return
+    table = Table(title=f"re-identification risk of {source.name}", caption=f"quasi-identifiers: {qi}")
+    table.add_column("model")
+    table.add_column("risk", justify="right")
+    for key, value in body.items():
+        table.add_row(key.replace("_", " "), f"{value:.4g}" if isinstance(value, float) else f"{value:,}")
+    console().print(table)
