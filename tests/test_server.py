@@ -250,17 +250,17 @@ def test_schemathesis_finds_no_server_error(tmp_path: Path) -> None:
     tokens = make_server_db(path)
     server = Server(path).start()
     try:
-        _schemathesis(server, tokens)
+        _schemathesis(server, tokens, tmp_path)
     finally:
         server.stop()
 
 
-def _schemathesis(server: Server, tokens: dict[str, str]) -> None:
+def _schemathesis(server: Server, tokens: dict[str, str], workdir: Path) -> None:
     for who in ("alice", "owner"):
         run = subprocess.run(
             [str(Path(sys.executable).parent / "schemathesis"), "run", server.url + "/openapi.json",
              "--checks", "not_a_server_error", "--max-examples", "15",
              "-H", f"Authorization: Bearer {tokens[who]}", "--generation-deterministic"],
-            capture_output=True, text=True, check=False, timeout=600,
+            capture_output=True, text=True, check=False, timeout=600, cwd=workdir,
         )  # fmt: skip
         assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]

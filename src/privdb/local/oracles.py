@@ -1,0 +1,478 @@
+"""Frequency oracles for large domains: optimised unary encoding (OUE) and optimised local hashing (OLH).
+
+Wang, Blocki, Li, Jha, "Locally Differentially Private Protocols for Frequency Estimation", USENIX Security
+2017. Both keep the variance of a count near ``4n·e^ε/(e^ε − 1)²`` whatever the domain size ``d``, where
+k-ary randomised response grows with ``d``.
+
+**OUE.** A person with value ``v`` sends ``d`` bits: bit ``v`` set with probability ``p = 1/2``, every other
+bit with ``q = 1/(e^ε + 1)``. Here ``q`` is rounded *up* to a multiple of ``2^-32`` (so ε never rounds up,
+and every coin is exact: see :mod:`privdb.local._gaps`); the estimator uses the same ``q``. A report is the
+*set* of its set bits, sorted (a canonical form: the order of a report never tells which bit was the true
+one), held for many people at once in :class:`UnaryReports` (compressed sparse rows). The client draws the
+gaps between set bits rather than ``d`` coins per person, so ``n·d`` bits are never materialised: memory and
+time grow with the number of set bits, ``n(1/2 + (d − 1)q)``.
+
+**OLH.** A person draws a hash function ``H(x) = ((a·x + b) mod P) mod g`` from the universal family of
+Carter and Wegman (1979) — ``P`` the smallest prime ``≥ d``, ``a`` uniform in ``[1, P)``, ``b`` uniform in
+``[0, P)``, a fresh seed per person — and sends ``(a, b, y)`` with ``y`` the ``g``-ary randomised response
+to ``H(v)``, ``g = round(e^ε + 1)`` (Wang et al., §4.4). The collector counts, for each value ``v``, the
+reports with ``H(v) = y``. For ``x ≠ v`` the pair ``(H(x), H(v))`` before the final ``mod g`` is uniform
+over distinct pairs in ``[0, P)²``, so their collision probability ``c`` is known exactly (≤ 1/g) and the
+estimator is exactly unbiased for this family (docs/proofs/local.md). The collector enumerates, per report,
+only the ``≈ P/g`` values that hash to its ``y`` (``v = a⁻¹(t − b) mod P`` for ``t ≡ y mod g``), not all
+``d``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from privdb.errors import InvalidParameter
+from privdb.local import _checks
+from privdb.local._gaps import Q_BITS, GapSampler
+from privdb.local.estimators import SupportEstimator
+from privdb.local.protocols import LocalProtocol, Randomizer
+from privdb.mechanisms import _exact, _samplers, _validate
+from privdb.mechanisms.randomized_response import KaryRandomizedResponse
+from privdb.mechanisms.randomness import RandomSource, default_source
+
+__all__ = ["HashReports", "OLHProtocol", "OUEProtocol", "UnaryReports"]
+
+Ints = NDArray[np.int64]
+Floats = NDArray[np.float64]
+_CHUNK = 1 << 24  # entries per OLH work buffer (64 MiB of uint32)
+_SUM_CHUNK = 1 << 18  # entries per bincount: its int64 copy stays in cache
+_WORK = 1 << 20  # gap entries per OUE chunk: the buffers stay in cache
+
+
+# ------------------------------------------------------------------------------------------ OUE
+
+
+@dataclass(frozen=True)
+class UnaryReports:
+    """OUE reports of many people: person ``i`` set the bits ``indices[indptr[i]:indptr[i+1]]`` (sorted)."""
+
+    d: int
+    indptr: Ints
+    indices: NDArray[np.unsignedinteger]
+
+    def __len__(self) -> int:
+        return int(self.indptr.size - 1)
+
+    def __getitem__(self, people: slice) -> UnaryReports:
+        """The reports of a contiguous range of people."""
+        start, stop, step = people.indices(len(self))
+        if step != 1:
+            raise InvalidParameter("UnaryReports can be sliced by contiguous ranges of people only")
+        ptr = self.indptr[start : stop + 1]
+        return UnaryReports(self.d, ptr - ptr[0], self.indices[ptr[0] : ptr[-1]])
+
+    def report(self, i: int) -> Ints:
+        """The set bits of person ``i``'s report."""
+        return self.indices[self.indptr[i] : self.indptr[i + 1]].astype(np.int64)
+
+    def to_bits(self) -> NDArray[np.bool_]:
+        """The ``n × d`` bit matrix the people sent (for small batches only)."""
+        if len(self) * self.d > 1 << 28:
+            raise InvalidParameter("to_bits would build over 2^28 bits; slice fewer people first")
+        bits = np.zeros((len(self), self.d), dtype=np.bool_)
+        rows = np.repeat(np.arange(len(self)), np.diff(self.indptr))
+        bits[rows, self.indices.astype(np.int64)] = True
+        return bits
+
+    def column_sums(self) -> Ints:
+        """How many reports set each bit (in chunks: bincount widens its input to int64)."""
+        out = np.zeros(self.d, dtype=np.int64)
+        for lo in range(0, self.indices.size, _SUM_CHUNK):
+            counts = np.bincount(self.indices[lo : lo + _SUM_CHUNK], minlength=self.d)
+            if counts.size > self.d:
+                raise InvalidParameter(f"a report sets a bit outside the domain [0, {self.d})")
+            out += counts
+        return out
+
+
+class _OUEEstimator(SupportEstimator):
+    def _support(self, reports: object) -> tuple[Ints, int]:
+        if not isinstance(reports, UnaryReports):
+            raise InvalidParameter("OUE estimators take UnaryReports (what OUEProtocol's randomizer returns)")
+        if reports.d != self.d:
+            raise InvalidParameter(f"these reports have d = {reports.d}, the protocol d = {self.d}")
+        return reports.column_sums(), len(reports)
+
+
+class _OUERandomizer(Randomizer[UnaryReports]):
+    """Draws the gaps between set bits row by row, in chunks of about 2^20 entries held in reused buffers."""
+
+    def __init__(self, protocol: OUEProtocol, rng: RandomSource | None) -> None:
+        super().__init__(protocol)
+        self._source = rng if rng is not None else default_source()
+        self._gaps = protocol._gaps
+        self._d = protocol.d
+        self._dtype: type[np.unsignedinteger] = np.uint16 if protocol.d <= 1 << 16 else np.uint32
+        q = float(protocol.q)
+        mean = (protocol.d - 1) * q
+        # gaps drawn per person: enough for all but ~3e-5 of people, who draw more
+        self._per_row = max(4, math.ceil(mean + 4.0 * math.sqrt(mean * (1.0 - q)) + 4.0))
+        # positions are summed in int32 with wrap-around: exact while one row's sum stays below 2^31
+        self._wide = self._per_row * (protocol.d + 1) >= 2**31
+
+    def randomize(self, values: ArrayLike) -> UnaryReports:
+        x = _checks.values(values, self._d)
+        rows = min(max(1, _WORK // self._per_row), x.size)
+        work = _Work(rows, self._per_row, self._dtype, wide=self._wide)
+        # room for every row's k + 1 entries: only the pages written are ever touched
+        out = np.empty(x.size * (self._per_row + 1), dtype=self._dtype)
+        counts = np.empty(x.size, dtype=np.int64)
+        filled = 0
+        for i in range(0, x.size, rows):
+            chunk = x[i : i + rows]
+            kept, more = self._chunk(chunk, work)
+            size = int(kept.sum())
+            if more is None:
+                np.compress(
+                    work.keep[: chunk.size].ravel(),
+                    work.cols[: chunk.size].ravel(),
+                    out=out[filled : filled + size],
+                )
+            else:
+                if filled + more[0].size > out.size:  # pragma: no cover - needs far more than k set bits
+                    out = np.concatenate([out[:filled], np.empty(more[0].size + x.size, dtype=self._dtype)])
+                size = more[0].size
+                out[filled : filled + size] = more[0]
+                kept = more[1]
+            counts[i : i + chunk.size] = kept
+            filled += size
+        indptr = np.zeros(x.size + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        return UnaryReports(self._d, indptr, out[:filled])
+
+    def _chunk(self, x: Ints, work: _Work) -> tuple[Ints, tuple[NDArray[np.unsignedinteger], Ints] | None]:
+        """Reports of a chunk of people, left in ``work.cols`` where ``work.keep`` is set.
+
+        Returns the set bits per person, and for the rare chunks with rows that need more gaps the whole
+        chunk's sorted set bits and counts.
+        """
+        n, k, slots = x.size, self._per_row, self._d - 1  # the d − 1 bits other than the true one
+        # end = slot + 1 of each set bit: running sums of (gap + 1), restarted per row
+        steps = self._gaps.steps(n * k, self._d, self._source)  # a step past the row's end stays past it
+        end = work.end[:n]
+        if self._wide:
+            np.cumsum(steps, out=end.reshape(-1))
+        else:
+            np.cumsum(steps, out=steps)
+            end[:] = steps.reshape(n, k)
+        base = np.empty(n, dtype=end.dtype)
+        base[0] = 0
+        base[1:] = end[:-1, -1]
+        end -= base[:, None]
+        below = work.below[:n]
+        np.less_equal(end, x.astype(end.dtype)[:, None], out=below)  # set bits before the true bit
+        np.subtract(end, below, out=end)  # slot -> bit: col = slot + (slot >= x) = end − (end <= x)
+        valid = work.valid[:n]
+        np.less_equal(end, slots, out=valid)
+        # the true bit (probability 1/2) in its sorted place: shift each row right by one after it
+        heads = np.unpackbits(self._source.words((n + 63) // 64).view(np.uint8))[:n].astype(np.bool_)
+        at = np.count_nonzero(below, axis=1)
+        cols, keep, rows = work.cols[:n], work.keep[:n], np.arange(n)
+        cols[:, 1:] = end
+        np.copyto(cols[:, :k], end, where=below, casting="unsafe")
+        cols[rows, at] = x
+        keep[:, 1:] = valid
+        np.copyto(keep[:, :k], True, where=below)
+        keep[rows, at] = heads
+        counts = np.count_nonzero(keep, axis=1).astype(np.int64)
+        unfinished = np.flatnonzero(valid[:, -1])  # rows whose gaps ran out inside their slots (rare)
+        if not unfinished.size:
+            return counts, None
+        return counts, self._more(cols[keep], counts, unfinished, end[unfinished, -1].astype(np.int64), x)
+
+    def _more(
+        self, cols: NDArray[np.unsignedinteger], counts: Ints, rows: Ints, last_bits: Ints, x: Ints
+    ) -> tuple[NDArray[np.unsignedinteger], Ints]:
+        """Finish the rows whose gaps did not reach the end of their slots; each such row is re-sorted."""
+        slots = self._d - 1
+        bounds = np.concatenate([[0], np.cumsum(counts)])
+        segments, done, new_counts = [], 0, counts.copy()
+        for r, last_bit in zip(rows.tolist(), last_bits.tolist(), strict=True):
+            slot = last_bit - (1 if last_bit > x[r] else 0)  # the last drawn set slot of the row
+            more: list[int] = []
+            while True:
+                nxt = slot + np.cumsum(np.minimum(self._gaps.draw(64, self._source), self._d) + 1)
+                more.extend(int(s) for s in nxt[nxt < slots])
+                slot = int(nxt[-1])
+                if slot >= slots:
+                    break
+            extra = np.array(more, dtype=np.int64)
+            row = np.concatenate(
+                [cols[bounds[r] : bounds[r + 1]], (extra + (extra >= x[r])).astype(cols.dtype)]
+            )
+            segments += [cols[done : bounds[r]], np.sort(row)]
+            done = int(bounds[r + 1])
+            new_counts[r] = row.size
+        segments.append(cols[done:])
+        return np.concatenate(segments), new_counts
+
+
+class _Work:
+    """Work buffers of one ``randomize`` call, reused chunk after chunk (fresh memory costs page faults)."""
+
+    def __init__(self, rows: int, k: int, dtype: type[np.unsignedinteger], *, wide: bool) -> None:
+        self.end: NDArray[Any] = np.empty((rows, k), dtype=np.int64 if wide else np.int32)
+        self.below = np.empty((rows, k), dtype=np.bool_)
+        self.valid = np.empty((rows, k), dtype=np.bool_)
+        self.cols = np.empty((rows, k + 1), dtype=dtype)
+        self.keep = np.empty((rows, k + 1), dtype=np.bool_)
+
+
+class OUEProtocol(LocalProtocol[UnaryReports]):
+    """Optimised unary encoding: ``p = 1/2``, ``q = 1/(e^ε + 1)`` (rounded up to 2^-32), per-count variance
+    ``n·q(1 − q)/(p − q)² + n_v(1 − p − q)/(p − q)``, about ``4n·e^ε/(e^ε − 1)²`` for rare values.
+    """
+
+    name = "oue"
+
+    def __init__(self, *, epsilon: float, d: int) -> None:
+        self._epsilon = _checks.epsilon(epsilon)
+        self.d = _checks.domain(d)
+        # q = ⌈2^32/(e^ε + 1)⌉/2^32 ≥ 1/(e^ε + 1), from rigorous bounds: ε is never rounded up
+        hi = _exact.odds(-_validate.exact(self._epsilon), 1)(128)[1]
+        q_num = min(max(math.ceil(hi * (1 << Q_BITS)), 1), (1 << (Q_BITS - 1)) - 1)
+        self.p = Fraction(1, 2)
+        self.q = Fraction(q_num, 1 << Q_BITS)
+        self._gaps = GapSampler(q_num)
+
+    @property
+    def epsilon(self) -> float:
+        return self._epsilon
+
+    def pair_matrix(self) -> list[list[Fraction]]:
+        """Bits ``v``, ``u`` under true values ``v``, ``u`` (columns 00, 01, 10, 11); other bits cancel."""
+        p, q = self.p, self.q
+
+        def row(pv: Fraction, pu: Fraction) -> list[Fraction]:
+            return [(1 - pv) * (1 - pu), (1 - pv) * pu, pv * (1 - pu), pv * pu]
+
+        return [row(p, q), row(q, p)]
+
+    @property
+    def matrix(self) -> list[list[Fraction]]:
+        """The full ``d × 2^d`` response matrix (``d ≤ 10``); column ``j`` is the bit vector of ``j``."""
+        if self.d > 10:
+            raise InvalidParameter(f"the full OUE matrix has 2^{self.d} columns; use pair_matrix()")
+        out = []
+        for v in range(self.d):
+            row = []
+            for j in range(1 << self.d):
+                prob = Fraction(1)
+                for bit in range(self.d):
+                    on = (j >> bit) & 1
+                    pb = self.p if bit == v else self.q
+                    prob *= pb if on else 1 - pb
+                row.append(prob)
+            out.append(row)
+        return out
+
+    def randomizer(self, *, rng: RandomSource | None = None) -> Randomizer[UnaryReports]:
+        return _OUERandomizer(self, rng)
+
+    def estimator(self) -> SupportEstimator:
+        return _OUEEstimator(d=self.d, p_star=float(self.p), q_star=float(self.q))
+
+    def likelihood(self, report: object) -> Floats:
+        """``report``: the set bits of one person's report (or their ``d`` bits as booleans)."""
+        arr = np.asarray(report)
+        if arr.dtype == np.bool_ and arr.shape == (self.d,):
+            bits = arr
+        else:
+            bits = np.zeros(self.d, dtype=np.bool_)
+            bits[_checks.values(arr, self.d, what="the report's set bits")] = True
+        p, q = float(self.p), float(self.q)
+        return np.where(bits, p / q, (1.0 - p) / (1.0 - q))
+
+
+# ------------------------------------------------------------------------------------------ OLH
+
+
+def next_prime(n: int) -> int:
+    """The smallest prime ``≥ n`` (trial division: ``n < 2^31``)."""
+    candidate = max(n, 2)
+    while True:
+        if candidate < 4 or (
+            candidate % 2 and all(candidate % f for f in range(3, math.isqrt(candidate) + 1, 2))
+        ):
+            return candidate
+        candidate += 1
+
+
+def _mod_inverse(a: Ints, prime: int) -> Ints:
+    """``a^(P−2) mod P`` for every entry (Fermat), by square-and-multiply in uint64 (``P < 2^31``)."""
+    base = a.astype(np.uint64) % np.uint64(prime)
+    result = np.ones_like(base)
+    e, mod = prime - 2, np.uint64(prime)
+    while e:
+        if e & 1:
+            result = result * base % mod
+        base = base * base % mod
+        e >>= 1
+    return result.astype(np.int64)
+
+
+@dataclass(frozen=True)
+class HashReports:
+    """OLH reports of many people: hash seeds ``a``, ``b`` and the randomised bucket ``y`` of each."""
+
+    prime: int
+    g: int
+    a: Ints
+    b: Ints
+    y: Ints
+
+    def __len__(self) -> int:
+        return int(self.y.size)
+
+    def __getitem__(self, people: slice) -> HashReports:
+        return HashReports(self.prime, self.g, self.a[people], self.b[people], self.y[people])
+
+    def hash(self, values: ArrayLike) -> Ints:
+        """Each person's hash of the matching entry of ``values``: ``((a·x + b) mod P) mod g``."""
+        x = np.asarray(values, dtype=np.int64)
+        out: Ints = (self.a * x + self.b) % self.prime % self.g
+        return out
+
+
+class _OLHEstimator(SupportEstimator):
+    def __init__(self, protocol: OLHProtocol) -> None:
+        super().__init__(d=protocol.d, p_star=protocol.p, q_star=protocol.q_star)
+        self.prime, self.g = protocol.prime, protocol.g
+
+    def _support(self, reports: object) -> tuple[Ints, int]:
+        if not isinstance(reports, HashReports):
+            raise InvalidParameter("OLH estimators take HashReports (what OLHProtocol's randomizer returns)")
+        if (reports.prime, reports.g) != (self.prime, self.g):
+            raise InvalidParameter(
+                f"these reports use P = {reports.prime}, g = {reports.g}; the protocol P = {self.prime},"
+                f" g = {self.g}: estimate them with the protocol that made them"
+            )
+        a, b, y = reports.a, reports.b, reports.y
+        if not (a.shape == b.shape == y.shape and a.ndim == 1):
+            raise InvalidParameter("a, b and y of HashReports must be 1-d arrays of one length")
+        if a.size and (
+            a.min() < 1 or a.max() >= self.prime or b.min() < 0 or b.max() >= self.prime or y.min() < 0
+        ) | (y.max() >= self.g):
+            raise InvalidParameter(
+                "a report lies outside its ranges (a in [1, P), b in [0, P), y in [0, g) with"
+                f" P = {self.prime}, g = {self.g})"
+            )
+        return self._enumerate(a, b, y), int(y.size)
+
+    def _enumerate(self, a: Ints, b: Ints, y: Ints) -> Ints:
+        """Support counts: per report, the ``v < d`` with ``(a·v + b) mod P ≡ y (mod g)``.
+
+        ``v_j = a⁻¹(y + j·g − b) mod P`` for ``j = 0 … ⌈(P − y)/g⌉ − 1``, stepped by ``a⁻¹·g mod P``
+        with one add and one wrapped subtraction per step in uint32.
+        """
+        prime, g = self.prime, self.g
+        inv = _mod_inverse(a, prime)
+        first = (inv * ((y - b) % prime)) % prime
+        step = (inv * g) % prime
+        steps = np.maximum((prime - y + g - 1) // g, 0)  # how many t ≡ y (mod g) lie in [0, P)
+        longest = int(steps.max()) if steps.size else 0
+        counts = np.zeros(prime + 1, dtype=np.int64)
+        rows = max(1, _CHUNK // max(longest, 1))
+        sentinel = np.uint32(prime)  # counted in an ignored bin
+        p32 = np.uint32(prime)
+        for lo in range(0, y.size, rows):
+            v = first[lo : lo + rows].astype(np.uint32)
+            s = step[lo : lo + rows].astype(np.uint32)
+            m = steps[lo : lo + rows]
+            shortest = int(m.min())
+            buf = np.empty((longest, v.size), dtype=np.uint32)
+            tmp = np.empty_like(v)
+            for j in range(longest):
+                row = buf[j]
+                row[:] = v
+                if j >= shortest:
+                    row[m <= j] = sentinel
+                np.add(v, s, out=v)
+                np.subtract(v, p32, out=tmp)
+                np.minimum(v, tmp, out=v)  # v + s − P wraps above 2^31 when v + s < P
+            counts += np.bincount(buf.ravel(), minlength=prime + 1)
+        return counts[: self.d]
+
+
+class _OLHRandomizer(Randomizer[HashReports]):
+    def __init__(self, protocol: OLHProtocol, rng: RandomSource | None) -> None:
+        super().__init__(protocol)
+        self._source = rng if rng is not None else default_source()
+        self._rr = KaryRandomizedResponse(epsilon=protocol.epsilon, k=protocol.g, rng=rng)
+        self._prime, self._g, self._d = protocol.prime, protocol.g, protocol.d
+
+    def randomize(self, values: ArrayLike) -> HashReports:
+        x = _checks.values(values, self._d)
+        a = _samplers.uniform_int(self._prime - 1, x.size, self._source) + 1
+        b = _samplers.uniform_int(self._prime, x.size, self._source)
+        hashed = (a * x + b) % self._prime % self._g
+        return HashReports(self._prime, self._g, a, b, self._rr.release(hashed))
+
+
+class OLHProtocol(LocalProtocol[HashReports]):
+    """Optimised local hashing: ``g = round(e^ε + 1)`` buckets, ``g``-ary randomised response on ``H(v)``.
+
+    Support probabilities: ``p* = e^ε/(e^ε + g − 1)``, ``q* = p*·c + (1 − p*)(1 − c)/(g − 1)`` with ``c`` the
+    family's collision probability (``q* = 1/g`` for an ideal hash, Wang et al.; here ``c ≤ 1/g`` exactly).
+    """
+
+    name = "olh"
+
+    def __init__(self, *, epsilon: float, d: int, g: int | None = None) -> None:
+        self._epsilon = _checks.epsilon(epsilon)
+        self.d = _checks.domain(d, limit=2**31 - 1)
+        e = math.exp(self._epsilon)
+        if g is None:
+            g = max(2, round(e + 1.0))
+        if isinstance(g, bool) or not isinstance(g, int) or g < 2:
+            raise InvalidParameter(
+                f"g (hash buckets) must be an integer >= 2, got {g!r}; omit it for e^ε + 1"
+            )
+        self.g = g
+        self.prime = next_prime(self.d)
+        self.p = e / (e + g - 1)
+        self.q = 1.0 / (e + g - 1)
+        m, s = divmod(self.prime, g)
+        self.collision = m * (self.prime + s - g) / (self.prime * (self.prime - 1))
+        self.q_star = self.p * self.collision + (1.0 - self.p) * (1.0 - self.collision) / (g - 1)
+
+    @property
+    def epsilon(self) -> float:
+        return self._epsilon
+
+    def pair_matrix(self) -> Floats:
+        """Columns: the two hashes collide (any ``y``); else ``y = H(v)``, ``y = H(u)``, another ``y``."""
+        c, p, q = self.collision, self.p, self.q
+        rest = max(1.0 - p - q, 0.0)
+        return np.array(
+            [
+                [c, (1 - c) * p, (1 - c) * q, (1 - c) * rest],
+                [c, (1 - c) * q, (1 - c) * p, (1 - c) * rest],
+            ]
+        )
+
+    def randomizer(self, *, rng: RandomSource | None = None) -> Randomizer[HashReports]:
+        return _OLHRandomizer(self, rng)
+
+    def estimator(self) -> SupportEstimator:
+        return _OLHEstimator(self)
+
+    def likelihood(self, report: object) -> Floats:
+        """``report``: one person's ``(a, b, y)``."""
+        if not (isinstance(report, tuple | list) and len(report) == 3):
+            raise InvalidParameter("an OLH report is the triple (a, b, y) of one person")
+        a, b, y = (int(r) for r in report)
+        hashed = (a * np.arange(self.d, dtype=np.int64) + b) % self.prime % self.g
+        return np.where(hashed == y, self.p, self.q)
