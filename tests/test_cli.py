@@ -151,3 +151,12 @@ def test_query_errors_are_one_line_exit_2(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "unauthorized" in proc.stderr
     proc = _run("load", "--db", db, "t2", str(tmp_path / "missing.csv"))
     assert proc.returncode == 2 and "does not exist" in proc.stderr
+
+
+def test_demo_local_writes_the_local_vs_central_plot(tmp_path: Path) -> None:
+    out = tmp_path / "lc.png"
+    result = runner.invoke(app, ["demo", "local", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "√n" in result.output and out.read_bytes()[:4] == b"\x89PNG"
+    bad = runner.invoke(app, ["demo", "nosuch"])
+    assert bad.exit_code == 2 and "unknown demo" in bad.output
