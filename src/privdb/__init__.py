@@ -19,13 +19,19 @@ from privdb.errors import PrivdbError
 
 if TYPE_CHECKING:
     from privdb.api import Connection, connect
+    from privdb.decisions import decide
     from privdb.result import Result
 
 __version__ = "0.1.0"
 
-__all__ = ["Connection", "PrivdbError", "Result", "__version__", "connect"]
+__all__ = ["Connection", "PrivdbError", "Result", "__version__", "connect", "decide"]
 
-_LAZY = {"Connection": "privdb.api", "connect": "privdb.api", "Result": "privdb.result"}
+_LAZY = {
+    "Connection": "privdb.api",
+    "connect": "privdb.api",
+    "Result": "privdb.result",
+    "decide": "privdb.decisions",
+}
 
 
 def __getattr__(name: str) -> Any:

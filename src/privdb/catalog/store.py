@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from privdb.errors import Unauthorized
+from privdb.errors import InvalidParameter, Unauthorized, UnknownTable
 
 __all__ = ["Catalog", "Principal"]
 
@@ -29,6 +29,8 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS owner_tokens (token_sha256 TEXT PRIMARY KEY, created REAL, revoked REAL)",
     "CREATE TABLE IF NOT EXISTS refusals (id INTEGER PRIMARY KEY AUTOINCREMENT, analyst TEXT NOT NULL,"
     " query TEXT NOT NULL, code TEXT NOT NULL, created REAL NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS surveys (name TEXT PRIMARY KEY, spec TEXT NOT NULL,"
+    " collect_sha256 TEXT NOT NULL, n INTEGER NOT NULL, support TEXT NOT NULL, created REAL NOT NULL)",
 )
 # columns added after the first release of the schema: (table, column, declaration)
 _ADDED = (
@@ -197,6 +199,59 @@ class Catalog:
             }
             for r in rows
         ]
+
+    # ---- surveys of the local model: a spec, a collection token, and the estimator's state
+    def create_survey(self, name: str, spec: dict[str, Any], d: int) -> str:
+        """Declare a survey; returns its collection token (for the people's devices), shown once."""
+        token = secrets.token_urlsafe(32)
+        with self._lock:
+            try:
+                self._conn.execute(
+                    "INSERT INTO surveys VALUES (?, ?, ?, 0, ?, ?)",
+                    (name, json.dumps(spec), _hash(token), json.dumps([0] * d), time.time()),
+                )
+            except sqlite3.IntegrityError:
+                raise InvalidParameter(f"a survey {name!r} exists already; choose another name") from None
+        return token
+
+    def survey(self, name: str) -> tuple[dict[str, Any], int, list[int]]:
+        """The survey's spec, number of reports and support counts."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT spec, n, support FROM surveys WHERE name = ?", (name,)
+            ).fetchone()
+        if row is None:
+            raise UnknownTable(f"no survey {name!r}; the owner declares surveys with POST /v1/surveys")
+        return dict(json.loads(row[0])), int(row[1]), list(json.loads(row[2]))
+
+    def surveys(self) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self._conn.execute("SELECT name, spec, n FROM surveys ORDER BY name").fetchall()
+        return [{"name": r[0], "spec": json.loads(r[1]), "n": r[2]} for r in rows]
+
+    def is_collector(self, name: str, token: str) -> bool:
+        with self._lock:
+            row = self._conn.execute("SELECT collect_sha256 FROM surveys WHERE name = ?", (name,)).fetchone()
+        return row is not None and secrets.compare_digest(str(row[0]), _hash(token))
+
+    def add_to_survey(self, name: str, support: list[int], n: int) -> int:
+        """Add one batch's support counts, atomically (processes serialise on the write lock)."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                row = self._conn.execute("SELECT n, support FROM surveys WHERE name = ?", (name,)).fetchone()
+                if row is None:
+                    raise UnknownTable(f"no survey {name!r}")
+                total = [a + b for a, b in zip(json.loads(row[1]), support, strict=True)]
+                self._conn.execute(
+                    "UPDATE surveys SET n = ?, support = ? WHERE name = ?",
+                    (int(row[0]) + n, json.dumps(total), name),
+                )
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+        return int(row[0]) + n
 
     # ---- the log of refused queries (spends are in the ledger, beside it)
     def log_refusal(self, analyst: str, query: str, code: str) -> None:

@@ -25,9 +25,11 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from privdb.backends.duckdb import check_name
 from privdb.catalog.store import Principal
 from privdb.database import Database
 from privdb.errors import Forbidden, InvalidParameter, PrivdbError, RawAccessDenied, Unauthorized
+from privdb.local.survey import Survey
 from privdb.server.errors import error_response, from_error
 from privdb.sql import engine
 
@@ -52,6 +54,19 @@ class AnalystIn(BaseModel):
     delta: float = 0.0
     tables: list[str] | None = None
     expires_in: float | None = Field(default=None, description="the token's life in seconds")
+
+
+class SurveyIn(BaseModel):
+    name: str = Field(max_length=64)
+    protocol: str = Field(description="coin, alpha, flip, binary, krr, oue or olh")
+    domain: list[str | int] | None = Field(default=None, description="the values people answer with")
+    epsilon: float | None = None
+    alpha: float | None = None
+    p: float | None = None
+
+
+class ResponsesIn(BaseModel):
+    responses: list[Any] = Field(description="already-randomised responses, as the randomiser returned them")
 
 
 class TableIn(BaseModel):
@@ -249,6 +264,35 @@ def create_app(
             "rows": [[_plain(v) for v in row] for row in shown.itertuples(index=False, name=None)],
             "truncated": len(frame) > len(shown),
         }
+
+    # ---- surveys of the local model
+    @app.post("/v1/surveys", summary="Declare a survey (protocol, ε, domain); returns its collection token")
+    def add_survey(body: SurveyIn, who: Owner) -> dict[str, Any]:
+        check_name(body.name, "survey")
+        spec = {k: v for k, v in body.model_dump().items() if k != "name" and v is not None}
+        survey = Survey(spec)
+        token = db.catalog.create_survey(body.name, survey.spec, len(survey.domain))
+        return {"name": body.name, "collect_token": token, "spec": survey.spec, "epsilon": survey.epsilon}
+
+    @app.get("/v1/surveys", summary="The declared surveys")
+    def list_surveys(who: Who) -> list[dict[str, Any]]:
+        return db.catalog.surveys()
+
+    @app.post("/v1/surveys/{name}/responses", summary="Add a batch of already-randomised responses")
+    def add_responses(name: str, body: ResponsesIn, request: Request) -> dict[str, Any]:
+        token = _bearer(request)
+        if not db.catalog.is_collector(name, token) and not db.catalog.authenticate(token).is_owner:
+            raise Forbidden(f"this token may not add responses to survey {name!r}; use its collection token")
+        spec, _, _ = db.catalog.survey(name)
+        survey = Survey(spec)
+        support, n = survey.support(body.responses)
+        total = db.catalog.add_to_survey(name, support, n)
+        return {"name": name, "added": n, "n": total}
+
+    @app.get("/v1/surveys/{name}", summary="The survey's current estimate, with 95% intervals")
+    def survey_estimate(name: str, who: Who) -> dict[str, Any]:
+        spec, n, support = db.catalog.survey(name)
+        return {"name": name} | Survey(spec).estimate(support, n)
 
     # ---- the page and health
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
