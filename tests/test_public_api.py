@@ -9,7 +9,8 @@ import privdb.mechanisms
 
 
 def test_exports_are_pinned() -> None:
-    assert set(privdb.__all__) == {"Connection", "PrivdbError", "Result", "__version__", "connect"}
+    assert set(privdb.__all__) == {"Connection", "PrivdbError", "Result", "__version__", "connect", "decide"}
+    assert all(getattr(privdb, name) is not None for name in privdb.__all__)  # lazy names resolve
     assert set(privdb.errors.__all__) == {
         "BudgetExhausted",
         "Forbidden",
