@@ -160,3 +160,9 @@ def test_demo_local_writes_the_local_vs_central_plot(tmp_path: Path) -> None:
     assert "√n" in result.output and out.read_bytes()[:4] == b"\x89PNG"
     bad = runner.invoke(app, ["demo", "nosuch"])
     assert bad.exit_code == 2 and "unknown demo" in bad.output
+
+
+def test_demo_linkage_shows_the_attack_before_and_after() -> None:
+    result = runner.invoke(app, ["demo", "linkage"])
+    assert result.exit_code == 0, result.output
+    assert "names removed only" in result.output and "71%" in result.output and "0%" in result.output
