@@ -87,6 +87,15 @@ class Database:
         name = self.backend.resolve(table)
         return self._store_metadata(metadata_from_dict(name, spec, self.backend.columns(name)))
 
+    def _recount_units(self) -> None:
+        for name in self.backend.tables():
+            try:
+                unit = self.metadata(name).privacy_unit
+            except PrivdbError:
+                continue  # the statement broke this table's metadata: its queries are refused anyway
+            if unit is not None:
+                self.backend.count_unit_rows(name, unit)
+
     def _writable(self, what: str) -> None:
         if self.read_only:
             raise InvalidParameter(
@@ -104,15 +113,11 @@ class Database:
         counts of every table with a privacy unit are rebuilt (user-level bounding relies on them)."""
         if not sql.strip():
             raise InvalidParameter("the SQL statement is empty; write one, e.g. SELECT COUNT(*) FROM people")
-        frame = self.backend.raw(sql)
-        if not _read_only(sql):
-            for name in self.backend.tables():
-                try:
-                    unit = self.metadata(name).privacy_unit
-                except PrivdbError:
-                    continue  # the statement broke this table's metadata: its queries are refused anyway
-                if unit is not None:
-                    self.backend.count_unit_rows(name, unit)
+        try:
+            frame = self.backend.raw(sql)
+        finally:  # also when a later statement failed: the earlier ones may have written
+            if not _read_only(sql):
+                self._recount_units()
         return frame
 
     def metadata(self, table: str) -> TableMeta:
@@ -201,7 +206,7 @@ class Database:
         con = duckdb.connect(":memory:")
         try:
             con.execute(f'CREATE TABLE v AS SELECT UNNEST(?) AS "{column.name}"', [values])
-            rows = con.execute(f"SELECT DISTINCT {key_sql} AS k FROM v ORDER BY 1 NULLS LAST").fetchall()
+            rows = con.execute(f"SELECT DISTINCT TRY({key_sql}) AS k FROM v ORDER BY 1 NULLS LAST").fetchall()
         except duckdb.Error:
             return None  # not evaluable on the public values: keys go through the noisy threshold
         finally:

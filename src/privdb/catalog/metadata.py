@@ -148,6 +148,11 @@ def _column(table: str, name: str, spec: Any, engine_type: str | None) -> Column
         if len(set(map(repr, values))) != len(values):
             raise InvalidParameter(f"table {table!r}, column {name!r}: values has duplicates")
         values = tuple(values)
+    if engine_type is not None and kind == "bool" and engine_type != "bool":
+        raise InvalidParameter(
+            f"table {table!r}, column {name!r}: declared bool but the data holds {engine_type}; "
+            "fix the type in the metadata or the data"
+        )
     if engine_type is not None and kind in ("int", "float") and engine_type not in ("int", "float", "bool"):
         raise InvalidParameter(
             f"table {table!r}, column {name!r}: declared {kind} but the data holds {engine_type}; "

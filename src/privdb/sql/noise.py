@@ -58,7 +58,9 @@ def _groups(plan: Plan, frame: pd.DataFrame) -> tuple[list[tuple[Any, ...]], dic
     elif plan.domains is not None:
         groups = plan.public_groups()
     else:
-        groups = list(data.keys())  # released only through the noisy threshold
+        # released only through the noisy threshold, in sorted order: the engine's hash-table order could
+        # tell something about the data
+        groups = sorted(data, key=lambda g: tuple((v is None, v) for v in g))
     zeros = [0.0] * len(names)
     table = np.array([data.get(g, zeros) for g in groups], dtype=np.float64).reshape(len(groups), len(names))
     return groups, {name: table[:, i] for i, name in enumerate(names)}

@@ -19,8 +19,8 @@ privacy unit), bounds ``[L, U]``, ``B = max(|L|, |U|)``:
 | statistic | add/remove | substitute, no GROUP BY | substitute, GROUP BY |
 |-----------|-----------|--------------------------|----------------------|
 | count     | m         | m                        | 2m                   |
-| sum       | m·B       | m·(U − L)                | 2m·B (≥ m·(U − L))   |
-| sum of squares | m·B²  | m·(B² − b²), b = min |x| | 2m·B²            |
+| sum       | m·B       | m·max(U − L, B)          | 2m·B                 |
+| sum of squares | m·B²  | m·B²                     | 2m·B²                |
 
 The L1 sensitivity covers the whole vector of groups: a unit's rows are bounded to ``m`` in total over at
 most ``G`` groups, so at most ``G`` coordinates change (``2G`` under substitution).
@@ -181,13 +181,13 @@ def plan_query(query: DPQuery, table: TableMeta, evaluate_domain: Any = None) ->
 
     def sum_sens(lo: float, hi: float, squared: bool) -> float:
         if squared:
-            b_hi = max(lo * lo, hi * hi)
-            b_lo = 0.0 if lo <= 0 <= hi else min(lo * lo, hi * hi)
-            lo, hi = b_lo, b_hi
+            lo, hi = (0.0 if lo <= 0 <= hi else min(lo * lo, hi * hi)), max(lo * lo, hi * hi)
         big = max(abs(lo), abs(hi))
         if not substitute:
             return m * big
-        return 2 * m * big if grouped else m * (hi - lo)
+        # a substituted unit may pass WHERE with any of 0..m rows before and after, so its contribution
+        # lies in [min(0, m·L), max(0, m·U)]: the change is at most m·max(U − L, B)
+        return 2 * m * big if grouped else m * max(hi - lo, big)
 
     changed = 2 * g if substitute and grouped else g
     statistics: list[Statistic] = []

@@ -11,7 +11,9 @@ What is and is not protected (docs/proofs/local.md): the values of every record 
 is released, as in every local-model survey, so the guarantee is ε-DP under the *substitute* relation
 (a person's data changed). The answer says so in ``extra``.
 
-``WHERE``, ``ORDER BY`` and ``LIMIT`` run on the randomised records in a separate in-memory engine that
+The randomised records are put in a uniformly random order (CSPRNG) before anything else: the engine's
+order follows storage and the bounding steps, and would tell about unreleased columns or units' sizes.
+``WHERE``, ``ORDER BY`` and ``LIMIT`` then run on the randomised records in a separate in-memory engine that
 holds nothing else: filtering on true values would reveal them, filtering released values is
 post-processing. They may therefore use released columns only.
 """
@@ -256,7 +258,13 @@ def randomize_records(plan: ReleasePlan, frame: pd.DataFrame, rng: RandomSource 
         values, info = _randomize(col, frame[name], source)
         released[col.column.name] = values
         accuracy.append(info)
-    table = pd.DataFrame(released, columns=[c.column.name for c in plan.columns])
+    # a uniformly random order (from the CSPRNG): the engine's order follows storage and the bounding
+    # steps, and could tell the analyst about unreleased columns or how many rows a unit has
+    order = np.argsort(source.words(len(frame)), kind="stable")
+    table = pd.DataFrame(
+        {name: np.asarray(values)[order] for name, values in released.items()},
+        columns=[c.column.name for c in plan.columns],
+    )
     select = plan.query.select.copy()
     select.set(
         "expressions",

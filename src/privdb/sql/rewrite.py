@@ -32,7 +32,7 @@ def _clamped(column: ColumnMeta) -> str:
     """The value clamped to its declared bounds. NULL stays NULL (aggregates skip it); DuckDB orders NaN
     above every number, so NaN clamps to the upper bound, as it does with LEAST/GREATEST."""
     assert column.lower is not None and column.upper is not None
-    value = quote(column.name) if column.type == "float" else f"CAST({quote(column.name)} AS DOUBLE)"
+    value = quote(column.name) if column.type == "float" else f"TRY_CAST({quote(column.name)} AS DOUBLE)"
     lo, hi = float(column.lower), float(column.upper)
     return f"CASE WHEN {value} < {lo!r} THEN {lo!r} WHEN {value} > {hi!r} THEN {hi!r} ELSE {value} END"
 
@@ -71,10 +71,12 @@ def engine_sql(plan: Plan, table: str, unit_rows: str | None = None) -> str:
     ``DuckDBBackend.count_unit_rows``): units with at most ``min(m, G)`` rows can exceed neither bound,
     so their rows take the plain aggregate, and only larger units go through bounding.
     """
-    keys = [k.sql for k in plan.resolved.keys]
+    # TRY: an expression that would fail on some row (overflow, division by zero, a bad cast or regex)
+    # yields NULL there instead, so whether a query fails can never depend on the data
+    keys = [f"TRY({k.sql})" for k in plan.resolved.keys]
     key_cols = [f"k{i}" for i in range(len(keys))]
     where = plan.resolved.where
-    condition = where.sql(dialect="duckdb") if isinstance(where, exp.Expression) else None
+    condition = f"TRY({where.sql(dialect='duckdb')})" if isinstance(where, exp.Expression) else None
     source = quote(table)
     computed, twins = _distinct(plan.statistics)
     unit = plan.table.privacy_unit
