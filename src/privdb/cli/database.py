@@ -183,6 +183,21 @@ def explain(
             f"{s['ci95_half_width']:.4g}",
         )
     out.print(table)
+    if plan.get("order_statistics"):
+        order = Table(title="order statistics and modes (exponential mechanism)")
+        for col in ("column", "kind", "ε per group", "Δ", "candidates", "resolution", "95% utility loss"):
+            order.add_column(col)
+        for o in plan["order_statistics"]:
+            order.add_row(
+                o["column"],
+                o["kind"] + (f" q={o['q']:g}" if o["q"] is not None else ""),
+                f"{o['epsilon_per_group']:.4g}",
+                f"{o['sensitivity']:g}",
+                f"{o['candidates']:,}",
+                "—" if o["resolution"] is None else f"{o['resolution']:.4g}",
+                f"{o['utility_loss95']:.4g}",
+            )
+        out.print(order)
     out.print("[bold]engine SQL[/bold]")
     out.print(plan["engine_sql"], highlight=False, markup=False)
 

@@ -29,7 +29,7 @@ from privdb.sql.release import (
     randomize_records,
     release_sql,
 )
-from privdb.sql.rewrite import engine_sql
+from privdb.sql.rewrite import engine_sql, histogram_sql
 
 __all__ = ["explain", "prepare", "run"]
 
@@ -58,14 +58,25 @@ def prepare(db: Database, text: str) -> tuple[Plan | ReleasePlan, str]:
     else:
         plan = plan_query(query, meta, db.evaluate_domain)
         sql = engine_sql(plan, meta.name, unit_rows)
-    db.backend.bind(sql)
+        for text_h in histogram_queries(db, plan).values():
+            db.backend.bind(text_h)
+    if sql:
+        db.backend.bind(sql)
     return plan, sql
 
 
+def histogram_queries(db: Database, plan: Plan) -> dict[str, str]:
+    """The engine queries of a plan's order statistics and modes, by histogram name."""
+    meta = plan.table
+    unit_rows = db.backend.unit_rows(meta.name, meta.privacy_unit) if meta.privacy_unit else None
+    return {h.name: histogram_sql(plan, h, meta.name, unit_rows) for h in plan.histograms}
+
+
 def _explain_release(plan: ReleasePlan, sql: str) -> dict[str, Any]:
+    sql_text = sqlglot.transpile(sql, read="duckdb", write="duckdb", pretty=True)[0]
     return {
         "table": plan.table.name,
-        "engine_sql": sqlglot.transpile(sql, read="duckdb", write="duckdb", pretty=True)[0],
+        "engine_sql": sql_text,
         "privacy_unit": plan.table.privacy_unit,
         "neighbouring": "substitute (records are released: their number is public)",
         "release": [
@@ -101,9 +112,28 @@ def explain(db: Database, text: str) -> dict[str, Any]:
                 "ci95_half_width": mech.half_width(0.05),
             }
         )
+
+    def pretty(text_sql: str) -> str:
+        return sqlglot.transpile(text_sql, read="duckdb", write="duckdb", pretty=True)[0] if text_sql else ""
+
+    order_statistics = [
+        {
+            "column": agg.output,
+            "kind": agg.kind,
+            "q": agg.q,
+            "mechanism": "exponential",
+            "epsilon_per_group": agg.histogram.epsilon,
+            "sensitivity": agg.histogram.sensitivity,
+            "candidates": agg.histogram.points,
+            "resolution": agg.histogram.width if agg.histogram.values is None else None,
+            "utility_loss95": agg.histogram.mechanism().utility_loss(agg.histogram.points, 0.05),
+        }
+        for agg in plan.aggregates
+        if agg.histogram is not None
+    ]
     return {
         "table": plan.table.name,
-        "engine_sql": sqlglot.transpile(sql, read="duckdb", write="duckdb", pretty=True)[0],
+        "engine_sql": "\n\n".join(pretty(q) for q in (sql, *histogram_queries(db, plan).values()) if q),
         "privacy_unit": plan.table.privacy_unit,
         "neighbouring": plan.table.neighbouring,
         "aggregates": [
@@ -111,6 +141,7 @@ def explain(db: Database, text: str) -> dict[str, Any]:
             for a in plan.aggregates
         ],
         "statistics": stats,
+        "order_statistics": order_statistics,
         "keys": "public domain"
         if plan.domains is not None
         else (
@@ -159,7 +190,15 @@ def _run(db: Database, analyst: str, text: str) -> Result:
         analyst, db.name, epsilon=plan.epsilon, delta=plan.delta, note=normalized[:500]
     )
     try:
-        frame = db.backend.fetch(sql, timeout=db.query_timeout)
+        frame = db.backend.fetch(sql, timeout=db.query_timeout) if sql else None
+        histograms = (
+            {
+                name: db.backend.fetch(text_h, timeout=db.query_timeout)
+                for name, text_h in histogram_queries(db, plan).items()
+            }
+            if isinstance(plan, Plan)
+            else {}
+        )
     except TimeoutError:
         reservation.commit()
         raise QueryFailed(
@@ -174,9 +213,10 @@ def _run(db: Database, analyst: str, text: str) -> Result:
         ) from None
     try:
         if isinstance(plan, ReleasePlan):
+            assert frame is not None
             answer = randomize_records(plan, frame, db.noise_source)
         else:
-            answer = add_noise(plan, frame, db.noise_source)
+            answer = add_noise(plan, frame, db.noise_source, histograms)
     except Exception as err:
         reservation.commit()
         raise InternalError(f"adding noise failed ({type(err).__name__}); the cost was charged") from None

@@ -35,13 +35,16 @@ from typing import Any
 
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.errors import InvalidParameter, UnsupportedQuery
-from privdb.mechanisms import Geometric, Laplace, RandomSource
+from privdb.mechanisms import ExponentialMechanism, Geometric, Laplace, RandomSource
 from privdb.sql.parse import DPQuery
 from privdb.sql.validate import Resolved, resolve
 
-__all__ = ["Plan", "Statistic", "Threshold", "plan_query"]
+__all__ = ["Histogram", "Plan", "Statistic", "Threshold", "plan_query"]
 
 MAX_PUBLIC_GROUPS = 1_000_000
+QUANTILE_CELLS = 2**14  # grid of a float column's range for order statistics
+MAX_INT_CELLS = 2**16  # int columns of at most this span get one cell per integer
+MAX_MODE_VALUES = 100_000
 _DERIVED_DOMAIN_SPAN = 100_000  # integer ranges up to this size give derived public key domains
 
 
@@ -74,12 +77,50 @@ class Threshold:
 
 
 @dataclass(frozen=True)
+class Histogram:
+    """Per-group counts of one column over cells, for an order statistic or a mode (exponential mechanism).
+
+    Quantiles: the clamped value's cell on a grid of ``[L, U]`` (width 1 for int columns of span up to
+    ``MAX_INT_CELLS``, else ``(U − L)/QUANTILE_CELLS``); candidates are the grid points. Modes: one cell per
+    public domain value. ``epsilon`` is per group, ``sensitivity`` the utility's Δ.
+    """
+
+    name: str
+    column: ColumnMeta
+    lo: float
+    width: float
+    cells: int
+    values: tuple[Any, ...] | None
+    epsilon: float
+    sensitivity: float
+    monotone: bool
+
+    @property
+    def integer(self) -> bool:
+        return self.values is None and self.width == 1.0 and self.column.type == "int"
+
+    @property
+    def points(self) -> int:
+        """How many candidates the mechanism chooses among."""
+        if self.values is not None or self.integer:
+            return self.cells
+        return self.cells + 1
+
+    def mechanism(self, rng: RandomSource | None = None) -> ExponentialMechanism:
+        return ExponentialMechanism(
+            epsilon=self.epsilon, sensitivity=self.sensitivity, monotone=self.monotone, rng=rng
+        )
+
+
+@dataclass(frozen=True)
 class AggregatePlan:
     output: str
     kind: str
     column: ColumnMeta | None
     statistics: tuple[str, ...]
     epsilon: float
+    histogram: Histogram | None = None
+    q: float | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +135,7 @@ class Plan:
     threshold: Threshold | None
     epsilon: float
     delta: float
+    histograms: tuple[Histogram, ...] = ()
 
     @property
     def table(self) -> TableMeta:
@@ -117,6 +159,41 @@ def _bounds(column: ColumnMeta, aggregate: str) -> tuple[float, float]:
             "metadata (privdb load … --metadata M.yaml); privdb never takes bounds from the data"
         )
     return column.lower, column.upper
+
+
+def _histogram(
+    name: str, kind: str, column: ColumnMeta, epsilon: float, m: int, substitute: bool
+) -> Histogram:
+    """The cells of an order statistic (a grid of the bounds) or a mode (the public domain).
+
+    The utility of a quantile candidate ``y`` is ``−|#{x < y} − q·n|`` (Smith 2011): a unit's at most ``m``
+    rows move it by at most ``m`` under either relation. A mode's utility is a value's count (Δ = m), which
+    only grows when a unit is added: monotone under add/remove, so ``exp(ε·u/Δ)`` applies there."""
+    if kind == "mode":
+        domain = (
+            column.values if column.values is not None else ((False, True) if column.type == "bool" else None)
+        )
+        if domain is None and column.type == "int" and column.bounded:
+            assert column.lower is not None and column.upper is not None
+            first, last = math.ceil(column.lower), math.floor(column.upper)
+            if last - first + 1 <= MAX_MODE_VALUES:
+                domain = tuple(range(first, last + 1))
+        if domain is None:
+            raise InvalidParameter(
+                f"MODE({column.name}) chooses among public values: declare `values: [...]` for "
+                f"{column.name!r} in its metadata (or bounds, for an int column)"
+            )
+        return Histogram(
+            name, column, 0.0, 1.0, len(domain), tuple(domain), epsilon, float(m), not substitute
+        )
+    lo, hi = _bounds(column, "QUANTILE")
+    if column.type == "int" and float(lo).is_integer() and float(hi).is_integer() and hi - lo < MAX_INT_CELLS:
+        return Histogram(name, column, lo, 1.0, int(hi - lo) + 1, None, epsilon, float(m), False)
+    if hi == lo:
+        return Histogram(name, column, lo, 1.0, 1, None, epsilon, float(m), False)
+    return Histogram(
+        name, column, lo, (hi - lo) / QUANTILE_CELLS, QUANTILE_CELLS, None, epsilon, float(m), False
+    )
 
 
 def _derived_domain(key_sql: str, columns: tuple[ColumnMeta, ...], evaluate: Any) -> tuple[Any, ...] | None:
@@ -190,8 +267,12 @@ def plan_query(query: DPQuery, table: TableMeta, evaluate_domain: Any = None) ->
         return 2 * m * big if grouped else m * max(hi - lo, big)
 
     changed = 2 * g if substitute and grouped else g
+    # an order statistic or mode runs one exponential mechanism per group; a unit reaches at most
+    # `changed` groups, so each group's mechanism gets that share of the aggregate's ε (composition)
+    group_factor = changed
     statistics: list[Statistic] = []
     plans: list[AggregatePlan] = []
+    histograms: list[Histogram] = []
 
     def add(kind: str, column: ColumnMeta | None, eps: float) -> str:
         name = f"s{len(statistics)}"
@@ -222,6 +303,12 @@ def plan_query(query: DPQuery, table: TableMeta, evaluate_domain: Any = None) ->
             assert col is not None
             _bounds(col, "AVG")
             names = (add("sum", col, eps_each / 2), add("nonnull", col, eps_each / 2))
+        elif agg.kind in ("quantile", "mode"):
+            assert col is not None
+            hist = _histogram(f"h{len(histograms)}", agg.kind, col, eps_each / group_factor, m, substitute)
+            histograms.append(hist)
+            plans.append(AggregatePlan(agg.output, agg.kind, col, (), eps_each, hist, agg.q))
+            continue
         else:
             assert col is not None
             _bounds(col, agg.kind.upper())
@@ -251,4 +338,5 @@ def plan_query(query: DPQuery, table: TableMeta, evaluate_domain: Any = None) ->
         threshold=threshold,
         epsilon=query.epsilon,
         delta=query.delta if threshold is not None else 0.0,
+        histograms=tuple(histograms),
     )

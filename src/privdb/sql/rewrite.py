@@ -23,9 +23,9 @@ from sqlglot import exp
 
 from privdb.backends.duckdb import quote
 from privdb.catalog.metadata import ColumnMeta
-from privdb.sql.plan import Plan, Statistic
+from privdb.sql.plan import Histogram, Plan, Statistic
 
-__all__ = ["engine_sql"]
+__all__ = ["engine_sql", "histogram_sql"]
 
 
 def _clamped(column: ColumnMeta) -> str:
@@ -79,6 +79,8 @@ def engine_sql(plan: Plan, table: str, unit_rows: str | None = None) -> str:
     condition = f"TRY({where.sql(dialect='duckdb')})" if isinstance(where, exp.Expression) else None
     source = quote(table)
     computed, twins = _distinct(plan.statistics)
+    if not computed:
+        return ""  # only order statistics or modes: their histogram queries read the data
     unit = plan.table.privacy_unit
     key_select = "".join(f"{k} AS {c}, " for k, c in zip(keys, key_cols, strict=True))
     outer_keys = "".join(f"{c}, " for c in key_cols)
@@ -126,4 +128,68 @@ def engine_sql(plan: Plan, table: str, unit_rows: str | None = None) -> str:
         f"WITH parts AS ({parts}) SELECT {outer_keys}{totals}"
         + "".join(f", SUM({twin}) AS {name}" for name, twin in twins.items())
         + f" FROM ({bounded}){group_by}"
+    )
+
+
+def _cell(hist: Histogram) -> str:
+    """The cell of a row's value: its grid cell (order statistics) or the value itself (modes)."""
+    if hist.values is not None:
+        return f"TRY({quote(hist.column.name)})"
+    clamped = _clamped(hist.column)
+    if hist.integer or hist.cells == 1:
+        return f"TRY(CAST(FLOOR({clamped}) - {hist.lo!r} AS BIGINT))"
+    return f"LEAST({hist.cells - 1}, TRY(CAST(FLOOR(({clamped} - {hist.lo!r}) / {hist.width!r}) AS BIGINT)))"
+
+
+def histogram_sql(plan: Plan, hist: Histogram, table: str, unit_rows: str | None = None) -> str:
+    """Per group and cell, the (bounded) number of rows: ``k0 …, c, n``.
+
+    Row privacy: one ``GROUP BY``. With a privacy unit the rows are bounded as for sums (module doc): at
+    most ``G`` groups per unit chosen at random, and each unit's counts scaled by ``min(1, m/R)``, so a unit
+    moves any rank by at most ``m``; units small enough to need no bounding take the plain path."""
+    keys = [f"TRY({k.sql})" for k in plan.resolved.keys]
+    key_cols = [f"k{i}" for i in range(len(keys))]
+    where = plan.resolved.where
+    cell = _cell(hist)
+    conditions = [f"({cell}) IS NOT NULL"]
+    if isinstance(where, exp.Expression):
+        conditions.append(f"TRY({where.sql(dialect='duckdb')})")
+    key_select = "".join(f"{k} AS {c}, " for k, c in zip(keys, key_cols, strict=True))
+    outer = "".join(f"{c}, " for c in key_cols)
+    by = "".join(f"{c}, " for c in key_cols)
+    source = quote(table)
+    unit = plan.table.privacy_unit
+
+    def rows(extra: str | None = None) -> str:
+        cond = " AND ".join([*conditions, *([extra] if extra else [])])
+        return f"SELECT {key_select}{cell} AS c, COUNT(*) AS n FROM {source} WHERE {cond} GROUP BY {by}c"
+
+    if unit is None:
+        return rows()
+    m, g = plan.table.max_contributions, plan.table.max_groups
+    small = min(m, g) if key_cols else m
+    big = f"{quote(unit_rows)} > {small}" if unit_rows else None
+    cond = " AND ".join([*conditions, *([big] if big else [])])
+    parts = (
+        f"SELECT {quote(unit)} AS u, {key_select}{cell} AS c, COUNT(*) AS r FROM {source} WHERE {cond} "
+        f"GROUP BY u, {by}c"
+    )
+    same = " AND ".join(f"p.{c} IS NOT DISTINCT FROM kept.{c}" for c in ["u", *key_cols])
+    if key_cols:
+        groups = (
+            f"SELECT u, {outer}SUM(r) AS rg, random() AS rnd FROM parts GROUP BY u, {', '.join(key_cols)}"
+        )
+        ranked = f"SELECT *, ROW_NUMBER() OVER (PARTITION BY u ORDER BY rnd) AS gr FROM ({groups})"
+        kept = f"SELECT u, {outer}rg FROM ({ranked}) WHERE gr <= {g}"
+    else:
+        kept = "SELECT u, SUM(r) AS rg FROM parts GROUP BY u"
+    scaled = (
+        f"SELECT {''.join(f'p.{c}, ' for c in key_cols)}p.c, p.r * LEAST(1.0, {m} / units.total) AS n "
+        f"FROM parts p JOIN kept ON {same} JOIN units ON p.u IS NOT DISTINCT FROM units.u"
+    )
+    body = f"{rows(f'{quote(unit_rows)} <= {small}')} UNION ALL {scaled}" if unit_rows else scaled
+    units = "SELECT u, SUM(rg) AS total FROM kept GROUP BY u"
+    return (
+        f"WITH parts AS ({parts}), kept AS ({kept}), units AS ({units}) "
+        f"SELECT {outer}c, SUM(n) AS n FROM ({body}) GROUP BY {by}c"
     )

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from privdb.catalog.metadata import ColumnMeta, TableMeta
-from privdb.errors import UnsupportedQuery
+from privdb.errors import InvalidParameter, UnsupportedQuery
 
 __all__ = [
     "AggregateRef",
@@ -27,7 +27,8 @@ __all__ = [
 
 SUPPORTED = (
     "supported: DP-SELECT ε [DELTA δ] with COUNT(*), COUNT(col), SUM(col), AVG(col), VARIANCE(col), "
-    "STDDEV(col) and GROUP BY keys, FROM one table, WHERE on rows, GROUP BY, ORDER BY, LIMIT; or "
+    "STDDEV(col), MEDIAN(col), QUANTILE(col, q), MIN(col), MAX(col), MODE(col) and GROUP BY keys, "
+    "FROM one table, WHERE on rows, GROUP BY, ORDER BY, LIMIT; or "
     "randomised records: DP-SELECT ε col1, col2 (or *) FROM table [WHERE …]"
 )
 
@@ -69,12 +70,13 @@ _ALLOWED_ANONYMOUS = {
     "MD5",
     "HASH",
 }
-_LATER = {
-    exp.Median: "MEDIAN",
-    exp.Quantile: "QUANTILE",
-    exp.Min: "MIN",
-    exp.Max: "MAX",
-    exp.Mode: "MODE",
+# order statistics: the exponential mechanism over a grid of the bounded domain (plan.py)
+_QUANTILES: dict[type[exp.Expression], float | None] = {
+    exp.Median: 0.5,
+    exp.Min: 0.0,
+    exp.Max: 1.0,
+    exp.Quantile: None,  # QUANTILE(col, q)
+    exp.PercentileCont: None,
 }
 
 
@@ -83,9 +85,10 @@ class AggregateRef:
     """An aggregate of the select list: its kind and the column it reads (``None`` for COUNT(*))."""
 
     output: str
-    kind: str  # count_star | count | sum | avg | variance | stddev
+    kind: str  # count_star | count | sum | avg | variance | stddev | quantile | mode
     column: ColumnMeta | None
     node: exp.Expression
+    q: float | None = None  # the quantile's level, for kind == "quantile"
 
 
 @dataclass(frozen=True)
@@ -161,13 +164,30 @@ def check_literal_types(node: exp.Expression, table: TableMeta, where: str) -> N
                     ) from None
 
 
-def _aggregate(node: exp.Expression, table: TableMeta) -> tuple[str, ColumnMeta | None] | None:
-    """(kind, column) if ``node`` is a supported aggregate, ``None`` if not an aggregate at all."""
-    for cls, name in _LATER.items():
-        if isinstance(node, cls):
-            raise UnsupportedQuery(f"{name} is not supported yet; {SUPPORTED}")
+def _quantile_level(node: exp.Expression) -> float:
+    level = node.args.get("quantile") or node.args.get("expression")
+    if isinstance(level, exp.Neg) and isinstance(level.this, exp.Literal):
+        level = exp.Literal.number(-float(level.this.this))
+    if not isinstance(level, exp.Literal) or level.is_string:
+        raise UnsupportedQuery(f"{node.sql()}: the quantile's level is a number between 0 and 1, e.g. 0.9")
+    q = float(level.this)
+    if not 0.0 <= q <= 1.0:
+        raise InvalidParameter(f"{node.sql()}: the quantile's level must be between 0 and 1, got {q:g}")
+    return q
+
+
+def _aggregate(node: exp.Expression, table: TableMeta) -> tuple[str, ColumnMeta | None, float | None] | None:
+    """(kind, column, quantile level) if ``node`` is a supported aggregate, ``None`` if not an aggregate."""
     kind = None
-    if isinstance(node, exp.Count):
+    q: float | None = None
+    if type(node) in _QUANTILES:
+        kind = "quantile"
+        q = _QUANTILES[type(node)]
+        if q is None:
+            q = _quantile_level(node)
+    elif isinstance(node, exp.Mode):
+        kind = "mode"
+    elif isinstance(node, exp.Count):
         kind = "count"
     elif isinstance(node, exp.Sum):
         kind = "sum"
@@ -187,7 +207,7 @@ def _aggregate(node: exp.Expression, table: TableMeta) -> tuple[str, ColumnMeta 
     if isinstance(arg, exp.Distinct):
         raise _refuse(f"{kind.upper()}(DISTINCT …)")
     if kind == "count" and isinstance(arg, exp.Star):
-        return "count_star", None
+        return "count_star", None, None
     if not isinstance(arg, exp.Column):
         raise UnsupportedQuery(
             f"{node.sql()}: aggregates take one column (bounds are declared per column); "
@@ -198,7 +218,7 @@ def _aggregate(node: exp.Expression, table: TableMeta) -> tuple[str, ColumnMeta 
     column = table.column(arg.name)
     if column.identifier or column.private_id:
         raise UnsupportedQuery(f"column {column.name!r} identifies people and cannot be aggregated")
-    return kind, column
+    return kind, column, q
 
 
 def check_clauses(select: exp.Select) -> None:
@@ -268,8 +288,8 @@ def resolve(select: exp.Select, table: TableMeta) -> Resolved:
         found = _aggregate(node, table)
         if found is not None:
             name = item.alias if isinstance(item, exp.Alias) else node.sql(dialect="duckdb")
-            kind, column = found
-            aggregates.append(AggregateRef(name, kind, column, node))
+            kind, column, q = found
+            aggregates.append(AggregateRef(name, kind, column, node, q))
             outputs.append((name, "aggregate", len(aggregates) - 1))
             continue
         if any(isinstance(sub, exp.AggFunc) for sub in node.walk()):
