@@ -81,6 +81,8 @@ def _combine(
     agg: AggregatePlan, noisy: dict[str, NDArray[np.float64]], mechs: dict[str, Laplace]
 ) -> tuple[NDArray[np.float64], list[Interval]]:
     """The aggregate's noisy values and 95% intervals, per group."""
+    if agg.kind in _PAIR_KINDS:
+        return _pair(agg, noisy, mechs)
     if agg.kind in ("count_star", "count", "sum"):
         (name,) = agg.statistics
         values = noisy[name]
@@ -128,6 +130,62 @@ def _combine(
     if agg.kind == "stddev":
         return np.sqrt(out), [(math.sqrt(a), math.sqrt(b)) for a, b in intervals]
     return out, intervals
+
+
+def _json_interval(interval: Interval) -> list[float | None]:
+    """An interval for JSON: an unbounded end (too few rows to say anything) becomes null."""
+    return [v if math.isfinite(v) else None for v in interval]
+
+
+_PAIR_KINDS = ("covar", "corr", "regr_slope", "regr_intercept")
+_SIMULATIONS = 4000
+
+
+def _pair_value(kind: str, st: dict[str, NDArray[np.float64]]) -> NDArray[np.float64]:
+    """The aggregate from (noisy) sufficient statistics; NaN where it is undefined (too few rows)."""
+    n, sx, sy, sxy = st["pn"], st["sx"], st["sy"], st["sxy"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if kind == "covar":
+            out = sxy / n - (sx / n) * (sy / n)
+        elif kind == "corr":
+            num = n * sxy - sx * sy
+            den = np.sqrt((n * st["sxx"] - sx * sx) * (n * st["syy"] - sy * sy))
+            out = np.clip(num / den, -1.0, 1.0)
+        else:
+            slope = (n * sxy - sx * sy) / (n * st["sxx"] - sx * sx)
+            out = slope if kind == "regr_slope" else (sy - slope * sx) / n
+    result: NDArray[np.float64] = np.where(n >= 2, out, np.nan)
+    return result
+
+
+def _pair(
+    agg: AggregatePlan, noisy: dict[str, NDArray[np.float64]], mechs: dict[str, Laplace]
+) -> tuple[NDArray[np.float64], list[Interval]]:
+    """CORR, COVAR_POP, REGR_SLOPE, REGR_INTERCEPT from noisy sufficient statistics (post-processing).
+
+    The interval is a parametric bootstrap: the known noise distributions are simulated around the
+    released statistics and the aggregate recomputed; its 2.5 and 97.5 percentiles (approximate: a
+    plug-in, unlike the exact intervals of counts and sums)."""
+    from privdb.sql.plan import _PAIR_STATISTICS
+
+    roles = dict(zip(_PAIR_STATISTICS[agg.kind], agg.statistics, strict=True))
+    released = {role: noisy[name] for role, name in roles.items()}
+    values = _pair_value(agg.kind, released)
+    draws = np.random.default_rng()  # simulates public noise distributions: no secret is involved
+    intervals: list[Interval] = []
+    for i in range(values.size):
+        simulated = {
+            role: released[role][i] + draws.laplace(0.0, mechs[name].scale, _SIMULATIONS)
+            for role, name in roles.items()
+        }
+        sims = _pair_value(agg.kind, simulated)
+        sims = sims[np.isfinite(sims)]
+        if sims.size < _SIMULATIONS // 2:
+            intervals.append((-math.inf, math.inf))
+        else:
+            lo, hi = np.percentile(sims, [2.5, 97.5])
+            intervals.append((float(lo), float(hi)))
+    return values, intervals
 
 
 def _choose(
@@ -209,7 +267,7 @@ def add_noise(
                 row.append(group[i])
             else:
                 value = per_agg[i][0][r]
-                row.append(_py(value) if plan.aggregates[i].kind == "mode" else float(value))
+                row.append(_py(value) if plan.aggregates[i].kind == "mode" else _py(float(value)))
         rows.append(row)
     order = list(range(len(rows)))
     for name, desc in reversed(plan.resolved.order):
@@ -234,9 +292,14 @@ def add_noise(
             "mechanism": first.name,
             "scale": first.scale,
             "epsilon": agg.epsilon,
-            "ci95": list(intervals[order[0]]) if order else None,
-            "ci95_rows": [list(intervals[j]) for j in order],
+            "ci95": _json_interval(intervals[order[0]]) if order else None,
+            "ci95_rows": [_json_interval(intervals[j]) for j in order],
         }
+        if agg.kind in _PAIR_KINDS:
+            entry["method"] = (
+                "from noisy sufficient statistics (n, Σx, Σy, Σx², Σy², Σxy over rows with both values); "
+                "interval by simulating the noise around them (approximate)"
+            )
         if agg.kind in ("avg", "variance", "stddev"):
             entry["method"] = {
                 "avg": "noisy sum / noisy count, clipped to the bounds",

@@ -45,6 +45,13 @@ MAX_PUBLIC_GROUPS = 1_000_000
 QUANTILE_CELLS = 2**14  # grid of a float column's range for order statistics
 MAX_INT_CELLS = 2**16  # int columns of at most this span get one cell per integer
 MAX_MODE_VALUES = 100_000
+# the noisy sufficient statistics of each two-column aggregate (x the regressor of REGR_*(y, x)), in order
+_PAIR_STATISTICS = {
+    "covar": ("pn", "sx", "sy", "sxy"),
+    "corr": ("pn", "sx", "sy", "sxx", "syy", "sxy"),
+    "regr_slope": ("pn", "sx", "sy", "sxx", "sxy"),
+    "regr_intercept": ("pn", "sx", "sy", "sxx", "sxy"),
+}
 _DERIVED_DOMAIN_SPAN = 100_000  # integer ranges up to this size give derived public key domains
 
 
@@ -53,12 +60,15 @@ class Statistic:
     """One noisy per-group sum."""
 
     name: str
-    kind: str  # rows | nonnull | sum | sumsq
+    kind: (
+        str  # rows | nonnull | sum | sumsq; over rows where column2 is not null too: pn | psum | psq | pprod
+    )
     column: ColumnMeta | None
     sensitivity: float
     changed: int
     epsilon: float
     integer: bool  # integer counts (no privacy unit): the geometric mechanism
+    column2: ColumnMeta | None = None
 
     def mechanism(self, rng: RandomSource | None = None) -> Laplace:
         """The mechanism that noises this statistic (``rng`` only for reproducible tests)."""
@@ -121,6 +131,7 @@ class AggregatePlan:
     epsilon: float
     histogram: Histogram | None = None
     q: float | None = None
+    column2: ColumnMeta | None = None
 
 
 @dataclass(frozen=True)
@@ -274,21 +285,23 @@ def plan_query(query: DPQuery, table: TableMeta, evaluate_domain: Any = None) ->
     plans: list[AggregatePlan] = []
     histograms: list[Histogram] = []
 
-    def add(kind: str, column: ColumnMeta | None, eps: float) -> str:
+    def add(kind: str, column: ColumnMeta | None, eps: float, column2: ColumnMeta | None = None) -> str:
         name = f"s{len(statistics)}"
-        if kind in ("rows", "nonnull"):
+        if kind in ("rows", "nonnull", "pn"):
             sens = count_sens()
+        elif kind == "pprod":
+            assert column is not None and column2 is not None
+            (lo1, hi1), (lo2, hi2) = _bounds(column, "CORR"), _bounds(column2, "CORR")
+            corners = (lo1 * lo2, lo1 * hi2, hi1 * lo2, hi1 * hi2)
+            sens = sum_sens(min(corners), max(corners), False)
         else:
             assert column is not None
-            lo, hi = _bounds(column, "SUM" if kind == "sum" else "VARIANCE")
-            sens = sum_sens(lo, hi, kind == "sumsq")
+            lo, hi = _bounds(column, "SUM" if kind in ("sum", "psum") else "VARIANCE")
+            sens = sum_sens(lo, hi, kind in ("sumsq", "psq"))
         if sens == 0:
             sens = 1e-300  # a constant column: any noise is fine; keep the mechanisms' validation happy
-        statistics.append(
-            Statistic(
-                name, kind, column, sens, changed, eps, integer=(kind in ("rows", "nonnull") and not unit)
-            )
-        )
+        integer = kind in ("rows", "nonnull", "pn") and not unit
+        statistics.append(Statistic(name, kind, column, sens, changed, eps, integer, column2))
         return name
 
     for agg in resolved.aggregates:
@@ -303,6 +316,14 @@ def plan_query(query: DPQuery, table: TableMeta, evaluate_domain: Any = None) ->
             assert col is not None
             _bounds(col, "AVG")
             names = (add("sum", col, eps_each / 2), add("nonnull", col, eps_each / 2))
+        elif agg.kind in _PAIR_STATISTICS:
+            assert col is not None and agg.column2 is not None
+            x, y = (agg.column2, col) if agg.kind.startswith("regr") else (col, agg.column2)
+            wanted = _PAIR_STATISTICS[agg.kind]
+            share = eps_each / len(wanted)
+            spec = {"pn": ("pn", x, y), "sx": ("psum", x, y), "sy": ("psum", y, x), "sxx": ("psq", x, y),
+                    "syy": ("psq", y, x), "sxy": ("pprod", x, y)}  # fmt: skip
+            names = tuple(add(spec[w][0], spec[w][1], share, spec[w][2]) for w in wanted)
         elif agg.kind in ("quantile", "mode"):
             assert col is not None
             hist = _histogram(f"h{len(histograms)}", agg.kind, col, eps_each / group_factor, m, substitute)
@@ -313,7 +334,7 @@ def plan_query(query: DPQuery, table: TableMeta, evaluate_domain: Any = None) ->
             assert col is not None
             _bounds(col, agg.kind.upper())
             names = tuple(add(k, col, eps_each / 3) for k in ("sumsq", "sum", "nonnull"))
-        plans.append(AggregatePlan(agg.output, agg.kind, col, names, eps_each))
+        plans.append(AggregatePlan(agg.output, agg.kind, col, names, eps_each, column2=agg.column2))
 
     threshold = None
     if needs_threshold:

@@ -45,6 +45,14 @@ def _aggregate(stat: Statistic) -> str:
     if stat.kind == "nonnull":
         return f"COUNT({quote(stat.column.name)})"
     value = _clamped(stat.column)
+    if stat.column2 is not None:  # two-column statistics: over rows where both values are present
+        other = _clamped(stat.column2)
+        if stat.kind == "pn":
+            return f"COUNT({value} + {other})"
+        if stat.kind == "pprod":
+            return f"COALESCE(SUM({value} * {other}), 0)"
+        power = value if stat.kind == "psum" else f"POWER({value}, 2)"
+        return f"COALESCE(SUM(CASE WHEN {other} IS NOT NULL THEN {power} END), 0)"
     return f"COALESCE(SUM({value if stat.kind == 'sum' else f'POWER({value}, 2)'}), 0)"
 
 

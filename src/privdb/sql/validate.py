@@ -22,12 +22,14 @@ __all__ = [
     "check_clauses",
     "check_literal_types",
     "check_scalar",
+    "pair_aggregate",
     "resolve",
 ]
 
 SUPPORTED = (
     "supported: DP-SELECT ε [DELTA δ] with COUNT(*), COUNT(col), SUM(col), AVG(col), VARIANCE(col), "
-    "STDDEV(col), MEDIAN(col), QUANTILE(col, q), MIN(col), MAX(col), MODE(col) and GROUP BY keys, "
+    "STDDEV(col), MEDIAN(col), QUANTILE(col, q), MIN(col), MAX(col), MODE(col), CORR(x, y), COVAR_POP(x, y), "
+    "REGR_SLOPE(y, x), REGR_INTERCEPT(y, x) and GROUP BY keys, "
     "FROM one table, WHERE on rows, GROUP BY, ORDER BY, LIMIT; or "
     "randomised records: DP-SELECT ε col1, col2 (or *) FROM table [WHERE …]"
 )
@@ -89,6 +91,7 @@ class AggregateRef:
     column: ColumnMeta | None
     node: exp.Expression
     q: float | None = None  # the quantile's level, for kind == "quantile"
+    column2: ColumnMeta | None = None  # the second column of CORR, COVAR_POP, REGR_SLOPE, REGR_INTERCEPT
 
 
 @dataclass(frozen=True)
@@ -174,6 +177,36 @@ def _quantile_level(node: exp.Expression) -> float:
     if not 0.0 <= q <= 1.0:
         raise InvalidParameter(f"{node.sql()}: the quantile's level must be between 0 and 1, got {q:g}")
     return q
+
+
+_PAIRS: dict[type[exp.Expression], str] = {
+    exp.Corr: "corr",
+    exp.CovarPop: "covar",
+    exp.RegrSlope: "regr_slope",
+    exp.RegrIntercept: "regr_intercept",
+}
+
+
+def _column_arg(node: exp.Expression, arg: exp.Expression | None, table: TableMeta) -> ColumnMeta:
+    if not isinstance(arg, exp.Column):
+        raise UnsupportedQuery(
+            f"{node.sql()}: aggregates take columns (bounds are declared per column); "
+            "compute expressions in WHERE or GROUP BY instead"
+        )
+    if arg.table and arg.table.lower() != table.name.lower():
+        raise UnsupportedQuery(f"column {arg.sql()} names another table; DP-SELECT reads one table")
+    column = table.column(arg.name)
+    if column.identifier or column.private_id:
+        raise UnsupportedQuery(f"column {column.name!r} identifies people and cannot be aggregated")
+    return column
+
+
+def pair_aggregate(node: exp.Expression, table: TableMeta) -> tuple[str, ColumnMeta, ColumnMeta] | None:
+    """(kind, first column, second column) of a two-column aggregate, as written (REGR_*(y, x))."""
+    kind = _PAIRS.get(type(node))
+    if kind is None:
+        return None
+    return kind, _column_arg(node, node.this, table), _column_arg(node, node.args.get("expression"), table)
 
 
 def _aggregate(node: exp.Expression, table: TableMeta) -> tuple[str, ColumnMeta | None, float | None] | None:
@@ -285,7 +318,13 @@ def resolve(select: exp.Select, table: TableMeta) -> Resolved:
         node = item.this if isinstance(item, exp.Alias) else item
         if isinstance(node, exp.Star):
             raise UnsupportedQuery("SELECT * returns rows; list aggregates such as COUNT(*) instead")
-        found = _aggregate(node, table)
+        pair = pair_aggregate(node, table)
+        found = None if pair is not None else _aggregate(node, table)
+        if pair is not None:
+            name = item.alias if isinstance(item, exp.Alias) else node.sql(dialect="duckdb")
+            aggregates.append(AggregateRef(name, pair[0], pair[1], node, None, pair[2]))
+            outputs.append((name, "aggregate", len(aggregates) - 1))
+            continue
         if found is not None:
             name = item.alias if isinstance(item, exp.Alias) else node.sql(dialect="duckdb")
             kind, column, q = found
