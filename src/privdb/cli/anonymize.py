@@ -12,7 +12,7 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from privdb.cli.app import app, console, errors, friendly
+from privdb.cli.app import app, check_format, console, errors, friendly
 from privdb.errors import InvalidParameter
 
 QiOption = Annotated[str, typer.Option("--qi", help="comma-separated quasi-identifier columns")]
@@ -169,8 +169,7 @@ def check(
     from privdb.anonymize.report import read_table, table_report
 
     columns = _columns(qi)
-    if output_format not in ("table", "json"):
-        raise InvalidParameter(f"--format must be table or json, got {output_format!r}")
+    check_format(output_format, ("table", "json"))
     frame, _ = read_table(source)
     loaded = _hierarchy_frames(hierarchies, [*columns, *([sensitive] if sensitive else [])])
     with _Progress(f"checking {len(frame):,} records"):
@@ -222,8 +221,7 @@ def risk_command(
     from privdb.anonymize.risk import risk
 
     columns = _columns(qi)
-    if output_format not in ("table", "json"):
-        raise InvalidParameter(f"--format must be table or json, got {output_format!r}")
+    check_format(output_format, ("table", "json"))
     frame, _ = read_table(source)
     body = risk(frame, columns).to_dict()
     if output_format == "json":

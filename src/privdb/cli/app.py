@@ -14,9 +14,9 @@ from typing import Any, TypeVar
 import typer
 from rich.console import Console
 
-from privdb.errors import InternalError, PrivdbError
+from privdb.errors import InternalError, InvalidParameter, PrivdbError
 
-__all__ = ["app", "console", "friendly"]
+__all__ = ["app", "check_format", "console", "friendly"]
 
 app = typer.Typer(
     name="privdb",
@@ -34,6 +34,13 @@ def console() -> Console:
     if "COLUMNS" in os.environ or sys.stdout.isatty():
         return Console()
     return Console(width=160)
+
+
+def check_format(value: str, allowed: tuple[str, ...]) -> str:
+    """The --format option's value, or a clear error listing the allowed ones."""
+    if value not in allowed:
+        raise InvalidParameter(f"--format must be one of {', '.join(allowed)}, got {value!r}")
+    return value
 
 
 def errors() -> Console:

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from privdb.cli.app import app, console, errors, friendly
+from privdb.cli.app import app, check_format, console, errors, friendly
 from privdb.errors import InvalidParameter
 
 DbOption = Annotated[Path, typer.Option("--db", help="database directory (created on first use)")]
@@ -40,12 +40,6 @@ def _open(db: Path | None, url: str | None, token: str | None, analyst: str | No
     if token is not None and analyst is None:
         return connect(db, token=token)
     return connect(db, analyst=analyst)
-
-
-def _formats(value: str, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise InvalidParameter(f"--format must be one of {', '.join(allowed)}, got {value!r}")
-    return value
 
 
 @app.command()
@@ -133,7 +127,7 @@ def query(
     output_format: FormatOption = "table",
 ) -> None:
     """Answer a DP-SELECT with differential privacy, paid from the analyst's budget."""
-    _formats(output_format, ("table", "json", "csv"))
+    check_format(output_format, ("table", "json", "csv"))
     if url is None and analyst is None and token is None:
         raise InvalidParameter("say who asks: --analyst NAME (with --db) or --token T (with --url)")
     with _open(db, url, token, analyst) as conn:
@@ -156,7 +150,7 @@ def explain(
     output_format: Annotated[str, typer.Option("--format", help="table or json")] = "table",
 ) -> None:
     """Show a DP-SELECT's plan, sensitivities, noise and cost, without reading data or spending budget."""
-    _formats(output_format, ("table", "json"))
+    check_format(output_format, ("table", "json"))
     with _open(db, url, token) as conn:
         plan = conn.explain(sql)
     if output_format == "json":
@@ -212,7 +206,7 @@ def budget(
     output_format: Annotated[str, typer.Option("--format", help="table or json")] = "table",
 ) -> None:
     """Show an analyst's budget: total, spent and remaining (on a server: the token's own)."""
-    _formats(output_format, ("table", "json"))
+    check_format(output_format, ("table", "json"))
     with _open(db, url, token) as conn:
         if url is not None and analyst is None:
             info = conn.budget()
@@ -242,7 +236,7 @@ def owner_sql(
     """Run raw SQL as the database owner (direct access model; analysts cannot)."""
     from privdb import connect
 
-    _formats(output_format, ("table", "json", "csv"))
+    check_format(output_format, ("table", "json", "csv"))
     with connect(db) as conn:
         frame = conn.owner_sql(statement)
     if output_format == "json":

@@ -37,7 +37,7 @@ from privdb.mechanisms._samplers import uniform_int
 from privdb.mechanisms.randomness import default_source
 from privdb.sql.noise import NoisyAnswer
 from privdb.sql.parse import DPQuery
-from privdb.sql.validate import check_clauses, check_literal_types, check_scalar
+from privdb.sql.validate import check_clauses, check_literal_types, check_scalar, table_column
 
 __all__ = [
     "RELEASE_GUARANTEE",
@@ -138,11 +138,7 @@ def plan_release(query: DPQuery, table: TableMeta) -> ReleasePlan:
                 f"{node.sql()}: record release lists plain columns (or *); compute expressions on the "
                 "released records yourself"
             )
-        if node.table and node.table.lower() != table.name.lower():
-            raise UnsupportedQuery(f"column {node.sql()} names another table; DP-SELECT reads one table")
-        column = table.column(node.name)
-        if column.identifier or column.private_id:
-            raise UnsupportedQuery(f"column {column.name!r} identifies people and is never released")
+        column = table_column(node, table, "is never released")
         chosen.append((item.alias if isinstance(item, exp.Alias) else column.name, column))
     names = [c.name for _, c in chosen]
     if len(set(names)) != len(names):

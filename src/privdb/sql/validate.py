@@ -24,6 +24,7 @@ __all__ = [
     "check_scalar",
     "pair_aggregate",
     "resolve",
+    "table_column",
 ]
 
 SUPPORTED = (
@@ -187,18 +188,23 @@ _PAIRS: dict[type[exp.Expression], str] = {
 }
 
 
+def table_column(ref: exp.Column, table: TableMeta, use: str = "cannot be aggregated") -> ColumnMeta:
+    """The metadata of a column reference of the DP-SELECT's one table; identifying columns refused."""
+    if ref.table and ref.table.lower() != table.name.lower():
+        raise UnsupportedQuery(f"column {ref.sql()} names another table; DP-SELECT reads one table")
+    column = table.column(ref.name)
+    if column.identifier or column.private_id:
+        raise UnsupportedQuery(f"column {column.name!r} identifies people and {use}")
+    return column
+
+
 def _column_arg(node: exp.Expression, arg: exp.Expression | None, table: TableMeta) -> ColumnMeta:
     if not isinstance(arg, exp.Column):
         raise UnsupportedQuery(
             f"{node.sql()}: aggregates take columns (bounds are declared per column); "
             "compute expressions in WHERE or GROUP BY instead"
         )
-    if arg.table and arg.table.lower() != table.name.lower():
-        raise UnsupportedQuery(f"column {arg.sql()} names another table; DP-SELECT reads one table")
-    column = table.column(arg.name)
-    if column.identifier or column.private_id:
-        raise UnsupportedQuery(f"column {column.name!r} identifies people and cannot be aggregated")
-    return column
+    return table_column(arg, table)
 
 
 def pair_aggregate(node: exp.Expression, table: TableMeta) -> tuple[str, ColumnMeta, ColumnMeta] | None:
@@ -241,17 +247,7 @@ def _aggregate(node: exp.Expression, table: TableMeta) -> tuple[str, ColumnMeta 
         raise _refuse(f"{kind.upper()}(DISTINCT …)")
     if kind == "count" and isinstance(arg, exp.Star):
         return "count_star", None, None
-    if not isinstance(arg, exp.Column):
-        raise UnsupportedQuery(
-            f"{node.sql()}: aggregates take one column (bounds are declared per column); "
-            "compute expressions in WHERE or GROUP BY instead"
-        )
-    if arg.table and arg.table.lower() != table.name.lower():
-        raise UnsupportedQuery(f"column {arg.sql()} names another table; DP-SELECT reads one table")
-    column = table.column(arg.name)
-    if column.identifier or column.private_id:
-        raise UnsupportedQuery(f"column {column.name!r} identifies people and cannot be aggregated")
-    return kind, column, q
+    return kind, _column_arg(node, arg, table), q
 
 
 def check_clauses(select: exp.Select) -> None:
