@@ -94,9 +94,27 @@ class DuckDBBackend:
         self._schema: dict[str, dict[str, tuple[str, str | None]]] | None = None
         self._bound: dict[str, list[str]] = {}
         self._verified: set[tuple[str, str]] = set()  # unit counts checked against the table this session
+        self._local = threading.local()  # each thread's own cursor: queries of threads run in parallel
+        self._cursors: list[duckdb.DuckDBPyConnection] = []
 
     def close(self) -> None:
+        with self._lock:
+            for cursor in self._cursors:
+                cursor.close()
+            self._cursors.clear()
         self._con.close()
+
+    def _cursor(self) -> duckdb.DuckDBPyConnection:
+        """This thread's cursor on the database (DuckDB connections are not shared between threads;
+        cursors are, and run their queries concurrently)."""
+        cursor: duckdb.DuckDBPyConnection | None = getattr(self._local, "cursor", None)
+        if cursor is None:
+            with self._lock:
+                cursor = self._con.cursor()
+                cursor.execute("SET enable_progress_bar = false")
+                self._cursors.append(cursor)
+            self._local.cursor = cursor
+        return cursor
 
     def _invalidate(self) -> None:
         self._schema = None
@@ -105,6 +123,9 @@ class DuckDBBackend:
 
     def _describe(self) -> dict[str, dict[str, tuple[str, str | None]]]:
         """table → column → (DuckDB type, comment), from one catalog query; cached."""
+        cached = self._schema
+        if cached is not None:
+            return cached
         with self._lock:
             if self._schema is None:
                 rows = self._con.execute(
@@ -235,32 +256,32 @@ class DuckDBBackend:
 
     def bind(self, sql: str) -> list[str]:
         """Check that ``sql`` binds (names and types) without reading any data; returns column names."""
-        with self._lock:
-            if sql in self._bound:
-                return self._bound[sql]
-            try:
-                rel = self._con.sql(sql)
-            except duckdb.Error as err:
-                raise ParseError(f"the query does not fit the table: {_first_line(err)}") from None
-            self._bound[sql] = columns = list(rel.columns)
-            return columns
+        known = self._bound.get(sql)
+        if known is not None:
+            return known
+        try:
+            rel = self._cursor().sql(sql)
+        except duckdb.Error as err:
+            raise ParseError(f"the query does not fit the table: {_first_line(err)}") from None
+        self._bound[sql] = columns = list(rel.columns)
+        return columns
 
     def fetch(
         self, sql: str, params: list[Any] | None = None, *, timeout: float | None = None
     ) -> pd.DataFrame:
         """Run ``sql`` and return its result (the engine reads data here). After ``timeout`` seconds the
         query is interrupted and ``TimeoutError`` raised."""
-        with self._lock:
-            timer = None if timeout is None else threading.Timer(timeout, self._con.interrupt)
+        cursor = self._cursor()
+        timer = None if timeout is None else threading.Timer(timeout, cursor.interrupt)
+        if timer is not None:
+            timer.start()
+        try:
+            return cursor.execute(sql, params or []).df()
+        except duckdb.InterruptException:
+            raise TimeoutError(f"the engine query ran longer than {timeout} s") from None
+        finally:
             if timer is not None:
-                timer.start()
-            try:
-                return self._con.execute(sql, params or []).df()
-            except duckdb.InterruptException:
-                raise TimeoutError(f"the engine query ran longer than {timeout} s") from None
-            finally:
-                if timer is not None:
-                    timer.cancel()
+                timer.cancel()
 
     def raw(self, sql: str) -> pd.DataFrame:
         """The owner's direct access: any SQL, result as a DataFrame (empty for statements)."""

@@ -24,6 +24,7 @@ from sqlglot import exp
 from privdb.backends.duckdb import quote
 from privdb.catalog.metadata import ColumnMeta
 from privdb.sql.plan import Histogram, Plan, Statistic
+from privdb.sql.validate import cannot_fail
 
 __all__ = ["engine_sql", "histogram_sql"]
 
@@ -35,6 +36,13 @@ def _clamped(column: ColumnMeta) -> str:
     value = quote(column.name) if column.type == "float" else f"TRY_CAST({quote(column.name)} AS DOUBLE)"
     lo, hi = float(column.lower), float(column.upper)
     return f"CASE WHEN {value} < {lo!r} THEN {lo!r} WHEN {value} > {hi!r} THEN {hi!r} ELSE {value} END"
+
+
+def _guarded(node: exp.Expression, sql: str, plan: Plan) -> str:
+    """``sql`` inside ``TRY(…)`` unless it cannot fail: an expression that would fail on some row
+    (overflow, division by zero, a bad cast or regex) then yields NULL there instead, so whether a query
+    fails never depends on the data."""
+    return sql if cannot_fail(node, plan.table) else f"TRY({sql})"
 
 
 def _aggregate(stat: Statistic) -> str:
@@ -79,12 +87,12 @@ def engine_sql(plan: Plan, table: str, unit_rows: str | None = None) -> str:
     ``DuckDBBackend.count_unit_rows``): units with at most ``min(m, G)`` rows can exceed neither bound,
     so their rows take the plain aggregate, and only larger units go through bounding.
     """
-    # TRY: an expression that would fail on some row (overflow, division by zero, a bad cast or regex)
-    # yields NULL there instead, so whether a query fails can never depend on the data
-    keys = [f"TRY({k.sql})" for k in plan.resolved.keys]
+    keys = [_guarded(k.node, k.sql, plan) for k in plan.resolved.keys]
     key_cols = [f"k{i}" for i in range(len(keys))]
     where = plan.resolved.where
-    condition = f"TRY({where.sql(dialect='duckdb')})" if isinstance(where, exp.Expression) else None
+    condition = (
+        _guarded(where, where.sql(dialect="duckdb"), plan) if isinstance(where, exp.Expression) else None
+    )
     source = quote(table)
     computed, twins = _distinct(plan.statistics)
     if not computed:
@@ -142,7 +150,7 @@ def engine_sql(plan: Plan, table: str, unit_rows: str | None = None) -> str:
 def _cell(hist: Histogram) -> str:
     """The cell of a row's value: its grid cell (order statistics) or the value itself (modes)."""
     if hist.values is not None:
-        return f"TRY({quote(hist.column.name)})"
+        return quote(hist.column.name)
     clamped = _clamped(hist.column)
     if hist.integer or hist.cells == 1:
         return f"TRY(CAST(FLOOR({clamped}) - {hist.lo!r} AS BIGINT))"
@@ -155,13 +163,13 @@ def histogram_sql(plan: Plan, hist: Histogram, table: str, unit_rows: str | None
     Row privacy: one ``GROUP BY``. With a privacy unit the rows are bounded as for sums (module doc): at
     most ``G`` groups per unit chosen at random, and each unit's counts scaled by ``min(1, m/R)``, so a unit
     moves any rank by at most ``m``; units small enough to need no bounding take the plain path."""
-    keys = [f"TRY({k.sql})" for k in plan.resolved.keys]
+    keys = [_guarded(k.node, k.sql, plan) for k in plan.resolved.keys]
     key_cols = [f"k{i}" for i in range(len(keys))]
     where = plan.resolved.where
     cell = _cell(hist)
     conditions = [f"({cell}) IS NOT NULL"]
     if isinstance(where, exp.Expression):
-        conditions.append(f"TRY({where.sql(dialect='duckdb')})")
+        conditions.append(_guarded(where, where.sql(dialect="duckdb"), plan))
     key_select = "".join(f"{k} AS {c}, " for k, c in zip(keys, key_cols, strict=True))
     outer = "".join(f"{c}, " for c in key_cols)
     by = "".join(f"{c}, " for c in key_cols)

@@ -19,6 +19,7 @@ __all__ = [
     "AggregateRef",
     "KeyRef",
     "Resolved",
+    "cannot_fail",
     "check_clauses",
     "check_literal_types",
     "check_scalar",
@@ -166,6 +167,39 @@ def check_literal_types(node: exp.Expression, table: TableMeta, where: str) -> N
                         f"{where}: {column.name!r} is a number but is compared with the text {lit.sql()}; "
                         "compare numbers with numbers"
                     ) from None
+
+
+_NUMERIC = ("int", "float", "bool")
+_SAFE_NODES = (
+    exp.Column, exp.Literal, exp.Boolean, exp.Null, exp.Paren, exp.And, exp.Or, exp.Not, exp.Is,
+    exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.In, exp.Between, exp.Like, exp.ILike, exp.Tuple,
+    exp.Identifier,
+)  # fmt: skip
+
+
+def cannot_fail(node: exp.Expression, table: TableMeta) -> bool:
+    """Whether evaluating ``node`` on any row surely raises no error: only columns, literals of the
+    columns' own kind (numbers with numbers, text with text), comparisons, IN, BETWEEN, LIKE, IS and
+    boolean logic. The engine wraps anything else in ``TRY`` (a row must not be able to fail a query);
+    this spares the cost of ``TRY`` where it cannot matter."""
+    for sub in node.walk():
+        if not isinstance(sub, _SAFE_NODES):
+            return False
+        if isinstance(sub, exp.EQ | exp.NEQ | exp.GT | exp.GTE | exp.LT | exp.LTE | exp.In | exp.Between):
+            columns = list(sub.find_all(exp.Column))
+            literals = list(sub.find_all(exp.Literal))
+            kinds = {("number" if table.column(c.name).type in _NUMERIC else table.column(c.name).type)
+                     for c in columns}  # fmt: skip
+            if len(kinds) > 1:
+                return False  # columns of different kinds: the engine casts per row
+            kind = next(iter(kinds), None)
+            if kind == "number" and any(lit.is_string for lit in literals):
+                return False  # checked to be numeric text by check_literal_types, but keep it simple
+            if kind in ("text", "category") and any(not lit.is_string for lit in literals):
+                return False  # text cast to a number row by row
+            if kind not in ("number", "text", "category", None):
+                return False  # dates and others: comparisons may cast per row
+    return True
 
 
 def _quantile_level(node: exp.Expression) -> float:
