@@ -77,7 +77,7 @@ def table_report(
     """k, l, t and risk of any table (``privdb check`` / ``privdb risk``); with ``original``, also whether
     every released value covers its record."""
     achieved = check(table, qi, sensitive, distance=distance, hierarchy=hierarchy)
-    out = achieved.to_dict() | {"risk": risk(table, qi).to_dict()}
+    out = achieved.to_dict() | {"risk": risk(table, qi, classes=achieved.classes).to_dict()}  # one grouping
     if original is not None:
         out["coverage"] = covers(original, table, qi, hierarchies).to_dict()
     out["class_sizes"] = _size_counts(achieved.class_sizes)
