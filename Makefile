@@ -40,6 +40,10 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/mechanisms.py
 	$(BIN)/python bench/sql.py
+	$(BIN)/python bench/local.py
+	$(BIN)/python bench/anonymize.py
+	$(BIN)/python bench/server.py
+	$(BIN)/python bench/quantiles.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
