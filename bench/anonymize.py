@@ -53,7 +53,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import textwrap
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -62,15 +61,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from _doc import DOC, markers, wrap, write_section
+
 if TYPE_CHECKING:
     import pandas as pd
     from rich.progress import Progress, TaskID
 
 ROOT = Path(__file__).resolve().parents[1]
 LOAD_AT_START = os.getloadavg()
-DOC = ROOT / "docs" / "benchmarks.md"
-START, END = "<!-- anonymize:start -->", "<!-- anonymize:end -->"
-HEADER = "# Benchmarks\n\nEach section is written by a script in `bench/`; rerun the script to refresh it.\n"
+
+START, END = markers("anonymize")
 DATA = ROOT.parent / "shared" / "data" / "adult"
 PEERS = ROOT / "bench" / ".peers"  # peers' own venvs: created by this script, never committed
 ANJANA_VENV = PEERS / "anjana"
@@ -955,28 +955,7 @@ def markdown(
         *notes(peer, args.pycanon_budget, args.repeats, args.cold_repeats),
         END,
     ]
-    return "\n".join(_wrap(line) for line in lines)
-
-
-def _wrap(line: str) -> str:
-    """A paragraph or list item folded to the repository's 110 columns (table rows stay whole)."""
-    if not line or line.startswith(("|", "<!--", "#")):
-        return line
-    indent = "  " if line.startswith("- ") else ""
-    return textwrap.fill(
-        line, width=110, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
-    )
-
-
-def write_section(section: str) -> None:
-    text = DOC.read_text(encoding="utf-8") if DOC.exists() else HEADER
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    DOC.parent.mkdir(parents=True, exist_ok=True)
-    DOC.write_text(text, encoding="utf-8")
+    return "\n".join(wrap(line) for line in lines)
 
 
 # -------------------------------------------------------------------------------------------- main
@@ -1100,7 +1079,7 @@ def main() -> None:
     )
     if not args.quick:
         command = shlex.join([".venv/bin/python", "bench/anonymize.py", *sys.argv[1:]])
-        write_section(markdown(mondrian, big, lattice, checks, peer, args, command))
+        write_section("anonymize", markdown(mondrian, big, lattice, checks, peer, args, command))
         console.print(f"Wrote the anonymize section of {DOC}")
 
 

@@ -43,9 +43,11 @@ from typing import Any
 
 import numpy as np
 
+from _doc import DOC, markers, write_section
+
 ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "docs" / "benchmarks.md"
-START, END = "<!-- local:start -->", "<!-- local:end -->"
+
+START, END = markers("local")
 PEERS = ROOT / "bench" / ".peers"
 PURELDP_VENV = PEERS / "pureldp"
 PURELDP_REQUIREMENTS = ["pure-ldp==1.2.0", "statsmodels", "scikit-learn", "xxhash<4"]
@@ -288,7 +290,7 @@ def main() -> None:
     print(table)
     if not args.quick:
         command = shlex.join([".venv/bin/python", "bench/local.py", *sys.argv[1:]])
-        write_section(section(table, command, peer))
+        write_section("local", section(table, command, peer))
         print(f"Wrote the local section of {DOC}")
 
 
@@ -401,16 +403,6 @@ def section(table: str, command: str, peer: dict[str, Any]) -> str:
     )
     title = "## local: randomised response and frequency oracles, privdb against pure-ldp"
     return "\n".join([START, title, "", body.rstrip("\n"), END])
-
-
-def write_section(text: str) -> None:
-    doc = DOC.read_text(encoding="utf-8")
-    if START in doc and END in doc:
-        head, rest = doc.split(START, 1)
-        doc = head + text + rest.split(END, 1)[1]
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + text + "\n"
-    DOC.write_text(doc, encoding="utf-8")
 
 
 if __name__ == "__main__":

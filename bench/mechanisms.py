@@ -39,11 +39,10 @@ from numpy.typing import NDArray
 from rich.console import Console
 from rich.table import Table
 
+from _doc import DOC, markers, write_section
 from privdb.mechanisms import BinaryRandomizedResponse, Geometric, Laplace
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
-START, END = "<!-- mechanisms:start -->", "<!-- mechanisms:end -->"
-HEADER = "# Benchmarks\n\nEach section is written by a script in `bench/`; rerun the script to refresh it.\n"
+START, END = markers("mechanisms")
 EPS = 1.0
 FLIP = 1.0 / (1.0 + math.exp(EPS))  # randomised response at ε: flip each bit with probability 1/(1 + e^ε)
 LAPLACE, INTEGER, RR = "Laplace, float", "Geometric, integer", "Randomised response"
@@ -289,17 +288,6 @@ def markdown(results: list[Result], n: int, subset: int, command: str) -> str:
     return "\n".join([*lines, "", "Targets:", "", *targets(results, n), "", SETTINGS.format(k=k), END])
 
 
-def write_section(section: str) -> None:
-    text = DOC.read_text(encoding="utf-8") if DOC.exists() else HEADER
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    DOC.parent.mkdir(parents=True, exist_ok=True)
-    DOC.write_text(text, encoding="utf-8")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description="Secure noise: privdb against NumPy, diffprivlib, OpenDP.")
     parser.add_argument("--n", type=int, default=10_000_000, help="values per mechanism (default 10M)")
@@ -322,7 +310,7 @@ def main() -> None:
     console.print(table, machine(), *[line.replace("**", "") for line in targets(results, n)], sep="\n")
     if not args.quick:
         command = shlex.join([".venv/bin/python", "bench/mechanisms.py", *sys.argv[1:]])
-        write_section(markdown(results, n, subset, command))
+        write_section("mechanisms", markdown(results, n, subset, command))
         console.print(f"Wrote the mechanisms section of {DOC}")
 
 

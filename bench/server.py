@@ -47,7 +47,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import textwrap
 import threading
 import time
 from collections import Counter
@@ -57,15 +56,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from _doc import DOC, markers, wrap, write_section
+
 if TYPE_CHECKING:
     from rich.progress import Progress
 
     from privdb.database import Database
 
 ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "docs" / "benchmarks.md"
-START, END = "<!-- server:start -->", "<!-- server:end -->"
-HEADER = "# Benchmarks\n\nEach section is written by a script in `bench/`; rerun the script to refresh it.\n"
+
+START, END = markers("server")
 ANALYST = "bench"
 TABLE = "people"
 EPS, STEP = 1.0, 1e-9  # request i asks ε = EPS + i·STEP: every query text is new
@@ -676,7 +676,7 @@ def markdown(
     ]
     lines += ["| " + " | ".join(cells_) + " |" for cells_ in stage_rows(stages)]
     lines += ["", *findings(cells, stages, setup["tries"], setup["fsync"]), END]
-    return "\n".join(_wrap(line) for line in lines)
+    return "\n".join(wrap(line) for line in lines)
 
 
 def findings(cells: list[Cell], stages: list[Stages], tries: dict[str, float], fsync: str) -> list[str]:
@@ -761,27 +761,6 @@ def findings(cells: list[Cell], stages: list[Stages], tries: dict[str, float], f
         'The machine is shared: other work ran during this benchmark ("other" cores above), so q/s and '
         "especially p99 move by up to ~1.5× between runs; compare rows of one run, not runs.",
     ]
-
-
-def _wrap(line: str) -> str:
-    """A paragraph or list item folded to the repository's 110 columns (table rows stay whole)."""
-    if not line or line.startswith(("|", "<!--", "#")):
-        return line
-    indent = "  " if line.startswith("- ") else "   " if line[:1].isdigit() and line[1:3] == ". " else ""
-    return textwrap.fill(
-        line, width=110, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
-    )
-
-
-def write_section(section: str) -> None:
-    text = DOC.read_text(encoding="utf-8") if DOC.exists() else HEADER
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    DOC.parent.mkdir(parents=True, exist_ok=True)
-    DOC.write_text(text, encoding="utf-8")
 
 
 def fsync_ms(directory: Path, n: int = 100) -> str:
@@ -942,7 +921,7 @@ def main() -> None:
             "embedded": n_embedded,
             "tries": tries,
         }
-        write_section(markdown(cells, embedded, stages, floor, setup, command))
+        write_section("server", markdown(cells, embedded, stages, floor, setup, command))
         console.print(f"Wrote the server section of {DOC}")
 
 

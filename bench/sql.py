@@ -44,7 +44,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -52,10 +51,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from _doc import DOC, markers, wrap, write_section
+
 ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "docs" / "benchmarks.md"
-START, END = "<!-- sql:start -->", "<!-- sql:end -->"
-HEADER = "# Benchmarks\n\nEach section is written by a script in `bench/`; rerun the script to refresh it.\n"
+
+START, END = markers("sql")
 PEERS = ROOT / "bench" / ".peers"  # peers' own venvs: created by this script, never committed
 SMARTNOISE_VENV = PEERS / "smartnoise"
 SMARTNOISE_VERSION = "1.0.10"  # the latest on PyPI when written; it requires opendp>=0.14.1,<0.15, pandas<3
@@ -629,28 +629,7 @@ def markdown(rows: list[Row], peer: dict[str, Any], n: int, repeats: int, comman
     ]
     lines += ["| " + " | ".join(cells) + " |" for cells in part_rows(rows)]
     lines += ["", "Peer settings:", "", *peer_notes(peer, n), END]
-    return "\n".join(_wrap(line) for line in lines)
-
-
-def _wrap(line: str) -> str:
-    """A paragraph or list item folded to the repository's 110 columns (table rows stay whole)."""
-    if not line or line.startswith(("|", "<!--", "#")):
-        return line
-    indent = "  " if line.startswith("- ") else ""
-    return textwrap.fill(
-        line, width=110, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
-    )
-
-
-def write_section(section: str) -> None:
-    text = DOC.read_text(encoding="utf-8") if DOC.exists() else HEADER
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    DOC.parent.mkdir(parents=True, exist_ok=True)
-    DOC.write_text(text, encoding="utf-8")
+    return "\n".join(wrap(line) for line in lines)
 
 
 # -------------------------------------------------------------------------------------------- main
@@ -733,7 +712,7 @@ def main() -> None:
     console.print(table, parts, machine(peer), *notes, sep="\n")
     if not args.quick:
         command = shlex.join([".venv/bin/python", "bench/sql.py", *sys.argv[1:]])
-        write_section(markdown(rows, peer, n, args.repeats, command))
+        write_section("sql", markdown(rows, peer, n, args.repeats, command))
         console.print(f"Wrote the sql section of {DOC}")
 
 
