@@ -196,8 +196,8 @@ def _choose(
     q: float | None,
     rng: RandomSource | None,
 ) -> NDArray[np.float64] | list[Any]:
-    """Per group, the exponential mechanism's choice: a grid point for a quantile (utility −|rank − q·n|,
-    Smith 2011), a domain value for a mode (utility: its count)."""
+    """Per group, the exponential mechanism's choice: a grid point for a quantile (utility: minus the
+    distance from q·n to the candidate's rank interval, Smith 2011), a domain value for a mode (its count)."""
     nkeys = len(plan.resolved.keys)
     counts: dict[tuple[Any, ...], dict[Any, float]] = {}
     for row in frame.itertuples(index=False, name=None):
@@ -221,8 +221,12 @@ def _choose(
         for cell, n in counts.get(group, {}).items():
             per_cell[int(cell)] += n
         below = np.concatenate([[0.0], np.cumsum(per_cell)])[: hist.points]  # #{x < candidate}
+        # #{x ≤ candidate}: an int column's cell holds exactly the candidate's value; on a float grid a
+        # value equal to a grid point has probability 0, so the interval is a point
+        upto = below + per_cell[: hist.points] if hist.integer else below
         total = float(per_cell.sum())
-        pick = mech.select(-np.abs(below - q * total))
+        target = q * total
+        pick = mech.select(-np.maximum(np.maximum(below - target, target - upto), 0.0))
         out[g] = hist.lo + pick * hist.width
     return out
 
@@ -332,6 +336,6 @@ def _histogram_accuracy(agg: AggregatePlan, hist: Histogram) -> dict[str, Any]:
         entry["resolution"] = hist.width
         entry["method"] = (
             f"the {agg.q:g}-quantile by the exponential mechanism over a grid of the bounds (Smith 2011): "
-            "with 95% probability the answer's rank is within rank_error95 of q·n"
+            "with 95% probability q·n lies within rank_error95 of the answer's rank interval"
         )
     return entry

@@ -173,13 +173,15 @@ def _bounds(column: ColumnMeta, aggregate: str) -> tuple[float, float]:
 
 
 def _histogram(
-    name: str, kind: str, column: ColumnMeta, epsilon: float, m: int, substitute: bool
+    name: str, kind: str, column: ColumnMeta, epsilon: float, m: int, substitute: bool, q: float | None = None
 ) -> Histogram:
     """The cells of an order statistic (a grid of the bounds) or a mode (the public domain).
 
-    The utility of a quantile candidate ``y`` is ``−|#{x < y} − q·n|`` (Smith 2011): a unit's at most ``m``
-    rows move it by at most ``m`` under either relation. A mode's utility is a value's count (Δ = m), which
-    only grows when a unit is added: monotone under add/remove, so ``exp(ε·u/Δ)`` applies there."""
+    The utility of a quantile candidate ``y`` is minus the distance from ``q·n`` to its rank interval
+    ``[#{x < y}, #{x ≤ y}]`` (Smith 2011, with ties scored fairly). Adding a unit's ``w ≤ m`` rows moves
+    both ends by ``0 … w`` and ``q·n`` by ``q·w``: Δ = m·max(q, 1 − q) under add/remove; a substituted unit
+    moves the ends by up to ``m`` with ``n`` fixed: Δ = m. A mode's utility is a value's count (Δ = m),
+    which only grows when a unit is added: monotone under add/remove, so ``exp(ε·u/Δ)`` applies there."""
     if kind == "mode":
         domain = (
             column.values if column.values is not None else ((False, True) if column.type == "bool" else None)
@@ -198,12 +200,14 @@ def _histogram(
             name, column, 0.0, 1.0, len(domain), tuple(domain), epsilon, float(m), not substitute
         )
     lo, hi = _bounds(column, "QUANTILE")
+    assert q is not None
+    delta = float(m) if substitute else m * max(q, 1.0 - q)
     if column.type == "int" and float(lo).is_integer() and float(hi).is_integer() and hi - lo < MAX_INT_CELLS:
-        return Histogram(name, column, lo, 1.0, int(hi - lo) + 1, None, epsilon, float(m), False)
+        return Histogram(name, column, lo, 1.0, int(hi - lo) + 1, None, epsilon, delta, False)
     if hi == lo:
-        return Histogram(name, column, lo, 1.0, 1, None, epsilon, float(m), False)
+        return Histogram(name, column, lo, 1.0, 1, None, epsilon, delta, False)
     return Histogram(
-        name, column, lo, (hi - lo) / QUANTILE_CELLS, QUANTILE_CELLS, None, epsilon, float(m), False
+        name, column, lo, (hi - lo) / QUANTILE_CELLS, QUANTILE_CELLS, None, epsilon, delta, False
     )
 
 
@@ -326,7 +330,9 @@ def plan_query(query: DPQuery, table: TableMeta, evaluate_domain: Any = None) ->
             names = tuple(add(spec[w][0], spec[w][1], share, spec[w][2]) for w in wanted)
         elif agg.kind in ("quantile", "mode"):
             assert col is not None
-            hist = _histogram(f"h{len(histograms)}", agg.kind, col, eps_each / group_factor, m, substitute)
+            hist = _histogram(
+                f"h{len(histograms)}", agg.kind, col, eps_each / group_factor, m, substitute, agg.q
+            )
             histograms.append(hist)
             plans.append(AggregatePlan(agg.output, agg.kind, col, (), eps_each, hist, agg.q))
             continue
