@@ -55,17 +55,16 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from _doc import DOC, markers, wrap, write_section
+
 ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "docs" / "benchmarks.md"
-START, END = "<!-- quantiles:start -->", "<!-- quantiles:end -->"
-HEADER = "# Benchmarks\n\nEach section is written by a script in `bench/`; rerun the script to refresh it.\n"
+START, END = markers("quantiles")
 EPS = 1.0
 ANALYST = "bench"
 TABLE = "people"
@@ -711,28 +710,7 @@ def markdown(
     lines += ["", *what_if_lines(what_ifs, args.subset_rows, args.subset_reps * 2)]
     lines += ["Targets:", "", *targets(times, errors), ""]
     lines += ["Peers:", "", *peer_notes(peer, notes, importlib.metadata.version("opendp")), END]
-    return "\n".join(_wrap(line) for line in lines)
-
-
-def _wrap(line: str) -> str:
-    """A paragraph or list item folded to the repository's 110 columns (table rows stay whole)."""
-    if not line or line.startswith(("|", "<!--", "#")):
-        return line
-    indent = "  " if line.startswith("- ") else ""
-    return textwrap.fill(
-        line, width=110, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
-    )
-
-
-def write_section(section: str) -> None:
-    text = DOC.read_text(encoding="utf-8") if DOC.exists() else HEADER
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    DOC.parent.mkdir(parents=True, exist_ok=True)
-    DOC.write_text(text, encoding="utf-8")
+    return "\n".join(wrap(line) for line in lines)
 
 
 # -------------------------------------------------------------------------------------------- main
@@ -916,7 +894,7 @@ def main() -> None:
     )
     if not args.quick:
         command = shlex.join([".venv/bin/python", "bench/quantiles.py", *sys.argv[1:]])
-        write_section(markdown(times, errors, what_ifs, peer, notes, n, args, command))
+        write_section("quantiles", markdown(times, errors, what_ifs, peer, notes, n, args, command))
         console.print(f"Wrote the quantiles section of {DOC}")
 
 
