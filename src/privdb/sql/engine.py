@@ -9,8 +9,10 @@ the failure itself may depend on the data). The spend is committed before the an
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+import pandas as pd
 import sqlglot
 from sqlglot import exp
 
@@ -18,7 +20,7 @@ from privdb.database import Database
 from privdb.errors import Forbidden, InternalError, PrivdbError, QueryFailed, Unauthorized, UnsupportedQuery
 from privdb.mechanisms import Geometric
 from privdb.result import Result
-from privdb.sql.noise import add_noise
+from privdb.sql.noise import NoisyAnswer, add_noise
 from privdb.sql.parse import DPQuery, parse_dp_select
 from privdb.sql.plan import Plan, plan_query
 from privdb.sql.release import (
@@ -31,7 +33,9 @@ from privdb.sql.release import (
 )
 from privdb.sql.rewrite import engine_sql, histogram_sql
 
-__all__ = ["explain", "prepare", "run"]
+__all__ = ["authorize", "charged", "explain", "prepare", "run"]
+
+T = TypeVar("T")
 
 
 def _table_of(query: DPQuery) -> str:
@@ -171,34 +175,69 @@ def run(db: Database, analyst: str, text: str) -> Result:
         raise
 
 
-def _run(db: Database, analyst: str, text: str) -> Result:
-    plan, sql = prepare(db, text)
+def authorize(db: Database, analyst: str, table: str) -> None:
+    """Refuse (before anything is spent) an unknown analyst, or a table not granted to them."""
+    if not db.catalog.has_analyst(analyst):
+        raise Unauthorized(f"unknown analyst {analyst!r}; the owner creates analysts with `privdb grant`")
     allowed = db.catalog.analyst_tables(analyst)
-    if allowed is not None and plan.table.name.lower() not in {t.lower() for t in allowed}:
+    if allowed is not None and table.lower() not in {t.lower() for t in allowed}:
         raise Forbidden(
-            f"analyst {analyst!r} may not query table {plan.table.name!r}; the owner grants tables with "
+            f"analyst {analyst!r} may not query table {table!r}; the owner grants tables with "
             "`privdb grant … --tables`"
         )
-    normalized = plan.query.normalized
-    stored = db.catalog.stored_answer(analyst, normalized)
+
+
+def _run(db: Database, analyst: str, text: str) -> Result:
+    plan, sql = prepare(db, text)
+    authorize(db, analyst, plan.table.name)
+
+    def read() -> tuple[pd.DataFrame | None, dict[str, pd.DataFrame]]:
+        frame = db.backend.fetch(sql, timeout=db.query_timeout) if sql else None
+        if not isinstance(plan, Plan):
+            return frame, {}
+        return frame, {
+            name: db.backend.fetch(text_h, timeout=db.query_timeout)
+            for name, text_h in histogram_queries(db, plan).items()
+        }
+
+    def respond(data: tuple[pd.DataFrame | None, dict[str, pd.DataFrame]]) -> NoisyAnswer:
+        frame, histograms = data
+        if isinstance(plan, ReleasePlan):
+            assert frame is not None
+            return randomize_records(plan, frame, db.noise_source)
+        return add_noise(plan, frame, db.noise_source, histograms)
+
+    extra = {"guarantee": RELEASE_GUARANTEE} if isinstance(plan, ReleasePlan) else {}
+    return charged(
+        db, analyst, key=plan.query.normalized, table=plan.table.name, epsilon=plan.epsilon,
+        delta=plan.delta, read=read, respond=respond, extra=extra,
+    )  # fmt: skip
+
+
+def charged(
+    db: Database,
+    analyst: str,
+    *,
+    key: str,
+    table: str,
+    epsilon: float,
+    delta: float,
+    read: Callable[[], T],
+    respond: Callable[[T], NoisyAnswer],
+    extra: dict[str, Any] | None = None,
+) -> Result:
+    """Answer once, in the one order privacy allows: the stored answer to ``key`` if there is one (free);
+    else reserve the budget, ``read`` the data (a failure from here on is charged, without detail),
+    ``respond`` with noise, commit the spend, store the answer, return it."""
+    stored = db.catalog.stored_answer(analyst, key)
     if stored is not None:
         result = Result.from_dict(stored)
         result.epsilon_spent, result.delta_spent, result.cached = 0.0, 0.0, True
         result.budget = _budget(db, analyst)
         return result
-    reservation = db.ledger.reserve(
-        analyst, db.name, epsilon=plan.epsilon, delta=plan.delta, note=normalized[:500]
-    )
+    reservation = db.ledger.reserve(analyst, db.name, epsilon=epsilon, delta=delta, note=key[:500])
     try:
-        frame = db.backend.fetch(sql, timeout=db.query_timeout) if sql else None
-        histograms = (
-            {
-                name: db.backend.fetch(text_h, timeout=db.query_timeout)
-                for name, text_h in histogram_queries(db, plan).items()
-            }
-            if isinstance(plan, Plan)
-            else {}
-        )
+        data = read()
     except TimeoutError:
         reservation.commit()
         raise QueryFailed(
@@ -212,11 +251,7 @@ def _run(db: Database, analyst: str, text: str) -> Result:
             "(e.g. casts or divisions in WHERE) with `privdb explain`"
         ) from None
     try:
-        if isinstance(plan, ReleasePlan):
-            assert frame is not None
-            answer = randomize_records(plan, frame, db.noise_source)
-        else:
-            answer = add_noise(plan, frame, db.noise_source, histograms)
+        answer = respond(data)
     except Exception as err:
         reservation.commit()
         raise InternalError(f"adding noise failed ({type(err).__name__}); the cost was charged") from None
@@ -224,14 +259,13 @@ def _run(db: Database, analyst: str, text: str) -> Result:
     result = Result(
         columns=answer.columns,
         rows=answer.rows,
-        epsilon_spent=plan.epsilon,
-        delta_spent=plan.delta,
+        epsilon_spent=epsilon,
+        delta_spent=delta,
         budget=_budget(db, analyst),
         accuracy=answer.accuracy,
+        extra=dict(extra or {}),
     )
-    if isinstance(plan, ReleasePlan):
-        result.extra["guarantee"] = RELEASE_GUARANTEE
-    db.catalog.store_answer(analyst, normalized, plan.table.name, result.to_dict())
+    db.catalog.store_answer(analyst, key, table, result.to_dict())
     return result
 
 

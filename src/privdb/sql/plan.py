@@ -39,7 +39,7 @@ from privdb.mechanisms import ExponentialMechanism, Geometric, Laplace, RandomSo
 from privdb.sql.parse import DPQuery
 from privdb.sql.validate import Resolved, resolve
 
-__all__ = ["Histogram", "Plan", "Statistic", "Threshold", "plan_query"]
+__all__ = ["Histogram", "Plan", "Statistic", "Threshold", "make_statistic", "plan_query"]
 
 MAX_PUBLIC_GROUPS = 1_000_000
 QUANTILE_CELLS = 2**14  # grid of a float column's range for order statistics
@@ -234,6 +234,50 @@ def _derived_domain(key_sql: str, columns: tuple[ColumnMeta, ...], evaluate: Any
     return None
 
 
+def make_statistic(
+    name: str,
+    kind: str,
+    column: ColumnMeta | None,
+    epsilon: float,
+    table: TableMeta,
+    grouped: bool,
+    column2: ColumnMeta | None = None,
+) -> Statistic:
+    """One noisy per-group sum with its sensitivity (the table in the module doc) for ``table``'s privacy
+    unit and neighbouring relation."""
+    unit = table.privacy_unit is not None
+    m = table.max_contributions if unit else 1
+    g = table.max_groups if (unit and grouped) else 1
+    substitute = table.neighbouring == "substitute"
+
+    def sum_sens(lo: float, hi: float, squared: bool) -> float:
+        if squared:
+            lo, hi = (0.0 if lo <= 0 <= hi else min(lo * lo, hi * hi)), max(lo * lo, hi * hi)
+        big = max(abs(lo), abs(hi))
+        if not substitute:
+            return m * big
+        # a substituted unit may pass WHERE with any of 0..m rows before and after, so its contribution
+        # lies in [min(0, m·L), max(0, m·U)]: the change is at most m·max(U − L, B)
+        return 2 * m * big if grouped else m * max(hi - lo, big)
+
+    if kind in ("rows", "nonnull", "pn"):
+        sens = float(2 * m if substitute and grouped else m)
+    elif kind == "pprod":
+        assert column is not None and column2 is not None
+        (lo1, hi1), (lo2, hi2) = _bounds(column, "CORR"), _bounds(column2, "CORR")
+        corners = (lo1 * lo2, lo1 * hi2, hi1 * lo2, hi1 * hi2)
+        sens = sum_sens(min(corners), max(corners), False)
+    else:
+        assert column is not None
+        lo, hi = _bounds(column, "SUM" if kind in ("sum", "psum") else "VARIANCE")
+        sens = sum_sens(lo, hi, kind in ("sumsq", "psq"))
+    if sens == 0:
+        sens = 1e-300  # a constant column: any noise is fine; keep the mechanisms' validation happy
+    changed = 2 * g if substitute and grouped else g
+    integer = kind in ("rows", "nonnull", "pn") and not unit
+    return Statistic(name, kind, column, sens, changed, epsilon, integer, column2)
+
+
 def plan_query(query: DPQuery, table: TableMeta, evaluate_domain: Any = None) -> Plan:
     """Resolve, then size every noisy statistic. ``evaluate_domain(sql, column, values)`` maps public
     column values through a key expression (the engine evaluates it on the values, not on the data)."""
@@ -268,19 +312,6 @@ def plan_query(query: DPQuery, table: TableMeta, evaluate_domain: Any = None) ->
     shares = len(resolved.aggregates) + (1 if needs_threshold and not has_count_star else 0)
     eps_each = query.epsilon / shares
 
-    def count_sens() -> float:
-        return float(2 * m if substitute and grouped else m)
-
-    def sum_sens(lo: float, hi: float, squared: bool) -> float:
-        if squared:
-            lo, hi = (0.0 if lo <= 0 <= hi else min(lo * lo, hi * hi)), max(lo * lo, hi * hi)
-        big = max(abs(lo), abs(hi))
-        if not substitute:
-            return m * big
-        # a substituted unit may pass WHERE with any of 0..m rows before and after, so its contribution
-        # lies in [min(0, m·L), max(0, m·U)]: the change is at most m·max(U − L, B)
-        return 2 * m * big if grouped else m * max(hi - lo, big)
-
     changed = 2 * g if substitute and grouped else g
     # an order statistic or mode runs one exponential mechanism per group; a unit reaches at most
     # `changed` groups, so each group's mechanism gets that share of the aggregate's ε (composition)
@@ -290,23 +321,8 @@ def plan_query(query: DPQuery, table: TableMeta, evaluate_domain: Any = None) ->
     histograms: list[Histogram] = []
 
     def add(kind: str, column: ColumnMeta | None, eps: float, column2: ColumnMeta | None = None) -> str:
-        name = f"s{len(statistics)}"
-        if kind in ("rows", "nonnull", "pn"):
-            sens = count_sens()
-        elif kind == "pprod":
-            assert column is not None and column2 is not None
-            (lo1, hi1), (lo2, hi2) = _bounds(column, "CORR"), _bounds(column2, "CORR")
-            corners = (lo1 * lo2, lo1 * hi2, hi1 * lo2, hi1 * hi2)
-            sens = sum_sens(min(corners), max(corners), False)
-        else:
-            assert column is not None
-            lo, hi = _bounds(column, "SUM" if kind in ("sum", "psum") else "VARIANCE")
-            sens = sum_sens(lo, hi, kind in ("sumsq", "psq"))
-        if sens == 0:
-            sens = 1e-300  # a constant column: any noise is fine; keep the mechanisms' validation happy
-        integer = kind in ("rows", "nonnull", "pn") and not unit
-        statistics.append(Statistic(name, kind, column, sens, changed, eps, integer, column2))
-        return name
+        statistics.append(make_statistic(f"s{len(statistics)}", kind, column, eps, table, grouped, column2))
+        return statistics[-1].name
 
     for agg in resolved.aggregates:
         col = agg.column
