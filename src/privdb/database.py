@@ -19,6 +19,7 @@ import sqlglot
 from sqlglot import exp
 
 from privdb.accounting.ledger import Budget, Ledger
+from privdb.backends.base import Engine
 from privdb.backends.duckdb import DuckDBBackend, check_name
 from privdb.catalog.metadata import ColumnMeta, TableMeta, load_metadata, metadata_from_dict
 from privdb.catalog.store import Catalog
@@ -40,6 +41,7 @@ class Database:
         self.read_only = read_only
         self._backend: DuckDBBackend | None = None
         self._backend_lock = threading.Lock()
+        self._engines: dict[str, Engine] = {}  # attached engines by URL, opened on first use
         self.catalog = Catalog(self.path / "privdb.sqlite")
         self.ledger = Ledger(self.path / "privdb.sqlite")
         self.noise_source: RandomSource | None = None  # None: the CSPRNG; tests may inject a seeded one
@@ -57,6 +59,8 @@ class Database:
     def close(self) -> None:
         if self._backend is not None:
             self._backend.close()
+        for engine in self._engines.values():
+            engine.close()
         self.catalog.close()
         self.ledger.close()
 
@@ -122,17 +126,60 @@ class Database:
 
     def metadata(self, table: str) -> TableMeta:
         """The table's metadata (``unknown_table`` with a suggestion if there is no such table)."""
+        attached = {n.lower(): n for n in self.catalog.attachments()}
+        if table.lower() in attached:
+            name = attached[table.lower()]
+            engine, source = self.backend_for(name)
+            return metadata_from_dict(name, self.catalog.metadata(name), engine.columns(source))
         name = self.backend.resolve(table)
         spec = self.catalog.metadata(name)
         return metadata_from_dict(name, spec, self.backend.columns(name))
 
     def tables(self) -> list[dict[str, Any]]:
-        """Every table with its public metadata (what analysts may know)."""
+        """Every table with its public metadata (what analysts may know), attached ones included."""
         out = []
-        for name in self.backend.tables():
+        for name in sorted({*self.backend.tables(), *self.catalog.attachments()}):
             meta = self.metadata(name)
             out.append({"name": name} | meta.to_dict())
         return out
+
+    # ---- tables that stay in their own engine
+    def attach(
+        self,
+        table: str,
+        engine: str,
+        source: str | None = None,
+        metadata: str | Path | dict[str, Any] | None = None,
+    ) -> TableMeta:
+        """Register ``table``, kept in another engine (``sqlite:///path/file.db``), with its metadata.
+
+        Queries on it are rewritten once and transpiled to that engine's dialect; only aggregates come
+        back. The engine is opened read-only."""
+        check_name(table)
+        if table.lower() in {t.lower() for t in self.backend.tables()}:
+            raise InvalidParameter(f"a table {table!r} is loaded here already; attach under another name")
+        backend = self._open_engine(engine)
+        found = backend.resolve(source or table)
+        spec = load_metadata(metadata, table) if isinstance(metadata, str | Path) else metadata
+        meta = metadata_from_dict(table, spec, backend.columns(found))
+        self.catalog.attach(table, engine, found)
+        self.catalog.set_metadata(table, meta.to_dict())
+        return meta
+
+    def backend_for(self, table: str) -> tuple[Engine, str]:
+        """The engine holding ``table`` and the table's name there."""
+        attached = self.catalog.attachments().get(table)
+        if attached is None:
+            return self.backend, table
+        return self._open_engine(attached[0]), attached[1]
+
+    def _open_engine(self, url: str) -> Engine:
+        with self._backend_lock:
+            engine = self._engines.get(url)
+            if engine is None:
+                engine = open_engine(url)
+                self._engines[url] = engine
+            return engine
 
     # ---- analysts and budgets
     def grant(
@@ -221,3 +268,15 @@ def _read_only(sql: str) -> bool:
     except sqlglot.errors.SqlglotError:
         return False
     return all(isinstance(s, exp.Query | exp.Describe | exp.Show) for s in statements if s is not None)
+
+
+def open_engine(url: str) -> Engine:
+    """An engine from its URL: ``sqlite:///relative/file.db`` or ``sqlite:////absolute/file.db``
+    (PostgreSQL and Spark: not yet)."""
+    if url.startswith("sqlite:///"):
+        from privdb.backends.sqlite import SQLiteBackend
+
+        return SQLiteBackend(url.removeprefix("sqlite:///"))  # sqlite:////abs/path or sqlite:///rel/path
+    raise InvalidParameter(
+        f"unsupported engine URL {url!r}: use sqlite:///path/to/file.db (PostgreSQL and Spark are planned)"
+    )

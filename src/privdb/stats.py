@@ -100,13 +100,14 @@ def linear_regression(conn: Connection, table: str, y: str, xs: list[str], epsil
     ]  # fmt: skip
     roles = {role: stat for (role, *_), stat in zip(wanted, stats, strict=True)}
     plan = dataclasses.replace(base, statistics=tuple(stats), aggregates=(), histograms=())
-    unit_rows = db.backend.unit_rows(meta.name, meta.privacy_unit) if meta.privacy_unit else None
-    sql = engine_sql(plan, meta.name, unit_rows)
-    db.backend.bind(sql)
+    backend, source = db.backend_for(meta.name)
+    unit_rows = backend.unit_rows(source, meta.privacy_unit) if meta.privacy_unit else None
+    sql = engine.for_engine(backend, plan, engine_sql(plan, source, unit_rows))
+    backend.bind(sql)
     names = ["intercept", *xs]
 
     def read() -> dict[str, float]:
-        frame = db.backend.fetch(sql, timeout=db.query_timeout)
+        frame = backend.fetch(sql, timeout=db.query_timeout)
         return {role: float(frame[stat.name].iloc[0] or 0.0) for role, stat in roles.items()}
 
     def respond(true: dict[str, float]) -> NoisyAnswer:

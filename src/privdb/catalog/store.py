@@ -29,6 +29,8 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS owner_tokens (token_sha256 TEXT PRIMARY KEY, created REAL, revoked REAL)",
     "CREATE TABLE IF NOT EXISTS refusals (id INTEGER PRIMARY KEY AUTOINCREMENT, analyst TEXT NOT NULL,"
     " query TEXT NOT NULL, code TEXT NOT NULL, created REAL NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS attachments (name TEXT PRIMARY KEY, engine TEXT NOT NULL,"
+    " source TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS surveys (name TEXT PRIMARY KEY, spec TEXT NOT NULL,"
     " collect_sha256 TEXT NOT NULL, n INTEGER NOT NULL, support TEXT NOT NULL, created REAL NOT NULL)",
 )
@@ -199,6 +201,21 @@ class Catalog:
             }
             for r in rows
         ]
+
+    # ---- tables that stay in another engine
+    def attach(self, name: str, engine: str, source: str) -> None:
+        with self._lock:
+            self._conn.execute(
+                "INSERT INTO attachments VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
+                "engine = excluded.engine, source = excluded.source",
+                (name, engine, source),
+            )
+
+    def attachments(self) -> dict[str, tuple[str, str]]:
+        """Attached table name → (engine URL, the table's name in that engine)."""
+        with self._lock:
+            rows = self._conn.execute("SELECT name, engine, source FROM attachments ORDER BY name").fetchall()
+        return {str(r[0]): (str(r[1]), str(r[2])) for r in rows}
 
     # ---- surveys of the local model: a spec, a collection token, and the estimator's state
     def create_survey(self, name: str, spec: dict[str, Any], d: int) -> str:

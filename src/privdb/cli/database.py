@@ -65,6 +65,27 @@ def load(
 
 @app.command()
 @friendly
+def attach(
+    table: Annotated[str, typer.Argument(help="the name analysts will query")],
+    db: DbOption,
+    engine: Annotated[str, typer.Option("--engine", help="where the data stays: sqlite:///path/file.db")],
+    metadata: Annotated[Path, typer.Option(help="privacy metadata YAML")],
+    source: Annotated[
+        str | None, typer.Option(help="the table's name in that engine (default: TABLE)")
+    ] = None,
+) -> None:
+    """Register a table that stays in its own engine; DP-SELECTs on it run there, only aggregates return."""
+    from privdb.database import Database
+
+    with Database(db) as database:
+        meta = database.attach(table, engine, source, metadata)
+    console().print(
+        f"attached [bold]{meta.name}[/bold] from {engine}; privacy unit: {meta.privacy_unit or 'one row'}"
+    )
+
+
+@app.command()
+@friendly
 def grant(
     analyst: Annotated[str, typer.Argument(help="analyst name")],
     db: DbOption,

@@ -16,6 +16,7 @@ import pandas as pd
 import sqlglot
 from sqlglot import exp
 
+from privdb.backends.base import Engine
 from privdb.database import Database
 from privdb.errors import Forbidden, InternalError, PrivdbError, QueryFailed, Unauthorized, UnsupportedQuery
 from privdb.mechanisms import Geometric
@@ -32,6 +33,7 @@ from privdb.sql.release import (
     release_sql,
 )
 from privdb.sql.rewrite import engine_sql, histogram_sql
+from privdb.sql.validate import cannot_fail
 
 __all__ = ["authorize", "charged", "explain", "prepare", "run"]
 
@@ -54,26 +56,53 @@ def prepare(db: Database, text: str) -> tuple[Plan | ReleasePlan, str]:
     """Parse, plan and bind without touching the data or the budget."""
     query = parse_dp_select(text)
     meta = db.metadata(_table_of(query))
-    unit_rows = db.backend.unit_rows(meta.name, meta.privacy_unit) if meta.privacy_unit else None
+    backend, source = db.backend_for(meta.name)
+    unit_rows = backend.unit_rows(source, meta.privacy_unit) if meta.privacy_unit else None
     plan: Plan | ReleasePlan
     if is_record_release(query.select):
         plan = plan_release(query, meta)
-        sql = release_sql(plan, meta.name, unit_rows)
+        sql = for_engine(backend, plan, release_sql(plan, source, unit_rows))
     else:
         plan = plan_query(query, meta, db.evaluate_domain)
-        sql = engine_sql(plan, meta.name, unit_rows)
+        sql = for_engine(backend, plan, engine_sql(plan, source, unit_rows))
         for text_h in histogram_queries(db, plan).values():
-            db.backend.bind(text_h)
+            backend.bind(text_h)
     if sql:
-        db.backend.bind(sql)
+        backend.bind(sql)
     return plan, sql
+
+
+def for_engine(backend: Engine, plan: Plan | ReleasePlan, sql: str) -> str:
+    """The engine SQL in ``backend``'s dialect (sqlglot). Engines other than DuckDB have no ``TRY``, so a
+    WHERE or key expression that could fail on some rows is refused there (whether a query fails must
+    never depend on the data); the remaining ``TRY`` wrappers guard only casts of clamped values."""
+    if backend.dialect == "duckdb" or not sql:
+        return sql
+    if isinstance(plan, Plan):
+        risky = [k.node for k in plan.resolved.keys] + (
+            [plan.resolved.where] if isinstance(plan.resolved.where, exp.Expression) else []
+        )
+        for node in risky:
+            if not cannot_fail(node, plan.table):
+                raise UnsupportedQuery(
+                    f"the {backend.dialect} engine cannot run {node.sql()} safely: an expression that can "
+                    "fail on some rows (a cast, a division, a function) would make the query fail depending "
+                    "on the data; compare columns with literals there, or load the table into privdb's DuckDB"
+                )
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    for node in list(tree.find_all(exp.Try)):
+        node.replace(node.this)
+    return tree.sql(dialect=backend.dialect)
 
 
 def histogram_queries(db: Database, plan: Plan) -> dict[str, str]:
     """The engine queries of a plan's order statistics and modes, by histogram name."""
     meta = plan.table
-    unit_rows = db.backend.unit_rows(meta.name, meta.privacy_unit) if meta.privacy_unit else None
-    return {h.name: histogram_sql(plan, h, meta.name, unit_rows) for h in plan.histograms}
+    backend, source = db.backend_for(meta.name)
+    unit_rows = backend.unit_rows(source, meta.privacy_unit) if meta.privacy_unit else None
+    return {
+        h.name: for_engine(backend, plan, histogram_sql(plan, h, source, unit_rows)) for h in plan.histograms
+    }
 
 
 def _explain_release(plan: ReleasePlan, sql: str) -> dict[str, Any]:
@@ -191,12 +220,14 @@ def _run(db: Database, analyst: str, text: str) -> Result:
     plan, sql = prepare(db, text)
     authorize(db, analyst, plan.table.name)
 
+    backend, _ = db.backend_for(plan.table.name)
+
     def read() -> tuple[pd.DataFrame | None, dict[str, pd.DataFrame]]:
-        frame = db.backend.fetch(sql, timeout=db.query_timeout) if sql else None
+        frame = backend.fetch(sql, timeout=db.query_timeout) if sql else None
         if not isinstance(plan, Plan):
             return frame, {}
         return frame, {
-            name: db.backend.fetch(text_h, timeout=db.query_timeout)
+            name: backend.fetch(text_h, timeout=db.query_timeout)
             for name, text_h in histogram_queries(db, plan).items()
         }
 

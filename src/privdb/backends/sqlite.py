@@ -1,0 +1,111 @@
+"""SQLite as an engine for attached tables: the data stays in the owner's file, privdb sends it the
+rewritten aggregate (transpiled to SQLite by sqlglot) and reads back only aggregates.
+
+The file is opened read-only. Column types come from the declared types (SQLite's type affinity rules).
+A query that runs longer than its time limit is interrupted through SQLite's progress handler.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from privdb.errors import InvalidParameter, ParseError, UnknownTable
+from privdb.sql.suggest import did_you_mean
+
+__all__ = ["SQLiteBackend", "sqlite_type"]
+
+
+def sqlite_type(declared: str) -> str:
+    """privdb's type for a SQLite declared type, by SQLite's affinity rules (section 3.1 of its docs)."""
+    t = (declared or "").upper()
+    if "BOOL" in t:
+        return "bool"
+    if "INT" in t:
+        return "int"
+    if any(k in t for k in ("CHAR", "CLOB", "TEXT")):
+        return "text"
+    if any(k in t for k in ("REAL", "FLOA", "DOUB", "NUMERIC", "DECIMAL")):
+        return "float"
+    if "DATE" in t or "TIME" in t:
+        return "date"
+    return "text"
+
+
+class SQLiteBackend:
+    """Read-only access to one SQLite file."""
+
+    dialect = "sqlite"
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise InvalidParameter(f"SQLite file {str(self.path)!r} does not exist")
+        try:
+            self._con = sqlite3.connect(
+                f"file:{self.path.resolve()}?mode=ro", uri=True, check_same_thread=False
+            )
+            self._con.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
+        except sqlite3.Error as err:
+            raise InvalidParameter(f"cannot open {str(self.path)!r} as SQLite: {err}") from None
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self._con.close()
+
+    def tables(self) -> list[str]:
+        with self._lock:
+            rows = self._con.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' "
+                "ORDER BY name"
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def resolve(self, table: str) -> str:
+        names = self.tables()
+        for name in names:
+            if name.lower() == table.lower():
+                return name
+        raise UnknownTable(f"the SQLite file has no table {table!r}{did_you_mean(table, names)}")
+
+    def columns(self, table: str) -> dict[str, str]:
+        name = self.resolve(table)
+        with self._lock:
+            rows = self._con.execute(f'PRAGMA table_info("{name}")').fetchall()
+        return {str(r[1]): sqlite_type(str(r[2])) for r in rows}
+
+    def unit_rows(self, table: str, unit: str) -> str | None:
+        return None  # the owner's file is never written: every unit goes through bounding
+
+    def bind(self, sql: str) -> list[str]:
+        """Compile ``sql`` without running it (SQLite's EXPLAIN prepares the statement)."""
+        with self._lock:
+            try:
+                self._con.execute("EXPLAIN " + sql).fetchall()
+                cursor = self._con.execute(f"SELECT * FROM ({sql}) LIMIT 0")
+            except sqlite3.Error as err:
+                raise ParseError(f"the SQLite engine cannot run this query: {err}") from None
+            return [d[0] for d in cursor.description or ()]
+
+    def fetch(
+        self, sql: str, params: list[Any] | None = None, *, timeout: float | None = None
+    ) -> pd.DataFrame:
+        with self._lock:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            if deadline is not None:
+                self._con.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+            try:
+                cursor = self._con.execute(sql, params or [])
+                rows = cursor.fetchall()
+            except sqlite3.OperationalError as err:
+                if "interrupted" in str(err):
+                    raise TimeoutError(f"the SQLite query ran longer than {timeout} s") from None
+                raise
+            finally:
+                self._con.set_progress_handler(None, 0)
+        return pd.DataFrame.from_records(rows, columns=[d[0] for d in cursor.description or ()])

@@ -1,0 +1,147 @@
+"""Tables that stay in another engine (issue 8): the course's SQLite workflow end to end, and the same
+clamped, bounded aggregates from SQLite as from DuckDB on the same data (the noise is added afterwards by
+privdb, so comparing the engine's statistics is comparing with the noise turned off)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import seeded
+from privdb.database import Database
+from privdb.errors import PrivdbError
+from privdb.sql import engine
+from privdb.sql.plan import Plan
+
+META: dict[str, Any] = {
+    "privacy_unit": "pid",
+    "max_contributions": 2,
+    "max_groups": 1,
+    "columns": {
+        "pid": {"type": "int", "private_id": True},
+        "age": {"type": "int", "lower": 0, "upper": 100},
+        "income": {"type": "float", "lower": 0, "upper": 1000},
+        "city": {"type": "category", "values": ["Bern", "Basel", "Chur"]},
+    },
+}
+
+
+def _people(n: int, seed: int) -> pd.DataFrame:
+    """Units of 1–4 rows, each unit in one city (so which groups a unit keeps is not random)."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 5, n)
+    pid = np.repeat(np.arange(n), sizes)
+    return pd.DataFrame(
+        {
+            "pid": pid,
+            "age": rng.integers(-5, 110, len(pid)),  # some outside the bounds: clamped
+            "income": rng.uniform(-100, 1200, len(pid)).round(2),
+            "city": np.array(["Bern", "Basel", "Chur"])[rng.integers(0, 3, n)][pid],
+        }
+    )
+
+
+def _sqlite_file(path: Path, frame: pd.DataFrame) -> Path:
+    """As the course builds it: plain sqlite3, CREATE TABLE and parameterised INSERTs."""
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE people (pid INTEGER, age INTEGER, income REAL, city TEXT)")
+    con.executemany("INSERT INTO people VALUES (?, ?, ?, ?)", frame.itertuples(index=False, name=None))
+    con.commit()
+    con.close()
+    return path
+
+
+@pytest.fixture
+def both(tmp_path: Path) -> Iterator[Database]:
+    frame = _people(800, seed=3)
+    db = Database(tmp_path / "db")
+    db.backend.load_frame("duck", frame)
+    db.set_metadata("duck", META)
+    db.attach(
+        "lite", f"sqlite:///{_sqlite_file(tmp_path / 'people.db', frame)}", source="people", metadata=META
+    )
+    db.grant("eve", epsilon=100, delta=1e-3)
+    db.noise_source = seeded(4)
+    yield db
+    db.close()
+
+
+QUERIES = [
+    "DP-SELECT 1 COUNT(*) FROM {t}",
+    "DP-SELECT 1 COUNT(*), SUM(income), AVG(age) FROM {t} WHERE age > 30 AND city IN ('Bern', 'Chur')",
+    "DP-SELECT 1 city, COUNT(*), SUM(income), VARIANCE(age) FROM {t} GROUP BY city",
+    "DP-SELECT 1 city, COUNT(*) FROM {t} WHERE age BETWEEN 20 AND 25 OR income < 0 GROUP BY city",
+    "DP-SELECT 1 CORR(age, income), REGR_SLOPE(income, age) FROM {t}",
+    "DP-SELECT 1 city, MEDIAN(age) FROM {t} GROUP BY city",
+]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_sqlite_returns_the_same_statistics_as_duckdb(both: Database, query: str) -> None:
+    frames = []
+    for table in ("duck", "lite"):
+        plan, sql = engine.prepare(both, query.format(t=table))
+        assert isinstance(plan, Plan)
+        backend, _ = both.backend_for(plan.table.name)
+        assert backend.dialect == ("duckdb" if table == "duck" else "sqlite")
+        parts = [backend.fetch(sql)] if sql else []
+        parts += [backend.fetch(h) for h in engine.histogram_queries(both, plan).values()]
+        frames.append([p.sort_values(list(p.columns)).reset_index(drop=True) for p in parts])
+    for duck, lite in zip(*frames, strict=True):
+        pd.testing.assert_frame_equal(duck, lite, check_dtype=False, rtol=1e-9)
+
+
+def test_the_course_workflow_on_an_attached_sqlite_file(both: Database) -> None:
+    res = engine.run(both, "eve", "DP-SELECT 1 city, COUNT(*) FROM lite GROUP BY city")
+    assert [r[0] for r in res.rows] == ["Bern", "Basel", "Chur"]
+    assert res.epsilon_spent == 1
+    assert {t["name"] for t in both.tables()} == {"duck", "lite"}
+
+
+@pytest.mark.parametrize(
+    ("query", "needle"),
+    [
+        ("DP-SELECT 1 COUNT(*) FROM lite WHERE 1 / (age - 37) > 0", "cannot run"),
+        ("DP-SELECT 1 COUNT(*) FROM lite WHERE nosuch > 1", "no column"),
+    ],
+)
+def test_what_sqlite_cannot_run_safely_is_refused_for_free(both: Database, query: str, needle: str) -> None:
+    with pytest.raises(PrivdbError, match=needle):
+        engine.run(both, "eve", query)
+    assert both.budget("eve").epsilon_spent == 0
+
+
+def test_attach_errors_are_clear(tmp_path: Path) -> None:
+    with Database(tmp_path / "db") as db:
+        with pytest.raises(PrivdbError, match="does not exist"):
+            db.attach("t", f"sqlite:///{tmp_path / 'missing.db'}")
+        with pytest.raises(PrivdbError, match="unsupported engine URL"):
+            db.attach("t", "oracle://x")
+        path = _sqlite_file(tmp_path / "p.db", _people(5, seed=1))
+        with pytest.raises(PrivdbError, match="no table 'nosuch'"):
+            db.attach("t", f"sqlite:///{path}", source="nosuch")
+
+
+def test_privdb_attach_command(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from privdb.cli import app
+
+    path = _sqlite_file(tmp_path / "p.db", _people(50, seed=2))
+    (tmp_path / "m.yaml").write_text(
+        "tables:\n  people:\n    columns:\n      age: {type: int, lower: 0, upper: 100}\n"
+    )
+    runner = CliRunner()
+    done = runner.invoke(app, ["attach", "people", "--db", str(tmp_path / "db"), "--engine", f"sqlite:///{path}",
+                               "--metadata", str(tmp_path / "m.yaml")])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    runner.invoke(app, ["grant", "eve", "--db", str(tmp_path / "db"), "--epsilon", "1"])
+    asked = runner.invoke(app, ["query", "--db", str(tmp_path / "db"), "--analyst", "eve",
+                                "DP-SELECT 1 AVG(age) FROM people", "--format", "json"])  # fmt: skip
+    assert asked.exit_code == 0, asked.output
