@@ -29,7 +29,13 @@ demo: $(STAMP)
 $(CHROMIUM):
 	-$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null
 
-test: $(STAMP) $(CHROMIUM)
+# the engine tests start a throw-away PostgreSQL cluster (tests/pgfixture.py); Debian's package provides initdb
+.PHONY: postgresql
+postgresql:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null || \
+	  ($(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq postgresql >/dev/null)
+
+test: $(STAMP) $(CHROMIUM) postgresql
 	$(BIN)/python -m pytest -n 2 -q
 
 lint: $(STAMP)

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from conftest import seeded
+from pgfixture import postgres_cluster
 from privdb.database import Database
 from privdb.errors import PrivdbError
 from privdb.sql import engine
@@ -57,8 +58,25 @@ def _sqlite_file(path: Path, frame: pd.DataFrame) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[str]:
+    with postgres_cluster() as url:
+        yield url
+
+
+def _postgres_table(url: str, frame: pd.DataFrame, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute(f"DROP TABLE IF EXISTS {name}")
+        con.execute(f"CREATE TABLE {name} (pid BIGINT, age INTEGER, income DOUBLE PRECISION, city TEXT)")
+        with con.cursor().copy(f"COPY {name} (pid, age, income, city) FROM STDIN") as copy:
+            for row in frame.itertuples(index=False, name=None):
+                copy.write_row(row)
+
+
 @pytest.fixture
-def both(tmp_path: Path) -> Iterator[Database]:
+def both(tmp_path: Path, postgres: str) -> Iterator[Database]:
     frame = _people(800, seed=3)
     db = Database(tmp_path / "db")
     db.backend.load_frame("duck", frame)
@@ -66,6 +84,9 @@ def both(tmp_path: Path) -> Iterator[Database]:
     db.attach(
         "lite", f"sqlite:///{_sqlite_file(tmp_path / 'people.db', frame)}", source="people", metadata=META
     )
+    table = f"people_{abs(hash(str(tmp_path)))}"
+    _postgres_table(postgres, frame, table)
+    db.attach("pg", postgres, source=table, metadata=META)
     db.grant("eve", epsilon=100, delta=1e-3)
     db.noise_source = seeded(4)
     yield db
@@ -82,14 +103,18 @@ QUERIES = [
 ]
 
 
+DIALECTS = {"duck": "duckdb", "lite": "sqlite", "pg": "postgres"}
+
+
+@pytest.mark.parametrize("other", ["lite", "pg"])
 @pytest.mark.parametrize("query", QUERIES)
-def test_sqlite_returns_the_same_statistics_as_duckdb(both: Database, query: str) -> None:
+def test_engines_return_the_same_statistics_as_duckdb(both: Database, query: str, other: str) -> None:
     frames = []
-    for table in ("duck", "lite"):
+    for table in ("duck", other):
         plan, sql = engine.prepare(both, query.format(t=table))
         assert isinstance(plan, Plan)
         backend, _ = both.backend_for(plan.table.name)
-        assert backend.dialect == ("duckdb" if table == "duck" else "sqlite")
+        assert backend.dialect == DIALECTS[table]
         parts = [backend.fetch(sql)] if sql else []
         parts += [backend.fetch(h) for h in engine.histogram_queries(both, plan).values()]
         frames.append([p.sort_values(list(p.columns)).reset_index(drop=True) for p in parts])
@@ -101,13 +126,16 @@ def test_the_course_workflow_on_an_attached_sqlite_file(both: Database) -> None:
     res = engine.run(both, "eve", "DP-SELECT 1 city, COUNT(*) FROM lite GROUP BY city")
     assert [r[0] for r in res.rows] == ["Bern", "Basel", "Chur"]
     assert res.epsilon_spent == 1
-    assert {t["name"] for t in both.tables()} == {"duck", "lite"}
+    assert {t["name"] for t in both.tables()} == {"duck", "lite", "pg"}
+    released = engine.run(both, "eve", "DP-SELECT 1 city, age FROM pg WHERE city = 'Bern' LIMIT 5")
+    assert len(released.rows) == 5 and all(r[0] == "Bern" for r in released.rows)
 
 
 @pytest.mark.parametrize(
     ("query", "needle"),
     [
         ("DP-SELECT 1 COUNT(*) FROM lite WHERE 1 / (age - 37) > 0", "cannot run"),
+        ("DP-SELECT 1 COUNT(*) FROM pg WHERE CAST(city AS INTEGER) > 0", "cannot run"),
         ("DP-SELECT 1 COUNT(*) FROM lite WHERE nosuch > 1", "no column"),
     ],
 )

@@ -272,11 +272,16 @@ def _read_only(sql: str) -> bool:
 
 def open_engine(url: str) -> Engine:
     """An engine from its URL: ``sqlite:///relative/file.db`` or ``sqlite:////absolute/file.db``
-    (PostgreSQL and Spark: not yet)."""
+    or ``postgresql://user@host:port/dbname`` (Spark: not yet)."""
     if url.startswith("sqlite:///"):
         from privdb.backends.sqlite import SQLiteBackend
 
         return SQLiteBackend(url.removeprefix("sqlite:///"))  # sqlite:////abs/path or sqlite:///rel/path
+    if url.startswith(("postgresql://", "postgres://")):
+        from privdb.backends.postgres import PostgresBackend
+
+        return PostgresBackend(url)
     raise InvalidParameter(
-        f"unsupported engine URL {url!r}: use sqlite:///path/to/file.db (PostgreSQL and Spark are planned)"
+        f"unsupported engine URL {url!r}: use sqlite:///path/to/file.db or "
+        "postgresql://user@host:port/dbname (Spark is planned)"
     )

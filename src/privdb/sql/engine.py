@@ -92,6 +92,9 @@ def for_engine(backend: Engine, plan: Plan | ReleasePlan, sql: str) -> str:
     tree = sqlglot.parse_one(sql, read="duckdb")
     for node in list(tree.find_all(exp.Try)):
         node.replace(node.this)
+    for i, sub in enumerate(tree.find_all(exp.Subquery)):  # PostgreSQL wants every derived table named
+        if not sub.alias:
+            sub.set("alias", exp.TableAlias(this=exp.to_identifier(f"_q{i}")))
     return tree.sql(dialect=backend.dialect)
 
 

@@ -1,0 +1,122 @@
+"""PostgreSQL as an engine for attached tables (psycopg 3): the rewritten aggregate runs on the owner's
+server, transpiled by sqlglot; only aggregates travel back.
+
+Every query runs in a read-only transaction with ``statement_timeout`` set from privdb's time limit, so a
+query can neither change the owner's data nor run on without bound.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pandas as pd
+
+from privdb.errors import InvalidParameter, ParseError, UnknownTable
+from privdb.sql.suggest import did_you_mean
+
+__all__ = ["PostgresBackend", "postgres_type"]
+
+
+def postgres_type(data_type: str) -> str:
+    """privdb's type for an ``information_schema.columns.data_type``."""
+    t = data_type.lower()
+    if t == "boolean":
+        return "bool"
+    if t in ("smallint", "integer", "bigint"):
+        return "int"
+    if t in ("real", "double precision", "numeric", "decimal"):
+        return "float"
+    if t.startswith(("date", "timestamp", "time")):
+        return "date"
+    return "text"
+
+
+class PostgresBackend:
+    """One connection to a PostgreSQL database (``postgresql://user@host:port/dbname``)."""
+
+    dialect = "postgres"
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        self._psycopg = psycopg
+        try:
+            self._con = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        except psycopg.Error as err:
+            raise InvalidParameter(
+                f"cannot connect to PostgreSQL ({type(err).__name__}: {str(err).strip().splitlines()[0]}); "
+                "check the URL postgresql://user@host:port/dbname and that the server runs"
+            ) from None
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self._con.close()
+
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock, self._con.cursor() as cur:
+            cur.execute(sql, params)
+            return list(cur.fetchall())
+
+    def tables(self) -> list[str]:
+        rows = self._rows(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+            "ORDER BY 1"
+        )
+        return [str(r[0]) for r in rows]
+
+    def resolve(self, table: str) -> str:
+        names = self.tables()
+        for name in names:
+            if name.lower() == table.lower():
+                return name
+        raise UnknownTable(f"the PostgreSQL database has no table {table!r}{did_you_mean(table, names)}")
+
+    def columns(self, table: str) -> dict[str, str]:
+        name = self.resolve(table)
+        rows = self._rows(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_schema = current_schema() AND table_name = %s ORDER BY ordinal_position",
+            (name,),
+        )
+        return {str(r[0]): postgres_type(str(r[1])) for r in rows}
+
+    def unit_rows(self, table: str, unit: str) -> str | None:
+        return None  # the owner's database is never written: every unit goes through bounding
+
+    def bind(self, sql: str) -> list[str]:
+        """Plan ``sql`` without running it (EXPLAIN)."""
+        try:
+            self._rows("EXPLAIN " + sql)
+            with self._lock, self._con.cursor() as cur:
+                cur.execute(f"SELECT * FROM ({sql}) AS q LIMIT 0")
+                return [d.name for d in cur.description or ()]
+        except self._psycopg.Error as err:
+            raise ParseError(
+                f"the PostgreSQL engine cannot run this query: {str(err).splitlines()[0]}"
+            ) from None
+
+    def fetch(
+        self, sql: str, params: list[Any] | None = None, *, timeout: float | None = None
+    ) -> pd.DataFrame:
+        psycopg = self._psycopg
+        with self._lock:
+            try:
+                with self._con.transaction(), self._con.cursor() as cur:
+                    cur.execute("SET TRANSACTION READ ONLY")
+                    if timeout is not None:
+                        cur.execute(f"SET LOCAL statement_timeout = {max(1, int(timeout * 1000))}")
+                    cur.execute(sql, params or None)
+                    rows = cur.fetchall()
+                    columns = [d.name for d in cur.description or ()]
+            except psycopg.errors.QueryCanceled:
+                raise TimeoutError(f"the PostgreSQL query ran longer than {timeout} s") from None
+        frame = pd.DataFrame.from_records(rows, columns=columns)
+        for column in frame.columns:  # numeric aggregates come back as Decimal
+            if (
+                frame[column].dtype == object
+                and len(frame)
+                and type(frame[column].iloc[0]).__name__ == "Decimal"
+            ):
+                frame[column] = frame[column].astype(float)
+        return frame
