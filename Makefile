@@ -35,7 +35,13 @@ postgresql:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null || \
 	  ($(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq postgresql >/dev/null)
 
-test: $(STAMP) $(CHROMIUM) postgresql
+# Spark (the engine tests' local[2]) runs on Java 17: Debian's headless JRE if no java is found
+.PHONY: java
+java:
+	@command -v java >/dev/null || \
+	  ($(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq openjdk-17-jre-headless >/dev/null)
+
+test: $(STAMP) $(CHROMIUM) postgresql java
 	$(BIN)/python -m pytest -n 2 -q
 
 lint: $(STAMP)

@@ -159,9 +159,9 @@ class Database:
         if table.lower() in {t.lower() for t in self.backend.tables()}:
             raise InvalidParameter(f"a table {table!r} is loaded here already; attach under another name")
         backend = self._open_engine(engine)
-        found = backend.resolve(source or table)
+        found = source or table
         spec = load_metadata(metadata, table) if isinstance(metadata, str | Path) else metadata
-        meta = metadata_from_dict(table, spec, backend.columns(found))
+        meta = metadata_from_dict(table, spec, backend.columns(found))  # also checks the source exists
         self.catalog.attach(table, engine, found)
         self.catalog.set_metadata(table, meta.to_dict())
         return meta
@@ -171,7 +171,8 @@ class Database:
         attached = self.catalog.attachments().get(table)
         if attached is None:
             return self.backend, table
-        return self._open_engine(attached[0]), attached[1]
+        engine = self._open_engine(attached[0])
+        return engine, engine.resolve(attached[1])  # Spark: a view over a Parquet path
 
     def _open_engine(self, url: str) -> Engine:
         with self._backend_lock:
@@ -272,7 +273,7 @@ def _read_only(sql: str) -> bool:
 
 def open_engine(url: str) -> Engine:
     """An engine from its URL: ``sqlite:///relative/file.db`` or ``sqlite:////absolute/file.db``
-    or ``postgresql://user@host:port/dbname`` (Spark: not yet)."""
+    ``postgresql://user@host:port/dbname``, ``spark://local[2]`` or ``spark://HOST:7077``."""
     if url.startswith("sqlite:///"):
         from privdb.backends.sqlite import SQLiteBackend
 
@@ -281,7 +282,11 @@ def open_engine(url: str) -> Engine:
         from privdb.backends.postgres import PostgresBackend
 
         return PostgresBackend(url)
+    if url.startswith("spark://"):
+        from privdb.backends.spark import SparkBackend
+
+        return SparkBackend(url)
     raise InvalidParameter(
-        f"unsupported engine URL {url!r}: use sqlite:///path/to/file.db or "
-        "postgresql://user@host:port/dbname (Spark is planned)"
+        f"unsupported engine URL {url!r}: use sqlite:///path/to/file.db, "
+        "postgresql://user@host:port/dbname or spark://local[2] (or spark://HOST:7077)"
     )

@@ -1,0 +1,135 @@
+"""Apache Spark as an engine for attached tables (PySpark): for data that outgrows one machine.
+
+``spark://local[2]`` runs Spark inside this process on two cores; ``spark://HOST:7077`` (or any master
+URL after ``spark://``: ``spark://yarn``, ``spark://k8s://…``) connects to a cluster. A source is a table of
+Spark's catalog or a Parquet path (a file or directory, local or on the cluster's file system), read as a
+temporary view. privdb sends the rewritten aggregate in Spark SQL (sqlglot); only aggregates come back to
+the driver. A query past its time limit is cancelled through its job group.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import uuid
+from typing import Any
+
+import pandas as pd
+
+from privdb.errors import InvalidParameter, ParseError, UnknownTable
+
+__all__ = ["SparkBackend", "spark_type"]
+
+
+def spark_type(data_type: str) -> str:
+    t = data_type.lower()
+    if t == "boolean":
+        return "bool"
+    if t in ("tinyint", "smallint", "int", "integer", "bigint", "long", "short", "byte"):
+        return "int"
+    if t in ("float", "double", "real") or t.startswith("decimal"):
+        return "float"
+    if t.startswith(("date", "timestamp")):
+        return "date"
+    return "text"
+
+
+class SparkBackend:
+    """A Spark session, and the views privdb registered for Parquet sources."""
+
+    dialect = "spark"
+
+    def __init__(self, url: str) -> None:
+        master = url.removeprefix("spark://")
+        if not master:
+            raise InvalidParameter("a Spark URL names the master: spark://local[2] or spark://HOST:7077")
+        master = master if master.startswith(("local", "yarn", "k8s://", "mesos://")) else f"spark://{master}"
+        try:
+            from pyspark.sql import SparkSession
+
+            self._spark = (
+                SparkSession.builder.master(master)
+                .appName("privdb")
+                .config("spark.ui.enabled", "false")
+                .config("spark.sql.shuffle.partitions", "8")
+                .config("spark.sql.ansi.enabled", "false")  # NULL, not an error, on a bad cast
+                .getOrCreate()
+            )
+        except Exception as err:  # Java missing, master unreachable, …
+            raise InvalidParameter(
+                f"cannot start Spark on {master!r} ({type(err).__name__}); check the master URL and that "
+                "Java 17 is installed"
+            ) from None
+        self._views: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self._spark.stop()
+
+    def tables(self) -> list[str]:
+        return sorted({t.name for t in self._spark.catalog.listTables()} | set(self._views.values()))
+
+    def resolve(self, table: str) -> str:
+        """The name to query ``table`` by: a catalog table, or a view over a Parquet path."""
+        if "/" in table or table.endswith(".parquet"):
+            with self._lock:
+                if table not in self._views:
+                    stem = re.sub(r"\W", "_", table.rsplit("/", 1)[-1])[:40]
+                    view = f"privdb_{stem}_{uuid.uuid4().hex[:6]}"
+                    try:
+                        self._spark.read.parquet(table).createOrReplaceTempView(view)
+                    except Exception as err:
+                        raise UnknownTable(
+                            f"Spark cannot read {table!r} as Parquet ({type(err).__name__}); check the path"
+                        ) from None
+                    self._views[table] = view
+                return self._views[table]
+        names = [t.name for t in self._spark.catalog.listTables()]
+        for name in names:
+            if name.lower() == table.lower():
+                return str(name)
+        raise UnknownTable(f"Spark's catalog has no table {table!r}; give a catalog table or a Parquet path")
+
+    def columns(self, table: str) -> dict[str, str]:
+        name = self.resolve(table)
+        return {f.name: spark_type(f.dataType.simpleString()) for f in self._spark.table(name).schema.fields}
+
+    def unit_rows(self, table: str, unit: str) -> str | None:
+        return None  # the owner's data is never written: every unit goes through bounding
+
+    def bind(self, sql: str) -> list[str]:
+        """Analyse ``sql`` without running it (building a DataFrame resolves names and types)."""
+        try:
+            return list(self._spark.sql(sql).columns)
+        except Exception as err:
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise ParseError(f"the Spark engine cannot run this query: {first[:300]}") from None
+
+    def fetch(
+        self, sql: str, params: list[Any] | None = None, *, timeout: float | None = None
+    ) -> pd.DataFrame:
+        if params:
+            raise InvalidParameter("the Spark engine takes no query parameters")
+        group = f"privdb-{uuid.uuid4().hex}"
+        context = self._spark.sparkContext
+        fired = threading.Event()
+
+        def cancel() -> None:
+            fired.set()
+            context.cancelJobGroup(group)
+
+        timer = None if timeout is None else threading.Timer(timeout, cancel)
+        context.setJobGroup(group, "privdb query", interruptOnCancel=True)
+        if timer is not None:
+            timer.start()
+        try:
+            frame = self._spark.sql(sql)
+            rows = frame.collect()
+        except Exception:
+            if fired.is_set():
+                raise TimeoutError(f"the Spark query ran longer than {timeout} s") from None
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+        return pd.DataFrame.from_records([tuple(r) for r in rows], columns=frame.columns)

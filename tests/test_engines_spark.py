@@ -1,0 +1,60 @@
+"""Spark (local[2]) as an engine for attached tables: the same clamped, bounded aggregates as DuckDB on
+the same data, for every DP-SELECT form of tests/test_engines.py. Slow (one Spark start for the module)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pandas as pd
+import pytest
+
+from conftest import seeded
+from privdb.database import Database
+from privdb.sql import engine
+from privdb.sql.plan import Plan
+from test_engines import META, QUERIES, _people
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def spark_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
+    work = tmp_path_factory.mktemp("spark")
+    frame = _people(400, seed=3)
+    frame.to_parquet(work / "people.parquet")
+    db = Database(work / "db")
+    db.backend.load_frame("duck", frame)
+    db.set_metadata("duck", META)
+    db.attach("big", "spark://local[2]", source=str(work / "people.parquet"), metadata=META)
+    db.grant("eve", epsilon=100, delta=1e-3)
+    db.noise_source = seeded(4)
+    yield db
+    db.close()
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_spark_returns_the_same_statistics_as_duckdb(spark_db: Database, query: str) -> None:
+    frames = []
+    for table in ("duck", "big"):
+        plan, sql = engine.prepare(spark_db, query.format(t=table))
+        assert isinstance(plan, Plan)
+        backend, _ = spark_db.backend_for(plan.table.name)
+        assert backend.dialect == ("duckdb" if table == "duck" else "spark")
+        parts = [backend.fetch(sql)] if sql else []
+        parts += [backend.fetch(h) for h in engine.histogram_queries(spark_db, plan).values()]
+        frames.append([p.sort_values(list(p.columns)).reset_index(drop=True) for p in parts])
+    for duck, spark in zip(*frames, strict=True):
+        pd.testing.assert_frame_equal(duck, spark, check_dtype=False, rtol=1e-9)
+
+
+def test_dp_select_on_spark_end_to_end(spark_db: Database) -> None:
+    res = engine.run(spark_db, "eve", "DP-SELECT 1 city, COUNT(*), AVG(income) FROM big GROUP BY city")
+    assert [r[0] for r in res.rows] == ["Bern", "Basel", "Chur"] and res.epsilon_spent == 1
+    released = engine.run(spark_db, "eve", "DP-SELECT 1 city FROM big WHERE city = 'Chur' LIMIT 3")
+    assert [r[0] for r in released.rows] == ["Chur"] * 3
+
+
+def test_spark_refuses_what_it_cannot_run_safely(spark_db: Database) -> None:
+    with pytest.raises(Exception, match="cannot run"):
+        engine.run(spark_db, "eve", "DP-SELECT 1 COUNT(*) FROM big WHERE 1 / (age - 37) > 0")
+    assert spark_db.budget("eve").epsilon_spent == 2  # only the two answered queries above were charged
