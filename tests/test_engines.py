@@ -103,21 +103,24 @@ QUERIES = [
 ]
 
 
-DIALECTS = {"duck": "duckdb", "lite": "sqlite", "pg": "postgres"}
+DIALECTS = {"duck": "duckdb", "lite": "sqlite", "pg": "postgres", "big": "spark"}
+
+
+def engine_statistics(db: Database, query: str, dialect: str) -> list[pd.DataFrame]:
+    """What the engine returns for a DP-SELECT before any noise (the statistics and histograms), sorted."""
+    plan, sql = engine.prepare(db, query)
+    assert isinstance(plan, Plan)
+    backend, _ = db.backend_for(plan.table.name)
+    assert backend.dialect == dialect
+    parts = [backend.fetch(sql)] if sql else []
+    parts += [backend.fetch(h) for h in engine.histogram_queries(db, plan).values()]
+    return [p.sort_values(list(p.columns)).reset_index(drop=True) for p in parts]
 
 
 @pytest.mark.parametrize("other", ["lite", "pg"])
 @pytest.mark.parametrize("query", QUERIES)
 def test_engines_return_the_same_statistics_as_duckdb(both: Database, query: str, other: str) -> None:
-    frames = []
-    for table in ("duck", other):
-        plan, sql = engine.prepare(both, query.format(t=table))
-        assert isinstance(plan, Plan)
-        backend, _ = both.backend_for(plan.table.name)
-        assert backend.dialect == DIALECTS[table]
-        parts = [backend.fetch(sql)] if sql else []
-        parts += [backend.fetch(h) for h in engine.histogram_queries(both, plan).values()]
-        frames.append([p.sort_values(list(p.columns)).reset_index(drop=True) for p in parts])
+    frames = [engine_statistics(both, query.format(t=t), DIALECTS[t]) for t in ("duck", other)]
     for duck, lite in zip(*frames, strict=True):
         pd.testing.assert_frame_equal(duck, lite, check_dtype=False, rtol=1e-9)
 

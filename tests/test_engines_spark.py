@@ -11,8 +11,7 @@ import pytest
 from conftest import seeded
 from privdb.database import Database
 from privdb.sql import engine
-from privdb.sql.plan import Plan
-from test_engines import META, QUERIES, _people
+from test_engines import DIALECTS, META, QUERIES, _people, engine_statistics
 
 pytestmark = pytest.mark.slow
 
@@ -34,15 +33,7 @@ def spark_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
 
 @pytest.mark.parametrize("query", QUERIES)
 def test_spark_returns_the_same_statistics_as_duckdb(spark_db: Database, query: str) -> None:
-    frames = []
-    for table in ("duck", "big"):
-        plan, sql = engine.prepare(spark_db, query.format(t=table))
-        assert isinstance(plan, Plan)
-        backend, _ = spark_db.backend_for(plan.table.name)
-        assert backend.dialect == ("duckdb" if table == "duck" else "spark")
-        parts = [backend.fetch(sql)] if sql else []
-        parts += [backend.fetch(h) for h in engine.histogram_queries(spark_db, plan).values()]
-        frames.append([p.sort_values(list(p.columns)).reset_index(drop=True) for p in parts])
+    frames = [engine_statistics(spark_db, query.format(t=t), DIALECTS[t]) for t in ("duck", "big")]
     for duck, spark in zip(*frames, strict=True):
         pd.testing.assert_frame_equal(duck, spark, check_dtype=False, rtol=1e-9)
 

@@ -6,7 +6,19 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-__all__ = ["Engine"]
+from privdb.errors import UnknownTable
+from privdb.sql.suggest import did_you_mean
+
+__all__ = ["Engine", "find_table"]
+
+
+def find_table(table: str, names: list[str], where: str = "") -> str:
+    """The stored name of ``table`` among ``names`` (case-insensitive), or ``unknown_table`` naming
+    ``where`` it was looked for, with a suggestion."""
+    for name in names:
+        if name.lower() == table.lower():
+            return name
+    raise UnknownTable(f"{where}no table {table!r}{did_you_mean(table, names)}")
 
 
 class Engine(Protocol):

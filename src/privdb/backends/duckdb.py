@@ -10,8 +10,8 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from privdb.errors import InvalidParameter, ParseError, UnknownTable
-from privdb.sql.suggest import did_you_mean
+from privdb.backends.base import find_table
+from privdb.errors import InvalidParameter, ParseError
 
 __all__ = ["HIDDEN_PREFIX", "DuckDBBackend", "engine_type", "unit_rows_column"]
 
@@ -144,11 +144,7 @@ class DuckDBBackend:
 
     def resolve(self, table: str) -> str:
         """The stored name of ``table`` (case-insensitive), or ``unknown_table`` with a suggestion."""
-        names = self.tables()
-        for name in names:
-            if name.lower() == table.lower():
-                return name
-        raise UnknownTable(f"no table {table!r}{did_you_mean(table, names)}")
+        return find_table(table, self.tables(), "")
 
     def columns(self, table: str) -> dict[str, str]:
         """Column name → privdb type, in table order (privdb's hidden columns left out)."""

@@ -12,8 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from privdb.errors import InvalidParameter, ParseError, UnknownTable
-from privdb.sql.suggest import did_you_mean
+from privdb.backends.base import find_table
+from privdb.errors import InvalidParameter, ParseError
 
 __all__ = ["PostgresBackend", "postgres_type"]
 
@@ -66,11 +66,7 @@ class PostgresBackend:
         return [str(r[0]) for r in rows]
 
     def resolve(self, table: str) -> str:
-        names = self.tables()
-        for name in names:
-            if name.lower() == table.lower():
-                return name
-        raise UnknownTable(f"the PostgreSQL database has no table {table!r}{did_you_mean(table, names)}")
+        return find_table(table, self.tables(), "the PostgreSQL database has ")
 
     def columns(self, table: str) -> dict[str, str]:
         name = self.resolve(table)

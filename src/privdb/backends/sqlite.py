@@ -15,8 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from privdb.errors import InvalidParameter, ParseError, UnknownTable
-from privdb.sql.suggest import did_you_mean
+from privdb.backends.base import find_table
+from privdb.errors import InvalidParameter, ParseError
 
 __all__ = ["SQLiteBackend", "sqlite_type"]
 
@@ -67,11 +67,7 @@ class SQLiteBackend:
         return [str(r[0]) for r in rows]
 
     def resolve(self, table: str) -> str:
-        names = self.tables()
-        for name in names:
-            if name.lower() == table.lower():
-                return name
-        raise UnknownTable(f"the SQLite file has no table {table!r}{did_you_mean(table, names)}")
+        return find_table(table, self.tables(), "the SQLite file has ")
 
     def columns(self, table: str) -> dict[str, str]:
         name = self.resolve(table)
