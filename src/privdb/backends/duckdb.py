@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -266,18 +267,23 @@ class DuckDBBackend:
         self, sql: str, params: list[Any] | None = None, *, timeout: float | None = None
     ) -> pd.DataFrame:
         """Run ``sql`` and return its result (the engine reads data here). After ``timeout`` seconds the
-        query is interrupted and ``TimeoutError`` raised."""
+        query is interrupted and ``TimeoutError`` raised; so is a result that came back later than that
+        (an interrupt can arrive after the last chunk), so the limit holds whatever the timing."""
         cursor = self._cursor()
         timer = None if timeout is None else threading.Timer(timeout, cursor.interrupt)
+        started = time.monotonic()
         if timer is not None:
             timer.start()
         try:
-            return cursor.execute(sql, params or []).df()
+            frame = cursor.execute(sql, params or []).df()
         except duckdb.InterruptException:
             raise TimeoutError(f"the engine query ran longer than {timeout} s") from None
         finally:
             if timer is not None:
                 timer.cancel()
+        if timeout is not None and time.monotonic() - started > timeout:
+            raise TimeoutError(f"the engine query ran longer than {timeout} s")
+        return frame
 
     def raw(self, sql: str) -> pd.DataFrame:
         """The owner's direct access: any SQL, result as a DataFrame (empty for statements)."""
