@@ -56,6 +56,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/anonymize.py
 	$(BIN)/python bench/server.py
 	$(BIN)/python bench/quantiles.py
+	$(BIN)/python bench/engines.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

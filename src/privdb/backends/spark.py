@@ -60,7 +60,8 @@ class SparkBackend:
                 f"cannot start Spark on {master!r} ({type(err).__name__}); check the master URL and that "
                 "Java 17 is installed"
             ) from None
-        self._views: dict[str, str] = {}
+        self._views: dict[str, str] = {}  # source (Parquet path or catalog name) → the name to query
+        self._schemas: dict[str, dict[str, str]] = {}
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -84,15 +85,31 @@ class SparkBackend:
                         ) from None
                     self._views[table] = view
                 return self._views[table]
+        with self._lock:
+            known = self._views.get(table)
+        if known is not None:  # listing Spark's catalog costs ~0.1 s: once per table and session
+            return known
         names = [t.name for t in self._spark.catalog.listTables()]
         for name in names:
             if name.lower() == table.lower():
+                with self._lock:
+                    self._views[table] = str(name)
                 return str(name)
         raise UnknownTable(f"Spark's catalog has no table {table!r}; give a catalog table or a Parquet path")
 
     def columns(self, table: str) -> dict[str, str]:
+        """Column types, read once per table and session (a source's schema is fixed while privdb runs;
+        attach it again after changing it)."""
         name = self.resolve(table)
-        return {f.name: spark_type(f.dataType.simpleString()) for f in self._spark.table(name).schema.fields}
+        with self._lock:
+            cached = self._schemas.get(name)
+        if cached is None:
+            cached = {
+                f.name: spark_type(f.dataType.simpleString()) for f in self._spark.table(name).schema.fields
+            }
+            with self._lock:
+                self._schemas[name] = cached
+        return dict(cached)
 
     def unit_rows(self, table: str, unit: str) -> str | None:
         return None  # the owner's data is never written: every unit goes through bounding
