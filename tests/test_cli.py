@@ -80,7 +80,7 @@ def test_database_commands_end_to_end(tmp_path: Path) -> None:
     )
     csv = tmp_path / "people.csv"
     csv.write_text(
-        "pid;age;income;sex\n" + "".join(f"{i};{20 + i % 50};{1000 * i};{'FM'[i % 2]}\n" for i in range(300))
+        "pid;age;income;sex\n" + "".join(f"{i};{20 + i % 50};{2000 * i};{'FM'[i % 2]}\n" for i in range(300))
     )
     result = runner.invoke(app, ["load", "--db", db, "people", str(csv), "--metadata", str(meta)])
     assert result.exit_code == 0, result.output

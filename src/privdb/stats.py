@@ -102,7 +102,7 @@ def linear_regression(conn: Connection, table: str, y: str, xs: list[str], epsil
     plan = dataclasses.replace(base, statistics=tuple(stats), aggregates=(), histograms=())
     backend, source = db.backend_for(meta.name)
     unit_rows = backend.unit_rows(source, meta.privacy_unit) if meta.privacy_unit else None
-    sql = engine.for_engine(backend, plan, engine_sql(plan, source, unit_rows))
+    sql = engine.for_engine(backend, plan, engine_sql(plan, source, unit_rows, backend.value_ranges(source)))
     backend.bind(sql)
     names = ["intercept", *xs]
 

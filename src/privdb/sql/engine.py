@@ -64,7 +64,7 @@ def prepare(db: Database, text: str) -> tuple[Plan | ReleasePlan, str]:
         sql = for_engine(backend, plan, release_sql(plan, source, unit_rows))
     else:
         plan = plan_query(query, meta, db.evaluate_domain)
-        sql = for_engine(backend, plan, engine_sql(plan, source, unit_rows))
+        sql = for_engine(backend, plan, engine_sql(plan, source, unit_rows, backend.value_ranges(source)))
         for text_h in histogram_queries(db, plan).values():
             backend.bind(text_h)
     if sql:
@@ -103,8 +103,10 @@ def histogram_queries(db: Database, plan: Plan) -> dict[str, str]:
     meta = plan.table
     backend, source = db.backend_for(meta.name)
     unit_rows = backend.unit_rows(source, meta.privacy_unit) if meta.privacy_unit else None
+    ranges = backend.value_ranges(source) if plan.histograms else {}
     return {
-        h.name: for_engine(backend, plan, histogram_sql(plan, h, source, unit_rows)) for h in plan.histograms
+        h.name: for_engine(backend, plan, histogram_sql(plan, h, source, unit_rows, ranges))
+        for h in plan.histograms
     }
 
 

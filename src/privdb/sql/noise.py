@@ -86,7 +86,8 @@ def _combine(
     if agg.kind in ("count_star", "count", "sum"):
         (name,) = agg.statistics
         values = noisy[name]
-        return values, [mechs[name].ci95(float(v)) for v in values]
+        width = mechs[name].ci95(0.0)[1]  # one width for every group: the same mechanism noised each
+        return values, [(v - width, v + width) for v in values.tolist()]
     assert agg.column is not None and agg.column.lower is not None and agg.column.upper is not None
     lo, hi = agg.column.lower, agg.column.upper
     k = len(agg.statistics)
