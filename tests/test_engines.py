@@ -16,7 +16,7 @@ import pytest
 from conftest import seeded
 from pgfixture import postgres_cluster
 from privdb.database import Database
-from privdb.errors import PrivdbError
+from privdb.errors import EngineUnavailable, PrivdbError
 from privdb.sql import engine
 from privdb.sql.plan import Plan
 
@@ -176,3 +176,35 @@ def test_privdb_attach_command(tmp_path: Path) -> None:
     asked = runner.invoke(app, ["query", "--db", str(tmp_path / "db"), "--analyst", "eve",
                                 "DP-SELECT 1 AVG(age) FROM people", "--format", "json"])  # fmt: skip
     assert asked.exit_code == 0, asked.output
+
+
+def test_a_dropped_postgres_connection_is_opened_again_before_anything_is_spent(
+    both: Database, postgres: str
+) -> None:
+    import psycopg
+
+    engine.run(both, "eve", "DP-SELECT 1 COUNT(*) FROM pg")  # the connection is open
+    with psycopg.connect(postgres, autocommit=True) as admin:  # the server drops privdb's session
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE pid <> pg_backend_pid() AND datname = current_database()"
+        )
+    spent = both.budget("eve").epsilon_spent
+    res = engine.run(both, "eve", "DP-SELECT 1 city, COUNT(*) FROM pg GROUP BY city")
+    assert len(res.rows) == 3 and both.budget("eve").epsilon_spent == spent + 1
+
+
+def test_an_unreachable_postgres_server_refuses_queries_for_free(tmp_path: Path) -> None:
+    frame = _people(50, seed=6)
+    db = Database(tmp_path / "db")
+    db.grant("eve", epsilon=5)
+    with postgres_cluster() as url:
+        _postgres_table(url, frame, "people")
+        db.attach("pg", url, source="people", metadata=META)
+        engine.run(db, "eve", "DP-SELECT 1 COUNT(*) FROM pg")
+    # the cluster is stopped and gone
+    with pytest.raises(EngineUnavailable, match="nothing was spent") as err:
+        engine.run(db, "eve", "DP-SELECT 1 AVG(income) FROM pg")
+    assert "Traceback" not in str(err.value) and db.budget("eve").epsilon_spent == 1
+    assert db.log("eve")[-1]["code"] == "engine_unavailable"
+    db.close()

@@ -13,6 +13,7 @@ def test_exports_are_pinned() -> None:
     assert all(getattr(privdb, name) is not None for name in privdb.__all__)  # lazy names resolve
     assert set(privdb.errors.__all__) == {
         "BudgetExhausted",
+        "EngineUnavailable",
         "Forbidden",
         "InternalError",
         "InvalidParameter",

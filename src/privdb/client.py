@@ -32,6 +32,7 @@ _BY_CODE: dict[str, type[errors.PrivdbError]] = {
         errors.Forbidden,
         errors.QueryFailed,
         errors.InternalError,
+        errors.EngineUnavailable,
     )
 }
 

@@ -13,7 +13,8 @@ is wrong and how to fix it. Messages never contain private values.
     ├── InvalidParameter      invalid_parameter
     ├── Unauthorized          unauthorized
     ├── Forbidden             forbidden
-    └── QueryFailed           query_failed (an engine failure after data was read; charged)
+    ├── QueryFailed           query_failed (an engine failure after data was read; charged)
+    └── EngineUnavailable     engine_unavailable (an attached engine cannot be reached; nothing spent)
 
 ``InternalError`` (code ``internal_error``) marks faults of privdb itself; the CLI exits 1 on it and 2 on
 every other ``PrivdbError``.
@@ -25,6 +26,7 @@ from typing import Any, ClassVar
 
 __all__ = [
     "BudgetExhausted",
+    "EngineUnavailable",
     "Forbidden",
     "InternalError",
     "InvalidParameter",
@@ -98,3 +100,12 @@ class QueryFailed(PrivdbError):
     the data)."""
 
     code = "query_failed"
+
+
+class EngineUnavailable(PrivdbError):
+    """An attached engine (a PostgreSQL server, a Spark session) cannot be reached before the query reads
+    any data: nothing is spent, and trying again once the engine is back will work. (A code beyond
+    DESIGN.md's list, as ``query_failed`` and ``internal_error`` are: none of those says "nothing spent,
+    try later".)"""
+
+    code = "engine_unavailable"

@@ -2,7 +2,10 @@
 server, transpiled by sqlglot; only aggregates travel back.
 
 Every query runs in a read-only transaction with ``statement_timeout`` set from privdb's time limit, so a
-query can neither change the owner's data nor run on without bound.
+query can neither change the owner's data nor run on without bound. A lost connection (the server restarted)
+is opened again when a query is prepared, before any budget is reserved; if the server cannot be reached the
+query is refused with ``engine_unavailable`` and nothing is spent. A connection lost while the aggregate runs
+is charged like any engine failure after reading (privdb cannot know how far the server got).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from privdb.backends.base import find_table
-from privdb.errors import InvalidParameter, ParseError
+from privdb.errors import EngineUnavailable, ParseError
 
 __all__ = ["PostgresBackend", "postgres_type"]
 
@@ -41,22 +44,47 @@ class PostgresBackend:
         import psycopg
 
         self._psycopg = psycopg
-        try:
-            self._con = psycopg.connect(url, autocommit=True, connect_timeout=10)
-        except psycopg.Error as err:
-            raise InvalidParameter(
-                f"cannot connect to PostgreSQL ({type(err).__name__}: {str(err).strip().splitlines()[0]}); "
-                "check the URL postgresql://user@host:port/dbname and that the server runs"
-            ) from None
+        self._url = url
+        self._con = self._connect()
         self._lock = threading.Lock()
+
+    def _connect(self) -> Any:
+        try:
+            return self._psycopg.connect(self._url, autocommit=True, connect_timeout=10)
+        except self._psycopg.Error as err:
+            raise EngineUnavailable(
+                f"cannot connect to PostgreSQL ({type(err).__name__}: {str(err).strip().splitlines()[0]}); "
+                "check the URL postgresql://user@host:port/dbname and that the server runs "
+                "(nothing was spent)"
+            ) from None
+
+    def _live(self) -> Any:
+        """The connection, opened again if it was lost (called before any budget is reserved)."""
+        if self._con.closed or self._con.broken:
+            self._con = self._connect()
+        return self._con
 
     def close(self) -> None:
         self._con.close()
 
     def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        with self._lock, self._con.cursor() as cur:
-            cur.execute(sql, params)
-            return list(cur.fetchall())
+        """Run a catalog or planning statement (never one that reads the owner's rows); a connection the
+        server dropped is opened once more and the statement repeated."""
+        with self._lock:
+            for attempt in (1, 2):
+                try:
+                    with self._live().cursor() as cur:
+                        cur.execute(sql, params)
+                        return list(cur.fetchall())
+                except self._psycopg.Error:
+                    if not self._con.broken:
+                        raise
+                    if attempt == 2:
+                        raise EngineUnavailable(
+                            "the connection to PostgreSQL was lost twice; nothing was spent: try again "
+                            "when the server runs"
+                        ) from None
+            raise AssertionError("unreachable")
 
     def tables(self) -> list[str]:
         rows = self._rows(

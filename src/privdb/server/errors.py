@@ -21,6 +21,7 @@ STATUS = {
     "query_failed": 422,  # charged; the engine failed on the data
     "request_too_large": 413,
     "internal_error": 500,
+    "engine_unavailable": 503,  # an attached engine is down: nothing spent, retry later
 }
 
 
