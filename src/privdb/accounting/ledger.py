@@ -5,7 +5,11 @@
 * **Atomic.** Check-and-spend is one SQLite ``BEGIN IMMEDIATE`` transaction: it takes the database's write
   lock before reading the running total, so parallel processes serialise and can never overspend.
 * **Durable.** WAL journal with ``synchronous=FULL``: a committed spend survives a crash or power loss. A
-  ``kill -9`` at any moment leaves either the whole transaction or none of it.
+  ``kill -9`` at any moment leaves either the whole transaction or none of it. A *reservation* (and a
+  release) is written with ``synchronous=NORMAL``: atomic, and seen by every other process at once, but
+  synced to disk only by the commit that follows it (the WAL is synced in order, so syncing the commit
+  syncs the reservation before it). No answer leaves before that commit, so a power cut can lose only a
+  reservation whose answer nobody received; it saves one fsync per query (~0.3 ms here).
 * **Reserve, then commit.** A query first *reserves* its cost (counted as spent at once). A query refused
   before it reads data *releases* the reservation; once data has been read the reservation is *committed*
   before the answer leaves. A reservation whose process died stays counted: privdb cannot know whether the
@@ -168,10 +172,12 @@ class Ledger:
         self.close()
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Cursor]:
-        """One write transaction holding SQLite's write lock from its first statement."""
+    def _transaction(self, *, durable: bool = True) -> Iterator[sqlite3.Cursor]:
+        """One write transaction holding SQLite's write lock from its first statement; synced to disk
+        when it commits if ``durable`` (module doc: only reservations and releases are not)."""
         with self._lock:
             cur = self._conn.cursor()
+            cur.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
             cur.execute("BEGIN IMMEDIATE")
             try:
                 yield cur
@@ -231,7 +237,7 @@ class Ledger:
     ) -> Reservation:
         """Check and reserve in one transaction, or raise ``budget_exhausted`` naming what is left."""
         eps, dlt = _amount("epsilon", epsilon), _amount("delta", delta)
-        with self._transaction() as cur:
+        with self._transaction(durable=False) as cur:  # synced by the commit that follows it
             row = self._row(cur, analyst, database)
             if row is None:
                 raise BudgetExhausted(
@@ -273,7 +279,7 @@ class Ledger:
         return reservation
 
     def _settle(self, spend_id: int, state: str) -> None:
-        with self._transaction() as cur:
+        with self._transaction(durable=state == "committed") as cur:  # a lost release only over-counts
             found = cur.execute(
                 "SELECT analyst, database, epsilon, delta, state FROM spends WHERE id = ?",
                 (spend_id,),

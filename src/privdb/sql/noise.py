@@ -50,12 +50,13 @@ def _groups(
     names = [s.name for s in plan.statistics]
     if frame is None:  # no noisy sums: only order statistics or modes
         frame = pd.DataFrame(columns=key_cols + names)
-    columns = list(frame.columns)
-    keys_at = [columns.index(c) for c in key_cols]
-    values_at = [columns.index(c) for c in names]
+    # whole columns to Python objects at once (itertuples goes through pandas' indexing row by row)
+    cols = [frame[c].tolist() for c in key_cols + names]
     data = {
-        tuple(_py(row[i]) for i in keys_at): [_py(row[i]) or 0.0 for i in values_at]
-        for row in frame.itertuples(index=False, name=None)
+        tuple(_py(cols[j][r]) for j in range(nkeys)): [
+            _py(cols[j][r]) or 0.0 for j in range(nkeys, len(cols))
+        ]
+        for r in range(len(frame))
     }
     if nkeys == 0:
         groups: list[tuple[Any, ...]] = [()]
@@ -264,16 +265,16 @@ def add_noise(
             assert histograms is not None
             frame_h = histograms[agg.histogram.name]
             per_agg.append((_choose(plan, agg.histogram, frame_h, kept_groups, agg.q, rng), None))
-    rows: list[list[Any]] = []
-    for r, group in enumerate(kept_groups):
-        row: list[Any] = []
-        for _, role, i in plan.resolved.outputs:
-            if role == "key":
-                row.append(group[i])
-            else:
-                value = per_agg[i][0][r]
-                row.append(_py(value) if plan.aggregates[i].kind == "mode" else _py(float(value)))
-        rows.append(row)
+    cells = [  # per aggregate, its values as Python objects (NaN → None), converted in one call each
+        [_py(v) for v in values]
+        if agg.kind == "mode"
+        else [None if v != v else v for v in np.asarray(values, dtype=np.float64).tolist()]
+        for agg, (values, _) in zip(plan.aggregates, per_agg, strict=True)
+    ]
+    rows: list[list[Any]] = [
+        [group[i] if role == "key" else cells[i][r] for _, role, i in plan.resolved.outputs]
+        for r, group in enumerate(kept_groups)
+    ]
     order = list(range(len(rows)))
     for name, desc in reversed(plan.resolved.order):
         col = columns.index(name)
