@@ -74,7 +74,7 @@ class PostgresBackend:
             for attempt in (1, 2):
                 try:
                     with self._live().cursor() as cur:
-                        cur.execute(sql, params)
+                        cur.execute(sql, params or None)  # no parameters: a '%' in a LIKE is literal
                         return list(cur.fetchall())
                 except self._psycopg.Error:
                     if not self._con.broken:

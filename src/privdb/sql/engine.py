@@ -72,6 +72,9 @@ def prepare(db: Database, text: str) -> tuple[Plan | ReleasePlan, str]:
     return plan, sql
 
 
+_ENGINE_NAMES = {"postgres": "PostgreSQL", "sqlite": "SQLite", "spark": "Spark"}
+
+
 def for_engine(backend: Engine, plan: Plan | ReleasePlan, sql: str) -> str:
     """The engine SQL in ``backend``'s dialect (sqlglot). Engines other than DuckDB have no ``TRY``, so a
     WHERE or key expression that could fail on some rows is refused there (whether a query fails must
@@ -85,7 +88,8 @@ def for_engine(backend: Engine, plan: Plan | ReleasePlan, sql: str) -> str:
         for node in risky:
             if not cannot_fail(node, plan.table):
                 raise UnsupportedQuery(
-                    f"the {backend.dialect} engine cannot run {node.sql()} safely: an expression that can "
+                    f"the {_ENGINE_NAMES.get(backend.dialect, backend.dialect)} engine cannot run "
+                    f"{node.sql()} safely: an expression that can "
                     "fail on some rows (a cast, a division, a function) would make the query fail depending "
                     "on the data; compare columns with literals there, or load the table into privdb's DuckDB"
                 )
