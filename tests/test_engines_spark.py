@@ -49,3 +49,15 @@ def test_spark_refuses_what_it_cannot_run_safely(spark_db: Database) -> None:
     with pytest.raises(Exception, match="cannot run"):
         engine.run(spark_db, "eve", "DP-SELECT 1 COUNT(*) FROM big WHERE 1 / (age - 37) > 0")
     assert spark_db.budget("eve").epsilon_spent == 2  # only the two answered queries above were charged
+
+
+def test_a_stopped_spark_session_is_started_again_before_anything_is_spent(spark_db: Database) -> None:
+    from pyspark.sql import SparkSession
+
+    engine.run(spark_db, "eve", "DP-SELECT 1 COUNT(*) FROM big")
+    active = SparkSession.getActiveSession()
+    assert active is not None
+    active.stop()  # the cluster went away: the session, and privdb's Parquet view with it
+    spent = spark_db.budget("eve").epsilon_spent
+    res = engine.run(spark_db, "eve", "DP-SELECT 1 city, COUNT(*) FROM big GROUP BY city")
+    assert len(res.rows) == 3 and spark_db.budget("eve").epsilon_spent == spent + 1

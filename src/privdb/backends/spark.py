@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from privdb.errors import InvalidParameter, ParseError, UnknownTable
+from privdb.errors import EngineUnavailable, InvalidParameter, ParseError, UnknownTable
 
 __all__ = ["SparkBackend", "spark_type"]
 
@@ -34,6 +34,11 @@ def spark_type(data_type: str) -> str:
     return "text"
 
 
+def _is_path(source: str) -> bool:
+    """A Parquet file or directory (read as a view), as opposed to a table of Spark's catalog."""
+    return "/" in source or source.endswith(".parquet")
+
+
 class SparkBackend:
     """A Spark session, and the views privdb registered for Parquet sources."""
 
@@ -43,12 +48,20 @@ class SparkBackend:
         master = url.removeprefix("spark://")
         if not master:
             raise InvalidParameter("a Spark URL names the master: spark://local[2] or spark://HOST:7077")
-        master = master if master.startswith(("local", "yarn", "k8s://", "mesos://")) else f"spark://{master}"
+        self._master = (
+            master if master.startswith(("local", "yarn", "k8s://", "mesos://")) else f"spark://{master}"
+        )
+        self._spark = self._start()
+        self._views: dict[str, str] = {}  # source (Parquet path or catalog name) → the name to query
+        self._schemas: dict[str, dict[str, str]] = {}
+        self._lock = threading.Lock()
+
+    def _start(self) -> Any:
         try:
             from pyspark.sql import SparkSession
 
-            self._spark = (
-                SparkSession.builder.master(master)
+            return (
+                SparkSession.builder.master(self._master)
                 .appName("privdb")
                 .config("spark.ui.enabled", "false")
                 .config("spark.sql.shuffle.partitions", "8")
@@ -57,28 +70,51 @@ class SparkBackend:
             )
         except Exception as err:  # Java missing, master unreachable, …
             raise InvalidParameter(
-                f"cannot start Spark on {master!r} ({type(err).__name__}); check the master URL and that "
-                "Java 17 is installed"
+                f"cannot start Spark on {self._master!r} ({type(err).__name__}); check the master URL and "
+                "that Java 17 is installed"
             ) from None
-        self._views: dict[str, str] = {}  # source (Parquet path or catalog name) → the name to query
-        self._schemas: dict[str, dict[str, str]] = {}
-        self._lock = threading.Lock()
+
+    def _live(self) -> Any:
+        """The session, started again if it stopped (the cluster went away, or someone stopped it), with
+        privdb's Parquet views registered again under their names. Called while a query is prepared,
+        before any budget is reserved; a session that cannot be started refuses with
+        ``engine_unavailable`` (nothing spent)."""
+        context = self._spark.sparkContext
+        try:
+            stopped = context._jsc is None or context._jsc.sc().isStopped()
+        except Exception:  # the JVM is gone
+            stopped = True
+        if not stopped:
+            return self._spark
+        with self._lock:
+            try:
+                self._spark = self._start()
+                for source, view in self._views.items():
+                    if _is_path(source):  # a view privdb made over a Parquet path (catalog tables stay)
+                        self._spark.read.parquet(source).createOrReplaceTempView(view)
+            except Exception as err:
+                raise EngineUnavailable(
+                    f"the Spark session on {self._master!r} stopped and could not be started again "
+                    f"({type(err).__name__}); nothing was spent: try again when the cluster is back"
+                ) from None
+        return self._spark
 
     def close(self) -> None:
         self._spark.stop()
 
     def tables(self) -> list[str]:
-        return sorted({t.name for t in self._spark.catalog.listTables()} | set(self._views.values()))
+        return sorted({t.name for t in self._live().catalog.listTables()} | set(self._views.values()))
 
     def resolve(self, table: str) -> str:
         """The name to query ``table`` by: a catalog table, or a view over a Parquet path."""
-        if "/" in table or table.endswith(".parquet"):
+        spark = self._live()
+        if _is_path(table):
             with self._lock:
                 if table not in self._views:
                     stem = re.sub(r"\W", "_", table.rsplit("/", 1)[-1])[:40]
                     view = f"privdb_{stem}_{uuid.uuid4().hex[:6]}"
                     try:
-                        self._spark.read.parquet(table).createOrReplaceTempView(view)
+                        spark.read.parquet(table).createOrReplaceTempView(view)
                     except Exception as err:
                         raise UnknownTable(
                             f"Spark cannot read {table!r} as Parquet ({type(err).__name__}); check the path"
@@ -89,7 +125,7 @@ class SparkBackend:
             known = self._views.get(table)
         if known is not None:  # listing Spark's catalog costs ~0.1 s: once per table and session
             return known
-        names = [t.name for t in self._spark.catalog.listTables()]
+        names = [t.name for t in spark.catalog.listTables()]
         for name in names:
             if name.lower() == table.lower():
                 with self._lock:
@@ -119,8 +155,9 @@ class SparkBackend:
 
     def bind(self, sql: str) -> list[str]:
         """Analyse ``sql`` without running it (building a DataFrame resolves names and types)."""
+        spark = self._live()  # outside the try: a session that cannot start is engine_unavailable
         try:
-            return list(self._spark.sql(sql).columns)
+            return list(spark.sql(sql).columns)
         except Exception as err:
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise ParseError(f"the Spark engine cannot run this query: {first[:300]}") from None
