@@ -191,6 +191,9 @@ def test_clamps_the_statistics_rule_out_are_left_out_and_return_when_a_write_nee
         db.set_metadata("people", ROW_META)
         sql, sums = _engine_sums(db)
         assert "CASE" not in sql and sums == pytest.approx(_exact_sums(frame))  # nothing to clamp
+        # what analysts see never depends on the data: explain shows every clamp
+        shown = engine.explain(db, SUMS)["engine_sql"]
+        assert all(bound in shown for bound in ("THEN 0.0", "THEN 200.0", "THEN 100.0"))
         db.owner_sql("UPDATE people SET income = 1e12 WHERE age = 20")  # a write through privdb
         frame.loc[0, "income"] = 1e12
         sql, sums = _engine_sums(db)

@@ -29,7 +29,6 @@ from privdb.result import Result
 from privdb.sql import engine
 from privdb.sql.noise import NoisyAnswer
 from privdb.sql.plan import Plan, Statistic, make_statistic
-from privdb.sql.rewrite import engine_sql
 
 __all__ = ["Regression", "linear_regression"]
 
@@ -102,8 +101,7 @@ def linear_regression(conn: Connection, table: str, y: str, xs: list[str], epsil
     plan = dataclasses.replace(base, statistics=tuple(stats), aggregates=(), histograms=())
     backend, source = db.backend_for(meta.name)
     unit_rows = backend.unit_rows(source, meta.privacy_unit) if meta.privacy_unit else None
-    sql = engine.for_engine(backend, plan, engine_sql(plan, source, unit_rows, backend.value_ranges(source)))
-    backend.bind(sql)
+    sql = engine.statistics_sql(backend, plan, source, unit_rows)
     names = ["intercept", *xs]
 
     def read() -> dict[str, float]:
