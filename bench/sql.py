@@ -609,13 +609,11 @@ def markdown(rows: list[Row], peer: dict[str, Any], n: int, repeats: int, comman
     lines += ["| " + " | ".join(cells) + " |" for cells in table_rows(rows)]
     lines += ["", "Targets:", "", *targets(rows), ""]
     lines += [
-        "What is left of the row-level gap is clamping: privdb's engine SQL clamps every value it sums. A "
-        "side of a clamp that DuckDB's own statistics show idle is left out (incomes here are never below "
-        "0, so Q2 computes `CASE WHEN income > 500000 THEN 500000 ELSE income END`; docs/proofs/sql.md), "
-        "which took Q2's engine SQL from ≈ 1.45× to ≈ 1.33× the floor; the clamp that remains is the "
-        "engine's own work. `LEAST/GREATEST` and `FILTER` forms were slower; a difference form (`SUM(x) − "
-        "SUM(x − U) FILTER (x > U)`) was not used: with huge values it loses the precision the sensitivity "
-        "bound relies on.",
+        "The row-level gap that remains is clamping: privdb's engine SQL clamps every value it sums, as "
+        "DOUBLE (`CASE WHEN v < 0 THEN 0 WHEN v > 500000 THEN 500000 ELSE v END`, v = income cast to "
+        "DOUBLE), the floor does not: on Q2 that alone is ≈ 1.4–1.5× the floor's engine time. "
+        "`LEAST/GREATEST` and `FILTER` forms were slower; leaving out clamps that DuckDB's statistics show "
+        "idle was tried and withdrawn (docs/proofs/sql.md says why).",
         "",
     ]
     lines += [

@@ -10,13 +10,12 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from privdb.backends.duckdb import DuckDBBackend, unit_rows_column
+from privdb.backends.duckdb import unit_rows_column
 from privdb.database import Database
 from privdb.errors import InvalidParameter, UnknownColumn
 from privdb.sql import engine
+from privdb.sql.plan import Plan
 from privdb.sql.rewrite import engine_sql
 
 HIDDEN = unit_rows_column("pid")
@@ -159,91 +158,66 @@ def test_dropping_the_unit_removes_the_hidden_count(db: Database) -> None:
     assert HIDDEN not in db.backend.raw("SELECT * FROM people LIMIT 1").columns
 
 
-# ---- clamps the engine's own statistics make idle are left out (DuckDBBackend.value_ranges)
-ROW_META: dict[str, object] = {
-    "columns": {
-        "income": {"type": "float", "lower": 0, "upper": 200},
-        "age": {"type": "int", "lower": 0, "upper": 100},
-    }
-}
-SUMS = "DP-SELECT 1 SUM(income), SUM(age) FROM people"
-
-
-def _exact_sums(frame: pd.DataFrame) -> tuple[float, float]:
-    """The clamped sums computed outside any engine (the table has no NULL; NaN clamps to the upper bound)."""
-    income = frame["income"].astype(float).fillna(200.0)
-    return float(income.clip(0, 200).sum()), float(frame["age"].astype(float).clip(0, 100).sum())
-
-
-def _engine_sums(db: Database) -> tuple[str, tuple[float, float]]:
-    _, sql = engine.prepare(db, SUMS)
-    row = db.backend.fetch(sql).iloc[0]
-    return sql, (float(row["s0"]), float(row["s1"]))
-
-
-def test_clamps_the_statistics_rule_out_are_left_out_and_return_when_a_write_needs_them(
-    tmp_path: Path,
-) -> None:
-    frame = pd.DataFrame({"income": [10.5, 199.0, 0.0, 50.0], "age": [20, 30, 40, 99]})
-    path = tmp_path / "db"
-    with Database(path) as db:
-        db.backend.load_frame("people", frame)
-        db.set_metadata("people", ROW_META)
-        sql, sums = _engine_sums(db)
-        assert "CASE" not in sql and sums == pytest.approx(_exact_sums(frame))  # nothing to clamp
-        # what analysts see never depends on the data: explain shows every clamp
-        shown = engine.explain(db, SUMS)["engine_sql"]
-        assert all(bound in shown for bound in ("THEN 0.0", "THEN 200.0", "THEN 100.0"))
-        db.owner_sql("UPDATE people SET income = 1e12 WHERE age = 20")  # a write through privdb
-        frame.loc[0, "income"] = 1e12
-        sql, sums = _engine_sums(db)
-        assert "THEN 200.0" in sql and "THEN 0.0" not in sql and "THEN 100.0" not in sql
-        assert sums == pytest.approx(_exact_sums(frame))
-    con = duckdb.connect(str(path / "data.duckdb"))  # another tool writes while privdb is closed
-    con.execute("UPDATE people SET age = -7, income = 'nan' WHERE age = 30")
-    con.close()
-    frame.loc[1, ["age", "income"]] = [-7, np.nan]
-    with Database(path) as db:
-        sql, sums = _engine_sums(db)
-        assert "THEN 0.0" in sql and "THEN 200.0" in sql  # NaN: no trusted upper bound for income
-        assert sums == pytest.approx(_exact_sums(frame))
-
-
-_VALUES = st.one_of(
-    st.none(),
-    st.floats(allow_nan=True, allow_infinity=True, width=64),
-    st.floats(min_value=-10, max_value=300),
-)
-
-
-@given(
-    steps=st.lists(
-        st.tuples(st.sampled_from(["insert", "update", "delete"]), _VALUES, st.integers(0, 5)),
-        min_size=1,
-        max_size=12,
+# ---- whether a query fails, and what it answers, never depends on the data's types or row order
+def test_values_are_clamped_as_double_whatever_the_column_type(tmp_path: Path) -> None:
+    """INTEGER, SMALLINT, REAL and DECIMAL columns: sums and products of clamped values are DOUBLE, so no
+    value can overflow the column's own type and make the query fail (a failure that would tell whether
+    such a row exists)."""
+    frame = pd.DataFrame(
+        {
+            "a": np.array([99_999, 99_999, 5], dtype=np.int32),
+            "b": np.array([99_999, 99_999, 7], dtype=np.int32),
+            "s": np.array([300, 300, 300], dtype=np.int16),
+            "r": np.array([3e38, 3e38, 1.0], dtype=np.float32),
+        }
     )
-)
-@settings(max_examples=60, deadline=None)
-def test_statistics_ranges_enclose_every_value_after_any_writes(
-    steps: list[tuple[str, float | None, int]],
-) -> None:
-    """DuckDB's statistics only widen: after any inserts, updates and deletes, every stored value lies in
-    the range privdb reads from them (a column with a NaN, or with no value, has none)."""
-    backend = DuckDBBackend(None)  # an in-memory DuckDB
-    backend.raw("CREATE TABLE t (x DOUBLE, k INTEGER)")
-    for i, (op, value, k) in enumerate(steps):
-        literal = "NULL" if value is None else f"'{value!r}'::DOUBLE"
-        if op == "insert":
-            backend.raw(f"INSERT INTO t VALUES ({literal}, {k}), ({i}, {i % 6})")
-        elif op == "update":
-            backend.raw(f"UPDATE t SET x = {literal} WHERE k = {k}")
-        else:
-            backend.raw(f"DELETE FROM t WHERE k = {k}")
-        values = backend.raw("SELECT x FROM t WHERE x IS NOT NULL")["x"].to_numpy(dtype=float)
-        ranges = backend.value_ranges("t")
-        if "x" in ranges:
-            low, high = ranges["x"]
-            assert not np.isnan(values).any()
-            assert ((values >= low) & (values <= high)).all()
-        assert "k" in ranges or backend.raw("SELECT COUNT(k) AS n FROM t")["n"].iloc[0] == 0
-    backend.close()
+    with Database(tmp_path / "db") as db:
+        db.backend.load_frame("t", frame)
+        for column in ("d", "e"):  # a salary of 20 million: its square overflows DECIMAL(18)
+            db.owner_sql(f"ALTER TABLE t ADD COLUMN {column} DECIMAL(18, 3) DEFAULT 20000000")
+        db.set_metadata(
+            "t",
+            {
+                "columns": {
+                    "a": {"type": "float", "lower": 0, "upper": 100_000},
+                    "b": {"type": "float", "lower": 0, "upper": 100_000},
+                    "s": {"type": "int", "lower": 0, "upper": 1000},
+                    "r": {"type": "float", "lower": 0, "upper": 1e39},
+                    "d": {"type": "float", "lower": 0, "upper": 1e8},
+                    "e": {"type": "float", "lower": 0, "upper": 1e8},
+                }
+            },
+        )
+        db.grant("alice", epsilon=100)
+        for query in (
+            "DP-SELECT 1 COVAR_POP(a, b), CORR(a, b) FROM t",
+            "DP-SELECT 1 SUM(s), VARIANCE(s) FROM t",
+            "DP-SELECT 1 SUM(r), CORR(r, d) FROM t",
+            "DP-SELECT 1 CORR(d, e), VARIANCE(d) FROM t",
+        ):
+            _, sql = engine.prepare(db, query)
+            row = db.backend.fetch(sql).iloc[0]
+            assert np.isfinite(row.to_numpy(dtype=float)).all(), query
+            engine.run(db, "alice", query)  # answered, not query_failed
+        _, sql = engine.prepare(db, "DP-SELECT 1 COVAR_POP(a, b) FROM t")
+        products = [v for k, v in db.backend.fetch(sql).iloc[0].items() if v > 1e10]
+        assert products == [pytest.approx(2 * 99_999.0**2 + 35)]
+
+
+def test_nan_and_null_keys_add_up_whatever_the_row_order(tmp_path: Path) -> None:
+    """NaN and NULL are two groups to the engine and one key (null) in the answer: the answer's statistic
+    is their sum, not whichever row the engine happened to return last."""
+    from privdb.sql.noise import _groups
+
+    with Database(tmp_path / "db") as db:
+        db.owner_sql("CREATE TABLE t (k DOUBLE, x DOUBLE)")
+        db.owner_sql("INSERT INTO t SELECT NULL, 1 FROM range(1000)")
+        db.owner_sql("INSERT INTO t SELECT 'nan', 1 FROM range(3)")
+        db.set_metadata("t", {"columns": {"x": {"lower": 0, "upper": 1}}})
+        plan, sql = engine.prepare(db, "DP-SELECT 1 DELTA 1e-6 k, COUNT(*), SUM(x) FROM t GROUP BY k")
+        assert isinstance(plan, Plan)
+        frame = db.backend.fetch(sql)
+        for order in (frame, frame.iloc[::-1].reset_index(drop=True)):
+            groups, truth = _groups(plan, order)
+            assert groups == [(None,)]
+            assert [float(v[0]) for v in truth.values()] == [1003.0, 1003.0]

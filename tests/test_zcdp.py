@@ -14,7 +14,13 @@ from privdb.accounting.zcdp import epsilon_from_rho, rho_from_epsilon
 @given(rho=st.floats(1e-4, 10.0), delta=st.floats(1e-12, 1e-2))
 def test_conversion_is_never_worse_than_bun_steinke(rho: float, delta: float) -> None:
     eps = epsilon_from_rho(rho, delta)
-    assert 0 < eps <= rho + 2 * math.sqrt(rho * math.log(1 / delta)) + 1e-12
+    # ε = 0 happens (tiny ρ, large δ: (0, δ)-DP), never below
+    assert 0 <= eps <= rho + 2 * math.sqrt(rho * math.log(1 / delta)) + 1e-12
+
+
+def test_tiny_rho_with_large_delta_is_zero_epsilon_not_negative() -> None:
+    assert epsilon_from_rho(1e-4, 1e-2) == 0.0
+    assert epsilon_from_rho(1e-4, 1e-6) > 0
 
 
 def test_round_trip_and_monotone() -> None:

@@ -41,7 +41,9 @@ def epsilon_from_rho(rho: float, delta: float) -> float:
         options={"xatol": 1e-10},
     )
     best = float(result.fun)
-    return min(classic, best) if math.isfinite(best) else classic
+    eps = min(classic, best) if math.isfinite(best) else classic
+    # a tiny ρ with a large δ can make the bound negative: the mechanism is then (0, δ)-DP
+    return max(0.0, eps)
 
 
 def rho_from_epsilon(epsilon: float, delta: float) -> float:

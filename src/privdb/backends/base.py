@@ -34,12 +34,6 @@ class Engine(Protocol):
 
     def unit_rows(self, table: str, unit: str) -> str | None: ...
 
-    def value_ranges(self, table: str) -> dict[str, tuple[float, float]]:
-        """Per numeric column, bounds that hold for every value because the engine's own statistics say so
-        (the rewrite then leaves out clamps that cannot change a value); empty when the engine keeps none
-        it guarantees."""
-        ...
-
     def bind(self, sql: str) -> list[str]: ...
 
     def fetch(

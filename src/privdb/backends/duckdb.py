@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 import time
@@ -54,20 +53,6 @@ def engine_type(duck_type: str) -> str:
     return "text"
 
 
-def _bounds(stats: Any) -> tuple[float | None, float | None]:
-    """(min, max) of one ``stats()`` value as floats; None where absent or not a number (NaN)."""
-    if not isinstance(stats, dict):
-        return None, None
-    out: list[float | None] = []
-    for key in ("min", "max"):
-        try:
-            value = float(stats[key])
-        except (KeyError, TypeError, ValueError):
-            value = math.nan
-        out.append(None if math.isnan(value) else value)
-    return out[0], out[1]
-
-
 def check_name(name: str, what: str = "table") -> str:
     """A plain SQL identifier, so it can be quoted safely and typed in DP-SELECT."""
     if not _NAME.match(name):
@@ -110,7 +95,6 @@ class DuckDBBackend:
         self._schema: dict[str, dict[str, tuple[str, str | None]]] | None = None
         self._bound: dict[str, list[str]] = {}
         self._verified: set[tuple[str, str]] = set()  # unit counts checked against the table this session
-        self._ranges: dict[str, dict[str, tuple[float, float]]] = {}
         self._local = threading.local()  # each thread's own cursor: queries of threads run in parallel
         self._cursors: list[duckdb.DuckDBPyConnection] = []
 
@@ -137,7 +121,6 @@ class DuckDBBackend:
         self._schema = None
         self._bound.clear()
         self._verified.clear()
-        self._ranges.clear()
 
     def _describe(self) -> dict[str, dict[str, tuple[str, str | None]]]:
         """table → column → (DuckDB type, comment), from one catalog query; cached."""
@@ -210,37 +193,6 @@ class DuckDBBackend:
             with self._lock:
                 self._verified.add((name, column))
         return column
-
-    def value_ranges(self, table: str) -> dict[str, tuple[float, float]]:
-        """Per numeric column (lower-cased name), the minimum and maximum in DuckDB's own statistics of the
-        table (``stats()``).
-
-        DuckDB keeps them for its optimiser: every insert or update widens them, a delete never narrows
-        them, so every stored value lies within them whoever wrote the file. A column without both (no
-        rows, only NULLs) or with a NaN bound is left out. Read once per table until privdb writes the
-        database (reading them costs about a millisecond; it reads no rows beyond the first vector).
-        """
-        name = self.resolve(table)
-        cached = self._ranges.get(name)
-        if cached is not None:
-            return cached
-        numeric = [
-            column
-            for column, (dtype, _) in self._describe()[name].items()
-            if engine_type(dtype) in ("int", "float") and not column.startswith(HIDDEN_PREFIX)
-        ]
-        ranges: dict[str, tuple[float, float]] = {}
-        if numeric:
-            select = ", ".join(f"stats({quote(c)})" for c in numeric)
-            with self._lock:
-                row = self._con.execute(f"SELECT {select} FROM {quote(name)} LIMIT 1").fetchone()
-            for column, stats in zip(numeric, row or (), strict=False):
-                low, high = _bounds(stats)
-                if low is not None and high is not None:
-                    ranges[column.lower()] = (low, high)
-        with self._lock:
-            self._ranges[name] = ranges
-        return ranges
 
     def _row_count(self, name: str) -> int:
         with self._lock:

@@ -108,9 +108,6 @@ class PostgresBackend:
     def unit_rows(self, table: str, unit: str) -> str | None:
         return None  # the owner's database is never written: every unit goes through bounding
 
-    def value_ranges(self, table: str) -> dict[str, tuple[float, float]]:
-        return {}  # its statistics are estimates (or absent): every bounded value is clamped
-
     def bind(self, sql: str) -> list[str]:
         """Plan ``sql`` without running it (EXPLAIN)."""
         try:

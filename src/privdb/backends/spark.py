@@ -150,9 +150,6 @@ class SparkBackend:
     def unit_rows(self, table: str, unit: str) -> str | None:
         return None  # the owner's data is never written: every unit goes through bounding
 
-    def value_ranges(self, table: str) -> dict[str, tuple[float, float]]:
-        return {}  # its statistics are estimates (or absent): every bounded value is clamped
-
     def bind(self, sql: str) -> list[str]:
         """Analyse ``sql`` without running it (building a DataFrame resolves names and types)."""
         spark = self._live()  # outside the try: a session that cannot start is engine_unavailable

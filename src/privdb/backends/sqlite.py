@@ -78,9 +78,6 @@ class SQLiteBackend:
     def unit_rows(self, table: str, unit: str) -> str | None:
         return None  # the owner's file is never written: every unit goes through bounding
 
-    def value_ranges(self, table: str) -> dict[str, tuple[float, float]]:
-        return {}  # its statistics are estimates (or absent): every bounded value is clamped
-
     def bind(self, sql: str) -> list[str]:
         """Compile ``sql`` without running it (SQLite's EXPLAIN prepares the statement)."""
         with self._lock:

@@ -52,11 +52,8 @@ def _table_of(query: DPQuery) -> str:
     return str(table.name)
 
 
-def prepare(db: Database, text: str, *, lean: bool = True) -> tuple[Plan | ReleasePlan, str]:
-    """Parse, plan and bind without touching the data or the budget.
-
-    ``lean``: the engine SQL may leave out clamps the engine's statistics show idle (the same answer, less
-    work); ``explain`` asks for the full form, since which clamps are idle depends on the data."""
+def prepare(db: Database, text: str) -> tuple[Plan | ReleasePlan, str]:
+    """Parse, plan and bind without touching the data or the budget."""
     query = parse_dp_select(text)
     meta = db.metadata(_table_of(query))
     backend, source = db.backend_for(meta.name)
@@ -69,34 +66,17 @@ def prepare(db: Database, text: str, *, lean: bool = True) -> tuple[Plan | Relea
             backend.bind(sql)
     else:
         plan = plan_query(query, meta, db.evaluate_domain)
-        sql = statistics_sql(backend, plan, source, unit_rows, lean=lean)
-        histogram_queries(db, plan, lean=lean)  # binds them
+        sql = statistics_sql(backend, plan, source, unit_rows)
+        histogram_queries(db, plan)  # binds them
     return plan, sql
 
 
-def statistics_sql(
-    backend: Engine, plan: Plan, source: str, unit_rows: str | None, *, lean: bool = True
-) -> str:
-    """The plan's engine SQL, bound. Errors come from binding the full form (every value clamped), which
-    does not depend on the data; the lean form (clamps the engine's statistics show idle left out) is
-    used only if it binds too, so whether or how a query is refused never depends on the data."""
-    full = for_engine(backend, plan, engine_sql(plan, source, unit_rows))
-    ranges = backend.value_ranges(source) if lean and full else {}
-    if full:
-        backend.bind(full)
-    slim = for_engine(backend, plan, engine_sql(plan, source, unit_rows, ranges)) if ranges else full
-    return _bound_or(backend, slim, full)
-
-
-def _bound_or(backend: Engine, lean: str, full: str) -> str:
-    """``lean`` if it binds (it should: it only drops CASE branches), else the already bound ``full``."""
-    if lean == full:
-        return full
-    try:
-        backend.bind(lean)
-    except PrivdbError:
-        return full
-    return lean
+def statistics_sql(backend: Engine, plan: Plan, source: str, unit_rows: str | None) -> str:
+    """The plan's engine SQL in ``backend``'s dialect, bound (names and types checked, no data read)."""
+    sql = for_engine(backend, plan, engine_sql(plan, source, unit_rows))
+    if sql:
+        backend.bind(sql)
+    return sql
 
 
 _ENGINE_NAMES = {"postgres": "PostgreSQL", "sqlite": "SQLite", "spark": "Spark"}
@@ -129,21 +109,15 @@ def for_engine(backend: Engine, plan: Plan | ReleasePlan, sql: str) -> str:
     return tree.sql(dialect=backend.dialect)
 
 
-def histogram_queries(db: Database, plan: Plan, *, lean: bool = True) -> dict[str, str]:
-    """The engine queries of a plan's order statistics and modes, by histogram name, bound (as
-    ``statistics_sql``: errors from the full form, the lean one used if it binds too)."""
+def histogram_queries(db: Database, plan: Plan) -> dict[str, str]:
+    """The engine queries of a plan's order statistics and modes, by histogram name, bound."""
     meta = plan.table
     backend, source = db.backend_for(meta.name)
     unit_rows = backend.unit_rows(source, meta.privacy_unit) if meta.privacy_unit else None
-    ranges = backend.value_ranges(source) if lean and plan.histograms else {}
     out = {}
     for h in plan.histograms:
-        full = for_engine(backend, plan, histogram_sql(plan, h, source, unit_rows))
-        backend.bind(full)
-        slim = (
-            for_engine(backend, plan, histogram_sql(plan, h, source, unit_rows, ranges)) if ranges else full
-        )
-        out[h.name] = _bound_or(backend, slim, full)
+        out[h.name] = for_engine(backend, plan, histogram_sql(plan, h, source, unit_rows))
+        backend.bind(out[h.name])
     return out
 
 
@@ -167,11 +141,8 @@ def _explain_release(plan: ReleasePlan, sql: str) -> dict[str, Any]:
 
 
 def explain(db: Database, text: str) -> dict[str, Any]:
-    """The plan: engine SQL, and per noisy statistic its sensitivity, mechanism, ε share, scale, accuracy.
-
-    The SQL shown clamps every bounded value: the engine may run it with clamps its statistics show idle
-    left out (same answer), but which ones are idle depends on the data, so it is never shown."""
-    plan, sql = prepare(db, text, lean=False)
+    """The plan: engine SQL, and per noisy statistic its sensitivity, mechanism, ε share, scale, accuracy."""
+    plan, sql = prepare(db, text)
     if isinstance(plan, ReleasePlan):
         return _explain_release(plan, sql)
     stats = []
@@ -211,9 +182,7 @@ def explain(db: Database, text: str) -> dict[str, Any]:
     ]
     return {
         "table": plan.table.name,
-        "engine_sql": "\n\n".join(
-            pretty(q) for q in (sql, *histogram_queries(db, plan, lean=False).values()) if q
-        ),
+        "engine_sql": "\n\n".join(pretty(q) for q in (sql, *histogram_queries(db, plan).values()) if q),
         "privacy_unit": plan.table.privacy_unit,
         "neighbouring": plan.table.neighbouring,
         "aggregates": [

@@ -52,12 +52,14 @@ def _groups(
         frame = pd.DataFrame(columns=key_cols + names)
     # whole columns to Python objects at once (itertuples goes through pandas' indexing row by row)
     cols = [frame[c].tolist() for c in key_cols + names]
-    data = {
-        tuple(_py(cols[j][r]) for j in range(nkeys)): [
-            _py(cols[j][r]) or 0.0 for j in range(nkeys, len(cols))
-        ]
-        for r in range(len(frame))
-    }
+    # Keys the engine keeps apart can be one key here (NaN and NULL both become None): their statistics,
+    # all sums and counts, are added, never overwritten (which row came last would decide the answer)
+    data: dict[tuple[Any, ...], list[float]] = {}
+    for r in range(len(frame)):
+        key = tuple(_py(cols[j][r]) for j in range(nkeys))
+        values = [_py(cols[j][r]) or 0.0 for j in range(nkeys, len(cols))]
+        known = data.get(key)
+        data[key] = values if known is None else [a + b for a, b in zip(known, values, strict=True)]
     if nkeys == 0:
         groups: list[tuple[Any, ...]] = [()]
     elif plan.domains is not None:
@@ -204,7 +206,9 @@ def _choose(
     counts: dict[tuple[Any, ...], dict[Any, float]] = {}
     for row in frame.itertuples(index=False, name=None):
         key = tuple(_py(v) for v in row[:nkeys])
-        counts.setdefault(key, {})[_py(row[nkeys])] = float(row[nkeys + 1])
+        cells = counts.setdefault(key, {})
+        cell = _py(row[nkeys])
+        cells[cell] = cells.get(cell, 0.0) + float(row[nkeys + 1])  # NaN and NULL keys meet: add
     mech = hist.mechanism(rng)
     if hist.values is not None:  # mode
         index = {v: i for i, v in enumerate(hist.values)}

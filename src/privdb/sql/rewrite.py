@@ -19,9 +19,6 @@ the same as bounding every unit; only the work differs.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
-
 from sqlglot import exp
 
 from privdb.backends.duckdb import quote
@@ -32,25 +29,17 @@ from privdb.sql.validate import cannot_fail
 __all__ = ["engine_sql", "histogram_sql"]
 
 
-Ranges = Mapping[str, tuple[float, float]]  # column (lower case) → bounds the engine guarantees
+def _clamped(column: ColumnMeta) -> str:
+    """The value as DOUBLE, clamped to its declared bounds. NULL stays NULL (aggregates skip it); DuckDB
+    orders NaN above every number, so NaN clamps to the upper bound, as it does with LEAST/GREATEST.
 
-
-def _clamped(column: ColumnMeta, ranges: Ranges) -> str:
-    """The value clamped to its declared bounds. NULL stays NULL (aggregates skip it); DuckDB orders NaN
-    above every number, so NaN clamps to the upper bound, as it does with LEAST/GREATEST.
-
-    A side of the clamp is left out when the engine's own statistics (``ranges``, see
-    ``DuckDBBackend.value_ranges``) guarantee that no value lies beyond it: the clamp could not change a
-    value, so the answer is the same; only the engine's work is less (a clamped ``SUM`` costs ~1.5× the
-    plain one in DuckDB)."""
+    Always DOUBLE, whatever the column's type: an integer, REAL or DECIMAL column would otherwise be summed
+    and multiplied in its own type (DuckDB reads ``0.0`` as a DECIMAL literal), and an overflow there on
+    some rows would make the query fail depending on the data (``SUM(a * b)`` of two INTEGER columns)."""
     assert column.lower is not None and column.upper is not None
-    value = quote(column.name) if column.type == "float" else f"TRY_CAST({quote(column.name)} AS DOUBLE)"
-    lo, hi = float(column.lower), float(column.upper)
-    known_lo, known_hi = ranges.get(column.name.lower(), (-math.inf, math.inf))
-    sides = ([f"WHEN {value} < {lo!r} THEN {lo!r}"] if known_lo < lo else []) + (
-        [f"WHEN {value} > {hi!r} THEN {hi!r}"] if known_hi > hi else []
-    )
-    return f"CASE {' '.join(sides)} ELSE {value} END" if sides else value
+    value = f"TRY_CAST({quote(column.name)} AS DOUBLE)"
+    lo, hi = float(column.lower), float(column.upper)  # DECIMAL literals: with a DOUBLE value, DOUBLE
+    return f"CASE WHEN {value} < {lo!r} THEN {lo!r} WHEN {value} > {hi!r} THEN {hi!r} ELSE {value} END"
 
 
 def _guarded(node: exp.Expression, sql: str, plan: Plan) -> str:
@@ -60,16 +49,16 @@ def _guarded(node: exp.Expression, sql: str, plan: Plan) -> str:
     return sql if cannot_fail(node, plan.table) else f"TRY({sql})"
 
 
-def _aggregate(stat: Statistic, ranges: Ranges) -> str:
+def _aggregate(stat: Statistic) -> str:
     """The engine aggregate of one statistic over a set of rows (a group, or one unit's rows in it)."""
     if stat.kind == "rows":
         return "COUNT(*)"
     assert stat.column is not None
     if stat.kind == "nonnull":
         return f"COUNT({quote(stat.column.name)})"
-    value = _clamped(stat.column, ranges)
+    value = _clamped(stat.column)
     if stat.column2 is not None:  # two-column statistics: over rows where both values are present
-        other = _clamped(stat.column2, ranges)
+        other = _clamped(stat.column2)
         if stat.kind == "pn":
             return f"COUNT({value} + {other})"
         if stat.kind == "pprod":
@@ -79,16 +68,14 @@ def _aggregate(stat: Statistic, ranges: Ranges) -> str:
     return f"COALESCE(SUM({value if stat.kind == 'sum' else f'POWER({value}, 2)'}), 0)"
 
 
-def _distinct(
-    stats: tuple[Statistic, ...] | list[Statistic], ranges: Ranges
-) -> tuple[list[Statistic], dict[str, str]]:
+def _distinct(stats: tuple[Statistic, ...] | list[Statistic]) -> tuple[list[Statistic], dict[str, str]]:
     """Statistics the engine must compute, and for each repeated one (AVG's sum beside SUM's), the name of
     the computed twin. Each statistic still gets its own noise: only the exact aggregate is shared."""
     first: dict[str, str] = {}
     twins: dict[str, str] = {}
     computed: list[Statistic] = []
     for stat in stats:
-        expr = _aggregate(stat, ranges)
+        expr = _aggregate(stat)
         if expr in first:
             twins[stat.name] = first[expr]
         else:
@@ -97,15 +84,13 @@ def _distinct(
     return computed, twins
 
 
-def engine_sql(plan: Plan, table: str, unit_rows: str | None = None, ranges: Ranges | None = None) -> str:
+def engine_sql(plan: Plan, table: str, unit_rows: str | None = None) -> str:
     """The one SQL statement that computes every statistic per group.
 
     ``unit_rows`` names the hidden column holding each row's unit size in the whole table (see
     ``DuckDBBackend.count_unit_rows``): units with at most ``min(m, G)`` rows can exceed neither bound,
-    so their rows take the plain aggregate, and only larger units go through bounding. ``ranges``: value
-    bounds the engine guarantees per column (clamps they make idle are left out).
+    so their rows take the plain aggregate, and only larger units go through bounding.
     """
-    ranges = ranges or {}
     keys = [_guarded(k.node, k.sql, plan) for k in plan.resolved.keys]
     key_cols = [f"k{i}" for i in range(len(keys))]
     where = plan.resolved.where
@@ -113,7 +98,7 @@ def engine_sql(plan: Plan, table: str, unit_rows: str | None = None, ranges: Ran
         _guarded(where, where.sql(dialect="duckdb"), plan) if isinstance(where, exp.Expression) else None
     )
     source = quote(table)
-    computed, twins = _distinct(plan.statistics, ranges)
+    computed, twins = _distinct(plan.statistics)
     if not computed:
         return ""  # only order statistics or modes: their histogram queries read the data
     unit = plan.table.privacy_unit
@@ -126,7 +111,7 @@ def engine_sql(plan: Plan, table: str, unit_rows: str | None = None, ranges: Ran
         parts = [f"({c})" for c in conditions if c]
         return f" WHERE {' AND '.join(parts)}" if parts else ""
 
-    aggregates = ", ".join(f"{_aggregate(s, ranges)} AS {s.name}" for s in computed)
+    aggregates = ", ".join(f"{_aggregate(s)} AS {s.name}" for s in computed)
     if unit is None:
         inner = f"SELECT {key_select}{aggregates} FROM {source}{where_sql(condition)}{group_by}"
         return f"SELECT *{copies} FROM ({inner})" if twins else inner
@@ -166,19 +151,17 @@ def engine_sql(plan: Plan, table: str, unit_rows: str | None = None, ranges: Ran
     )
 
 
-def _cell(hist: Histogram, ranges: Ranges) -> str:
+def _cell(hist: Histogram) -> str:
     """The cell of a row's value: its grid cell (order statistics) or the value itself (modes)."""
     if hist.values is not None:
         return quote(hist.column.name)
-    clamped = _clamped(hist.column, ranges)
+    clamped = _clamped(hist.column)
     if hist.integer or hist.cells == 1:
         return f"TRY(CAST(FLOOR({clamped}) - {hist.lo!r} AS BIGINT))"
     return f"LEAST({hist.cells - 1}, TRY(CAST(FLOOR(({clamped} - {hist.lo!r}) / {hist.width!r}) AS BIGINT)))"
 
 
-def histogram_sql(
-    plan: Plan, hist: Histogram, table: str, unit_rows: str | None = None, ranges: Ranges | None = None
-) -> str:
+def histogram_sql(plan: Plan, hist: Histogram, table: str, unit_rows: str | None = None) -> str:
     """Per group and cell, the (bounded) number of rows: ``k0 …, c, n``.
 
     Row privacy: one ``GROUP BY``. With a privacy unit the rows are bounded as for sums (module doc): at
@@ -187,7 +170,7 @@ def histogram_sql(
     keys = [_guarded(k.node, k.sql, plan) for k in plan.resolved.keys]
     key_cols = [f"k{i}" for i in range(len(keys))]
     where = plan.resolved.where
-    cell = _cell(hist, ranges or {})
+    cell = _cell(hist)
     conditions = [f"({cell}) IS NOT NULL"]
     if isinstance(where, exp.Expression):
         conditions.append(_guarded(where, where.sql(dialect="duckdb"), plan))
