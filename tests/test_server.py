@@ -93,10 +93,16 @@ def test_client_raises_the_same_errors_as_the_library(served: tuple[Server, dict
     with privdb.connect(server.url, token=tokens["bob"]) as bob:
         with pytest.raises(Forbidden):
             bob.sql("DP-SELECT 1 COUNT(*) FROM secret")
-        with pytest.raises(UnknownTable, match="nosuch"):
+        # bob may query only his tables: whether another table exists is not his to learn
+        with pytest.raises(Forbidden, match="nosuch"):
             bob.sql("DP-SELECT 1 COUNT(*) FROM nosuch")
-        with pytest.raises(RawAccessDenied):
-            bob.owner_sql("SELECT 1")
+    with (
+        privdb.connect(server.url, token=tokens["alice"]) as alice,
+        pytest.raises(UnknownTable, match="nosuch"),
+    ):
+        alice.sql("DP-SELECT 1 COUNT(*) FROM nosuch")  # an analyst of every table is told it does not exist
+    with privdb.connect(server.url, token=tokens["bob"]) as bob, pytest.raises(RawAccessDenied):
+        bob.owner_sql("SELECT 1")
     with pytest.raises(Unauthorized):
         RemoteConnection(server.url, "wrong").budget()
 
@@ -123,6 +129,13 @@ def test_owner_grants_revokes_loads_and_reads_the_log(
         csv.write_text("x,y\n1,a\n2,b\n3,a\n")
         owner.load("small", csv, {"columns": {"x": {"type": "int", "lower": 0, "upper": 5}}})
         assert owner.owner_sql("SELECT SUM(x) AS s FROM small")["s"].iloc[0] == 6
+        erin = owner.grant("erin", epsilon=1.0, tables=["people"])  # scoped: explain is scoped too
+        with privdb.connect(server.url, token=erin) as conn:
+            assert conn.explain("DP-SELECT 1 COUNT(*) FROM people")["table"] == "people"
+            with pytest.raises(Forbidden, match="may not query table 'small'"):
+                conn.explain("DP-SELECT 1 SUM(x) FROM small")
+            with pytest.raises(Forbidden):  # refused before its columns are looked at
+                conn.sql("DP-SELECT 1 SUM(nosuch) FROM small")
         listed = httpx.get(
             server.url + "/v1/analysts", headers={"Authorization": f"Bearer {tokens['owner']}"}
         )

@@ -56,7 +56,7 @@ class Connection:
 
     def explain(self, query: str) -> dict[str, Any]:
         """The plan and cost of a DP-SELECT, without reading data or spending budget."""
-        return engine.explain(self._db, query)
+        return engine.explain(self._db, query, self.analyst)
 
     def budget(self) -> dict[str, Any]:
         if self.analyst is None:

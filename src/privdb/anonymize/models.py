@@ -247,7 +247,8 @@ def _sparse_ordered(cls: IntArray, val: IntArray, q: FloatArray, p: FloatArray, 
     seg = (fq * (cut - a) - (s[cut] - s[a])) + ((s[b] - s[cut]) - fq * (b - cut))
     total = np.bincount(cls, seg, n_cls)
     total[cls[start]] += s[val[start]]  # before a class's first value F_q = 0
-    return np.asarray(total / (m - 1))
+    # prefix-sum differences can round a zero distance to -1e-16: a distance is never below 0
+    return np.asarray(np.maximum(total, 0.0) / (m - 1))
 
 
 def _sparse_hierarchical(

@@ -210,7 +210,7 @@ def create_app(
 
     @app.post("/v1/explain", summary="The plan and cost of a DP-SELECT; spends nothing")
     def explain(body: QueryIn, who: Who) -> dict[str, Any]:
-        return engine.explain(db, body.sql)
+        return engine.explain(db, body.sql, None if who.is_owner else who.name)
 
     @app.get("/v1/budget", summary="The analyst's budget (the owner: ?analyst=NAME)")
     def budget(who: Who, analyst: str | None = None) -> dict[str, Any]:

@@ -52,9 +52,12 @@ def _table_of(query: DPQuery) -> str:
     return str(table.name)
 
 
-def prepare(db: Database, text: str) -> tuple[Plan | ReleasePlan, str]:
-    """Parse, plan and bind without touching the data or the budget."""
+def prepare(db: Database, text: str, analyst: str | None = None) -> tuple[Plan | ReleasePlan, str]:
+    """Parse, plan and bind without touching the data or the budget. With ``analyst``, the table is
+    authorised first: nothing about a table they may not query (its columns, bounds, errors) reaches them."""
     query = parse_dp_select(text)
+    if analyst is not None:
+        authorize(db, analyst, _table_of(query))
     meta = db.metadata(_table_of(query))
     backend, source = db.backend_for(meta.name)
     unit_rows = backend.unit_rows(source, meta.privacy_unit) if meta.privacy_unit else None
@@ -140,9 +143,10 @@ def _explain_release(plan: ReleasePlan, sql: str) -> dict[str, Any]:
     }
 
 
-def explain(db: Database, text: str) -> dict[str, Any]:
-    """The plan: engine SQL, and per noisy statistic its sensitivity, mechanism, ε share, scale, accuracy."""
-    plan, sql = prepare(db, text)
+def explain(db: Database, text: str, analyst: str | None = None) -> dict[str, Any]:
+    """The plan: engine SQL, and per noisy statistic its sensitivity, mechanism, ε share, scale, accuracy.
+    ``analyst``: asked by that analyst, so only for a table granted to them (None: the owner)."""
+    plan, sql = prepare(db, text, analyst)
     if isinstance(plan, ReleasePlan):
         return _explain_release(plan, sql)
     stats = []
@@ -233,8 +237,7 @@ def authorize(db: Database, analyst: str, table: str) -> None:
 
 
 def _run(db: Database, analyst: str, text: str) -> Result:
-    plan, sql = prepare(db, text)
-    authorize(db, analyst, plan.table.name)
+    plan, sql = prepare(db, text, analyst)
 
     backend, _ = db.backend_for(plan.table.name)
 
