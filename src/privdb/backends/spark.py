@@ -88,10 +88,11 @@ class SparkBackend:
             return self._spark
         with self._lock:
             try:
-                self._spark = self._start()
+                fresh = self._start()
                 for source, view in self._views.items():
                     if _is_path(source):  # a view privdb made over a Parquet path (catalog tables stay)
-                        self._spark.read.parquet(source).createOrReplaceTempView(view)
+                        fresh.read.parquet(source).createOrReplaceTempView(view)
+                self._spark = fresh  # only whole: a view that failed would otherwise stay missing
             except Exception as err:
                 raise EngineUnavailable(
                     f"the Spark session on {self._master!r} stopped and could not be started again "
