@@ -61,7 +61,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from _doc import DOC, markers, wrap, write_section
+from _doc import DOC, cpu_model, markers, memory_gib, run_json_worker, wrap, write_section
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -316,18 +316,11 @@ def measure_mondrian(
 
 
 def run_worker(kind: str, spec: dict[str, Any], python: str | None = None) -> dict[str, Any]:
-    done = subprocess.run(
+    return run_json_worker(
         [python or sys.executable, str(Path(__file__).resolve()), f"--{kind}-worker"],
-        input=json.dumps(spec),
-        stdout=subprocess.PIPE,
-        text=True,
-        check=False,
+        spec,
+        f"the {kind} worker failed (exit {{code}}); see its output above",
     )
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        return {"error": f"the {kind} worker failed (exit {done.returncode}); see its output above"}
-    out: dict[str, Any] = json.loads(lines[-1])
-    return out
 
 
 @dataclass
@@ -552,13 +545,8 @@ def run_pycanon(path: Path, budget: float) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------ report
 def machine(peer: dict[str, str] | None) -> str:
-    try:
-        info = Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines()
-    except OSError:
-        info = []
-    models = [line.split(":", 1)[1].strip() for line in info if line.startswith("model name")]
-    cpu = models[0] if models else platform.processor() or platform.machine()
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    cpu = cpu_model()
+    memory = memory_gib()
     names = ("privdb", "pandas", "numpy", "pyarrow", "pycanon")
     libs = ", ".join(f"{n} {importlib.metadata.version(n)}" for n in names)
     peer_libs = ", ".join(f"{k} {v}" for k, v in peer.items() if k != "python") if peer else "anjana not run"

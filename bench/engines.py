@@ -53,7 +53,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, cast
 
-from _doc import DOC, markers, wrap, write_section
+from _doc import DOC, cpu_model, markers, memory_gib, run_json_worker, wrap, write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 START, END = markers("engines")
@@ -314,17 +314,11 @@ def run_spark_big(parquet: Path, rows: int, repeats: int, work: Path) -> dict[st
     """The worker as a subprocess; its figures, or ``{"error": why}``."""
     spec = {"parquet": str(parquet), "rows": rows, "repeats": repeats, "dir": str(work / "big-db")}
     t0 = time.perf_counter()
-    done = subprocess.run(
+    result = run_json_worker(
         [sys.executable, str(Path(__file__).resolve()), "--spark-big-worker"],
-        input=json.dumps(spec),
-        stdout=subprocess.PIPE,
-        text=True,
-        check=False,
+        spec,
+        "the Spark worker failed (exit {code}); see its output above",
     )
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        return {"error": f"the Spark worker failed (exit {done.returncode}); see its output above"}
-    result: dict[str, Any] = json.loads(lines[-1])
     result["wall_s"] = time.perf_counter() - t0
     return result
 
@@ -339,13 +333,8 @@ def _mib(kib: int) -> str:
 
 
 def machine(versions: dict[str, str]) -> str:
-    try:
-        info = Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines()
-    except OSError:
-        info = []
-    models = [line.split(":", 1)[1].strip() for line in info if line.startswith("model name")]
-    cpu = models[0] if models else platform.processor() or platform.machine()
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    cpu = cpu_model()
+    memory = memory_gib()
     libs = ", ".join(f"{k} {v}" for k, v in versions.items())
     return (
         f"{cpu}, {os.cpu_count()} CPUs, {memory:.0f} GiB; Python {platform.python_version()}, {libs}; "

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from _doc import DOC, markers, write_section
+from _doc import DOC, cpu_model, markers, run_json_worker, write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -163,17 +163,11 @@ def run_pureldp(cases: list[dict[str, Any]]) -> dict[str, Any]:
         python = ensure_pureldp_venv()
     except (RuntimeError, OSError) as err:
         return {"error": f"pure-ldp could not be installed: {err}"}
-    done = subprocess.run(
+    result = run_json_worker(
         [str(python), str(Path(__file__).resolve()), "--pureldp-worker"],
-        input=json.dumps({"cases": cases}),
-        stdout=subprocess.PIPE,
-        text=True,
-        check=False,
+        {"cases": cases},
+        "the pure-ldp worker failed (exit {code})",
     )
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        return {"error": f"the pure-ldp worker failed (exit {done.returncode})"}
-    result: dict[str, Any] = json.loads(lines[-1])
     return result
 
 
@@ -233,12 +227,7 @@ def run_privdb(name: str, d: int, x: Any) -> dict[str, Any]:
 
 
 def machine() -> str:
-    try:
-        info = Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines()
-    except OSError:
-        info = []
-    models = [line.split(":", 1)[1].strip() for line in info if line.startswith("model name")]
-    cpu = models[0] if models else platform.machine()
+    cpu = cpu_model()
     libs = f"numpy {np.__version__}, cryptography {importlib.metadata.version('cryptography')}"
     return f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}, {libs}"
 

@@ -31,7 +31,6 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,7 +38,7 @@ from numpy.typing import NDArray
 from rich.console import Console
 from rich.table import Table
 
-from _doc import DOC, markers, write_section
+from _doc import DOC, cpu_model, markers, write_section
 from privdb.mechanisms import BinaryRandomizedResponse, Geometric, Laplace
 
 START, END = markers("mechanisms")
@@ -231,12 +230,7 @@ def machine() -> str:
         except importlib.metadata.PackageNotFoundError:
             return "absent"
 
-    try:
-        info = Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines()
-    except OSError:
-        info = []
-    models = [line.split(":", 1)[1].strip() for line in info if line.startswith("model name")]
-    cpu = models[0] if models else platform.processor() or platform.machine()
+    cpu = cpu_model()
     libs = ", ".join(f"{name} {version(name)}" for name in ("cryptography", "diffprivlib", "opendp"))
     return (
         f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}, numpy {np.__version__}, {libs}; "

@@ -52,7 +52,6 @@ import re
 import shlex
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -61,7 +60,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from _doc import DOC, markers, wrap, write_section
+from _doc import DOC, markers, run_json_worker, wrap, write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 START, END = markers("quantiles")
@@ -185,17 +184,11 @@ def run_smartnoise(spec: dict[str, Any]) -> dict[str, Any]:
         python = sql_mod.ensure_smartnoise_venv()
     except (sql_mod.PeerUnavailable, OSError) as err:
         return {"error": f"SmartNoise SQL could not be installed: {err}"}
-    done = subprocess.run(
+    result = run_json_worker(
         [str(python), str(Path(__file__).resolve()), "--smartnoise-worker"],
-        input=json.dumps(spec),
-        stdout=subprocess.PIPE,
-        text=True,
-        check=False,
+        spec,
+        "the SmartNoise worker failed (exit {code}); see its output above",
     )
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        return {"error": f"the SmartNoise worker failed (exit {done.returncode}); see its output above"}
-    result: dict[str, Any] = json.loads(lines[-1])
     return result
 
 

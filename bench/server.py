@@ -56,7 +56,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from _doc import DOC, markers, wrap, write_section
+from _doc import DOC, cpu_model, markers, memory_gib, wrap, write_section
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -515,13 +515,8 @@ def try_costs(db: Database, n: int) -> dict[str, float]:
 
 # ------------------------------------------------------------------------------------------ report
 def machine() -> str:
-    try:
-        info = Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines()
-    except OSError:
-        info = []
-    models = [line.split(":", 1)[1].strip() for line in info if line.startswith("model name")]
-    cpu = models[0] if models else platform.processor() or platform.machine()
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    cpu = cpu_model()
+    memory = memory_gib()
     names = ("privdb", "fastapi", "uvicorn", "httpx", "duckdb", "pandas")
     libs = ", ".join(f"{n} {importlib.metadata.version(n)}" for n in names)
     return (

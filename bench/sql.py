@@ -51,7 +51,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from _doc import DOC, markers, wrap, write_section
+from _doc import DOC, cpu_model, markers, memory_gib, run_json_worker, wrap, write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -336,17 +336,11 @@ def run_smartnoise(spec: dict[str, Any]) -> dict[str, Any]:
         python = ensure_smartnoise_venv()
     except (PeerUnavailable, OSError) as err:
         return {"error": f"SmartNoise SQL could not be installed: {err}"}
-    done = subprocess.run(
+    result = run_json_worker(
         [str(python), str(Path(__file__).resolve()), "--smartnoise-worker"],
-        input=json.dumps(spec),
-        stdout=subprocess.PIPE,
-        text=True,
-        check=False,
+        spec,
+        "the SmartNoise worker failed (exit {code}); see its output above",
     )
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        return {"error": f"the SmartNoise worker failed (exit {done.returncode}); see its output above"}
-    result: dict[str, Any] = json.loads(lines[-1])
     return result
 
 
@@ -414,13 +408,8 @@ def measure_privdb(db: Any, setting: str, query: Query, repeats: int) -> Row:
 
 # ------------------------------------------------------------------------------------------ report
 def machine(peer: dict[str, Any]) -> str:
-    try:
-        info = Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines()
-    except OSError:
-        info = []
-    models = [line.split(":", 1)[1].strip() for line in info if line.startswith("model name")]
-    cpu = models[0] if models else platform.processor() or platform.machine()
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    cpu = cpu_model()
+    memory = memory_gib()
     libs = ", ".join(f"{n} {importlib.metadata.version(n)}" for n in ("privdb", "duckdb", "pandas", "numpy"))
     versions = peer.get("versions")
     peer_libs = ", ".join(f"{k} {v}" for k, v in versions.items()) if versions else "SmartNoise not run"
