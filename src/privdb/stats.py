@@ -99,9 +99,8 @@ def linear_regression(conn: Connection, table: str, y: str, xs: list[str], epsil
     ]  # fmt: skip
     roles = {role: stat for (role, *_), stat in zip(wanted, stats, strict=True)}
     plan = dataclasses.replace(base, statistics=tuple(stats), aggregates=(), histograms=())
-    backend, source = db.backend_for(meta.name)
-    unit_rows = backend.unit_rows(source, meta.privacy_unit) if meta.privacy_unit else None
-    sql = engine.statistics_sql(backend, plan, source, unit_rows)
+    backend, _ = db.backend_for(meta.name)
+    sql = engine.statistics_sql(db, plan)
     names = ["intercept", *xs]
 
     def read() -> dict[str, float]:

@@ -17,6 +17,7 @@ import sqlglot
 from sqlglot import exp
 
 from privdb.backends.base import Engine
+from privdb.catalog.metadata import TableMeta
 from privdb.database import Database
 from privdb.errors import Forbidden, InternalError, PrivdbError, QueryFailed, Unauthorized, UnsupportedQuery
 from privdb.mechanisms import Geometric
@@ -35,7 +36,7 @@ from privdb.sql.release import (
 from privdb.sql.rewrite import engine_sql, histogram_sql
 from privdb.sql.validate import cannot_fail
 
-__all__ = ["authorize", "charged", "explain", "prepare", "run", "statistics_sql"]
+__all__ = ["authorize", "charged", "explain", "prepare", "run", "statistics_sql", "target"]
 
 T = TypeVar("T")
 
@@ -53,29 +54,36 @@ def _table_of(query: DPQuery) -> str:
 
 
 def prepare(db: Database, text: str, analyst: str | None = None) -> tuple[Plan | ReleasePlan, str]:
-    """Parse, plan and bind without touching the data or the budget. With ``analyst``, the table is
+    """Parse, plan and bind (the statistics' SQL; order statistics' queries are bound by
+    ``histogram_queries``) without touching the data or the budget. With ``analyst``, the table is
     authorised first: nothing about a table they may not query (its columns, bounds, errors) reaches them."""
     query = parse_dp_select(text)
     if analyst is not None:
         authorize(db, analyst, _table_of(query))
     meta = db.metadata(_table_of(query))
-    backend, source = db.backend_for(meta.name)
-    unit_rows = backend.unit_rows(source, meta.privacy_unit) if meta.privacy_unit else None
     plan: Plan | ReleasePlan
     if is_record_release(query.select):
         plan = plan_release(query, meta)
+        backend, source, unit_rows = target(db, meta)
         sql = for_engine(backend, plan, release_sql(plan, source, unit_rows))
         if sql:
             backend.bind(sql)
     else:
         plan = plan_query(query, meta, db.evaluate_domain)
-        sql = statistics_sql(backend, plan, source, unit_rows)
-        histogram_queries(db, plan)  # binds them
+        sql = statistics_sql(db, plan)
     return plan, sql
 
 
-def statistics_sql(backend: Engine, plan: Plan, source: str, unit_rows: str | None) -> str:
-    """The plan's engine SQL in ``backend``'s dialect, bound (names and types checked, no data read)."""
+def target(db: Database, meta: TableMeta) -> tuple[Engine, str, str | None]:
+    """Where a table's engine SQL runs: the engine, the table's name there, and the hidden per-unit row
+    count column the rewrite may use (None without a privacy unit, or where privdb keeps none)."""
+    backend, source = db.backend_for(meta.name)
+    return backend, source, backend.unit_rows(source, meta.privacy_unit) if meta.privacy_unit else None
+
+
+def statistics_sql(db: Database, plan: Plan) -> str:
+    """The plan's engine SQL in its engine's dialect, bound (names and types checked, no data read)."""
+    backend, source, unit_rows = target(db, plan.table)
     sql = for_engine(backend, plan, engine_sql(plan, source, unit_rows))
     if sql:
         backend.bind(sql)
@@ -114,9 +122,7 @@ def for_engine(backend: Engine, plan: Plan | ReleasePlan, sql: str) -> str:
 
 def histogram_queries(db: Database, plan: Plan) -> dict[str, str]:
     """The engine queries of a plan's order statistics and modes, by histogram name, bound."""
-    meta = plan.table
-    backend, source = db.backend_for(meta.name)
-    unit_rows = backend.unit_rows(source, meta.privacy_unit) if meta.privacy_unit else None
+    backend, source, unit_rows = target(db, plan.table)
     out = {}
     for h in plan.histograms:
         out[h.name] = for_engine(backend, plan, histogram_sql(plan, h, source, unit_rows))
@@ -238,17 +244,12 @@ def authorize(db: Database, analyst: str, table: str) -> None:
 
 def _run(db: Database, analyst: str, text: str) -> Result:
     plan, sql = prepare(db, text, analyst)
-
     backend, _ = db.backend_for(plan.table.name)
+    histograms = histogram_queries(db, plan) if isinstance(plan, Plan) else {}  # bound before any spend
 
     def read() -> tuple[pd.DataFrame | None, dict[str, pd.DataFrame]]:
         frame = backend.fetch(sql, timeout=db.query_timeout) if sql else None
-        if not isinstance(plan, Plan):
-            return frame, {}
-        return frame, {
-            name: backend.fetch(text_h, timeout=db.query_timeout)
-            for name, text_h in histogram_queries(db, plan).items()
-        }
+        return frame, {name: backend.fetch(h, timeout=db.query_timeout) for name, h in histograms.items()}
 
     def respond(data: tuple[pd.DataFrame | None, dict[str, pd.DataFrame]]) -> NoisyAnswer:
         frame, histograms = data
