@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from privdb.backends.base import find_table
 from privdb.errors import EngineUnavailable, InvalidParameter, ParseError, UnknownTable
 
 __all__ = ["SparkBackend", "spark_type"]
@@ -126,13 +127,14 @@ class SparkBackend:
             known = self._views.get(table)
         if known is not None:  # listing Spark's catalog costs ~0.1 s: once per table and session
             return known
-        names = [t.name for t in spark.catalog.listTables()]
-        for name in names:
-            if name.lower() == table.lower():
-                with self._lock:
-                    self._views[table] = str(name)
-                return str(name)
-        raise UnknownTable(f"Spark's catalog has no table {table!r}; give a catalog table or a Parquet path")
+        name = find_table(
+            table,
+            [str(t.name) for t in spark.catalog.listTables()],
+            "Spark's catalog (a Parquet source is given by its path) has ",
+        )
+        with self._lock:
+            self._views[table] = name
+        return name
 
     def columns(self, table: str) -> dict[str, str]:
         """Column types, read once per table and session (a source's schema is fixed while privdb runs;
