@@ -28,6 +28,8 @@ def unit_rows_column(unit: str) -> str:
 def engine_type(duck_type: str) -> str:
     """privdb's type name for a DuckDB column type."""
     t = duck_type.upper()
+    if "[" in t or t.startswith(("STRUCT", "MAP", "UNION", "LIST", "JSON", "VARIANT")):
+        return "nested"  # never a value of the expression language: read only as text (CAST … AS VARCHAR)
     if t in ("BOOLEAN", "BOOL"):
         return "bool"
     if any(

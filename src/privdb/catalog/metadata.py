@@ -34,6 +34,8 @@ class ColumnMeta:
     values: tuple[Any, ...] | None = None  # public domain of keys
     private_id: bool = False
     identifier: bool = False
+    max_length: int | None = None  # characters of a text value any function reads (the rest is cut)
+    storage: str | None = field(default=None, compare=False)  # the engine's type (privdb's name); not saved
 
     @property
     def numeric(self) -> bool:
@@ -55,6 +57,8 @@ class ColumnMeta:
             out["private_id"] = True
         if self.identifier:
             out["identifier"] = True
+        if self.max_length is not None:
+            out["max_length"] = self.max_length
         return out
 
 
@@ -117,11 +121,13 @@ def _bound(table: str, column: str, key: str, value: Any) -> float | None:
 def _column(table: str, name: str, spec: Any, engine_type: str | None) -> ColumnMeta:
     if not isinstance(spec, dict):
         raise InvalidParameter(f"table {table!r}, column {name!r}: expected a mapping like {{type: int}}")
-    unknown = set(spec) - {"type", "lower", "upper", "values", "private_id", "identifier", "nullable"}
+    unknown = set(spec) - {
+        "type", "lower", "upper", "values", "private_id", "identifier", "nullable", "max_length"
+    }  # fmt: skip
     if unknown:
         raise InvalidParameter(
             f"table {table!r}, column {name!r}: unknown key(s) {', '.join(sorted(unknown))}; "
-            "allowed: type, lower, upper, values, private_id, identifier"
+            "allowed: type, lower, upper, values, private_id, identifier, max_length"
         )
     kind = str(spec.get("type", engine_type or "text")).lower()
     kind = {"string": "text", "varchar": "text", "integer": "int", "double": "float", "boolean": "bool"}.get(
@@ -158,9 +164,21 @@ def _column(table: str, name: str, spec: Any, engine_type: str | None) -> Column
             f"table {table!r}, column {name!r}: declared {kind} but the data holds {engine_type}; "
             "fix the type in the metadata or the data"
         )
+    max_length = spec.get("max_length")
+    if max_length is not None and (
+        isinstance(max_length, bool) or not isinstance(max_length, int) or not 1 <= max_length <= 100_000
+    ):
+        raise InvalidParameter(
+            f"table {table!r}, column {name!r}: max_length must be a whole number from 1 to 100000, "
+            f"got {max_length!r}"
+        )
+    if max_length is not None and kind not in ("text", "category"):
+        raise InvalidParameter(f"table {table!r}, column {name!r}: max_length applies to text columns only")
     return ColumnMeta(
         name=name,
         type=kind,
+        max_length=max_length,
+        storage=engine_type,
         lower=lower,
         upper=upper,
         values=values,
@@ -206,7 +224,7 @@ def metadata_from_dict(table: str, spec: dict[str, Any] | None, engine_columns: 
         columns[actual] = _column(table, actual, col_spec, engine_columns[actual])
     for name, kind in engine_columns.items():
         if name not in columns:
-            columns[name] = ColumnMeta(name=name, type=kind)
+            columns[name] = ColumnMeta(name=name, type=kind, storage=kind)
     meta = TableMeta(
         name=table,
         columns=columns,

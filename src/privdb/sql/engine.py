@@ -22,6 +22,7 @@ from privdb.database import Database
 from privdb.errors import Forbidden, InternalError, PrivdbError, QueryFailed, Unauthorized, UnsupportedQuery
 from privdb.mechanisms import Geometric
 from privdb.result import Result
+from privdb.sql.expr import Expr
 from privdb.sql.noise import NoisyAnswer, add_noise
 from privdb.sql.parse import DPQuery, parse_dp_select
 from privdb.sql.plan import Plan, plan_query
@@ -34,7 +35,6 @@ from privdb.sql.release import (
     release_sql,
 )
 from privdb.sql.rewrite import engine_sql, histogram_sql
-from privdb.sql.validate import cannot_fail
 
 __all__ = ["authorize", "charged", "explain", "prepare", "run", "statistics_sql", "target"]
 
@@ -100,16 +100,20 @@ def for_engine(backend: Engine, plan: Plan | ReleasePlan, sql: str) -> str:
     if backend.dialect == "duckdb" or not sql:
         return sql
     if isinstance(plan, Plan):
-        risky = [k.node for k in plan.resolved.keys] + (
-            [plan.resolved.where] if isinstance(plan.resolved.where, exp.Expression) else []
-        )
-        for node in risky:
-            if not cannot_fail(node, plan.table):
+        checked: list[tuple[exp.Expression | None, Expr | None]] = [
+            (k.node, k.expr) for k in plan.resolved.keys
+        ]
+        if plan.resolved.where is not None:
+            checked.append((None, plan.resolved.where))
+        for node, e in checked:
+            if e is not None and not e.portable:
+                text = e.source or (node.sql() if node is not None else "")
                 raise UnsupportedQuery(
-                    f"the {_ENGINE_NAMES.get(backend.dialect, backend.dialect)} engine cannot run "
-                    f"{node.sql()} safely: an expression that can "
-                    "fail on some rows (a cast, a division, a function) would make the query fail depending "
-                    "on the data; compare columns with literals there, or load the table into privdb's DuckDB"
+                    f"the {_ENGINE_NAMES.get(backend.dialect, backend.dialect)} engine cannot run {text} "
+                    "safely: outside DuckDB privdb sends only comparisons of columns with literals, IN, "
+                    "BETWEEN, LIKE, IS NULL, AND/OR/NOT, CASE, COALESCE and NULLIF, the forms proven total "
+                    "there (arithmetic, casts and functions could fail on some rows and make the query fail "
+                    "depending on the data); load the table into privdb's DuckDB for the whole language"
                 )
     tree = sqlglot.parse_one(sql, read="duckdb")
     for node in list(tree.find_all(exp.Try)):

@@ -19,12 +19,11 @@ the same as bounding every unit; only the work differs.
 
 from __future__ import annotations
 
-from sqlglot import exp
-
 from privdb.backends.duckdb import quote
 from privdb.catalog.metadata import ColumnMeta
+from privdb.sql.expr import render
+from privdb.sql.expr.render import column_sql
 from privdb.sql.plan import Histogram, Plan, Statistic
-from privdb.sql.validate import cannot_fail
 
 __all__ = ["engine_sql", "histogram_sql"]
 
@@ -42,11 +41,14 @@ def _clamped(column: ColumnMeta) -> str:
     return f"CASE WHEN {value} < {lo!r} THEN {lo!r} WHEN {value} > {hi!r} THEN {hi!r} ELSE {value} END"
 
 
-def _guarded(node: exp.Expression, sql: str, plan: Plan) -> str:
-    """``sql`` inside ``TRY(…)`` unless it cannot fail: an expression that would fail on some row
-    (overflow, division by zero, a bad cast or regex) then yields NULL there instead, so whether a query
-    fails never depends on the data."""
-    return sql if cannot_fail(node, plan.table) else f"TRY({sql})"
+def _where(plan: Plan) -> str | None:
+    """The WHERE predicate in its total rendering (privdb.sql.expr: no row can make it fail)."""
+    where = plan.resolved.where
+    return None if where is None else render(where)
+
+
+def _keys(plan: Plan) -> list[str]:
+    return [k.sql for k in plan.resolved.keys]
 
 
 def _aggregate(stat: Statistic) -> str:
@@ -91,12 +93,9 @@ def engine_sql(plan: Plan, table: str, unit_rows: str | None = None) -> str:
     ``DuckDBBackend.count_unit_rows``): units with at most ``min(m, G)`` rows can exceed neither bound,
     so their rows take the plain aggregate, and only larger units go through bounding.
     """
-    keys = [_guarded(k.node, k.sql, plan) for k in plan.resolved.keys]
+    keys = _keys(plan)
     key_cols = [f"k{i}" for i in range(len(keys))]
-    where = plan.resolved.where
-    condition = (
-        _guarded(where, where.sql(dialect="duckdb"), plan) if isinstance(where, exp.Expression) else None
-    )
+    condition = _where(plan)
     source = quote(table)
     computed, twins = _distinct(plan.statistics)
     if not computed:
@@ -154,7 +153,7 @@ def engine_sql(plan: Plan, table: str, unit_rows: str | None = None) -> str:
 def _cell(hist: Histogram) -> str:
     """The cell of a row's value: its grid cell (order statistics) or the value itself (modes)."""
     if hist.values is not None:
-        return quote(hist.column.name)
+        return column_sql(hist.column)
     clamped = _clamped(hist.column)
     if hist.integer or hist.cells == 1:
         return f"TRY(CAST(FLOOR({clamped}) - {hist.lo!r} AS BIGINT))"
@@ -167,13 +166,14 @@ def histogram_sql(plan: Plan, hist: Histogram, table: str, unit_rows: str | None
     Row privacy: one ``GROUP BY``. With a privacy unit the rows are bounded as for sums (module doc): at
     most ``G`` groups per unit chosen at random, and each unit's counts scaled by ``min(1, m/R)``, so a unit
     moves any rank by at most ``m``; units small enough to need no bounding take the plain path."""
-    keys = [_guarded(k.node, k.sql, plan) for k in plan.resolved.keys]
+    keys = _keys(plan)
     key_cols = [f"k{i}" for i in range(len(keys))]
-    where = plan.resolved.where
     cell = _cell(hist)
-    conditions = [f"({cell}) IS NOT NULL"]
-    if isinstance(where, exp.Expression):
-        conditions.append(_guarded(where, where.sql(dialect="duckdb"), plan))
+    # a NULL value is no candidate's: left out (LEAST in the cell ignores NULL, so test the column itself)
+    conditions = [f"({quote(hist.column.name)}) IS NOT NULL", f"({cell}) IS NOT NULL"]
+    condition = _where(plan)
+    if condition is not None:
+        conditions.append(condition)
     key_select = "".join(f"{k} AS {c}, " for k, c in zip(keys, key_cols, strict=True))
     outer = "".join(f"{c}, " for c in key_cols)
     by = "".join(f"{c}, " for c in key_cols)

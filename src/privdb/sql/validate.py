@@ -1,9 +1,9 @@
 """Validate a parsed DP-SELECT against the table's metadata and resolve what it asks for.
 
 Supported: one table; a select list of aggregates (``COUNT(*)``, ``COUNT(col)``, ``SUM``, ``AVG``,
-``VARIANCE``/``VAR``, ``STDDEV``) and GROUP BY keys; a ``WHERE`` row predicate (comparisons, ``IN``,
-``BETWEEN``, ``LIKE``, ``AND/OR/NOT``, arithmetic and scalar functions); ``GROUP BY`` columns or
-expressions; ``ORDER BY``/``LIMIT`` on the noisy result. Everything else is ``unsupported_query``.
+``VARIANCE``/``VAR``, ``STDDEV``, …) and GROUP BY keys; a ``WHERE`` predicate and GROUP BY expressions of
+the closed expression language (privdb.sql.expr: typed, total, bounded cost); ``ORDER BY``/``LIMIT`` on the
+noisy result. Every other clause is refused by an allow-list. Everything else is ``unsupported_query``.
 """
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ from sqlglot import exp
 
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.errors import InvalidParameter, UnsupportedQuery
+from privdb.sql import expr
+from privdb.sql.expr import Expr, Type
 
 __all__ = [
     "AggregateRef",
     "KeyRef",
     "Resolved",
-    "cannot_fail",
     "check_clauses",
     "check_literal_types",
     "check_scalar",
@@ -36,44 +37,6 @@ SUPPORTED = (
     "randomised records: DP-SELECT ε col1, col2 (or *) FROM table [WHERE …]"
 )
 
-# scalar functions sqlglot does not model as classes, allowed by name
-_ALLOWED_ANONYMOUS = {
-    "VAR",
-    "ABS",
-    "SIGN",
-    "GREATEST",
-    "LEAST",
-    "NULLIF",
-    "STRLEN",
-    "STARTS_WITH",
-    "ENDS_WITH",
-    "CONTAINS",
-    "REGEXP_MATCHES",
-    "DATE_PART",
-    "DATE_TRUNC",
-    "DAYOFWEEK",
-    "DAYOFYEAR",
-    "WEEK",
-    "QUARTER",
-    "ISNAN",
-    "ISINF",
-    "ISFINITE",
-    "EVEN",
-    "FACTORIAL",
-    "TRUNC",
-    "LEFT",
-    "RIGHT",
-    "LPAD",
-    "RPAD",
-    "REPLACE",
-    "PREFIX",
-    "SUFFIX",
-    "INSTR",
-    "ASCII",
-    "CHR",
-    "MD5",
-    "HASH",
-}
 # order statistics: the exponential mechanism over a grid of the bounded domain (plan.py)
 _QUANTILES: dict[type[exp.Expression], float | None] = {
     exp.Median: 0.5,
@@ -101,10 +64,11 @@ class KeyRef:
     """A GROUP BY key: its output name, engine SQL and the columns it reads."""
 
     output: str
-    sql: str
+    sql: str  # DuckDB SQL of the checked expression (expr.render)
     columns: tuple[ColumnMeta, ...]
     node: exp.Expression
     in_select: bool
+    expr: Expr | None = None
 
 
 @dataclass(frozen=True)
@@ -112,7 +76,7 @@ class Resolved:
     """What a DP-SELECT asks for, checked against the metadata."""
 
     table: TableMeta
-    where: exp.Expression | None
+    where: Expr | None  # checked, boolean
     keys: tuple[KeyRef, ...]
     aggregates: tuple[AggregateRef, ...]
     outputs: tuple[tuple[str, str, int], ...]  # (name, "key" | "aggregate", index)
@@ -125,81 +89,14 @@ def _refuse(what: str) -> UnsupportedQuery:
 
 
 def check_scalar(node: exp.Expression, table: TableMeta, where: str) -> tuple[ColumnMeta, ...]:
-    """A row-level expression: no subqueries, aggregates or windows; every column known."""
-    used: list[ColumnMeta] = []
-    for sub in node.walk():
-        if isinstance(sub, exp.Select | exp.Subquery | exp.Exists):
-            raise _refuse(f"a subquery in {where}")
-        if isinstance(sub, exp.Window):
-            raise _refuse(f"a window function in {where}")
-        if isinstance(sub, exp.AggFunc):
-            raise _refuse(f"an aggregate inside {where}")
-        if isinstance(sub, exp.Anonymous) and str(sub.this).upper() not in _ALLOWED_ANONYMOUS:
-            raise UnsupportedQuery(f"function {sub.this}() is not allowed in {where}")
-        if isinstance(sub, exp.Func) and type(sub).__name__.upper().startswith("READ"):
-            raise UnsupportedQuery(f"function {sub.sql()} is not allowed in {where}")
-        if isinstance(sub, exp.Placeholder | exp.Parameter):
-            raise _refuse(f"a parameter placeholder in {where}")
-        if isinstance(sub, exp.Column):
-            if sub.table and sub.table.lower() != table.name.lower():
-                raise UnsupportedQuery(f"column {sub.sql()} names another table; DP-SELECT reads one table")
-            used.append(table.column(sub.name))
-    return tuple(used)
+    """A row-level expression of the closed language (privdb.sql.expr); returns the columns it reads."""
+    return expr.check(node, table, where).columns
 
 
 def check_literal_types(node: exp.Expression, table: TableMeta, where: str) -> None:
-    """Refuse, before any data is read, a comparison of a numeric column with a non-numeric string
-    (the engine would fail mid-scan, after the budget is committed)."""
-    comparisons = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.In, exp.Between)
-    for sub in node.find_all(*comparisons):
-        columns = [c for c in sub.iter_expressions() if isinstance(c, exp.Column)]
-        if not columns:
-            continue
-        column = table.column(columns[0].name)
-        if column.type not in ("int", "float"):
-            continue
-        for lit in sub.find_all(exp.Literal):
-            if lit.is_string:
-                try:
-                    float(lit.this)
-                except ValueError:
-                    raise UnsupportedQuery(
-                        f"{where}: {column.name!r} is a number but is compared with the text {lit.sql()}; "
-                        "compare numbers with numbers"
-                    ) from None
-
-
-_NUMERIC = ("int", "float", "bool")
-_SAFE_NODES = (
-    exp.Column, exp.Literal, exp.Boolean, exp.Null, exp.Paren, exp.And, exp.Or, exp.Not, exp.Is,
-    exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.In, exp.Between, exp.Like, exp.ILike, exp.Tuple,
-    exp.Identifier,
-)  # fmt: skip
-
-
-def cannot_fail(node: exp.Expression, table: TableMeta) -> bool:
-    """Whether evaluating ``node`` on any row surely raises no error: only columns, literals of the
-    columns' own kind (numbers with numbers, text with text), comparisons, IN, BETWEEN, LIKE, IS and
-    boolean logic. The engine wraps anything else in ``TRY`` (a row must not be able to fail a query);
-    this spares the cost of ``TRY`` where it cannot matter."""
-    for sub in node.walk():
-        if not isinstance(sub, _SAFE_NODES):
-            return False
-        if isinstance(sub, exp.EQ | exp.NEQ | exp.GT | exp.GTE | exp.LT | exp.LTE | exp.In | exp.Between):
-            columns = list(sub.find_all(exp.Column))
-            literals = list(sub.find_all(exp.Literal))
-            kinds = {("number" if table.column(c.name).type in _NUMERIC else table.column(c.name).type)
-                     for c in columns}  # fmt: skip
-            if len(kinds) > 1:
-                return False  # columns of different kinds: the engine casts per row
-            kind = next(iter(kinds), None)
-            if kind == "number" and any(lit.is_string for lit in literals):
-                return False  # checked to be numeric text by check_literal_types, but keep it simple
-            if kind in ("text", "category") and any(not lit.is_string for lit in literals):
-                return False  # text cast to a number row by row
-            if kind not in ("number", "text", "category", None):
-                return False  # dates and others: comparisons may cast per row
-    return True
+    """A WHERE predicate: a boolean expression of the closed language (types are checked there, so a
+    number compared with non-numeric text is refused before any data is read)."""
+    expr.check(node, table, where, Type.BOOL)
 
 
 def _quantile_level(node: exp.Expression) -> float:
@@ -266,11 +163,15 @@ def _aggregate(node: exp.Expression, table: TableMeta) -> tuple[str, ColumnMeta 
         kind = "sum"
     elif isinstance(node, exp.Avg):
         kind = "avg"
-    elif isinstance(node, exp.Variance | exp.VariancePop) or (
+    elif isinstance(node, exp.VariancePop):
+        kind = "variance_pop"
+    elif isinstance(node, exp.StddevPop):
+        kind = "stddev_pop"
+    elif isinstance(node, exp.Variance) or (
         isinstance(node, exp.Anonymous) and str(node.this).upper() == "VAR"
     ):
         kind = "variance"
-    elif isinstance(node, exp.Stddev | exp.StddevSamp | exp.StddevPop):
+    elif isinstance(node, exp.Stddev | exp.StddevSamp):
         kind = "stddev"
     elif isinstance(node, exp.AggFunc):
         raise UnsupportedQuery(f"aggregate {node.sql()} is not supported; {SUPPORTED}")
@@ -284,21 +185,33 @@ def _aggregate(node: exp.Expression, table: TableMeta) -> tuple[str, ColumnMeta 
     return kind, _column_arg(node, arg, table), q
 
 
+_CLAUSES = {"expressions", "from", "from_", "where", "group", "order", "limit", "kind"}
+_CLAUSE_NAMES = {
+    "joins": "a JOIN", "with": "a WITH clause", "with_": "a WITH clause", "having": "HAVING",
+    "qualify": "QUALIFY", "windows": "WINDOW", "distinct": "SELECT DISTINCT", "laterals": "LATERAL",
+    "offset": "OFFSET", "pivots": "PIVOT", "sample": "a sample (USING SAMPLE)", "into": "INTO",
+}  # fmt: skip
+
+
 def check_clauses(select: exp.Select) -> None:
-    """Refuse the clauses no DP-SELECT supports (joins, CTEs, windows, …)."""
-    for key, what in (
-        ("joins", "a JOIN"),
-        ("with_", "a WITH clause"),
-        ("having", "HAVING"),
-        ("qualify", "QUALIFY"),
-        ("windows", "WINDOW"),
-        ("distinct", "SELECT DISTINCT"),
-        ("laterals", "LATERAL"),
-        ("offset", "OFFSET"),
-        ("pivots", "PIVOT"),
-    ):
-        if select.args.get(key):
-            raise _refuse(what)
+    """Refuse every clause outside the closed grammar (joins, CTEs, windows, samples, …): an allow-list,
+    so a clause sqlglot learns later is refused too."""
+    for key, value in select.args.items():
+        if key in _CLAUSES or value is None or value == [] or value is False:
+            continue
+        raise _refuse(_CLAUSE_NAMES.get(key, f"the clause {key!r}"))
+    if select.args.get("kind"):
+        raise _refuse(f"SELECT {select.args['kind']}")
+    group = select.args.get("group")
+    if group is not None:
+        for key, value in group.args.items():
+            if key != "expressions" and value:
+                raise _refuse("GROUP BY ALL" if key == "all" else "ROLLUP, CUBE or GROUPING SETS")
+    order = select.args.get("order")
+    if order is not None:
+        for key, value in order.args.items():
+            if key != "expressions" and value:
+                raise _refuse(f"ORDER BY {key.upper()}")
 
 
 def resolve(select: exp.Select, table: TableMeta) -> Resolved:
@@ -306,16 +219,10 @@ def resolve(select: exp.Select, table: TableMeta) -> Resolved:
     check_clauses(select)
     where_node = select.args.get("where")
     where = where_node.this if where_node is not None else None
-    if where is not None:
-        check_scalar(where, table, "WHERE")
-        check_literal_types(where, table, "WHERE")
+    where_expr = expr.check(where, table, "WHERE", Type.BOOL) if where is not None else None
 
     group = select.args.get("group")
     group_nodes: list[exp.Expression] = list(group.expressions) if group is not None else []
-    if group is not None and (
-        group.args.get("rollup") or group.args.get("cube") or group.args.get("grouping_sets")
-    ):
-        raise _refuse("ROLLUP, CUBE or GROUPING SETS")
     items = list(select.expressions)
     # GROUP BY 1, 2: positions in the select list
     resolved_groups: list[exp.Expression] = []
@@ -332,10 +239,11 @@ def resolve(select: exp.Select, table: TableMeta) -> Resolved:
             resolved_groups.append(alias.this if alias is not None and not is_column else node)
         else:
             resolved_groups.append(node)
-    key_sql = [g.sql(dialect="duckdb") for g in resolved_groups]
+    key_exprs = [expr.check(g, table, "GROUP BY") for g in resolved_groups]
+    key_sql = [expr.render(k) for k in key_exprs]
     if len(set(key_sql)) != len(key_sql):
         raise UnsupportedQuery("GROUP BY lists the same key twice")
-    key_columns = [check_scalar(g, table, "GROUP BY") for g in resolved_groups]
+    key_columns = [k.columns for k in key_exprs]
     for cols in key_columns:
         for col in cols:
             if col.identifier or col.private_id:
@@ -367,12 +275,13 @@ def resolve(select: exp.Select, table: TableMeta) -> Resolved:
                 "and combine the noisy values yourself"
             )
         text = node.sql(dialect="duckdb")
-        if text not in key_sql:
+        rendered = expr.render(expr.check(node, table, "the select list"))
+        if rendered not in key_sql:
             raise UnsupportedQuery(
                 f"{text} is neither an aggregate nor a GROUP BY key; a DP-SELECT releases only "
                 "aggregates and the keys they are grouped by"
             )
-        index = key_sql.index(text)
+        index = key_sql.index(rendered)
         name = (
             item.alias
             if isinstance(item, exp.Alias)
@@ -395,6 +304,7 @@ def resolve(select: exp.Select, table: TableMeta) -> Resolved:
             columns=key_columns[i],
             node=resolved_groups[i],
             in_select=i in key_outputs,
+            expr=key_exprs[i],
         )
         for i in range(len(resolved_groups))
     )
@@ -413,7 +323,7 @@ def resolve(select: exp.Select, table: TableMeta) -> Resolved:
                     and target.name.lower() == name.lower()
                 )
                 by_aggregate = role == "aggregate" and aggregates[index].node.sql(dialect="duckdb") == text
-                by_key = role == "key" and keys[index].sql == text
+                by_key = role == "key" and keys[index].node.sql(dialect="duckdb") == text
                 if by_name or by_aggregate or by_key:
                     match = name
                 if match:
@@ -434,4 +344,4 @@ def resolve(select: exp.Select, table: TableMeta) -> Resolved:
         if not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()):
             raise UnsupportedQuery("LIMIT takes a whole number")
         limit = int(value.this)
-    return Resolved(table, where, keys, tuple(aggregates), tuple(outputs), tuple(order), limit)
+    return Resolved(table, where_expr, keys, tuple(aggregates), tuple(outputs), tuple(order), limit)

@@ -1,0 +1,235 @@
+"""Render a checked expression as DuckDB SQL, in forms that are total: no row can make them raise.
+
+Why each form cannot fail (docs/proofs/sql.md, "Outcomes"):
+
+- numbers are computed in DOUBLE (IEEE 754: overflow gives ±inf, 0/0 and ln(−1) give NaN, never an
+  error); a column or an integer result is cast to DOUBLE before any arithmetic, so no INTEGER, DECIMAL or
+  HUGEINT operation (which can overflow) is ever emitted. ``%`` is ``fmod`` (NaN for a zero divisor) and
+  ``//`` is ``floor(a / b)``; a cast to an integer is guarded by a range test (NaN fails it: NULL);
+- a comparison of a column with a literal is rendered as written (the engine casts the constant once, at
+  bind time); every other comparison compares DOUBLEs, bounded texts or timestamps;
+- text read by a function is cut to the column's ``max_length`` first, and every function that can make
+  text longer is cut to ``MAX_RESULT_LENGTH``: the work per row is bounded by public constants;
+- conversions from text (to numbers, dates, booleans) are ``TRY_CAST``/``try_strptime``: total functions
+  that give NULL for text that does not convert (DuckDB only; other engines refuse them before reading);
+- patterns and formats are literals, checked before anything is read (check.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from privdb.backends.duckdb import quote
+from privdb.catalog.metadata import ColumnMeta
+from privdb.sql.expr.types import DEFAULT_MAX_LENGTH, MAX_RESULT_LENGTH, Expr, Type, column_type
+
+__all__ = ["column_sql", "render", "render_num", "render_text"]
+
+_INT64 = 9.2e18  # a DOUBLE strictly inside BIGINT's range
+
+
+def _literal(e: Expr) -> str:
+    value = e.value
+    if e.type is Type.NULL or value is None:
+        return "NULL"
+    if e.type is Type.BOOL:
+        return "TRUE" if value else "FALSE"
+    if e.type is Type.NUM:
+        number = float(value)
+        if number.is_integer() and abs(number) < 2**53:
+            return str(int(number))
+        return repr(number)
+    if e.type is Type.DATE:
+        return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _column(e: Expr) -> str:
+    column = e.value
+    name = quote(column.name)
+    storage = column.storage or column.type
+    if e.type is Type.NUM and storage not in ("int", "float", "bool"):
+        return f"TRY_CAST({name} AS DOUBLE)"  # numeric categories stored as text
+    if e.type is Type.TEXT and storage != "text":
+        return f"CAST({name} AS VARCHAR)"
+    if e.type is Type.DATE and storage != "date":
+        return f"TRY_CAST({name} AS TIMESTAMP)"
+    return name
+
+
+def column_sql(column: ColumnMeta) -> str:
+    """A bare column as a value of its type in the language (scalar, whatever the engine stores)."""
+    return _column(Expr("column", column_type(column), value=column))
+
+
+def render(e: Expr) -> str:
+    """The expression as DuckDB SQL (other dialects: transpiled by sqlglot, portable forms only)."""
+    if e.op == "column":
+        return _column(e)
+    if e.op == "literal":
+        return _literal(e)
+    return _RENDER[e.op](e)
+
+
+def render_num(e: Expr) -> str:
+    """A number as a DOUBLE."""
+    if e.is_literal and e.type is Type.NUM:
+        return f"CAST({_literal(e)} AS DOUBLE)"
+    sql = render(e)
+    return sql if e.double else f"CAST({sql} AS DOUBLE)"
+
+
+def render_text(e: Expr) -> str:
+    """Text as a function reads it: a column cut to its ``max_length``; other text is bounded already."""
+    sql = render(e)
+    if e.is_column:
+        length = e.value.max_length or DEFAULT_MAX_LENGTH
+        return f"SUBSTRING({sql}, 1, {length})"
+    return sql
+
+
+def _operand(e: Expr) -> str:
+    """A value in a comparison, CASE branch or COALESCE: numbers as DOUBLE, texts bounded."""
+    if e.type is Type.NUM:
+        return render_num(e)
+    if e.type is Type.TEXT:
+        return render_text(e)
+    return render(e)
+
+
+def _plain(*args: Expr) -> bool:
+    """Columns and literals only: compared as written (the engine converts the constant at bind)."""
+    return all(a.is_column or a.is_literal for a in args) and sum(a.is_column for a in args) <= 1
+
+
+def _compared(*args: Expr) -> list[str]:
+    return [render(a) for a in args] if _plain(*args) else [_operand(a) for a in args]
+
+
+_SYMBOLS = {"eq": "=", "neq": "<>", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
+_DISTINCT = {"distinct": "IS DISTINCT FROM", "not_distinct": "IS NOT DISTINCT FROM"}
+_ARITHMETIC = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+_NUM_FUNCTIONS = {
+    "abs": "abs",
+    "sign": "sign",
+    "floor": "floor",
+    "ceil": "ceil",
+    "trunc": "trunc",
+    "sqrt": "sqrt",
+    "ln": "ln",
+    "log10": "log10",
+    "log2": "log2",
+    "exp": "exp",
+    "isnan": "isnan",
+    "isinf": "isinf",
+    "isfinite": "isfinite",
+}
+_TEXT_FUNCTIONS = {"lower": "lower", "upper": "upper", "trim": "trim", "ltrim": "ltrim", "rtrim": "rtrim"}
+
+
+def _cut(sql: str) -> str:
+    return f"SUBSTRING({sql}, 1, {MAX_RESULT_LENGTH})"
+
+
+def _case(e: Expr) -> str:
+    *pairs, default = e.args
+    whens = "".join(
+        f" WHEN {render(pairs[i])} THEN {_operand(pairs[i + 1])}" for i in range(0, len(pairs), 2)
+    )
+    return f"CASE{whens} ELSE {_operand(default)} END"
+
+
+def _cast(e: Expr) -> str:
+    (x,) = e.args
+    target = e.value
+    if target == "text":
+        return render_text(x) if x.type is Type.TEXT else f"CAST({render(x)} AS VARCHAR)"
+    if target == "double":
+        return f"TRY_CAST({render_text(x)} AS DOUBLE)" if x.type is Type.TEXT else render_num(x)
+    if target == "int":
+        if x.type is Type.TEXT:
+            return f"TRY_CAST({render_text(x)} AS BIGINT)"
+        value = render_num(x)
+        return f"CASE WHEN {value} BETWEEN {-_INT64!r} AND {_INT64!r} THEN CAST({value} AS BIGINT) END"
+    if target == "bool":
+        if x.type is Type.TEXT:
+            return f"TRY_CAST({render_text(x)} AS BOOLEAN)"
+        return render(x) if x.type is Type.BOOL else f"({render_num(x)} <> 0)"
+    # date
+    return f"TRY_CAST({render_text(x)} AS TIMESTAMP)" if x.type is Type.TEXT else render(x)
+
+
+def _in(e: Expr) -> str:
+    x, *values = e.args
+    lhs = render(x) if x.is_column else _operand(x)
+    return f"({lhs} IN ({', '.join(render(v) for v in values)}))"
+
+
+def _binary(symbol: str) -> Callable[[Expr], str]:
+    def rendered(e: Expr) -> str:
+        a, b = _compared(*e.args)
+        return f"({a} {symbol} {b})"
+
+    return rendered
+
+
+def _arithmetic(symbol: str) -> Callable[[Expr], str]:
+    return lambda e: f"({render_num(e.args[0])} {symbol} {render_num(e.args[1])})"
+
+
+def _num_function(name: str) -> Callable[[Expr], str]:
+    return lambda e: f"{name}({render_num(e.args[0])})"
+
+
+def _text_function(name: str) -> Callable[[Expr], str]:
+    return lambda e: f"{name}({render_text(e.args[0])})"
+
+
+_RENDER: dict[str, Callable[[Expr], str]] = {
+    **{op: _binary(sym) for op, sym in (_SYMBOLS | _DISTINCT).items()},
+    "between": lambda e: "({} BETWEEN {} AND {})".format(*_compared(*e.args)),
+    "in": _in,
+    "like": lambda e: f"({render_text(e.args[0])} LIKE {render(e.args[1])})",
+    "ilike": lambda e: f"({render_text(e.args[0])} ILIKE {render(e.args[1])})",
+    "regexp": lambda e: f"regexp_matches({render_text(e.args[0])}, {render(e.args[1])})",
+    "is_null": lambda e: f"({render(e.args[0])} IS NULL)",
+    "is_true": lambda e: f"({render(e.args[0])} IS TRUE)",
+    "is_false": lambda e: f"({render(e.args[0])} IS FALSE)",
+    "and": lambda e: f"({render(e.args[0])} AND {render(e.args[1])})",
+    "or": lambda e: f"({render(e.args[0])} OR {render(e.args[1])})",
+    "not": lambda e: f"(NOT {render(e.args[0])})",
+    **{op: _arithmetic(sym) for op, sym in _ARITHMETIC.items()},
+    "neg": lambda e: f"(- {render_num(e.args[0])})",
+    "mod": lambda e: f"fmod({render_num(e.args[0])}, {render_num(e.args[1])})",
+    "intdiv": lambda e: f"floor({render_num(e.args[0])} / {render_num(e.args[1])})",
+    "pow": lambda e: f"pow({render_num(e.args[0])}, {render_num(e.args[1])})",
+    "round": lambda e: f"round({render_num(e.args[0])}, {int(e.value)})",
+    **{op: _num_function(fn) for op, fn in _NUM_FUNCTIONS.items()},
+    **{op: _text_function(fn) for op, fn in _TEXT_FUNCTIONS.items()},
+    "length": lambda e: f"length({render_text(e.args[0])})",
+    "substring": lambda e: (
+        f"substring({render_text(e.args[0])}, {e.value[0]}"
+        + (f", {e.value[1]})" if e.value[1] is not None else ")")
+    ),
+    "left": lambda e: f"left({render_text(e.args[0])}, {e.value})",
+    "right": lambda e: f"right({render_text(e.args[0])}, {e.value})",
+    "concat": lambda e: _cut(" || ".join(f"COALESCE({render_text(a)}, '')" for a in e.args)),
+    "dpipe": lambda e: _cut(" || ".join(render_text(a) for a in e.args)),
+    "replace": lambda e: _cut(f"replace({render_text(e.args[0])}, {render(e.args[1])}, {render(e.args[2])})"),
+    "lpad": lambda e: f"lpad({render_text(e.args[0])}, {e.value}, {render(e.args[1])})",
+    "rpad": lambda e: f"rpad({render_text(e.args[0])}, {e.value}, {render(e.args[1])})",
+    "starts_with": lambda e: f"starts_with({render_text(e.args[0])}, {render(e.args[1])})",
+    "ends_with": lambda e: f"ends_with({render_text(e.args[0])}, {render(e.args[1])})",
+    "contains": lambda e: f"contains({render_text(e.args[0])}, {render(e.args[1])})",
+    "strpos": lambda e: f"strpos({render_text(e.args[0])}, {render(e.args[1])})",
+    "md5": lambda e: f"md5({render_text(e.args[0])})",
+    "date_part": lambda e: f"date_part('{e.value}', {render(e.args[0])})",
+    "date_trunc": lambda e: f"CAST(date_trunc('{e.value}', {render(e.args[0])}) AS TIMESTAMP)",
+    "strptime": lambda e: f"try_strptime({render_text(e.args[0])}, {render(e.args[1])})",
+    "case": _case,
+    "coalesce": lambda e: f"COALESCE({', '.join(_operand(a) for a in e.args)})",
+    "nullif": lambda e: f"NULLIF({_operand(e.args[0])}, {_operand(e.args[1])})",
+    "greatest": lambda e: f"greatest({', '.join(_operand(a) for a in e.args)})",
+    "least": lambda e: f"least({', '.join(_operand(a) for a in e.args)})",
+    "cast": _cast,
+}
