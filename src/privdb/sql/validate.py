@@ -228,6 +228,8 @@ def resolve(select: exp.Select, table: TableMeta) -> Resolved:
     resolved_groups: list[exp.Expression] = []
     for node in group_nodes:
         if isinstance(node, exp.Literal) and not node.is_string:
+            if not str(node.this).isdigit():
+                raise UnsupportedQuery(f"GROUP BY {node.this}: a position is a whole number (GROUP BY 1)")
             pos = int(node.this)
             if not 1 <= pos <= len(items):
                 raise UnsupportedQuery(f"GROUP BY {pos}: there are only {len(items)} output columns")
@@ -328,7 +330,7 @@ def resolve(select: exp.Select, table: TableMeta) -> Resolved:
                     match = name
                 if match:
                     break
-            if isinstance(target, exp.Literal) and not target.is_string:
+            if isinstance(target, exp.Literal) and not target.is_string and str(target.this).isdigit():
                 pos = int(target.this)
                 if 1 <= pos <= len(outputs):
                     match = outputs[pos - 1][0]

@@ -1,0 +1,1 @@
+"""Adversarial tests: every observable outcome is the same on neighbouring databases."""
