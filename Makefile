@@ -57,6 +57,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/server.py
 	$(BIN)/python bench/quantiles.py
 	$(BIN)/python bench/engines.py
+	$(BIN)/python bench/timing.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -25,11 +25,10 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _doc  # noqa: E402
-
-from privdb.audit.auditor import clopper_pearson  # noqa: E402
-from privdb.database import Database  # noqa: E402
-from privdb.sql import engine  # noqa: E402
+import _doc
+from privdb.audit.auditor import clopper_pearson
+from privdb.database import Database
+from privdb.sql import engine
 
 META = {
     "columns": {
@@ -110,12 +109,12 @@ def main() -> None:
         start,
         "## Timing audit: neighbours told apart by running time",
         "",
-        f"`{' '.join(['.venv/bin/python', 'bench/timing.py', '--rows', str(args.rows), '--runs', str(args.runs)])}`"
-        f" on {_doc.cpu_model()}. Two DuckDB databases of {args.rows:,} people differ by one person whose text "
-        "holds a million characters and whose numbers are extreme. Each of the most expensive allowed "
-        f"expressions is answered {args.runs} times per neighbour (interleaved, full privdb path); the event "
-        "'slower than the pooled median of the first half' is scored on the second half, and Clopper–Pearson "
-        "bounds (95% per query) give an empirical lower bound on the ε the running time leaks.",
+        f"`.venv/bin/python bench/timing.py --rows {args.rows} --runs {args.runs}` on {_doc.cpu_model()}. "
+        f"Two DuckDB databases of {args.rows:,} people differ by one person whose text holds a million "
+        "characters and whose numbers are extreme. Each of the most expensive allowed expressions is "
+        f"answered {args.runs} times per neighbour (interleaved, full privdb path); the event 'slower than "
+        "the pooled median of the first half' is scored on the second half, and Clopper–Pearson bounds "
+        "(95% per query) give an empirical lower bound on the ε the running time leaks.",
         "",
         "| expression | median ms without | median ms with | empirical ε lower bound from time |",
         "|---|---|---|---|",
@@ -124,10 +123,10 @@ def main() -> None:
             for label, r in results.items()
         ],
         "",
-        "Before the language, `LENGTH(REPEAT(name, …)) > 0` on a row like this one ran 6.75 s against 0.007 s "
-        "(issue 13): a certain distinction from one query. With every text cut to its `max_length` before "
-        "any function and every growing function cut to 4,096 characters, the extra person costs at most a "
-        "bounded amount of work (docs/security.md).",
+        "Before the language, `LENGTH(REPEAT(name, …)) > 0` on a row like this one ran 6.75 s against "
+        "0.007 s (issue 13): a certain distinction from one query. With every text cut to its "
+        "`max_length` before any function and every growing function cut to 4,096 characters, the extra "
+        "person costs at most a bounded amount of work (docs/security.md).",
         end,
     ]
     _doc.write_section("timing", "\n".join(_doc.wrap(line) for line in lines))
