@@ -1,16 +1,41 @@
 """Add noise to the engine's per-group statistics and build the answer with honest 95% intervals.
 
 Counts and sums are released as noised; their interval is the mechanism's. Ratios are post-processing:
-``AVG = S/N`` clipped to the column bounds, ``VARIANCE = (Q/N − (S/N)²)·N/(N−1)`` clipped to
-``[0, ((U − L)/2)²]``, ``STDDEV = √VARIANCE``. Their intervals propagate the parts' intervals (each at
-``1 − 0.05/k`` for ``k`` parts, a union bound), so they cover the truth at least 95% of the time, and are as
-wide as the noise makes them: with income bounds 0..500,000 a small group's variance interval is large, and
-says so.
+``AVG = S/N`` clipped to the column bounds, ``VARIANCE = (Q/N − (S/N)²)·N/(N−1)`` and
+``VAR_POP = Q/N − (S/N)²`` clipped to ``[0, ((U − L)/2)²]``, ``STDDEV``/``STDDEV_POP`` their square roots.
+Their intervals propagate the parts' intervals (each at ``1 − 0.05/k`` for ``k`` parts, a union bound) and
+are clipped to the value's range, so they cover the truth at least 95% of the time, always satisfy
+``L ≤ a ≤ b ≤ U`` (``0 ≤ a ≤ b ≤ ((U − L)/2)²`` for variances), and are as wide as the noise makes them:
+with income bounds 0..500,000 a small group's variance interval is large, and says so.
+
+*Counts that passed the noisy threshold* (keys without a public domain, decision for issue 13, finding 11):
+a key is released only when its noisy count ``X`` reaches ``τ``, so near ``τ`` the released values are
+biased upward and ``X ± w`` covers the truth well under 95% of the time (40–65% for true counts 2.5 noise
+scales below ``τ``; ~85% over a typical mix of released keys). The interval of the count that was
+thresholded is therefore a confidence set *conditional on release*: for a true count ``c`` the released
+value follows the noise law truncated to ``X ≥ τ``; its acceptance region is the shortest
+(highest-probability) set ``{x ≥ τ : |x − c| ≤ r(c)}`` holding ≥ 95% of that truncated law, and the interval
+is every ``c ≥ 0`` whose region holds the observed ``x``. It covers the truth ≥ 95% of the time among the
+released keys, for every true count; it is never empty; far above ``τ`` it is the unconditional ``X ± w``;
+near ``τ`` its lower end reaches 0 (a key that barely passed may have had any small count). Only that one
+statistic is affected: every other statistic has its own independent noise, so its interval keeps its
+coverage conditional on release.
+
+*Keys.* The engine returns keys as DuckDB and pandas make them (``pd.NA``, ``NaT``, NaN, numpy scalars,
+timestamps, arrays). Each is mapped to one canonical, hashable, JSON-ready value (``canonical_key``): NULL,
+NaN, ``pd.NA`` and ``NaT`` are one key, null (docs/proofs/sql.md, "Keys that meet"); −0.0 is 0.0; dates and
+times become ISO text as DuckDB writes them (``2024-01-31``, ``2024-01-31 10:00:00``, UTC for time zones);
+lists and structs become tuples. Keys released through the threshold are sorted by ``order_key``, a total
+order over every canonical value (null last), so their order is a function of the released keys only.
 """
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import math
+import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,10 +43,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from privdb.mechanisms import Laplace, RandomSource
-from privdb.sql.plan import AggregatePlan, Histogram, Plan
+from privdb.mechanisms import Geometric, Laplace, RandomSource
+from privdb.sql.plan import AggregatePlan, Histogram, Plan, Threshold
 
-__all__ = ["NoisyAnswer", "add_noise"]
+__all__ = ["NoisyAnswer", "add_noise", "canonical_key", "order_key", "released_count_intervals"]
 
 Interval = tuple[float, float]
 
@@ -41,6 +66,90 @@ def _py(value: Any) -> Any:
     return value
 
 
+def _blob_text(data: bytes) -> str:
+    """A BLOB as DuckDB writes it: printable ASCII as is, other bytes (and the backslash) as ``\\xHH``."""
+    return "".join(chr(b) if 32 <= b < 127 and b != 92 else f"\\x{b:02X}" for b in data)
+
+
+def canonical_key(value: Any) -> Any:
+    """One key value as a canonical, hashable, JSON-ready Python value (module doc, *Keys*).
+
+    Values the engine keeps apart but that are one key here (NULL, NaN, ``pd.NA``, ``NaT``; 0.0 and −0.0)
+    map to the same value, so their statistics are added, never overwritten."""
+    kind = type(value)
+    if value is None or kind is str or kind is int or kind is bool:
+        return value
+    if kind is float:
+        return None if value != value else (0.0 if value == 0.0 else value)
+    if value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, np.datetime64 | np.timedelta64):
+        if np.isnat(value):
+            return None
+        return canonical_key(pd.Timestamp(value) if isinstance(value, np.datetime64) else pd.Timedelta(value))
+    if isinstance(value, np.generic):
+        return canonical_key(value.item())
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float | decimal.Decimal):
+        return (
+            canonical_key(float(value))
+            if not (isinstance(value, decimal.Decimal) and value.is_nan())
+            else None
+        )
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, datetime.datetime):  # pd.Timestamp too
+        if value.tzinfo is not None:
+            return value.astimezone(datetime.UTC).isoformat(sep=" ")
+        if value.time() == datetime.time(0) and getattr(value, "nanosecond", 0) == 0:
+            return value.date().isoformat()
+        return value.isoformat(sep=" ")
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, datetime.timedelta):  # pd.Timedelta too
+        return str(pd.Timedelta(value).isoformat())
+    if isinstance(value, bytes | bytearray | memoryview):
+        return _blob_text(bytes(value))
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, Mapping):  # a STRUCT
+        return tuple((canonical_key(k), canonical_key(v)) for k, v in value.items())
+    if isinstance(value, list | tuple | np.ndarray):  # a LIST or ARRAY
+        return tuple(canonical_key(v) for v in value)
+    return str(value)
+
+
+def _rank(value: Any) -> tuple[Any, ...]:
+    """``order_key`` of a canonical value."""
+    kind = type(value)
+    if value is None:
+        return (9,)
+    if kind is bool:
+        return (1, value)
+    if kind is int or kind is float:
+        return (2, value)
+    if kind is str:
+        return (3, value)
+    if kind is tuple:
+        return (4, tuple(_rank(v) for v in value))
+    return (5, kind.__name__, repr(value))  # not reached: canonical values are of the kinds above
+
+
+def order_key(value: Any) -> tuple[Any, ...]:
+    """A sort key giving a total order over any values: booleans, then numbers (−inf … inf), text, lists and
+    structs, and null last (NULL, NaN, ``pd.NA``, ``NaT``: one key). Equal keys are the same canonical key."""
+    return _rank(canonical_key(value))
+
+
+def _number(value: Any) -> float:
+    """A statistic's value from the engine: NULL (and NaN, ``pd.NA``) is 0, the sum of no rows."""
+    value = canonical_key(value)
+    return 0.0 if value is None else float(value)
+
+
 def _groups(
     plan: Plan, frame: pd.DataFrame | None
 ) -> tuple[list[tuple[Any, ...]], dict[str, NDArray[np.float64]]]:
@@ -56,41 +165,61 @@ def _groups(
     # all sums and counts, are added, never overwritten (which row came last would decide the answer)
     data: dict[tuple[Any, ...], list[float]] = {}
     for r in range(len(frame)):
-        key = tuple(_py(cols[j][r]) for j in range(nkeys))
-        values = [_py(cols[j][r]) or 0.0 for j in range(nkeys, len(cols))]
+        key = tuple(canonical_key(cols[j][r]) for j in range(nkeys))
+        values = [_number(cols[j][r]) for j in range(nkeys, len(cols))]
         known = data.get(key)
         data[key] = values if known is None else [a + b for a, b in zip(known, values, strict=True)]
     if nkeys == 0:
         groups: list[tuple[Any, ...]] = [()]
     elif plan.domains is not None:
-        groups = plan.public_groups()
+        # public values in the metadata's order, mapped as the data's keys are (a NaN there is null)
+        groups = list(dict.fromkeys(tuple(canonical_key(v) for v in g) for g in plan.public_groups()))
     else:
         # released only through the noisy threshold, in sorted order: the engine's hash-table order could
         # tell something about the data
-        groups = sorted(data, key=lambda g: tuple((v is None, v) for v in g))
+        groups = sorted(data, key=lambda g: tuple(_rank(v) for v in g))
     zeros = [0.0] * len(names)
     table = np.array([data.get(g, zeros) for g in groups], dtype=np.float64).reshape(len(groups), len(names))
     return groups, {name: table[:, i] for i, name in enumerate(names)}
 
 
+def _clip(value: float, lo: float, hi: float) -> float:
+    return min(max(value, lo), hi)
+
+
 def _ratio(s: Interval, n: Interval, lo: float, hi: float) -> Interval:
+    """Where ``S/N`` lies when ``S`` and ``N`` lie in their intervals, within ``[lo, hi]``.
+
+    Over a box with ``N > 0`` the ratio is extreme at the corners; both ends are clipped to ``[lo, hi]``
+    (clipping each end on its own side only gave ``a > b`` when every corner lay beyond one bound)."""
     if n[0] <= 0:
         return (lo, hi)
-    corners = [s[0] / n[0], s[0] / n[1], s[1] / n[0], s[1] / n[1]]
-    return (max(lo, min(corners)), min(hi, max(corners)))
+    corners = (s[0] / n[0], s[0] / n[1], s[1] / n[0], s[1] / n[1])
+    return (_clip(min(corners), lo, hi), _clip(max(corners), lo, hi))
+
+
+_VARIANCE_KINDS = ("variance", "stddev", "variance_pop", "stddev_pop")
 
 
 def _combine(
-    agg: AggregatePlan, noisy: dict[str, NDArray[np.float64]], mechs: dict[str, Laplace]
+    agg: AggregatePlan,
+    noisy: dict[str, NDArray[np.float64]],
+    mechs: dict[str, Laplace],
+    threshold: Threshold | None = None,
 ) -> tuple[NDArray[np.float64], list[Interval]]:
-    """The aggregate's noisy values and 95% intervals, per group."""
+    """The aggregate's noisy values and 95% intervals, per group (``threshold``: the key selection, whose
+    count's interval is conditional on release)."""
     if agg.kind in _PAIR_KINDS:
         return _pair(agg, noisy, mechs)
     if agg.kind in ("count_star", "count", "sum"):
         (name,) = agg.statistics
         values = noisy[name]
+        if threshold is not None and threshold.statistic == name:
+            return values, released_count_intervals(values, mechs[name], threshold.tau)
         width = mechs[name].ci95(0.0)[1]  # one width for every group: the same mechanism noised each
         return values, [(v - width, v + width) for v in values.tolist()]
+    if agg.kind != "avg" and agg.kind not in _VARIANCE_KINDS:
+        raise ValueError(f"no noisy combination for aggregate kind {agg.kind!r}")
     assert agg.column is not None and agg.column.lower is not None and agg.column.upper is not None
     lo, hi = agg.column.lower, agg.column.upper
     k = len(agg.statistics)
@@ -106,34 +235,130 @@ def _combine(
         s, n = agg.statistics
         for i in range(out.size):
             count = noisy[n][i]
-            out[i] = min(max(noisy[s][i] / count, lo), hi) if count >= 1 else (lo + hi) / 2
+            out[i] = _clip(noisy[s][i] / count, lo, hi) if count >= 1 else (lo + hi) / 2
             intervals.append(_ratio(interval(s, i), interval(n, i), lo, hi))
         return out, intervals
+    # VARIANCE (sample, N − 1) or VAR_POP (population, N) from Q = Σx², S = Σx, N
+    population = agg.kind in ("variance_pop", "stddev_pop")
+    least = 1 if population else 2  # rows the estimate needs
     q, s, n = agg.statistics
     square_lo = 0.0 if lo <= 0 <= hi else min(lo * lo, hi * hi)
     square_hi = max(lo * lo, hi * hi)
     cap = ((hi - lo) / 2) ** 2
     for i in range(out.size):
         count = noisy[n][i]
-        if count >= 2:
-            mean = min(max(noisy[s][i] / count, lo), hi)
-            second = min(max(noisy[q][i] / count, square_lo), square_hi)
-            var = (second - mean * mean) * count / (count - 1)
-            out[i] = min(max(var, 0.0), cap)
+        if count >= least:
+            mean = _clip(noisy[s][i] / count, lo, hi)
+            second = _clip(noisy[q][i] / count, square_lo, square_hi)
+            var = second - mean * mean
+            out[i] = _clip(var if population else var * count / (count - 1), 0.0, cap)
         else:
             out[i] = cap / 2
         n_int = interval(n, i)
+        if n_int[0] <= 0:  # the count may be 0: nothing is known
+            intervals.append((0.0, cap))
+            continue
         m_lo, m_hi = _ratio(interval(s, i), n_int, lo, hi)
         e_lo, e_hi = _ratio(interval(q, i), n_int, square_lo, square_hi)
         mean_sq_lo = 0.0 if m_lo <= 0 <= m_hi else min(m_lo * m_lo, m_hi * m_hi)
         mean_sq_hi = max(m_lo * m_lo, m_hi * m_hi)
-        factor = n_int[0] / (n_int[0] - 1) if n_int[0] > 1 else math.inf
-        v_lo = max(0.0, e_lo - mean_sq_hi)
-        v_hi = min(cap, (e_hi - mean_sq_lo) * factor) if n_int[0] > 0 else cap
-        intervals.append((min(v_lo, v_hi), v_hi))
-    if agg.kind == "stddev":
+        # the population variance lies in [e_lo − m²_hi, e_hi − m²_lo]; the sample variance is it times
+        # N/(N − 1) ≥ 1, at most n_lo/(n_lo − 1) (no bound while N may be 1)
+        v_lo = _clip(e_lo - mean_sq_hi, 0.0, cap)
+        if population:
+            v_hi = e_hi - mean_sq_lo
+        else:
+            v_hi = (e_hi - mean_sq_lo) * n_int[0] / (n_int[0] - 1) if n_int[0] > 1 else cap
+        intervals.append((v_lo, _clip(v_hi, v_lo, cap)))
+    if agg.kind in ("stddev", "stddev_pop"):
         return np.sqrt(out), [(math.sqrt(a), math.sqrt(b)) for a, b in intervals]
     return out, intervals
+
+
+def _log_tail(k: NDArray[np.float64], rate: float) -> NDArray[np.float64]:
+    """``log P(Z ≥ k)`` for integer ``k`` and the discrete Laplace ``Z`` of ``rate`` λ (``q = e^−λ``):
+    ``q^k/(1 + q)`` for ``k ≥ 0``, ``1 − q^(1−k)/(1 + q)`` below."""
+    log1p_q = math.log1p(math.exp(-rate))
+    above = -rate * np.maximum(k, 0.0) - log1p_q
+    below = np.log1p(-np.exp(-rate * (1.0 - np.minimum(k, 0.0)) - log1p_q))
+    out: NDArray[np.float64] = np.where(k >= 0, above, below)
+    return out
+
+
+def _accepts(
+    c: NDArray[np.float64], x: NDArray[np.float64], t: float, rate: float, level: float
+) -> NDArray[np.bool_]:
+    """Whether ``x`` (grid steps, ≥ ``t``) lies in the acceptance region of the true count ``c`` (grid
+    steps): the shortest set ``{x ≥ t : |x − c| ≤ r}`` holding ≥ ``level`` of ``c + Z`` given ``c + Z ≥ t``.
+    ``x`` is outside iff the set of radius ``|x − c| − 1`` already holds ``level``."""
+    d = x - c
+    radius = np.abs(d) - 1.0
+    start = t - c  # released iff Z ≥ start
+    log_released = _log_tail(start, rate)
+    # P(max(start, −r) ≤ Z ≤ r | Z ≥ start), both tails relative to P(Z ≥ start) (≤ 1: an empty region,
+    # r < start, gives 1 − 1 = 0)
+    inside = np.exp(np.minimum(_log_tail(np.maximum(start, -radius), rate) - log_released, 0.0)) - np.exp(
+        np.minimum(_log_tail(radius + 1.0, rate) - log_released, 0.0)
+    )
+    accepted: NDArray[np.bool_] = (d == 0) | (np.maximum(inside, 0.0) < level)
+    return accepted
+
+
+def _bisect(good: NDArray[np.float64], bad: NDArray[np.float64], test: Any) -> NDArray[np.float64]:
+    """Per entry, the last integer from ``good`` towards ``bad`` where ``test`` holds (it holds at ``good``,
+    fails at ``bad`` and changes once in between; integers below 2^53 in magnitude, so floats are exact)."""
+    good, bad = good.copy(), bad.copy()
+    for _ in range(128):  # 54 halvings reach any gap below 2^53
+        open_ = np.abs(bad - good) > 1
+        if not open_.any():
+            break
+        mid = np.where(open_, np.floor((good + bad) / 2), good)
+        ok = test(mid)
+        good = np.where(open_ & ok, mid, good)
+        bad = np.where(open_ & ~ok, mid, bad)
+    return good
+
+
+def released_count_intervals(
+    values: NDArray[np.float64], mech: Laplace, tau: float, level: float = 0.95
+) -> list[Interval]:
+    """Intervals for counts released because their noisy value reached ``tau``, that cover the true count
+    with probability ≥ ``level`` given the release, whatever it is (module doc): every true count ``c ≥ 0``
+    whose shortest ``level`` region of the noise law truncated to ``≥ tau`` holds the released value.
+
+    Works in grid steps (the mechanism releases ``g·(round(c/g) + Z)``, ``Z`` discrete Laplace of rate λ);
+    the accepted true counts form an interval (checked exhaustively in tests/test_sql_accuracy.py), found by
+    bisection, vectorised over the groups."""
+    if not values.size:
+        return []
+    g, rate = mech.granularity, mech.rate
+    t = float(math.ceil(tau / g))  # released iff the grid value is ≥ t (g is a power of two: exact)
+    x = np.maximum(np.rint(values / g), t)
+    steps = float(round(mech.half_width(1.0 - level) / g))  # c above x + steps: rejected by construction
+
+    def accepts(c: NDArray[np.float64]) -> NDArray[np.bool_]:
+        return _accepts(c, x, t, rate, level)
+
+    upper = _bisect(x, x + steps + 1.0, accepts)
+    # far below t the law given release is t + a geometric: x is accepted there iff 1 − q^(x − t) < level;
+    # where it is not, double the distance until a true count is rejected, then bisect
+    bounded = -np.expm1(-rate * (x - t)) >= level
+    reach = np.full_like(x, steps + 1.0)
+    for _ in range(60):
+        rejected = ~accepts(x - reach)
+        if (rejected | ~bounded).all():
+            break
+        reach = np.where(rejected | ~bounded, reach, np.minimum(2.0 * reach, 2.0**53))
+    bounded &= ~accepts(x - reach)  # (a bound beyond 2^53 steps is no bound)
+    lower = np.full_like(x, -np.inf)
+    if bounded.any():
+        xb = x[bounded]
+        lower[bounded] = _bisect(xb, xb - reach[bounded], lambda c: _accepts(c, xb, t, rate, level))
+    slack = 0.0 if isinstance(mech, Geometric) else 0.5  # rounding to the grid moved the truth ≤ g/2
+    return [
+        (max(0.0, (a - slack) * g), max(0.0, (b + slack) * g))
+        for a, b in zip(lower.tolist(), upper.tolist(), strict=True)
+    ]
 
 
 def _json_interval(interval: Interval) -> list[float | None]:
@@ -205,13 +430,17 @@ def _choose(
     nkeys = len(plan.resolved.keys)
     counts: dict[tuple[Any, ...], dict[Any, float]] = {}
     for row in frame.itertuples(index=False, name=None):
-        key = tuple(_py(v) for v in row[:nkeys])
+        key = tuple(canonical_key(v) for v in row[:nkeys])  # as _groups keys them
         cells = counts.setdefault(key, {})
-        cell = _py(row[nkeys])
-        cells[cell] = cells.get(cell, 0.0) + float(row[nkeys + 1])  # NaN and NULL keys meet: add
+        cell = canonical_key(row[nkeys])
+        if cell is None:  # the engine leaves NULL cells out; never a candidate
+            continue
+        cells[cell] = cells.get(cell, 0.0) + _number(row[nkeys + 1])  # NaN and NULL keys meet: add
     mech = hist.mechanism(rng)
     if hist.values is not None:  # mode
-        index = {v: i for i, v in enumerate(hist.values)}
+        index: dict[Any, int] = {}
+        for i, v in enumerate(hist.values):
+            index.setdefault(canonical_key(v), i)
         chosen: list[Any] = []
         for group in groups:
             u = np.zeros(hist.cells)
@@ -225,7 +454,7 @@ def _choose(
     for g, group in enumerate(groups):
         per_cell = np.zeros(hist.cells)
         for cell, n in counts.get(group, {}).items():
-            per_cell[int(cell)] += n
+            per_cell[min(max(int(cell), 0), hist.cells - 1)] += n  # the engine's cells lie in range
         below = np.concatenate([[0.0], np.cumsum(per_cell)])[: hist.points]  # #{x < candidate}
         # #{x ≤ candidate}: an int column's cell holds exactly the candidate's value; on a float grid a
         # value equal to a grid point has probability 0, so the interval is a point
@@ -264,7 +493,7 @@ def add_noise(
     per_agg: list[tuple[Any, list[Interval] | None]] = []
     for agg in plan.aggregates:
         if agg.histogram is None:
-            per_agg.append(_combine(agg, noisy, mechs))
+            per_agg.append(_combine(agg, noisy, mechs, plan.threshold))
         else:
             assert histograms is not None
             frame_h = histograms[agg.histogram.name]
@@ -283,8 +512,8 @@ def add_noise(
     for name, desc in reversed(plan.resolved.order):
         col = columns.index(name)
 
-        def sort_key(j: int, c: int = col) -> tuple[bool, Any]:
-            return (rows[j][c] is None, rows[j][c])
+        def sort_key(j: int, c: int = col) -> tuple[Any, ...]:
+            return order_key(rows[j][c])
 
         order.sort(key=sort_key, reverse=desc)
     order = order[: plan.resolved.limit] if plan.resolved.limit is not None else order
@@ -310,12 +539,23 @@ def add_noise(
                 "from noisy sufficient statistics (n, Σx, Σy, Σx², Σy², Σxy over rows with both values); "
                 "interval by simulating the noise around them (approximate)"
             )
-        if agg.kind in ("avg", "variance", "stddev"):
+        if agg.kind in ("avg", *_VARIANCE_KINDS):
             entry["method"] = {
                 "avg": "noisy sum / noisy count, clipped to the bounds",
-                "variance": "noisy sum of squares, sum and count; interval by propagation",
-                "stddev": "square root of the noisy variance",
+                "variance": "noisy sum of squares, sum and count; sample variance (N − 1); interval by "
+                "propagation",
+                "stddev": "square root of the noisy sample variance (N − 1)",
+                "variance_pop": "noisy sum of squares, sum and count; population variance (N); interval by "
+                "propagation",
+                "stddev_pop": "square root of the noisy population variance (N)",
             }[agg.kind]
+        if plan.threshold is not None and agg.statistics[:1] == (plan.threshold.statistic,):
+            entry["method"] = (
+                f"the noisy count that selected the keys (released only if ≥ τ = {plan.threshold.tau:.6g}); "
+                "ci95 is conditional on release: it covers the true count with probability ≥ 95% among "
+                "released keys (near τ its lower end reaches 0)"
+            )
+            entry["conditional_on_release"] = True
         accuracy.append(entry)
     return NoisyAnswer(columns, rows, accuracy)
 

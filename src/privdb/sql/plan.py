@@ -9,6 +9,7 @@ Every aggregate is built from per-group sums the engine computes in one pass:
 | SUM(c)    | clamp(c)                                         | 1       |
 | AVG(c)    | clamp(c), non-null c                             | 1/2 each|
 | VARIANCE, STDDEV(c) | clamp(c)², clamp(c), non-null c        | 1/3 each|
+| VAR_POP, STDDEV_POP(c) | the same three (population formula) | 1/3 each|
 
 A query's ε is divided evenly among its aggregates, plus one share for a key-selection count when
 keys are not public and the query has no COUNT(*) to reuse: the query costs exactly the ε written.
@@ -51,6 +52,13 @@ _PAIR_STATISTICS = {
     "corr": ("pn", "sx", "sy", "sxx", "syy", "sxy"),
     "regr_slope": ("pn", "sx", "sy", "sxx", "sxy"),
     "regr_intercept": ("pn", "sx", "sy", "sxx", "sxy"),
+}
+# sample (N − 1) and population (N) variance and their square roots: Σx², Σx, N (noise.py combines them)
+_VARIANCE_NAMES = {
+    "variance": "VARIANCE",
+    "stddev": "STDDEV",
+    "variance_pop": "VAR_POP",
+    "stddev_pop": "STDDEV_POP",
 }
 _DERIVED_DOMAIN_SPAN = 100_000  # integer ranges up to this size give derived public key domains
 
@@ -352,10 +360,12 @@ def plan_query(query: DPQuery, table: TableMeta, evaluate_domain: Any = None) ->
             histograms.append(hist)
             plans.append(AggregatePlan(agg.output, agg.kind, col, (), eps_each, hist, agg.q))
             continue
-        else:
+        elif agg.kind in _VARIANCE_NAMES:
             assert col is not None
-            _bounds(col, agg.kind.upper())
+            _bounds(col, _VARIANCE_NAMES[agg.kind])
             names = tuple(add(k, col, eps_each / 3) for k in ("sumsq", "sum", "nonnull"))
+        else:
+            raise UnsupportedQuery(f"aggregate kind {agg.kind!r} has no plan")
         plans.append(AggregatePlan(agg.output, agg.kind, col, names, eps_each, column2=agg.column2))
 
     threshold = None
