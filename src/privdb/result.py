@@ -66,10 +66,12 @@ class Result:
         )
 
     def estimate_frequencies(self, column: str) -> pd.DataFrame:
-        """Unbiased estimates of how many records hold each value of a column released by randomised
-        response (record release), with standard errors and 95% intervals (post-processing: free).
-
-        Use it on a release without a WHERE on this column: selecting on randomised values biases it."""
+        """Unbiased estimates of how many of the released records hold each value of a column released by
+        randomised response (record release), with standard errors and 95% intervals (post-processing:
+        free). The released records are a uniform sample of the records read, or all of them and dummies
+        uniform over the domain (the '(records)' accuracy entry), so use the frequencies, or that entry's
+        ``records`` as the total. Use it on a release without a WHERE on this column: selecting on
+        randomised values biases it."""
         info = next((a for a in self.accuracy if a.get("column") == column), None)
         if info is None or info.get("mechanism") != "randomized_response":
             released = [a["column"] for a in self.accuracy if a.get("mechanism") == "randomized_response"]

@@ -27,7 +27,6 @@ from privdb.sql.noise import NoisyAnswer, add_noise
 from privdb.sql.parse import DPQuery, parse_dp_select
 from privdb.sql.plan import Plan, plan_query
 from privdb.sql.release import (
-    RELEASE_GUARANTEE,
     ReleasePlan,
     is_record_release,
     plan_release,
@@ -140,7 +139,8 @@ def _explain_release(plan: ReleasePlan, sql: str) -> dict[str, Any]:
         "table": plan.table.name,
         "engine_sql": sql_text,
         "privacy_unit": plan.table.privacy_unit,
-        "neighbouring": "substitute (records are released: their number is public)",
+        "neighbouring": plan.neighbouring,
+        "count_epsilon": plan.count_epsilon,
         "release": [
             {"column": c.output, "mechanism": c.mechanism, "epsilon": c.epsilon} for c in plan.columns
         ],
