@@ -27,6 +27,7 @@ from privdb.sql.noise import NoisyAnswer, add_noise
 from privdb.sql.parse import DPQuery, parse_dp_select
 from privdb.sql.plan import Plan, plan_query
 from privdb.sql.release import (
+    RELEASE_GUARANTEE,
     ReleasePlan,
     is_record_release,
     plan_release,
