@@ -70,6 +70,10 @@ def _aggregate(stat: Statistic) -> str:
     return f"COALESCE(SUM({value if stat.kind == 'sum' else f'POWER({value}, 2)'}), 0)"
 
 
+def _positions(n: int) -> str:
+    return ", ".join(str(i + 1) for i in range(n))
+
+
 def _distinct(stats: tuple[Statistic, ...] | list[Statistic]) -> tuple[list[Statistic], dict[str, str]]:
     """Statistics the engine must compute, and for each repeated one (AVG's sum beside SUM's), the name of
     the computed twin. Each statistic still gets its own noise: only the exact aggregate is shared."""
@@ -104,6 +108,9 @@ def engine_sql(plan: Plan, table: str, unit_rows: str | None = None) -> str:
     key_select = "".join(f"{k} AS {c}, " for k, c in zip(keys, key_cols, strict=True))
     outer_keys = "".join(f"{c}, " for c in key_cols)
     group_by = f" GROUP BY {', '.join(key_cols)}" if key_cols else ""
+    # over the table itself, group by position: a table column named like an output (k0, u, c, n) would
+    # otherwise win the name lookup
+    by_position = f" GROUP BY {_positions(len(keys))}" if key_cols else ""
     copies = "".join(f", {twin} AS {name}" for name, twin in twins.items())
 
     def where_sql(*conditions: str | None) -> str:
@@ -112,7 +119,7 @@ def engine_sql(plan: Plan, table: str, unit_rows: str | None = None) -> str:
 
     aggregates = ", ".join(f"{_aggregate(s)} AS {s.name}" for s in computed)
     if unit is None:
-        inner = f"SELECT {key_select}{aggregates} FROM {source}{where_sql(condition)}{group_by}"
+        inner = f"SELECT {key_select}{aggregates} FROM {source}{where_sql(condition)}{by_position}"
         return f"SELECT *{copies} FROM ({inner})" if twins else inner
 
     m, g = plan.table.max_contributions, plan.table.max_groups
@@ -121,7 +128,7 @@ def engine_sql(plan: Plan, table: str, unit_rows: str | None = None) -> str:
     split = f"{quote(unit_rows)} > {small}" if unit_rows else None
     parts = (
         f"SELECT {unit_sql} AS u, {key_select}COUNT(*) AS r, {aggregates} FROM {source}"
-        f"{where_sql(condition, split)} GROUP BY u{''.join(', ' + c for c in key_cols)}"
+        f"{where_sql(condition, split)} GROUP BY {_positions(1 + len(keys))}"
     )
     if key_cols:
         # which groups a unit keeps may depend on anything but other units' data: the bound holds for
@@ -139,7 +146,7 @@ def engine_sql(plan: Plan, table: str, unit_rows: str | None = None) -> str:
     if unit_rows:
         plain = (
             f"SELECT {key_select}{aggregates} FROM {source}"
-            f"{where_sql(condition, f'{quote(unit_rows)} <= {small}')}{group_by}"
+            f"{where_sql(condition, f'{quote(unit_rows)} <= {small}')}{by_position}"
         )
         bounded = f"{plain} UNION ALL {bounded}"
     totals = ", ".join(f"SUM({s.name}) AS {s.name}" for s in computed)
@@ -182,7 +189,10 @@ def histogram_sql(plan: Plan, hist: Histogram, table: str, unit_rows: str | None
 
     def rows(extra: str | None = None) -> str:
         cond = " AND ".join([*conditions, *([extra] if extra else [])])
-        return f"SELECT {key_select}{cell} AS c, COUNT(*) AS n FROM {source} WHERE {cond} GROUP BY {by}c"
+        return (
+            f"SELECT {key_select}{cell} AS c, COUNT(*) AS n FROM {source} WHERE {cond} "
+            f"GROUP BY {_positions(len(keys) + 1)}"
+        )
 
     if unit is None:
         return rows()
@@ -192,7 +202,7 @@ def histogram_sql(plan: Plan, hist: Histogram, table: str, unit_rows: str | None
     cond = " AND ".join([*conditions, *([big] if big else [])])
     parts = (
         f"SELECT {quote(unit)} AS u, {key_select}{cell} AS c, COUNT(*) AS r FROM {source} WHERE {cond} "
-        f"GROUP BY u, {by}c"
+        f"GROUP BY {_positions(len(keys) + 2)}"
     )
     same = " AND ".join(f"p.{c} IS NOT DISTINCT FROM kept.{c}" for c in ["u", *key_cols])
     if key_cols:
