@@ -91,7 +91,7 @@ BAD = [
     ("DP-SELECT 1 COUNT(*) FROM people WHERE getenv('HOME') = 'x'", "unsupported_query"),
     ("DP-SELECT 1 COUNT(*) FROM people WHERE age > 'old'", "unsupported_query"),
     ("DP-SELECT 1 COUNT(*) FROM people WHERE age IN (1, 'x')", "unsupported_query"),
-    ("DP-SELECT 1 COUNT(*) FROM people WHERE age + state > 3", "unsupported_query"),  # a type error of the expression language
+    ("DP-SELECT 1 COUNT(*) FROM people WHERE age + state > 3", "unsupported_query"),
     ("DP-SELECT 1 COUNT(*) FROM people HAVING COUNT(*) > 3", "unsupported_query"),
     ("DP-SELECT 1 COUNT(*) FROM people ORDER BY income", "unsupported_query"),
     ("DP-SELECT 1 COUNT(*) FROM people UNION SELECT 1", "unsupported_query"),
