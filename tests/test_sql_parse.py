@@ -6,11 +6,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sqlglot
 
 from privdb.database import Database
 from privdb.errors import PrivdbError
 from privdb.sql import engine
-from privdb.sql.parse import parse_dp_select
+from privdb.sql.parse import MAX_DEPTH, nesting, parse_dp_select
 from sqlfixtures import make_db
 
 
@@ -127,3 +128,23 @@ def test_unknown_analyst_is_unauthorized(db: Database, tmp_path: Path) -> None:
     with pytest.raises(PrivdbError) as err:
         engine.run(db, "mallory", "DP-SELECT 1 COUNT(*) FROM people")
     assert err.value.code == "unauthorized"
+
+
+def test_nesting_counts_openers_and_prefix_operators_without_recursion() -> None:
+    tokens = sqlglot.Dialect.get_or_raise("duckdb").tokenize
+    assert nesting(tokens("SELECT (a + (b)) * [1]")) == 2
+    assert nesting(tokens("SELECT a - b - -c")) == 1  # binary minus, then one prefix minus
+    assert nesting(tokens("SELECT - - a, NOT NOT b")) == 2
+    assert nesting(tokens("SELECT NOT (a), -(b)")) == 2  # the operator and its parenthesis
+    assert nesting(tokens("SELECT CASE WHEN a THEN {'x': 1} END")) == 2
+    assert nesting(tokens("SELECT " + "(" * 100_000 + ")" * 100_000)) == 100_000  # no recursion
+
+
+def test_the_nesting_limit_is_exact() -> None:
+    def query(depth: int) -> str:
+        return "DP-SELECT 1 COUNT(*) FROM people WHERE " + "abs(" * depth + "age" + ")" * depth + " > 1"
+
+    assert parse_dp_select(query(MAX_DEPTH)).epsilon == 1
+    with pytest.raises(PrivdbError, match=f"nests more than {MAX_DEPTH} levels") as err:
+        parse_dp_select(query(MAX_DEPTH + 1))
+    assert err.value.code == "parse_error"

@@ -2,23 +2,46 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Protocol
 
 import pandas as pd
 
-from privdb.errors import UnknownTable
+from privdb.errors import Forbidden, UnknownTable
 from privdb.sql.suggest import did_you_mean
 
-__all__ = ["Engine", "find_table"]
+__all__ = ["Engine", "find_table", "not_granted"]
 
 
-def find_table(table: str, names: list[str], where: str = "") -> str:
+def find_table(
+    table: str, names: Iterable[str], where: str = "", visible: Iterable[str] | None = None
+) -> str:
     """The stored name of ``table`` among ``names`` (case-insensitive), or ``unknown_table`` naming
-    ``where`` it was looked for, with a suggestion."""
-    for name in names:
+    ``where`` it was looked for, with a suggestion.
+
+    ``visible``: the tables the asker may query (a scoped analyst's grant), or None for all of ``names`` (the
+    owner, an analyst of every table). With it, only names that are also visible are found or suggested, and
+    any other name — outside the grant or granted but absent, existing or not, a typo or not — gets
+    :func:`not_granted`'s one refusal: nothing outside the grant is named, nor is its existence told."""
+    known = list(names)
+    if visible is not None:
+        scope = {v.lower() for v in visible}
+        known = [name for name in known if name.lower() in scope]
+    for name in known:
         if name.lower() == table.lower():
             return name
-    raise UnknownTable(f"{where}no table {table!r}{did_you_mean(table, names)}")
+    if visible is not None:
+        raise not_granted(table, known)
+    raise UnknownTable(f"{where}no table {table!r}{did_you_mean(table, known)}")
+
+
+def not_granted(table: str, visible: list[str]) -> Forbidden:
+    """The refusal of a table a scoped analyst may not query, the same whether or not it exists: it names
+    only ``table`` (as they wrote it) and suggests only from ``visible``, the tables they may query."""
+    return Forbidden(
+        f"table {table!r} is not among the tables you may query{did_you_mean(table, visible)}; the owner "
+        "grants tables with `privdb grant … --tables`"
+    )
 
 
 class Engine(Protocol):

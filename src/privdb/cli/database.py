@@ -32,6 +32,8 @@ def _open(db: Path | None, url: str | None, token: str | None, analyst: str | No
     if url is not None:
         if db is not None:
             raise InvalidParameter("give --db (a local database) or --url (a server), not both")
+        if analyst is not None:
+            raise InvalidParameter("on a server the token says who asks: give --token, not --analyst")
         if not token:
             raise InvalidParameter("--url needs --token (or PRIVDB_TOKEN): the token `privdb grant` printed")
         return connect(url, token=token)
@@ -166,13 +168,17 @@ def query(
 def explain(
     sql: Annotated[str, typer.Argument(help="a DP-SELECT")],
     db: MaybeDb = None,
+    analyst: Annotated[
+        str | None, typer.Option(help="explain as this analyst, with --db: only the tables granted to them")
+    ] = None,
     url: UrlOption = None,
     token: TokenOption = None,
     output_format: Annotated[str, typer.Option("--format", help="table or json")] = "table",
 ) -> None:
-    """Show a DP-SELECT's plan, sensitivities, noise and cost, without reading data or spending budget."""
+    """Show a DP-SELECT's plan, sensitivities, noise and cost, without reading data or spending budget
+    (as the owner by default; as an analyst with --analyst, or with --url and their token)."""
     check_format(output_format, ("table", "json"))
-    with _open(db, url, token) as conn:
+    with _open(db, url, token, analyst) as conn:
         plan = conn.explain(sql)
     if output_format == "json":
         sys.stdout.write(json.dumps(plan) + "\n")

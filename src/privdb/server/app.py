@@ -5,9 +5,12 @@ grants and revokes analysts, runs raw SQL and reads everyone's log; an **analyst
 grant``) asks DP queries on the tables granted and sees only their own budget and log. Every answer is
 debited from the analyst's budget in the durable ledger before it leaves (``engine.run`` commits first).
 
-Limits: request bodies above ``max_body`` bytes get 413 before they are read in full; engine queries
-longer than ``query_timeout`` seconds are interrupted (and, having read data, charged). No input yields a
-500: validation errors come back as ``invalid_parameter`` (400) in DESIGN.md's error shape.
+Limits (docs/server.md): request bodies above ``max_body`` bytes get 413 before they are read in full; a
+query longer than ``privdb.sql.parse.MAX_QUERY_LENGTH`` characters or nested deeper than ``MAX_DEPTH`` levels
+is a free ``parse_error``, the same refusal as in the library and the CLI; engine queries longer than
+``query_timeout`` seconds are interrupted (and, having read data, charged). Requests run on the thread pool
+of anyio (40 threads per worker process). No input yields a 500: validation errors come back as
+``invalid_parameter`` (400) in DESIGN.md's error shape.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from privdb.errors import Forbidden, InvalidParameter, PrivdbError, RawAccessDen
 from privdb.local.survey import Survey
 from privdb.server.errors import error_response, from_error
 from privdb.sql import engine
+from privdb.sql.parse import MAX_DEPTH, MAX_QUERY_LENGTH
 
 __all__ = ["create_app", "serve"]
 
@@ -41,7 +45,10 @@ ENV_DB, ENV_TIMEOUT, ENV_MAX_BODY = "PRIVDB_SERVER_DB", "PRIVDB_SERVER_TIMEOUT",
 
 
 class QueryIn(BaseModel):
-    sql: str = Field(max_length=100_000, description="a DP-SELECT")
+    # no max_length here: privdb.sql.parse refuses a longer query with the one parse_error every face gives
+    sql: str = Field(
+        description=f"a DP-SELECT, at most {MAX_QUERY_LENGTH:,} characters, nested at most {MAX_DEPTH} levels"
+    )
 
 
 class RawIn(BaseModel):

@@ -2,6 +2,16 @@
 
 The prefix ``DP-SELECT ε [DELTA δ]`` is read from sqlglot tokens; the rest, with ``SELECT`` put back, must be
 exactly one SELECT statement in DuckDB's dialect. Errors carry line and column and underline the spot.
+
+Public limits, checked here so that no later stage (sqlglot's recursive parser and generator, privdb's checks,
+the engine SQL re-read for other dialects) can run out of stack: a query is at most ``MAX_QUERY_LENGTH``
+characters, and nests at most ``MAX_DEPTH`` levels — parentheses, brackets, braces, ``CASE … END`` and prefix
+operators in a row (``NOT``, unary ``-``, ``~``, ``INTERVAL``), counted on the tokens before sqlglot parses
+them and again on the query as privdb writes it back (``a::INT`` is ``CAST(a AS INT)``); its syntax tree is at
+most ``MAX_TREE_DEPTH`` nodes deep (a chain of AND/OR or of one arithmetic or comparison operator,
+``a + b + c``, counts once: sqlglot writes those without recursion). Each is a free ``parse_error`` with one
+message, whichever check (or a ``RecursionError`` anyway) finds it: the outcome depends only on the query's
+text.
 """
 
 from __future__ import annotations
@@ -12,14 +22,28 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError as SqlglotParseError
-from sqlglot.errors import TokenError
+from sqlglot.errors import SqlglotError, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from privdb.errors import InvalidParameter, ParseError, RawAccessDenied, UnsupportedQuery
 
-__all__ = ["MAX_EPSILON", "DPQuery", "parse_dp_select"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_EPSILON",
+    "MAX_QUERY_LENGTH",
+    "MAX_TREE_DEPTH",
+    "DPQuery",
+    "nesting",
+    "parse_dp_select",
+]
 
 MAX_EPSILON = 1000.0  # above this a "private" answer is the raw answer in all but name
+MAX_QUERY_LENGTH = 100_000  # characters
+# sqlglot's parser spends up to ~26 Python frames per level of nesting (a function call, a parenthesis), and
+# the engine SQL (re-read by sqlglot for explain and for other engines) nests deeper than the query: 16 levels
+# stay far inside Python's limit of 1000 frames in every face (CLI, server thread, library)
+MAX_DEPTH = 16
+MAX_TREE_DEPTH = 4 * MAX_DEPTH  # nodes; sqlglot's generator spends ~3 frames per node
 SYNTAX = "DP-SELECT <epsilon> [DELTA <delta>] <aggregates> FROM <table> [WHERE …] [GROUP BY …]"
 _DIALECT = "duckdb"
 
@@ -75,14 +99,113 @@ def _number(text: str, tokens: list[Token], i: int, what: str) -> tuple[float, i
     return value, i + 1
 
 
+_OPENERS = {TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE, TokenType.CASE}
+_CLOSERS = {TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE, TokenType.END}
+_PREFIX = {TokenType.NOT, TokenType.TILDE, TokenType.INTERVAL, TokenType.PIPE_SLASH, TokenType.DPIPE_SLASH}
+_SIGNS = {TokenType.DASH, TokenType.PLUS}
+# after these a sign is binary (a - b); anywhere else it is a prefix operator (-b, a * -b, (-b))
+_OPERAND_ENDS = {
+    TokenType.VAR,
+    TokenType.NUMBER,
+    TokenType.STRING,
+    TokenType.IDENTIFIER,
+    TokenType.NULL,
+    TokenType.TRUE,
+    TokenType.FALSE,
+    *_CLOSERS,
+}
+
+
+def _too_deep() -> ParseError:
+    """The one refusal of a query nested too deeply, whichever check found it."""
+    return ParseError(
+        f"the query nests more than {MAX_DEPTH} levels deep (parentheses, function calls, CASE, prefix "
+        "operators such as NOT or unary minus, casts); write it with less nesting"
+    )
+
+
+def nesting(tokens: list[Token]) -> int:
+    """How deep ``tokens`` nest: each parenthesis, bracket, brace or ``CASE`` is a level, and so is each
+    prefix operator in a row before an operand (``NOT NOT x``, ``- -x``, ``NOT (``). Counted without
+    recursion, before any parser sees the tokens."""
+    stack: list[int] = []
+    depth = deepest = run = 0
+    previous: TokenType | None = None
+    for token in tokens:
+        kind = token.token_type
+        if kind in _PREFIX or (kind in _SIGNS and previous not in _OPERAND_ENDS):
+            run += 1
+        elif kind in _OPENERS:
+            stack.append(1 + run)
+            depth += 1 + run
+            run = 0
+        elif kind in _CLOSERS:
+            depth -= stack.pop() if stack else 0
+            run = 0
+        else:
+            run = 0
+        deepest = max(deepest, depth + run)
+        previous = kind
+    return deepest
+
+
+# chains of these binary operators are written by sqlglot's generator in a loop, not by recursion (checked
+# for sqlglot's DuckDB dialect: a % b % c, a.b.c and others recurse, so they count every level)
+_FLAT_CHAINS: tuple[type[exp.Expression], ...] = (
+    exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.DPipe, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT,
+    exp.LTE, exp.BitwiseAnd, exp.BitwiseOr, exp.Like, exp.ILike,
+)  # fmt: skip
+
+
+def _tree_depth(root: exp.Expression, limit: int) -> int:
+    """The depth of ``root``'s tree in nodes, counted without recursion, where a chain of AND/OR or of one
+    of the operators above (``a + b + c``) counts as one level; stops counting past ``limit``."""
+    stack: list[tuple[exp.Expression, int]] = [(root, 1)]
+    deepest = 0
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        for child in node.iter_expressions():
+            chained = (isinstance(node, exp.Connector) and isinstance(child, exp.Connector)) or (
+                type(child) is type(node) and isinstance(node, _FLAT_CHAINS)
+            )
+            stack.append((child, depth if chained else depth + 1))
+    return deepest
+
+
+def _check_depth(select: exp.Expression) -> None:
+    """Refuse a parsed query whose tree, or whose SQL as privdb writes it back, is nested too deeply."""
+    if _tree_depth(select, MAX_TREE_DEPTH) > MAX_TREE_DEPTH:
+        raise _too_deep()
+    written = select.sql(dialect=_DIALECT, comments=False)
+    if nesting(sqlglot.Dialect.get_or_raise(_DIALECT).tokenize(written)) > MAX_DEPTH:
+        raise _too_deep()
+
+
 def parse_dp_select(text: str) -> DPQuery:
     """Parse an analyst's query, or raise the error that says what to write instead."""
     if not isinstance(text, str) or not text.strip():
         raise ParseError(f"the query is empty; write {SYNTAX}")
+    if len(text) > MAX_QUERY_LENGTH:
+        raise ParseError(
+            f"the query is {len(text):,} characters long, more than the limit of {MAX_QUERY_LENGTH:,}; "
+            "shorten it (e.g. x IN (…) instead of many ORs, or split the question)"
+        )
+    try:
+        return _parse(text)
+    except RecursionError:  # a nesting no check above foresaw: still a free refusal, never a fault
+        raise _too_deep() from None
+
+
+def _parse(text: str) -> DPQuery:
     try:
         tokens = sqlglot.Dialect.get_or_raise(_DIALECT).tokenize(text)
     except TokenError as err:
         raise ParseError(f"cannot read the query: {err}") from None
+    if nesting(tokens) > MAX_DEPTH:
+        raise _too_deep()
     if not tokens:
         raise ParseError(f"the query holds only comments; write {SYNTAX}")
     first = tokens[0]
@@ -129,7 +252,7 @@ def parse_dp_select(text: str) -> DPQuery:
         pos = body.find(highlight) + offset if highlight and body.find(highlight) >= 0 else start
         mark = _underline(text, max(pos, 0), max(pos, 0) + max(len(highlight), 1) - 1) if highlight else ""
         raise ParseError(f"{desc}{where}{mark}") from None
-    except TokenError as err:
+    except SqlglotError as err:  # TokenError, UnsupportedError, …
         raise ParseError(f"cannot read the query: {err}") from None
     statements = [s for s in statements if s is not None]
     if len(statements) != 1:
@@ -143,4 +266,5 @@ def parse_dp_select(text: str) -> DPQuery:
         raise UnsupportedQuery(
             f"DP-SELECT wraps one plain SELECT; set operations (UNION, …) are not supported. Write {SYNTAX}"
         )
+    _check_depth(select)
     return DPQuery(epsilon=epsilon, delta=delta, select=select, text=text)
