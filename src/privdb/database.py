@@ -23,7 +23,7 @@ from privdb.backends.base import Engine
 from privdb.backends.duckdb import DuckDBBackend, check_name
 from privdb.catalog.metadata import ColumnMeta, TableMeta, load_metadata, metadata_from_dict
 from privdb.catalog.store import Catalog
-from privdb.errors import InvalidParameter, PrivdbError
+from privdb.errors import InvalidParameter, PrivdbError, UnknownTable
 from privdb.mechanisms import RandomSource
 
 __all__ = ["Database"]
@@ -118,7 +118,12 @@ class Database:
         if not sql.strip():
             raise InvalidParameter("the SQL statement is empty; write one, e.g. SELECT COUNT(*) FROM people")
         try:
-            frame = self.backend.raw(sql)
+            frame = self.backend.raw(sql, timeout=self.query_timeout)
+        except TimeoutError:
+            raise InvalidParameter(
+                f"the statement ran longer than this server's limit of {self.query_timeout:g} s and was "
+                "stopped; run long statements with `privdb sql` while the server is stopped"
+            ) from None
         finally:  # also when a later statement failed: the earlier ones may have written
             if not _read_only(sql):
                 self._recount_units()
@@ -135,13 +140,13 @@ class Database:
         spec = self.catalog.metadata(name)
         return metadata_from_dict(name, spec, self.backend.columns(name))
 
+    def table_names(self) -> list[str]:
+        """Every table's name, attached ones included, without reading any metadata."""
+        return sorted({*self.backend.tables(), *self.catalog.attachments()})
+
     def tables(self) -> list[dict[str, Any]]:
         """Every table with its public metadata (what analysts may know), attached ones included."""
-        out = []
-        for name in sorted({*self.backend.tables(), *self.catalog.attachments()}):
-            meta = self.metadata(name)
-            out.append({"name": name} | meta.to_dict())
-        return out
+        return [{"name": name} | self.metadata(name).to_dict() for name in self.table_names()]
 
     # ---- tables that stay in their own engine
     def attach(
@@ -210,9 +215,20 @@ class Database:
 
     def visible_tables(self, analyst: str | None) -> list[dict[str, Any]]:
         """The tables an analyst may query, with their public metadata (every table for the owner)."""
-        allowed = None if analyst is None else self.catalog.analyst_tables(analyst)
+        if analyst is None:
+            return self.tables()
+        allowed = self.catalog.analyst_tables(analyst)
         scope = None if allowed is None else {t.lower() for t in allowed}
-        return [t for t in self.tables() if scope is None or t["name"].lower() in scope]
+        out = []
+        for name in self.table_names():  # only the tables they may query are described
+            if scope is not None and name.lower() not in scope:
+                continue
+            try:
+                meta = self.metadata(name)
+            except UnknownTable:  # an attached engine lost the source: its catalogue is not theirs to see
+                continue
+            out.append({"name": name} | meta.to_dict())
+        return out
 
     def log(self, analyst: str | None = None) -> list[dict[str, Any]]:
         """Who asked what, when, what it cost and how it ended: the ledger's spends (answered, or charged

@@ -237,11 +237,6 @@ def test_slow_queries_pin_no_worker(slow: tuple[Server, dict[str, str]]) -> None
     assert status == 200 and time.monotonic() - started < 1.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the owner's raw SQL has no limit: needs DuckDBBackend.raw(sql, timeout=…) interrupting the "
-    "connection, called by Database.owner_sql with the server's limit",
-)
 def test_the_owners_raw_sql_is_bounded_too(slow: tuple[Server, dict[str, str]]) -> None:
     server, tokens = slow
     status, _, took = _post(
@@ -250,11 +245,6 @@ def test_the_owners_raw_sql_is_bounded_too(slow: tuple[Server, dict[str, str]]) 
     assert status != 200 and took < TIMEOUT + 1.0, (status, took)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the limit applies to each engine query: a query with k order statistics may run (k + 1) times "
-    "the limit; needs engine._run's read() to share one deadline among its fetches",
-)
 def test_the_limit_bounds_a_whole_query_not_each_engine_query(tmp_path: Path) -> None:
     _slow_setup(tmp_path / "db", rows=300_000)
     with Database(tmp_path / "db") as db:

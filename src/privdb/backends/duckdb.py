@@ -287,14 +287,25 @@ class DuckDBBackend:
             raise TimeoutError(f"the engine query ran longer than {timeout} s")
         return frame
 
-    def raw(self, sql: str) -> pd.DataFrame:
-        """The owner's direct access: any SQL, result as a DataFrame (empty for statements)."""
+    def raw(self, sql: str, *, timeout: float | None = None) -> pd.DataFrame:
+        """The owner's direct access: any SQL, result as a DataFrame (empty for statements). After
+        ``timeout`` seconds the statement is interrupted and ``TimeoutError`` raised."""
+        timer = None if timeout is None else threading.Timer(timeout, self._con.interrupt)
         try:
             with self._lock:
-                cursor = self._con.execute(sql)
-                if cursor is None:  # nothing but comments or semicolons
-                    raise InvalidParameter("the SQL holds no statement; write one, e.g. SELECT 1")
-                return cursor.df() if cursor.description else pd.DataFrame()
+                if timer is not None:
+                    timer.start()
+                try:
+                    cursor = self._con.execute(sql)
+                    if cursor is None:  # nothing but comments or semicolons
+                        raise InvalidParameter("the SQL holds no statement; write one, e.g. SELECT 1")
+                    return cursor.df() if cursor.description else pd.DataFrame()
+                finally:
+                    if timer is not None:  # before the lock is released: no late interrupt hits another
+                        timer.cancel()
+                        timer.join()
+        except duckdb.InterruptException:
+            raise TimeoutError(f"the statement ran longer than {timeout} s") from None
         except duckdb.Error as err:
             raise ParseError(_first_line(err)) from None
         finally:

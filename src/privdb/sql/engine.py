@@ -9,6 +9,7 @@ the failure itself may depend on the data). The spend is committed before the an
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -16,10 +17,18 @@ import pandas as pd
 import sqlglot
 from sqlglot import exp
 
-from privdb.backends.base import Engine
+from privdb.backends.base import Engine, find_table
 from privdb.catalog.metadata import TableMeta
 from privdb.database import Database
-from privdb.errors import Forbidden, InternalError, PrivdbError, QueryFailed, Unauthorized, UnsupportedQuery
+from privdb.errors import (
+    EngineUnavailable,
+    InternalError,
+    PrivdbError,
+    QueryFailed,
+    Unauthorized,
+    UnknownTable,
+    UnsupportedQuery,
+)
 from privdb.mechanisms import Geometric
 from privdb.result import Result
 from privdb.sql.expr import Expr
@@ -58,9 +67,18 @@ def prepare(db: Database, text: str, analyst: str | None = None) -> tuple[Plan |
     ``histogram_queries``) without touching the data or the budget. With ``analyst``, the table is
     authorised first: nothing about a table they may not query (its columns, bounds, errors) reaches them."""
     query = parse_dp_select(text)
-    if analyst is not None:
-        authorize(db, analyst, _table_of(query))
-    meta = db.metadata(_table_of(query))
+    table = _table_of(query) if analyst is None else authorize(db, analyst, _table_of(query))
+    try:
+        meta = db.metadata(table)
+    except UnknownTable:
+        if analyst is None:
+            raise  # the owner: the lookup's own message, with suggestions from every table
+        # authorised, so the table is registered: its attached engine no longer has the source (and the
+        # lookup's suggestions would name that engine's other tables)
+        raise EngineUnavailable(
+            f"table {table!r} cannot be read now: its attached engine no longer has its source; nothing "
+            "was spent: ask the owner to attach it again"
+        ) from None
     plan: Plan | ReleasePlan
     if is_record_release(query.select):
         plan = plan_release(query, meta)
@@ -115,7 +133,13 @@ def for_engine(backend: Engine, plan: Plan | ReleasePlan, sql: str) -> str:
                     "there (arithmetic, casts and functions could fail on some rows and make the query fail "
                     "depending on the data); load the table into privdb's DuckDB for the whole language"
                 )
-    tree = sqlglot.parse_one(sql, read="duckdb")
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+    except RecursionError:  # a long chain (256 parts at most) nests too deeply for the transpiler
+        raise UnsupportedQuery(
+            f"the query is too deeply nested for the {_ENGINE_NAMES.get(backend.dialect, backend.dialect)} "
+            "engine; shorten its chains of AND/OR or arithmetic"
+        ) from None
     for node in list(tree.find_all(exp.Try)):
         node.replace(node.this)
     for i, sub in enumerate(tree.find_all(exp.Subquery)):  # PostgreSQL wants every derived table named
@@ -135,7 +159,10 @@ def histogram_queries(db: Database, plan: Plan) -> dict[str, str]:
 
 
 def _explain_release(plan: ReleasePlan, sql: str) -> dict[str, Any]:
-    sql_text = sqlglot.transpile(sql, read="duckdb", write="duckdb", pretty=True)[0]
+    try:
+        sql_text = sqlglot.transpile(sql, read="duckdb", write="duckdb", pretty=True)[0]
+    except RecursionError:
+        sql_text = sql
     return {
         "table": plan.table.name,
         "engine_sql": sql_text,
@@ -178,7 +205,12 @@ def explain(db: Database, text: str, analyst: str | None = None) -> dict[str, An
         )
 
     def pretty(text_sql: str) -> str:
-        return sqlglot.transpile(text_sql, read="duckdb", write="duckdb", pretty=True)[0] if text_sql else ""
+        if not text_sql:
+            return ""
+        try:
+            return sqlglot.transpile(text_sql, read="duckdb", write="duckdb", pretty=True)[0]
+        except RecursionError:  # a long chain: the plain SQL says the same
+            return text_sql
 
     order_statistics = [
         {
@@ -235,16 +267,13 @@ def run(db: Database, analyst: str, text: str) -> Result:
         raise
 
 
-def authorize(db: Database, analyst: str, table: str) -> None:
-    """Refuse (before anything is spent) an unknown analyst, or a table not granted to them."""
+def authorize(db: Database, analyst: str, table: str) -> str:
+    """Refuse (before anything is spent) an unknown analyst, or a table they may not query; return the
+    table's stored name. Suggestions come only from the tables the analyst may query, and a scoped analyst
+    gets one refusal for any table outside the grant, whether or not it exists (``find_table``)."""
     if not db.catalog.has_analyst(analyst):
         raise Unauthorized(f"unknown analyst {analyst!r}; the owner creates analysts with `privdb grant`")
-    allowed = db.catalog.analyst_tables(analyst)
-    if allowed is not None and table.lower() not in {t.lower() for t in allowed}:
-        raise Forbidden(
-            f"analyst {analyst!r} may not query table {table!r}; the owner grants tables with "
-            "`privdb grant … --tables`"
-        )
+    return find_table(table, db.table_names(), visible=db.catalog.analyst_tables(analyst))
 
 
 def _run(db: Database, analyst: str, text: str) -> Result:
@@ -253,8 +282,18 @@ def _run(db: Database, analyst: str, text: str) -> Result:
     histograms = histogram_queries(db, plan) if isinstance(plan, Plan) else {}  # bound before any spend
 
     def read() -> tuple[pd.DataFrame | None, dict[str, pd.DataFrame]]:
-        frame = backend.fetch(sql, timeout=db.query_timeout) if sql else None
-        return frame, {name: backend.fetch(h, timeout=db.query_timeout) for name, h in histograms.items()}
+        # one deadline for all of the query's engine reads: the server's limit bounds the whole query
+        deadline = None if db.query_timeout is None else time.monotonic() + db.query_timeout
+
+        def left() -> float | None:
+            if deadline is None:
+                return None
+            if (remaining := deadline - time.monotonic()) <= 0:
+                raise TimeoutError("the query's engine reads ran past the limit")
+            return remaining
+
+        frame = backend.fetch(sql, timeout=left()) if sql else None
+        return frame, {name: backend.fetch(h, timeout=left()) for name, h in histograms.items()}
 
     def respond(data: tuple[pd.DataFrame | None, dict[str, pd.DataFrame]]) -> NoisyAnswer:
         frame, histograms = data

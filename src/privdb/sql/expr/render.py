@@ -5,7 +5,7 @@ Why each form cannot fail (docs/proofs/sql.md, "Outcomes"):
 - numbers are computed in DOUBLE (IEEE 754: overflow gives ±inf, 0/0 and ln(−1) give NaN, never an
   error); a column or an integer result is cast to DOUBLE before any arithmetic, so no INTEGER, DECIMAL or
   HUGEINT operation (which can overflow) is ever emitted. ``%`` is ``fmod`` (NaN for a zero divisor) and
-  ``//`` is ``floor(a / b)``; a cast to an integer is guarded by a range test (NaN fails it: NULL);
+  ``//`` is ``floor(a / b)``; a cast to an integer is ``TRY_CAST`` (NULL for NaN, ±inf, out of range);
 - a comparison of a column with a literal is rendered as written (the engine casts the constant once, at
   bind time); every other comparison compares DOUBLEs, bounded texts or timestamps;
 - text read by a function is cut to the column's ``max_length`` first, and every function that can make
@@ -24,9 +24,6 @@ from privdb.catalog.metadata import ColumnMeta
 from privdb.sql.expr.types import DEFAULT_MAX_LENGTH, MAX_RESULT_LENGTH, Expr, Type, column_type
 
 __all__ = ["column_sql", "render", "render_num", "render_text"]
-
-_INT64 = 9.2e18  # a DOUBLE strictly inside BIGINT's range
-
 
 def _literal(e: Expr) -> str:
     value = e.value
@@ -149,8 +146,9 @@ def _cast(e: Expr) -> str:
     if target == "int":
         if x.type is Type.TEXT:
             return f"TRY_CAST({render_text(x)} AS BIGINT)"
-        value = render_num(x)
-        return f"CASE WHEN {value} BETWEEN {-_INT64!r} AND {_INT64!r} THEN CAST({value} AS BIGINT) END"
+        # TRY_CAST is total: NULL for NaN, ±inf and values beyond BIGINT (the operand appears once, so
+        # nested casts stay linear in size)
+        return f"TRY_CAST({render_num(x)} AS BIGINT)"
     if target == "bool":
         if x.type is Type.TEXT:
             return f"TRY_CAST({render_text(x)} AS BOOLEAN)"
