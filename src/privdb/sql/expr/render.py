@@ -25,6 +25,7 @@ from privdb.sql.expr.types import DEFAULT_MAX_LENGTH, MAX_RESULT_LENGTH, Expr, T
 
 __all__ = ["column_sql", "render", "render_num", "render_text"]
 
+
 def _literal(e: Expr) -> str:
     value = e.value
     if e.type is Type.NULL or value is None:
