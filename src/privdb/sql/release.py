@@ -47,7 +47,7 @@ from privdb.mechanisms._samplers import LAMBDA_MIN, discrete_laplace, uniform_in
 from privdb.mechanisms.randomness import default_source
 from privdb.sql.noise import NoisyAnswer
 from privdb.sql.parse import DPQuery
-from privdb.sql.validate import check_clauses, check_literal_types, check_scalar, table_column
+from privdb.sql.validate import check_clauses, check_predicate, table_column
 
 __all__ = [
     "COUNT_SHARE",
@@ -269,8 +269,7 @@ def plan_release(query: DPQuery, table: TableMeta) -> ReleasePlan:
     released = {c.column.name.lower() for c in plan.columns}
     where = select.args.get("where")
     if where is not None:
-        check_scalar(where.this, table, "WHERE")
-        check_literal_types(where.this, table, "WHERE")
+        check_predicate(where.this, table, "WHERE")
         for col_ref in where.this.find_all(exp.Column):
             if col_ref.name.lower() not in released:
                 raise UnsupportedQuery(

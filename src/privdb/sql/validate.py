@@ -22,8 +22,7 @@ __all__ = [
     "KeyRef",
     "Resolved",
     "check_clauses",
-    "check_literal_types",
-    "check_scalar",
+    "check_predicate",
     "pair_aggregate",
     "resolve",
     "table_column",
@@ -88,15 +87,10 @@ def _refuse(what: str) -> UnsupportedQuery:
     return UnsupportedQuery(f"{what} is not supported; {SUPPORTED}")
 
 
-def check_scalar(node: exp.Expression, table: TableMeta, where: str) -> tuple[ColumnMeta, ...]:
-    """A row-level expression of the closed language (privdb.sql.expr); returns the columns it reads."""
-    return expr.check(node, table, where).columns
-
-
-def check_literal_types(node: exp.Expression, table: TableMeta, where: str) -> None:
-    """A WHERE predicate: a boolean expression of the closed language (types are checked there, so a
-    number compared with non-numeric text is refused before any data is read)."""
-    expr.check(node, table, where, Type.BOOL)
+def check_predicate(node: exp.Expression, table: TableMeta, where: str) -> Expr:
+    """A WHERE predicate: a boolean expression of the closed language (privdb.sql.expr), so a number
+    compared with non-numeric text is refused before any data is read."""
+    return expr.check(node, table, where, Type.BOOL)
 
 
 def _quantile_level(node: exp.Expression) -> float:
@@ -219,7 +213,7 @@ def resolve(select: exp.Select, table: TableMeta) -> Resolved:
     check_clauses(select)
     where_node = select.args.get("where")
     where = where_node.this if where_node is not None else None
-    where_expr = expr.check(where, table, "WHERE", Type.BOOL) if where is not None else None
+    where_expr = check_predicate(where, table, "WHERE") if where is not None else None
 
     group = select.args.get("group")
     group_nodes: list[exp.Expression] = list(group.expressions) if group is not None else []

@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from privdb.catalog.metadata import TableMeta
 from privdb.errors import UnsupportedQuery
+from privdb.sql.expr.render import column_expr, compared_as_written
 from privdb.sql.expr.types import (
     MAX_IN_LIST,
     MAX_LITERAL_LENGTH,
@@ -25,7 +26,6 @@ from privdb.sql.expr.types import (
     MAX_RESULT_LENGTH,
     Expr,
     Type,
-    column_type,
 )
 
 __all__ = ["ALLOWED", "check"]
@@ -234,12 +234,7 @@ class _Checker:
             raise self.refuse(node, "is a star; name columns")
         if node.table and node.table.lower() != self.table.name.lower():
             raise UnsupportedQuery(f"column {node.sql()} names another table; DP-SELECT reads one table")
-        meta = self.table.column(node.name)
-        kind = column_type(meta)
-        storage = meta.storage or meta.type
-        double = kind is Type.NUM and storage not in ("int", "float", "bool")
-        portable = not double and not (kind is Type.DATE and storage != "date")
-        return Expr("column", kind, value=meta, double=double, portable=portable, source=node.sql())
+        return column_expr(self.table.column(node.name), node.sql())
 
     def literal(self, node: exp.Literal) -> Expr:
         if node.is_string:
@@ -544,10 +539,7 @@ class _Checker:
 def _portable(args: tuple[Expr, ...]) -> bool:
     """Numbers compared as written (a column with literals) need no cast; every other numeric comparison
     casts to DOUBLE, which outside DuckDB can fail (PostgreSQL: a NUMERIC beyond DOUBLE's range)."""
-    numeric = any(a.type is Type.NUM for a in args)
-    return not numeric or (
-        all(a.is_column or a.is_literal for a in args) and sum(a.is_column for a in args) <= 1
-    )
+    return not any(a.type is Type.NUM for a in args) or compared_as_written(*args)
 
 
 def _result_type(args: tuple[Expr, ...]) -> Type:

@@ -23,7 +23,7 @@ from privdb.backends.duckdb import quote
 from privdb.catalog.metadata import ColumnMeta
 from privdb.sql.expr.types import DEFAULT_MAX_LENGTH, MAX_RESULT_LENGTH, Expr, Type, column_type
 
-__all__ = ["column_sql", "render", "render_num", "render_text"]
+__all__ = ["column_expr", "column_sql", "compared_as_written", "render", "render_num", "render_text"]
 
 
 def _literal(e: Expr) -> str:
@@ -42,22 +42,34 @@ def _literal(e: Expr) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
+def column_expr(column: ColumnMeta, source: str = "") -> Expr:
+    """A bare column as a value of its type in the language. Its rendering depends on how the engine
+    stores it: a numeric category stored as text or a date stored otherwise is read with ``TRY_CAST``
+    (DuckDB only, so not portable); text stored as anything else is cast to VARCHAR."""
+    kind = column_type(column)
+    storage = column.storage or column.type
+    converted = (kind is Type.NUM and storage not in ("int", "float", "bool")) or (
+        kind is Type.DATE and storage != "date"
+    )
+    return Expr(
+        "column", kind, value=column, double=converted and kind is Type.NUM, portable=not converted,
+        source=source or column.name,
+    )  # fmt: skip
+
+
 def _column(e: Expr) -> str:
     column = e.value
     name = quote(column.name)
-    storage = column.storage or column.type
-    if e.type is Type.NUM and storage not in ("int", "float", "bool"):
-        return f"TRY_CAST({name} AS DOUBLE)"  # numeric categories stored as text
-    if e.type is Type.TEXT and storage != "text":
+    if not e.portable:  # converted with TRY_CAST (column_expr)
+        return f"TRY_CAST({name} AS {'DOUBLE' if e.type is Type.NUM else 'TIMESTAMP'})"
+    if e.type is Type.TEXT and (column.storage or column.type) != "text":
         return f"CAST({name} AS VARCHAR)"
-    if e.type is Type.DATE and storage != "date":
-        return f"TRY_CAST({name} AS TIMESTAMP)"
     return name
 
 
 def column_sql(column: ColumnMeta) -> str:
     """A bare column as a value of its type in the language (scalar, whatever the engine stores)."""
-    return _column(Expr("column", column_type(column), value=column))
+    return _column(column_expr(column))
 
 
 def render(e: Expr) -> str:
@@ -95,13 +107,13 @@ def _operand(e: Expr) -> str:
     return render(e)
 
 
-def _plain(*args: Expr) -> bool:
+def compared_as_written(*args: Expr) -> bool:
     """Columns and literals only: compared as written (the engine converts the constant at bind)."""
     return all(a.is_column or a.is_literal for a in args) and sum(a.is_column for a in args) <= 1
 
 
 def _compared(*args: Expr) -> list[str]:
-    return [render(a) for a in args] if _plain(*args) else [_operand(a) for a in args]
+    return [render(a) for a in args] if compared_as_written(*args) else [_operand(a) for a in args]
 
 
 _SYMBOLS = {"eq": "=", "neq": "<>", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
