@@ -75,6 +75,15 @@ class TableMeta:
     quasi_identifiers: tuple[str, ...] = ()
     sensitive: tuple[str, ...] = ()
     rows: int | None = field(default=None, compare=False)  # public row count, if declared
+    public: bool = False  # a public table (lookups): analysts read and join it freely, never charged
+
+    def qualified(self, qualifier: str | None, name: str) -> ColumnMeta:
+        """The column ``qualifier.name`` of a query over this table alone (``qualifier`` its name)."""
+        if qualifier and qualifier.lower() != self.name.lower():
+            raise UnknownColumn(
+                f"column {qualifier}.{name} names another table; this query reads {self.name!r}"
+            )
+        return self.column(name)
 
     def column(self, name: str) -> ColumnMeta:
         """The column's metadata, or ``unknown_column`` with a suggestion."""
@@ -101,12 +110,20 @@ class TableMeta:
             out["sensitive"] = list(self.sensitive)
         if self.rows is not None:
             out["rows"] = self.rows
+        if self.public:
+            out["public"] = True
         return out
 
 
 def _positive_int(table: str, key: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidParameter(f"table {table!r}: {key} must be an integer >= 1, got {value!r}")
+    return value
+
+
+def _flag(table: str, key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidParameter(f"table {table!r}: {key} must be true or false, got {value!r}")
     return value
 
 
@@ -204,6 +221,7 @@ def metadata_from_dict(table: str, spec: dict[str, Any] | None, engine_columns: 
         "sensitive",
         "rows",
         "row_privacy",
+        "public",
     }
     unknown = set(spec) - known_keys
     if unknown:
@@ -233,7 +251,13 @@ def metadata_from_dict(table: str, spec: dict[str, Any] | None, engine_columns: 
         max_groups=_positive_int(table, "max_groups", spec.get("max_groups", 1)),
         neighbouring=str(spec.get("neighbouring", "add_remove")),
         rows=spec.get("rows"),
+        public=_flag(table, "public", spec.get("public", False)),
     )
+    if meta.public and (spec.get("privacy_unit") or any(c.private_id for c in columns.values())):
+        raise InvalidParameter(
+            f"table {table!r}: a public table has no privacy unit (public: true means its rows are about no "
+            "one); remove public or privacy_unit/private_id"
+        )
     if meta.neighbouring not in NEIGHBOURING:
         raise InvalidParameter(
             f"table {table!r}: neighbouring must be add_remove or substitute, got {meta.neighbouring!r}"
