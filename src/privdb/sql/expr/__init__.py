@@ -9,8 +9,20 @@ engine's SQL in forms proven total in docs/proofs/sql.md ("Outcomes"); only the 
 are sent to engines other than DuckDB. Anything else is refused before the data is read, for free.
 """
 
+from privdb.sql.expr.bounds import Bounded, bound
 from privdb.sql.expr.check import ALLOWED, check
 from privdb.sql.expr.render import render
 from privdb.sql.expr.types import DEFAULT_MAX_LENGTH, MAX_NODES, Expr, Type, column_type
 
-__all__ = ["ALLOWED", "DEFAULT_MAX_LENGTH", "MAX_NODES", "Expr", "Type", "check", "column_type", "render"]
+__all__ = [
+    "ALLOWED",
+    "DEFAULT_MAX_LENGTH",
+    "MAX_NODES",
+    "Bounded",
+    "Expr",
+    "Type",
+    "bound",
+    "check",
+    "column_type",
+    "render",
+]

@@ -170,6 +170,14 @@ def _cast(e: Expr) -> str:
     return f"TRY_CAST({render_text(x)} AS TIMESTAMP)" if x.type is Type.TEXT else render(x)
 
 
+def _clamp(e: Expr) -> str:
+    """A column pinned to public bounds ``e.value = (lo, hi)`` (bounds.py): NULL stays NULL; DuckDB orders
+    NaN above every number, so NaN gives ``hi``, and ±inf give the ends."""
+    value = render_num(e.args[0])
+    lo, hi = (repr(float(end)) for end in e.value)
+    return f"CASE WHEN {value} < {lo} THEN {lo} WHEN {value} > {hi} THEN {hi} ELSE {value} END"
+
+
 def _in(e: Expr) -> str:
     x, *values = e.args
     lhs = render(x) if x.is_column else _operand(x)
@@ -243,4 +251,5 @@ _RENDER: dict[str, Callable[[Expr], str]] = {
     "greatest": lambda e: f"greatest({', '.join(_operand(a) for a in e.args)})",
     "least": lambda e: f"least({', '.join(_operand(a) for a in e.args)})",
     "cast": _cast,
+    "clamp": _clamp,
 }
