@@ -18,7 +18,8 @@ import sqlglot
 from sqlglot import exp
 
 from privdb.backends.base import Engine, find_table
-from privdb.catalog.metadata import TableMeta
+from privdb.backends.duckdb import quote
+from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.database import Database
 from privdb.errors import (
     EngineUnavailable,
@@ -32,9 +33,10 @@ from privdb.errors import (
 from privdb.mechanisms import Geometric
 from privdb.result import Result
 from privdb.sql.expr import Expr
-from privdb.sql.noise import NoisyAnswer, add_noise
+from privdb.sql.noise import NoisyAnswer, add_noise, canonical_key
 from privdb.sql.parse import DPQuery, parse_dp_select
-from privdb.sql.plan import Plan, plan_query
+from privdb.sql.plan import DISTINCT_KINDS, Plan, plan_query
+from privdb.sql.relation import Relation, Tables, build_relation
 from privdb.sql.release import (
     RELEASE_GUARANTEE,
     ReleasePlan,
@@ -43,7 +45,7 @@ from privdb.sql.release import (
     randomize_records,
     release_sql,
 )
-from privdb.sql.rewrite import engine_sql, histogram_sql
+from privdb.sql.rewrite import distinct_sql, engine_sql, histogram_sql
 
 __all__ = ["authorize", "charged", "explain", "prepare", "run", "statistics_sql", "target"]
 
@@ -56,40 +58,88 @@ def _table_of(query: DPQuery) -> str:
         raise UnsupportedQuery("a DP-SELECT needs FROM <table>")
     table = source.this
     if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
-        raise UnsupportedQuery("FROM must name one table (subqueries and table functions are not supported)")
+        raise UnsupportedQuery(
+            "a record release reads one table: FROM <table> (subqueries and joins are for aggregates)"
+        )
     if table.args.get("db") or table.args.get("catalog"):
         raise UnsupportedQuery("FROM must name a table of this database, without a schema")
     return str(table.name)
 
 
+class _DatabaseTables(Tables):
+    """The relation builder's view of the database: metadata of tables the analyst may query (authorised
+    first, so nothing about another table reaches them), and reads of public tables only."""
+
+    def __init__(self, db: Database, analyst: str | None) -> None:
+        self.db = db
+        self.analyst = analyst
+
+    def meta(self, name: str) -> TableMeta:
+        table = name if self.analyst is None else authorize(self.db, self.analyst, name)
+        try:
+            return self.db.metadata(table)
+        except UnknownTable:
+            if self.analyst is None:
+                raise  # the owner: the lookup's own message, with suggestions from every table
+            # authorised, so the table is registered: its attached engine no longer has the source (and
+            # the lookup's suggestions would name that engine's other tables)
+            raise EngineUnavailable(
+                f"table {table!r} cannot be read now: its attached engine no longer has its source; "
+                "nothing was spent: ask the owner to attach it again"
+            ) from None
+
+    def max_matches(self, relation: Relation, keys: list[str]) -> int:
+        assert relation.public, "only public tables are read to plan a query"
+        backend, sources = _engine_of(self.db, relation.tables)
+        by = f" GROUP BY {', '.join(quote(k) for k in keys)}" if keys else ""
+        sql = (
+            f"SELECT MAX(n) AS n FROM (SELECT COUNT(*) AS n FROM {relation.source(sources)} AS _p{by}) AS _m"
+        )
+        frame = backend.fetch(for_engine(backend, None, sql), timeout=self.db.query_timeout)
+        value = canonical_key(frame.iloc[0, 0]) if len(frame) else None
+        return 0 if value is None else int(value)
+
+    def values_of(self, sql: str, column: ColumnMeta, values: list[Any]) -> tuple[Any, ...] | None:
+        return self.db.evaluate_domain(sql, column, values)
+
+    def public_values(self, relation: Relation, limit: int) -> list[Any]:
+        assert relation.public, "only public tables are read to plan a query"
+        backend, sources = _engine_of(self.db, relation.tables)
+        sql = f"SELECT DISTINCT * FROM {relation.source(sources)} AS _p LIMIT {int(limit)}"
+        frame = backend.fetch(for_engine(backend, None, sql), timeout=self.db.query_timeout)
+        return [canonical_key(v) for v in frame.iloc[:, 0].tolist()] if frame.shape[1] else []
+
+
+def _engine_of(db: Database, tables: tuple[str, ...]) -> tuple[Engine, dict[str, str]]:
+    """The one engine holding every table of a query, and each table's quoted name there."""
+    found = [db.backend_for(t) for t in tables]
+    backend = found[0][0]
+    if any(engine is not backend for engine, _ in found):
+        raise UnsupportedQuery(
+            f"the tables {', '.join(repr(t) for t in tables)} live in different engines; a query joins "
+            "tables of one engine (load or attach them together)"
+        )
+    return backend, {t: quote(source) for t, (_, source) in zip(tables, found, strict=True)}
+
+
 def prepare(db: Database, text: str, analyst: str | None = None) -> tuple[Plan | ReleasePlan, str]:
     """Parse, plan and bind (the statistics' SQL; order statistics' queries are bound by
-    ``histogram_queries``) without touching the data or the budget. With ``analyst``, the table is
+    ``histogram_queries``) without touching the data or the budget. With ``analyst``, every table is
     authorised first: nothing about a table they may not query (its columns, bounds, errors) reaches them."""
     query = parse_dp_select(text)
-    table = _table_of(query) if analyst is None else authorize(db, analyst, _table_of(query))
-    try:
-        meta = db.metadata(table)
-    except UnknownTable:
-        if analyst is None:
-            raise  # the owner: the lookup's own message, with suggestions from every table
-        # authorised, so the table is registered: its attached engine no longer has the source (and the
-        # lookup's suggestions would name that engine's other tables)
-        raise EngineUnavailable(
-            f"table {table!r} cannot be read now: its attached engine no longer has its source; nothing "
-            "was spent: ask the owner to attach it again"
-        ) from None
+    tables = _DatabaseTables(db, analyst)
     plan: Plan | ReleasePlan
     if is_record_release(query.select):
+        meta = tables.meta(_table_of(query))
         plan = plan_release(query, meta)
         backend, source, unit_rows = target(db, meta)
         sql = for_engine(backend, plan, release_sql(plan, source, unit_rows))
         if sql:
             backend.bind(sql)
-    else:
-        plan = plan_query(query, meta, db.evaluate_domain)
-        sql = statistics_sql(db, plan)
-    return plan, sql
+        return plan, sql
+    relation = build_relation(query.select, tables)
+    plan = plan_query(query, relation.meta, db.evaluate_domain, relation)
+    return plan, statistics_sql(db, plan)
 
 
 def target(db: Database, meta: TableMeta) -> tuple[Engine, str, str | None]:
@@ -99,10 +149,24 @@ def target(db: Database, meta: TableMeta) -> tuple[Engine, str, str | None]:
     return backend, source, backend.unit_rows(source, meta.privacy_unit) if meta.privacy_unit else None
 
 
+def _plan_target(db: Database, plan: Plan) -> tuple[Engine, str, str | None, str | None]:
+    """Where a plan's engine SQL runs: the engine, the base table's name there, its hidden per-unit row
+    counts (a plain table only), and the FROM item of a subquery or JOIN (None: the table itself)."""
+    relation = plan.relation
+    if relation is None:
+        return (*target(db, plan.table), None)
+    backend, sources = _engine_of(db, relation.tables)
+    _, base = db.backend_for(relation.base)
+    if relation.plain:
+        unit = plan.table.privacy_unit
+        return backend, base, backend.unit_rows(base, unit) if unit else None, None
+    return backend, base, None, relation.source(sources)
+
+
 def statistics_sql(db: Database, plan: Plan) -> str:
     """The plan's engine SQL in its engine's dialect, bound (names and types checked, no data read)."""
-    backend, source, unit_rows = target(db, plan.table)
-    sql = for_engine(backend, plan, engine_sql(plan, source, unit_rows))
+    backend, source, unit_rows, from_ = _plan_target(db, plan)
+    sql = for_engine(backend, plan, engine_sql(plan, source, unit_rows, from_))
     if sql:
         backend.bind(sql)
     return sql
@@ -111,12 +175,23 @@ def statistics_sql(db: Database, plan: Plan) -> str:
 _ENGINE_NAMES = {"postgres": "PostgreSQL", "sqlite": "SQLite", "spark": "Spark"}
 
 
-def for_engine(backend: Engine, plan: Plan | ReleasePlan, sql: str) -> str:
+def for_engine(backend: Engine, plan: Plan | ReleasePlan | None, sql: str) -> str:
     """The engine SQL in ``backend``'s dialect (sqlglot). Engines other than DuckDB have no ``TRY``, so a
     WHERE or key expression that could fail on some rows is refused there (whether a query fails must
     never depend on the data); the remaining ``TRY`` wrappers guard only casts of clamped values."""
     if backend.dialect == "duckdb" or not sql:
         return sql
+    engine_name = _ENGINE_NAMES.get(backend.dialect, backend.dialect)
+    if isinstance(plan, Plan) and (
+        not plan.resolved.portable or (plan.relation is not None and not plan.relation.portable)
+    ):
+        raise UnsupportedQuery(
+            f"the {engine_name} engine cannot run this query's subquery, join condition or aggregate "
+            "argument safely: outside DuckDB privdb sends only comparisons of columns with literals, IN, "
+            "BETWEEN, LIKE, IS NULL, AND/OR/NOT, CASE, COALESCE and NULLIF of columns (arithmetic, casts "
+            "and functions could fail on some rows and make the query fail depending on the data); "
+            "aggregate plain columns there, or load the tables into privdb's DuckDB for the whole language"
+        )
     if isinstance(plan, Plan):
         checked: list[tuple[exp.Expression | None, Expr | None]] = [
             (k.node, k.expr) for k in plan.resolved.keys
@@ -149,12 +224,17 @@ def for_engine(backend: Engine, plan: Plan | ReleasePlan, sql: str) -> str:
 
 
 def histogram_queries(db: Database, plan: Plan) -> dict[str, str]:
-    """The engine queries of a plan's order statistics and modes, by histogram name, bound."""
-    backend, source, unit_rows = target(db, plan.table)
+    """The engine queries of a plan's order statistics and modes (by histogram name) and of its distinct
+    counts (by statistic name), bound."""
+    backend, source, unit_rows, from_ = _plan_target(db, plan)
     out = {}
     for h in plan.histograms:
-        out[h.name] = for_engine(backend, plan, histogram_sql(plan, h, source, unit_rows))
+        out[h.name] = for_engine(backend, plan, histogram_sql(plan, h, source, unit_rows, from_))
         backend.bind(out[h.name])
+    for stat in plan.statistics:
+        if stat.kind in DISTINCT_KINDS:
+            out[stat.name] = for_engine(backend, plan, distinct_sql(plan, stat, source, from_))
+            backend.bind(out[stat.name])
     return out
 
 
@@ -278,7 +358,8 @@ def authorize(db: Database, analyst: str, table: str) -> str:
 
 def _run(db: Database, analyst: str, text: str) -> Result:
     plan, sql = prepare(db, text, analyst)
-    backend, _ = db.backend_for(plan.table.name)
+    base = plan.relation.base if isinstance(plan, Plan) and plan.relation is not None else plan.table.name
+    backend, _ = db.backend_for(base)
     histograms = histogram_queries(db, plan) if isinstance(plan, Plan) else {}  # bound before any spend
 
     def read() -> tuple[pd.DataFrame | None, dict[str, pd.DataFrame]]:
@@ -304,7 +385,7 @@ def _run(db: Database, analyst: str, text: str) -> Result:
 
     extra = {"guarantee": RELEASE_GUARANTEE} if isinstance(plan, ReleasePlan) else {}
     return charged(
-        db, analyst, key=plan.query.normalized, table=plan.table.name, epsilon=plan.epsilon,
+        db, analyst, key=plan.query.normalized, table=base, epsilon=plan.epsilon,
         delta=plan.delta, read=read, respond=respond, extra=extra,
     )  # fmt: skip
 

@@ -44,7 +44,8 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from privdb.mechanisms import Geometric, Laplace, RandomSource
-from privdb.sql.plan import AggregatePlan, Histogram, Plan, Threshold
+from privdb.sql.plan import DISTINCT_KINDS, AggregatePlan, Histogram, Plan, Threshold
+from privdb.sql.postprocess import Formula, Values
 
 __all__ = ["NoisyAnswer", "add_noise", "canonical_key", "order_key", "released_count_intervals"]
 
@@ -151,13 +152,15 @@ def _number(value: Any) -> float:
 
 
 def _groups(
-    plan: Plan, frame: pd.DataFrame | None
+    plan: Plan, frame: pd.DataFrame | None, extra: Mapping[str, pd.DataFrame] | None = None
 ) -> tuple[list[tuple[Any, ...]], dict[str, NDArray[np.float64]]]:
-    """The groups to consider and each statistic's true value per group (0 where a group has no rows)."""
+    """The groups to consider and each statistic's true value per group (0 where a group has no rows).
+    ``extra``: statistics computed by their own query (distinct counts), as frames ``k0 …, n``."""
     nkeys = len(plan.resolved.keys)
     key_cols = [f"k{i}" for i in range(nkeys)]
-    names = [s.name for s in plan.statistics]
-    if frame is None:  # no noisy sums: only order statistics or modes
+    separate = [s.name for s in plan.statistics if s.kind in DISTINCT_KINDS]
+    names = [s.name for s in plan.statistics if s.kind not in DISTINCT_KINDS]
+    if frame is None:  # no noisy sums: only order statistics, modes or distinct counts
         frame = pd.DataFrame(columns=key_cols + names)
     # whole columns to Python objects at once (itertuples goes through pandas' indexing row by row)
     cols = [frame[c].tolist() for c in key_cols + names]
@@ -169,6 +172,16 @@ def _groups(
         values = [_number(cols[j][r]) for j in range(nkeys, len(cols))]
         known = data.get(key)
         data[key] = values if known is None else [a + b for a, b in zip(known, values, strict=True)]
+    names += separate
+    for row in data.values():
+        row.extend([0.0] * len(separate))
+    for j, name in enumerate(separate):
+        part = (extra or {})[name]
+        part_cols = [part[c].tolist() for c in [*key_cols, "n"]]
+        for r in range(len(part)):
+            key = tuple(canonical_key(part_cols[i][r]) for i in range(nkeys))
+            row = data.setdefault(key, [0.0] * len(names))
+            row[len(names) - len(separate) + j] += _number(part_cols[nkeys][r])
     if nkeys == 0:
         groups: list[tuple[Any, ...]] = [()]
     elif plan.domains is not None:
@@ -206,24 +219,25 @@ def _combine(
     noisy: dict[str, NDArray[np.float64]],
     mechs: dict[str, Laplace],
     threshold: Threshold | None = None,
+    alpha: float = 0.05,
 ) -> tuple[NDArray[np.float64], list[Interval]]:
-    """The aggregate's noisy values and 95% intervals, per group (``threshold``: the key selection, whose
-    count's interval is conditional on release)."""
+    """The aggregate's noisy values and ``1 − alpha`` intervals, per group (``threshold``: the key
+    selection, whose count's interval is conditional on release)."""
     if agg.kind in _PAIR_KINDS:
-        return _pair(agg, noisy, mechs)
-    if agg.kind in ("count_star", "count", "sum"):
+        return _pair(agg, noisy, mechs, alpha)
+    if agg.kind in ("count_star", "count", "sum", "count_distinct"):
         (name,) = agg.statistics
         values = noisy[name]
         if threshold is not None and threshold.statistic == name:
-            return values, released_count_intervals(values, mechs[name], threshold.tau)
-        width = mechs[name].ci95(0.0)[1]  # one width for every group: the same mechanism noised each
+            return values, released_count_intervals(values, mechs[name], threshold.tau, 1.0 - alpha)
+        width = mechs[name].half_width(alpha)  # one width for every group: the same mechanism noised each
         return values, [(v - width, v + width) for v in values.tolist()]
     if agg.kind != "avg" and agg.kind not in _VARIANCE_KINDS:
         raise ValueError(f"no noisy combination for aggregate kind {agg.kind!r}")
     assert agg.column is not None and agg.column.lower is not None and agg.column.upper is not None
     lo, hi = agg.column.lower, agg.column.upper
     k = len(agg.statistics)
-    beta = 0.05 / k
+    beta = alpha / k
     widths = {n: mechs[n].half_width(beta) for n in agg.statistics}
 
     def interval(name: str, i: int) -> Interval:
@@ -388,7 +402,7 @@ def _pair_value(kind: str, st: dict[str, NDArray[np.float64]]) -> NDArray[np.flo
 
 
 def _pair(
-    agg: AggregatePlan, noisy: dict[str, NDArray[np.float64]], mechs: dict[str, Laplace]
+    agg: AggregatePlan, noisy: dict[str, NDArray[np.float64]], mechs: dict[str, Laplace], alpha: float = 0.05
 ) -> tuple[NDArray[np.float64], list[Interval]]:
     """CORR, COVAR_POP, REGR_SLOPE, REGR_INTERCEPT from noisy sufficient statistics (post-processing).
 
@@ -412,7 +426,7 @@ def _pair(
         if sims.size < _SIMULATIONS // 2:
             intervals.append((-math.inf, math.inf))
         else:
-            lo, hi = np.percentile(sims, [2.5, 97.5])
+            lo, hi = np.percentile(sims, [50 * alpha, 100 - 50 * alpha])
             intervals.append((float(lo), float(hi)))
     return values, intervals
 
@@ -466,14 +480,66 @@ def _choose(
     return out
 
 
+def _key_values(groups: list[tuple[Any, ...]], i: int) -> Values:
+    """A key as a formula leaf: exact values, numbers as a float array where every value is a number."""
+    column = [g[i] for g in groups]
+    numeric = all(v is None or (isinstance(v, int | float) and not isinstance(v, bool)) for v in column)
+    if numeric:
+        values = np.array([np.nan if v is None else float(v) for v in column], dtype=np.float64)
+        return Values(values, values, values, exact=True)
+    return Values(column, exact=True)
+
+
+def _formula_leaves(
+    plan: Plan,
+    formula: Formula,
+    groups: list[tuple[Any, ...]],
+    per_agg: list[tuple[Any, list[Interval] | None]],
+    interval_at: Any,
+) -> list[Values]:
+    """The leaves a formula reads; aggregate leaves with intervals at ``1 − 0.05/k`` for ``k`` aggregate
+    leaves, so the propagated interval keeps 95% coverage (a union bound)."""
+    leaves = plan.resolved.leaves
+    k = sum(1 for i in formula.leaves if leaves[i][0] == "aggregate")
+    alpha = 0.05 / max(k, 1)
+    out: list[Values] = []
+    nan = np.full(len(groups), np.nan)
+    for role, index in leaves:
+        if role == "key":
+            out.append(_key_values(groups, index))
+            continue
+        values, intervals = per_agg[index]
+        if plan.aggregates[index].kind == "mode":
+            out.append(Values(list(values)))
+            continue
+        array = np.asarray(values, dtype=np.float64)
+        if intervals is None:  # order statistics: no interval in the answer's units
+            out.append(Values(array, nan, nan))
+            continue
+        if k > 1:
+            intervals = interval_at(index, alpha)
+        lo = np.array([a for a, _ in intervals], dtype=np.float64)
+        hi = np.array([b for _, b in intervals], dtype=np.float64)
+        out.append(Values(array, lo, hi))
+    return out
+
+
+def _cells(values: Any) -> list[Any]:
+    if isinstance(values, np.ndarray):
+        return [None if v != v else v for v in values.astype(np.float64).tolist()]
+    return [_py(v) for v in values]
+
+
 def add_noise(
     plan: Plan,
     frame: pd.DataFrame | None,
     rng: RandomSource | None = None,
     histograms: dict[str, pd.DataFrame] | None = None,
 ) -> NoisyAnswer:
-    """Noise every statistic, select keys, combine aggregates, order and limit the rows."""
-    groups, truth = _groups(plan, frame)
+    """Noise every statistic, select keys, combine aggregates, evaluate expressions over them and HAVING
+    (post-processing), order and limit the rows. ``histograms``: the frames of order statistics and modes
+    (by histogram name) and of distinct counts (by statistic name)."""
+    groups, truth = _groups(plan, frame, histograms)
     mechs = {s.name: s.mechanism(rng) for s in plan.statistics}
     noisy = {}
     for stat in plan.statistics:
@@ -489,7 +555,6 @@ def add_noise(
     kept_groups = [groups[i] for i in index]
     noisy = {k: v[index] for k, v in noisy.items()}
 
-    columns = [name for name, _, _ in plan.resolved.outputs]
     per_agg: list[tuple[Any, list[Interval] | None]] = []
     for agg in plan.aggregates:
         if agg.histogram is None:
@@ -498,66 +563,130 @@ def add_noise(
             assert histograms is not None
             frame_h = histograms[agg.histogram.name]
             per_agg.append((_choose(plan, agg.histogram, frame_h, kept_groups, agg.q, rng), None))
-    cells = [  # per aggregate, its values as Python objects (NaN → None), converted in one call each
-        [_py(v) for v in values]
-        if agg.kind == "mode"
-        else [None if v != v else v for v in np.asarray(values, dtype=np.float64).tolist()]
-        for agg, (values, _) in zip(plan.aggregates, per_agg, strict=True)
-    ]
-    rows: list[list[Any]] = [
-        [group[i] if role == "key" else cells[i][r] for _, role, i in plan.resolved.outputs]
-        for r, group in enumerate(kept_groups)
-    ]
-    order = list(range(len(rows)))
-    for name, desc in reversed(plan.resolved.order):
-        col = columns.index(name)
 
-        def sort_key(j: int, c: int = col) -> tuple[Any, ...]:
-            return order_key(rows[j][c])
+    def interval_at(i: int, alpha: float) -> list[Interval]:
+        return _combine(plan.aggregates[i], noisy, mechs, plan.threshold, alpha)[1]
+
+    resolved = plan.resolved
+    n = len(kept_groups)
+    if resolved.having is not None:  # post-processing: keep the groups whose predicate is TRUE
+        verdict = resolved.having.evaluate(
+            _formula_leaves(plan, resolved.having, kept_groups, per_agg, interval_at), n
+        ).values
+        passed = [j for j in range(n) if verdict[j] is True]
+        kept_groups = [kept_groups[j] for j in passed]
+        per_agg = [
+            (
+                [values[j] for j in passed] if isinstance(values, list) else np.asarray(values)[passed],
+                None if intervals is None else [intervals[j] for j in passed],
+            )
+            for values, intervals in per_agg
+        ]
+        noisy = {k: v[passed] for k, v in noisy.items()}
+        n = len(kept_groups)
+    formula_results = [
+        f.evaluate(_formula_leaves(plan, f, kept_groups, per_agg, interval_at), n) for f in resolved.formulas
+    ]
+    agg_cells = [_cells(values) for values, _ in per_agg]
+    formula_cells = [_cells(r.values) for r in formula_results]
+
+    def cell(role: str, i: int, r: int) -> Any:
+        if role == "key":
+            return kept_groups[r][i]
+        if role == "aggregate":
+            return agg_cells[i][r]
+        return formula_cells[i][r]
+
+    columns = [name for name, _, _ in resolved.outputs]
+    rows: list[list[Any]] = [[cell(role, i, r) for _, role, i in resolved.outputs] for r in range(n)]
+    sort_columns = {name.lower(): (role, i) for name, role, i in resolved.outputs}
+    for i, agg in enumerate(plan.aggregates):
+        sort_columns.setdefault(agg.output.lower(), ("aggregate", i))
+    order = list(range(n))
+    for name, desc in reversed(resolved.order):
+        role, i = sort_columns[name.lower()]
+
+        def sort_key(j: int, role: str = role, i: int = i) -> tuple[Any, ...]:
+            return order_key(cell(role, i, j))
 
         order.sort(key=sort_key, reverse=desc)
-    order = order[: plan.resolved.limit] if plan.resolved.limit is not None else order
+    order = order[: resolved.limit] if resolved.limit is not None else order
     rows = [rows[j] for j in order]
 
     accuracy = []
-    for agg, (_, intervals) in zip(plan.aggregates, per_agg, strict=True):
-        if agg.histogram is not None:
-            accuracy.append(_histogram_accuracy(agg, agg.histogram))
-            continue
-        assert intervals is not None
-        first = mechs[agg.statistics[0]]
-        entry: dict[str, Any] = {
-            "column": agg.output,
-            "mechanism": first.name,
-            "scale": first.scale,
-            "epsilon": agg.epsilon,
-            "ci95": _json_interval(intervals[order[0]]) if order else None,
-            "ci95_rows": [_json_interval(intervals[j]) for j in order],
-        }
-        if agg.kind in _PAIR_KINDS:
-            entry["method"] = (
-                "from noisy sufficient statistics (n, Σx, Σy, Σx², Σy², Σxy over rows with both values); "
-                "interval by simulating the noise around them (approximate)"
-            )
-        if agg.kind in ("avg", *_VARIANCE_KINDS):
-            entry["method"] = {
-                "avg": "noisy sum / noisy count, clipped to the bounds",
-                "variance": "noisy sum of squares, sum and count; sample variance (N − 1); interval by "
-                "propagation",
-                "stddev": "square root of the noisy sample variance (N − 1)",
-                "variance_pop": "noisy sum of squares, sum and count; population variance (N); interval by "
-                "propagation",
-                "stddev_pop": "square root of the noisy population variance (N)",
-            }[agg.kind]
-        if plan.threshold is not None and agg.statistics[:1] == (plan.threshold.statistic,):
-            entry["method"] = (
-                f"the noisy count that selected the keys (released only if ≥ τ = {plan.threshold.tau:.6g}); "
-                "ci95 is conditional on release: it covers the true count with probability ≥ 95% among "
-                "released keys (near τ its lower end reaches 0)"
-            )
-            entry["conditional_on_release"] = True
-        accuracy.append(entry)
+    for name, role, i in resolved.outputs:
+        if role == "aggregate":
+            accuracy.append(_aggregate_accuracy(plan, plan.aggregates[i], per_agg[i][1], mechs, order))
+        elif role == "formula":
+            accuracy.append(_formula_accuracy(name, resolved.formulas[i], formula_results[i], order))
     return NoisyAnswer(columns, rows, accuracy)
+
+
+def _formula_accuracy(name: str, formula: Formula, result: Values, order: list[int]) -> dict[str, Any]:
+    """An expression over noisy aggregates: post-processing (no ε of its own); its interval carried
+    through by interval arithmetic where the functions allow (null where not available)."""
+    rows: list[list[float | None] | None] = []
+    for j in order:
+        lo = None if result.lo is None else float(result.lo[j])
+        hi = None if result.hi is None else float(result.hi[j])
+        rows.append(None if lo is None or hi is None or lo != lo or hi != hi else _json_interval((lo, hi)))
+    return {
+        "column": name,
+        "mechanism": "post-processing",
+        "epsilon": 0.0,
+        "ci95": rows[0] if rows else None,
+        "ci95_rows": rows,
+        "method": "computed from the noisy aggregates it names; 95% interval by interval arithmetic over "
+        "theirs (each at 95%/k for k aggregates, a union bound), null where it does not follow",
+    }
+
+
+def _aggregate_accuracy(
+    plan: Plan,
+    agg: AggregatePlan,
+    intervals: list[Interval] | None,
+    mechs: dict[str, Laplace],
+    order: list[int],
+) -> dict[str, Any]:
+    if agg.histogram is not None:
+        return _histogram_accuracy(agg, agg.histogram)
+    assert intervals is not None
+    first = mechs[agg.statistics[0]]
+    entry: dict[str, Any] = {
+        "column": agg.output,
+        "mechanism": first.name,
+        "scale": first.scale,
+        "epsilon": agg.epsilon,
+        "ci95": _json_interval(intervals[order[0]]) if order else None,
+        "ci95_rows": [_json_interval(intervals[j]) for j in order],
+    }
+    if agg.kind in _PAIR_KINDS:
+        entry["method"] = (
+            "from noisy sufficient statistics (n, Σx, Σy, Σx², Σy², Σxy over rows with both values); "
+            "interval by simulating the noise around them (approximate)"
+        )
+    if agg.kind == "count_distinct":
+        entry["method"] = (
+            "noisy count of distinct values (each person's values sampled to the contribution bound)"
+        )
+    if agg.kind in ("avg", *_VARIANCE_KINDS):
+        entry["method"] = {
+            "avg": "noisy sum / noisy count, clipped to the bounds",
+            "variance": "noisy sum of squares, sum and count; sample variance (N − 1); interval by "
+            "propagation",
+            "stddev": "square root of the noisy sample variance (N − 1)",
+            "variance_pop": "noisy sum of squares, sum and count; population variance (N); interval by "
+            "propagation",
+            "stddev_pop": "square root of the noisy population variance (N)",
+        }[agg.kind]
+    if plan.threshold is not None and agg.statistics[:1] == (plan.threshold.statistic,):
+        entry["method"] = (
+            f"the noisy count that selected the keys (released only if ≥ τ = {plan.threshold.tau:.6g}); "
+            "ci95 is conditional on release: it covers the true count with probability ≥ 95% among "
+            "released keys (near τ its lower end reaches 0)"
+        )
+        entry["conditional_on_release"] = True
+    return entry
 
 
 def _histogram_accuracy(agg: AggregatePlan, hist: Histogram) -> dict[str, Any]:

@@ -208,6 +208,7 @@ def _parse(text: str) -> DPQuery:
         raise _too_deep()
     if not tokens:
         raise ParseError(f"the query holds only comments; write {SYNTAX}")
+    cte_text, tokens = _leading_with(text, tokens)
     first = tokens[0]
     is_dp = (
         len(tokens) >= 3
@@ -238,8 +239,9 @@ def _parse(text: str) -> DPQuery:
             raise InvalidParameter(f"delta must be in [0, 1), got {delta:g}")
     if i >= len(tokens):
         raise ParseError(f"nothing to select after the privacy parameters; write {SYNTAX}")
-    body = "SELECT " + text[tokens[i].start :]
-    offset = tokens[i].start - len("SELECT ")
+    top, body_text = _top(text, tokens, i)
+    body = cte_text + "SELECT " + body_text
+    offset = tokens[i].start - len("SELECT ") - len(cte_text)
     try:
         statements = sqlglot.parse(body, read=_DIALECT)
     except SqlglotParseError as err:
@@ -266,5 +268,47 @@ def _parse(text: str) -> DPQuery:
         raise UnsupportedQuery(
             f"DP-SELECT wraps one plain SELECT; set operations (UNION, …) are not supported. Write {SYNTAX}"
         )
+    if top is not None:  # TOP n is LIMIT n (the smaller, if both are written)
+        limit = select.args.get("limit")
+        value = limit.expression if limit is not None else None
+        if isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit():
+            top = min(top, int(value.this))
+        select = select.limit(top)
     _check_depth(select)
     return DPQuery(epsilon=epsilon, delta=delta, select=select, text=text)
+
+
+def _leading_with(text: str, tokens: list[Token]) -> tuple[str, list[Token]]:
+    """``WITH a AS (…) DP-SELECT ε …`` (CTEs written first, as in SQL): the WITH clause's text and the
+    tokens from ``DP-SELECT`` on. Without a leading WITH: nothing, and the tokens as they are."""
+    if not tokens or tokens[0].token_type != TokenType.WITH:
+        return "", tokens
+    depth = 0
+    for i, token in enumerate(tokens):
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif (
+            depth == 0
+            and token.token_type == TokenType.VAR
+            and token.text.upper() == "DP"
+            and i + 2 < len(tokens)
+            and tokens[i + 1].token_type == TokenType.DASH
+            and tokens[i + 2].token_type == TokenType.SELECT
+        ):
+            return text[: token.start] + " ", tokens[i:]
+    return "", tokens
+
+
+def _top(text: str, tokens: list[Token], i: int) -> tuple[int | None, str]:
+    """``[DISTINCT] TOP n`` right after the privacy parameters (SQL Server's spelling of LIMIT): the
+    number, and the query text without it."""
+    j = i + 1 if tokens[i].token_type == TokenType.DISTINCT else i
+    if j + 1 < len(tokens) and tokens[j].token_type == TokenType.VAR and tokens[j].text.upper() == "TOP":
+        number = tokens[j + 1]
+        if number.token_type != TokenType.NUMBER or not number.text.isdigit():
+            raise ParseError(f"TOP takes a whole number, e.g. TOP 10{_where(text, number)}")
+        rest = text[tokens[i].start : tokens[j].start] + " " + text[number.end + 1 :]
+        return int(number.text), rest
+    return None, text[tokens[i].start :]

@@ -75,7 +75,7 @@ class Statistic:
     sensitivity: float
     changed: int
     epsilon: float
-    integer: bool  # integer counts (no privacy unit): the geometric mechanism
+    integer: bool  # integer counts (no privacy unit, or distinct counts): the geometric mechanism
     column2: ColumnMeta | None = None
 
     def mechanism(self, rng: RandomSource | None = None) -> Laplace:
@@ -140,6 +140,7 @@ class AggregatePlan:
     histogram: Histogram | None = None
     q: float | None = None
     column2: ColumnMeta | None = None
+    visible: bool = True  # in the answer (False: used only by HAVING, ORDER BY or an expression)
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,7 @@ class Plan:
     epsilon: float
     delta: float
     histograms: tuple[Histogram, ...] = ()
+    relation: Any = None  # privdb.sql.relation.Relation the query reads (None: the table itself)
 
     @property
     def table(self) -> TableMeta:
@@ -242,6 +244,18 @@ def _derived_domain(key_sql: str, columns: tuple[ColumnMeta, ...], evaluate: Any
     return None
 
 
+DISTINCT_KINDS = ("distinct", "distinct_unit")
+
+
+def _bounds_of(table: TableMeta, grouped: bool) -> tuple[int, int]:
+    """``(m, G)``: rows and groups one unit reaches. Without a privacy unit a row is a unit, and a row
+    joined with ``k`` public rows (the relation's multiplicity) reaches ``k`` rows in up to ``k`` groups."""
+    k = int(getattr(table, "multiplicity", 1))
+    if table.privacy_unit is not None:
+        return table.max_contributions, table.max_groups if grouped else 1
+    return k, k if grouped else 1
+
+
 def make_statistic(
     name: str,
     kind: str,
@@ -254,8 +268,7 @@ def make_statistic(
     """One noisy per-group sum with its sensitivity (the table in the module doc) for ``table``'s privacy
     unit and neighbouring relation."""
     unit = table.privacy_unit is not None
-    m = table.max_contributions if unit else 1
-    g = table.max_groups if (unit and grouped) else 1
+    m, g = _bounds_of(table, grouped)
     substitute = table.neighbouring == "substitute"
 
     def sum_sens(lo: float, hi: float, squared: bool) -> float:
@@ -268,8 +281,11 @@ def make_statistic(
         # lies in [min(0, m·L), max(0, m·U)]: the change is at most m·max(U − L, B)
         return 2 * m * big if grouped else m * max(hi - lo, big)
 
-    if kind in ("rows", "nonnull", "pn"):
+    if kind in ("rows", "nonnull", "pn", "distinct"):
         sens = float(2 * m if substitute and grouped else m)
+    elif kind == "distinct_unit":  # COUNT(DISTINCT unit): one per group, in at most min(m, G) groups
+        reach = min(m, g) if grouped else 1
+        sens = float(2 * reach if substitute and grouped else reach)
     elif kind == "pprod":
         assert column is not None and column2 is not None
         (lo1, hi1), (lo2, hi2) = _bounds(column, "CORR"), _bounds(column2, "CORR")
@@ -282,18 +298,18 @@ def make_statistic(
     if sens == 0:
         sens = 1e-300  # a constant column: any noise is fine; keep the mechanisms' validation happy
     changed = 2 * g if substitute and grouped else g
-    integer = kind in ("rows", "nonnull", "pn") and not unit
+    # distinct counts are sampled, never scaled: integers with a privacy unit too
+    integer = (kind in ("rows", "nonnull", "pn") and not unit) or kind in DISTINCT_KINDS
     return Statistic(name, kind, column, sens, changed, epsilon, integer, column2)
 
 
-def plan_query(query: DPQuery, table: TableMeta, evaluate_domain: Any = None) -> Plan:
+def plan_query(query: DPQuery, table: TableMeta, evaluate_domain: Any = None, relation: Any = None) -> Plan:
     """Resolve, then size every noisy statistic. ``evaluate_domain(sql, column, values)`` maps public
-    column values through a key expression (the engine evaluates it on the values, not on the data)."""
+    column values through a key expression (the engine evaluates it on the values, not on the data);
+    ``relation`` is the FROM clause's relation (privdb.sql.relation), kept for the rewrite."""
     resolved = resolve(query.select, table)
-    unit = table.privacy_unit is not None
-    m = table.max_contributions if unit else 1
     grouped = bool(resolved.keys)
-    g = table.max_groups if (unit and grouped) else 1
+    m, g = _bounds_of(table, grouped)
     substitute = table.neighbouring == "substitute"
 
     domains: list[tuple[Any, ...]] | None = []
@@ -318,6 +334,9 @@ def plan_query(query: DPQuery, table: TableMeta, evaluate_domain: Any = None) ->
         )
     has_count_star = any(a.kind == "count_star" for a in resolved.aggregates)
     shares = len(resolved.aggregates) + (1 if needs_threshold and not has_count_star else 0)
+    if shares == 0:  # a key release over public domains: the keys are public, nothing is read or spent
+        return Plan(query, resolved, (), (), tuple(tuple(d) for d in domains or ()), None, 0.0, 0.0,
+                    relation=relation)  # fmt: skip
     eps_each = query.epsilon / shares
 
     changed = 2 * g if substitute and grouped else g
@@ -336,6 +355,8 @@ def plan_query(query: DPQuery, table: TableMeta, evaluate_domain: Any = None) ->
         col = agg.column
         if agg.kind == "count_star":
             names: tuple[str, ...] = (add("rows", None, eps_each),)
+        elif agg.kind == "count_distinct":
+            names = (add("distinct_unit" if agg.of_unit else "distinct", col, eps_each),)
         elif agg.kind == "count":
             names = (add("nonnull", col, eps_each),)
         elif agg.kind == "sum":
@@ -358,7 +379,9 @@ def plan_query(query: DPQuery, table: TableMeta, evaluate_domain: Any = None) ->
                 f"h{len(histograms)}", agg.kind, col, eps_each / group_factor, m, substitute, agg.q
             )
             histograms.append(hist)
-            plans.append(AggregatePlan(agg.output, agg.kind, col, (), eps_each, hist, agg.q))
+            plans.append(
+                AggregatePlan(agg.output, agg.kind, col, (), eps_each, hist, agg.q, visible=agg.visible)
+            )
             continue
         elif agg.kind in _VARIANCE_NAMES:
             assert col is not None
@@ -366,7 +389,11 @@ def plan_query(query: DPQuery, table: TableMeta, evaluate_domain: Any = None) ->
             names = tuple(add(k, col, eps_each / 3) for k in ("sumsq", "sum", "nonnull"))
         else:
             raise UnsupportedQuery(f"aggregate kind {agg.kind!r} has no plan")
-        plans.append(AggregatePlan(agg.output, agg.kind, col, names, eps_each, column2=agg.column2))
+        plans.append(
+            AggregatePlan(
+                agg.output, agg.kind, col, names, eps_each, column2=agg.column2, visible=agg.visible
+            )
+        )
 
     threshold = None
     if needs_threshold:
@@ -392,4 +419,5 @@ def plan_query(query: DPQuery, table: TableMeta, evaluate_domain: Any = None) ->
         epsilon=query.epsilon,
         delta=query.delta if threshold is not None else 0.0,
         histograms=tuple(histograms),
+        relation=relation,
     )

@@ -45,6 +45,7 @@ from privdb.errors import InvalidParameter, UnsupportedQuery
 from privdb.mechanisms import Geometric, KaryRandomizedResponse, RandomSource
 from privdb.mechanisms._samplers import LAMBDA_MIN, discrete_laplace, uniform_int
 from privdb.mechanisms.randomness import default_source
+from privdb.sql.aggregates import is_aggregate
 from privdb.sql.noise import NoisyAnswer
 from privdb.sql.parse import DPQuery
 from privdb.sql.validate import check_clauses, check_predicate, table_column
@@ -81,10 +82,16 @@ RELEASE_GUARANTEE = (
 
 
 def is_record_release(select: exp.Select) -> bool:
-    """No aggregate anywhere in the select list and no GROUP BY: the query asks for records."""
-    if select.args.get("group") is not None:
+    """No aggregate anywhere in the select list, no GROUP BY, DISTINCT, HAVING, JOIN or CTE, and only
+    columns or ``*`` selected: the query asks for records."""
+    if any(select.args.get(k) for k in ("group", "distinct", "having", "joins", "with", "with_")):
         return False
-    return not any(isinstance(n, exp.AggFunc) for item in select.expressions for n in item.walk())
+    source = select.args.get("from_") or select.args.get("from")
+    if source is not None and not isinstance(source.this, exp.Table):
+        return False
+    if any(is_aggregate(n) for item in select.expressions for n in item.walk()):
+        return False
+    return any(isinstance(n, exp.Column | exp.Star) for item in select.expressions for n in item.walk())
 
 
 def _share(total: float, parts: int) -> float:

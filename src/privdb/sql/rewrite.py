@@ -23,9 +23,20 @@ from privdb.backends.duckdb import quote
 from privdb.catalog.metadata import ColumnMeta
 from privdb.sql.expr import render
 from privdb.sql.expr.render import column_sql
-from privdb.sql.plan import Histogram, Plan, Statistic
+from privdb.sql.plan import DISTINCT_KINDS, Histogram, Plan, Statistic
 
-__all__ = ["engine_sql", "histogram_sql"]
+__all__ = ["distinct_sql", "engine_sql", "from_item", "histogram_sql"]
+
+
+def from_item(plan: Plan, table: str, source: str | None = None) -> str:
+    """What the engine SQL reads: the quoted table (or ``source``, the relation of a subquery or JOIN),
+    with the hidden columns of aggregate arguments that are expressions (``AVG(age * 12)``) added."""
+    base = source if source is not None else quote(table)
+    computed = plan.resolved.computed
+    if not computed:
+        return base
+    extra = ", ".join(f"{sql} AS {quote(name)}" for name, sql in computed)
+    return f"(SELECT *, {extra} FROM {base} AS _s)"
 
 
 def _clamped(column: ColumnMeta) -> str:
@@ -81,6 +92,8 @@ def _distinct(stats: tuple[Statistic, ...] | list[Statistic]) -> tuple[list[Stat
     twins: dict[str, str] = {}
     computed: list[Statistic] = []
     for stat in stats:
+        if stat.kind in DISTINCT_KINDS:  # their own query (distinct_sql)
+            continue
         expr = _aggregate(stat)
         if expr in first:
             twins[stat.name] = first[expr]
@@ -90,7 +103,7 @@ def _distinct(stats: tuple[Statistic, ...] | list[Statistic]) -> tuple[list[Stat
     return computed, twins
 
 
-def engine_sql(plan: Plan, table: str, unit_rows: str | None = None) -> str:
+def engine_sql(plan: Plan, table: str, unit_rows: str | None = None, source: str | None = None) -> str:
     """The one SQL statement that computes every statistic per group.
 
     ``unit_rows`` names the hidden column holding each row's unit size in the whole table (see
@@ -100,7 +113,7 @@ def engine_sql(plan: Plan, table: str, unit_rows: str | None = None) -> str:
     keys = _keys(plan)
     key_cols = [f"k{i}" for i in range(len(keys))]
     condition = _where(plan)
-    source = quote(table)
+    source = from_item(plan, table, source)
     computed, twins = _distinct(plan.statistics)
     if not computed:
         return ""  # only order statistics or modes: their histogram queries read the data
@@ -167,7 +180,9 @@ def _cell(hist: Histogram) -> str:
     return f"LEAST({hist.cells - 1}, TRY(CAST(FLOOR(({clamped} - {hist.lo!r}) / {hist.width!r}) AS BIGINT)))"
 
 
-def histogram_sql(plan: Plan, hist: Histogram, table: str, unit_rows: str | None = None) -> str:
+def histogram_sql(
+    plan: Plan, hist: Histogram, table: str, unit_rows: str | None = None, source: str | None = None
+) -> str:
     """Per group and cell, the (bounded) number of rows: ``k0 …, c, n``.
 
     Row privacy: one ``GROUP BY``. With a privacy unit the rows are bounded as for sums (module doc): at
@@ -184,7 +199,7 @@ def histogram_sql(plan: Plan, hist: Histogram, table: str, unit_rows: str | None
     key_select = "".join(f"{k} AS {c}, " for k, c in zip(keys, key_cols, strict=True))
     outer = "".join(f"{c}, " for c in key_cols)
     by = "".join(f"{c}, " for c in key_cols)
-    source = quote(table)
+    source = from_item(plan, table, source)
     unit = plan.table.privacy_unit
 
     def rows(extra: str | None = None) -> str:
@@ -223,3 +238,46 @@ def histogram_sql(plan: Plan, hist: Histogram, table: str, unit_rows: str | None
         f"WITH parts AS ({parts}), kept AS ({kept}), units AS ({units}) "
         f"SELECT {outer}c, SUM(n) AS n FROM ({body}) GROUP BY {by}c"
     )
+
+
+def distinct_sql(plan: Plan, stat: Statistic, table: str, source: str | None = None) -> str:
+    """Per group, the number of distinct non-null values of a column: ``k0 …, n``.
+
+    Without a privacy unit (each row a unit, reaching ``k`` rows through public joins) this is
+    ``COUNT(DISTINCT v)``. With one, each unit's distinct (group, value) pairs are sampled first: at most
+    ``G`` of its groups, chosen at random, and at most ``m`` pairs in them, at random; a unit then adds at
+    most ``m`` values over at most ``G`` groups, whatever the others hold (docs/proofs/sql.md, "Distinct
+    counts"). ``COUNT(DISTINCT unit)`` is the same with the unit as the value: one per group it reaches."""
+    assert stat.column is not None
+    keys = _keys(plan)
+    key_cols = [f"k{i}" for i in range(len(keys))]
+    key_select = "".join(f"{k} AS {c}, " for k, c in zip(keys, key_cols, strict=True))
+    value = column_sql(stat.column)
+    conditions = [f"({value}) IS NOT NULL"]
+    if (condition := _where(plan)) is not None:
+        conditions.append(condition)
+    where = " AND ".join(conditions)
+    src = from_item(plan, table, source)
+    unit = plan.table.privacy_unit
+    outer = "".join(f"{c}, " for c in key_cols)
+    by = f" GROUP BY {', '.join(key_cols)}" if key_cols else ""
+    if unit is None:
+        by_position = f" GROUP BY {_positions(len(keys))}" if keys else ""
+        return f"SELECT {key_select}COUNT(DISTINCT {value}) AS n FROM {src} WHERE {where}{by_position}"
+    m, g = plan.table.max_contributions, plan.table.max_groups
+    pairs = f"SELECT DISTINCT {quote(unit)} AS u, {key_select}{value} AS v FROM {src} WHERE {where}"
+    chosen = "pairs"
+    ctes = [f"pairs AS ({pairs})"]
+    if key_cols:
+        same = " AND ".join(f"p.{c} IS NOT DISTINCT FROM kg.{c}" for c in ["u", *key_cols])
+        groups = (
+            f"SELECT u, {outer}random() AS rnd FROM (SELECT DISTINCT u, {', '.join(key_cols)} FROM pairs)"
+        )
+        ranked_groups = f"SELECT *, ROW_NUMBER() OVER (PARTITION BY u ORDER BY rnd) AS gr FROM ({groups})"
+        ctes.append(f"kg AS (SELECT u, {', '.join(key_cols)} FROM ({ranked_groups}) WHERE gr <= {g})")
+        ctes.append(f"pairs_g AS (SELECT p.* FROM pairs p JOIN kg ON {same})")
+        chosen = "pairs_g"
+    shuffled = f"SELECT *, random() AS rnd FROM {chosen}"
+    ranked = f"SELECT *, ROW_NUMBER() OVER (PARTITION BY u ORDER BY rnd) AS pr FROM ({shuffled})"
+    ctes.append(f"kept AS (SELECT * FROM ({ranked}) WHERE pr <= {m})")
+    return f"WITH {', '.join(ctes)} SELECT {outer}COUNT(DISTINCT v) AS n FROM kept{by}"

@@ -232,9 +232,9 @@ class _Checker:
     def column(self, node: exp.Column) -> Expr:
         if isinstance(node.this, exp.Star):
             raise self.refuse(node, "is a star; name columns")
-        if node.table and node.table.lower() != self.table.name.lower():
-            raise UnsupportedQuery(f"column {node.sql()} names another table; DP-SELECT reads one table")
-        return column_expr(self.table.column(node.name), node.sql())
+        if node.args.get("db") or node.args.get("catalog"):
+            raise self.refuse(node, "names a schema; write table.column or column")
+        return column_expr(self.table.qualified(node.table or None, node.name), node.sql())
 
     def literal(self, node: exp.Literal) -> Expr:
         if node.is_string:

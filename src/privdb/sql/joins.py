@@ -1,0 +1,235 @@
+"""JOINs in a DP-SELECT's FROM: with public tables, and of private tables on their common privacy unit.
+
+Both sides are relations (privdb.sql.relation). Each side's columns are first renamed to names unique in the
+join (``pid`` and ``v.pid`` when both sides have a ``pid``), so that the ON condition, checked by the closed
+expression language against the joined scope, renders without qualifiers. Why each accepted form is sound
+(docs/proofs/sql.md, "Relations"):
+
+- **private ⋈ public** (INNER, or LEFT with the private side preserved): a public table's rows are about no
+  one. A private row meets at most ``k`` public rows, ``k`` the largest number of public rows sharing a value
+  of the join keys (read from the public table: public information). With a privacy unit, the bounding after
+  the join keeps every unit to ``m`` rows whatever ``k`` is; without one, each row stands for ``k`` rows, and
+  the relation's ``multiplicity`` multiplies the sensitivities. A public table preserved by a LEFT JOIN would
+  release which public rows no person matched: refused.
+- **private ⋈ private** (INNER or LEFT), when ON equates the two privacy units (``a.pid = b.pid``, maybe with
+  more conditions) under the same neighbouring relation: every joined row holds one unit's rows from both
+  sides, so removing a unit from every table removes exactly its joined rows; the unit's joined rows are
+  bounded to ``m = m_a·m_b`` (and ``max(G_a, G_b)`` groups) after the join.
+- anything else (RIGHT, FULL, CROSS, other private–private conditions) is refused with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sqlglot import exp
+
+from privdb.backends.duckdb import HIDDEN_PREFIX, quote
+from privdb.catalog.metadata import ColumnMeta
+from privdb.errors import UnsupportedQuery
+from privdb.sql import expr
+from privdb.sql.expr import Expr, Type
+from privdb.sql.relation import UNIT, Relation, RelationMeta, Tables, _multiplicity, _unit_columns
+
+__all__ = ["join_relations"]
+
+_PRIVATE_JOIN = (
+    "two private tables join only ON their common privacy unit (e.g. people.pid = visits.pid), so that every "
+    "joined row belongs to one person; other joins of private tables have no bound on how many rows one "
+    "person reaches"
+)
+
+
+def _side_names(rel: Relation, other: Relation, qualifier: str, taken: set[str]) -> dict[str, str]:
+    """Internal name of each of ``rel``'s columns in the join: kept where unique, else ``qualifier.name``."""
+    out: dict[str, str] = {}
+    other_names = {n.lower() for n in other.meta.columns}
+    for name in rel.meta.columns:
+        new = name
+        if name.startswith(HIDDEN_PREFIX):
+            new = f"{name}_{qualifier}" if name.lower() in other_names else name
+        elif name.lower() in other_names or name.lower() in taken:
+            new = f"{qualifier}.{name}"
+        taken.add(new.lower())
+        out[name] = new
+    return out
+
+
+def _qualifiers(rel: Relation) -> list[str]:
+    meta = rel.meta
+    assert isinstance(meta, RelationMeta)
+    return [q for q in meta.scope if q is not None]
+
+
+def _equalities(condition: Expr) -> list[tuple[Expr, Expr]]:
+    """The top-level ``a = b`` conjuncts of an ON condition."""
+    stack, out = [condition], []
+    while stack:
+        node = stack.pop()
+        if node.op == "and":
+            stack.extend(node.args)
+        elif node.op == "eq":
+            out.append((node.args[0], node.args[1]))
+    return out
+
+
+def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tables) -> Relation:
+    """The relation ``left JOIN right`` (module doc), or a refusal that says why."""
+    side = str(join.args.get("side") or "").upper()
+    kind = str(join.args.get("kind") or "").upper()
+    if kind in ("CROSS", "SEMI", "ANTI", "ASOF", "POSITIONAL") or side in ("RIGHT", "FULL"):
+        raise UnsupportedQuery(
+            f"{(side or kind)} JOIN is not supported: write INNER or LEFT JOIN with the private table first "
+            "(a RIGHT or FULL join keeps rows no person matched)"
+        )
+    if join.args.get("method") or join.args.get("global"):
+        raise UnsupportedQuery(f"{join.args.get('method')} JOIN is not supported; write INNER or LEFT JOIN")
+    on, using = join.args.get("on"), join.args.get("using")
+    if on is None and not using:
+        raise UnsupportedQuery(
+            "a JOIN needs ON a = b or USING (…); a join without a condition is a CROSS JOIN"
+        )
+    if not left.public and right.public:
+        pass
+    elif left.public and not right.public:
+        if side == "LEFT":
+            raise UnsupportedQuery(
+                "a LEFT JOIN that preserves a public table would release which public rows no person "
+                "matched; put the private table first (private LEFT JOIN public) or use INNER JOIN"
+            )
+    elif not left.public and not right.public:
+        if left.meta.privacy_unit is None or right.meta.privacy_unit is None:
+            raise UnsupportedQuery(f"{_PRIVATE_JOIN}; a table without a privacy_unit has none")
+        if left.meta.neighbouring != right.meta.neighbouring:
+            raise UnsupportedQuery(
+                "the two private tables declare different neighbouring relations (add_remove and "
+                "substitute); a join needs one"
+            )
+    taken: set[str] = set()
+    lnames = _side_names(left, right, (_qualifiers(left) or ["l"])[-1], taken)
+    rnames = _side_names(right, left, (_qualifiers(right) or ["r"])[-1], taken)
+    columns: dict[str, ColumnMeta] = {}
+    for rel, names in ((left, lnames), (right, rnames)):
+        for old, new in names.items():
+            columns[new] = ColumnMeta(**{**rel.meta.columns[old].__dict__, "name": new})
+    scope: dict[str | None, dict[str, str]] = {None: {}}
+    ambiguous: set[str] = set()
+    for rel, names in ((left, lnames), (right, rnames)):
+        meta = rel.meta
+        assert isinstance(meta, RelationMeta)
+        for qualifier, visible in meta.scope.items():
+            if qualifier is None:
+                for low, internal in visible.items():
+                    mapped = names[internal] if internal else ""
+                    if low in scope[None] and scope[None][low] != mapped:
+                        ambiguous.add(low)
+                    scope[None][low] = mapped
+                continue
+            if qualifier in scope:
+                raise UnsupportedQuery(
+                    f"the name {qualifier!r} is used twice in FROM; give each table an alias"
+                )
+            scope[qualifier] = {low: (names[i] if i else "") for low, i in visible.items()}
+    using_names = [u.name.lower() for u in (using or [])]
+    for low in ambiguous:
+        scope[None][low] = "" if low not in using_names else scope[None][low]
+    for low in using_names:  # USING (c): unqualified c is the left side's
+        lmeta = left.meta
+        assert isinstance(lmeta, RelationMeta)
+        rmeta_ = right.meta
+        assert isinstance(rmeta_, RelationMeta)
+        lc, rc = lmeta.scope[None].get(low), rmeta_.scope[None].get(low)
+        if not lc or not rc:
+            raise UnsupportedQuery(f"USING ({low}): both sides of the JOIN need a column {low!r}")
+        scope[None][low] = lnames[lc]
+    units = {lnames[u] for u in _unit_columns(left.meta)} | {rnames[u] for u in _unit_columns(right.meta)}
+    lunits = {lnames[u] for u in _unit_columns(left.meta)}
+    runits = {rnames[u] for u in _unit_columns(right.meta)}
+    private_pair = not left.public and not right.public
+    unit = (
+        lnames[left.meta.privacy_unit]
+        if left.meta.privacy_unit
+        else (rnames[right.meta.privacy_unit] if right.meta.privacy_unit and not right.public else None)
+    )
+    draft = RelationMeta(
+        name=f"{left.meta.name} JOIN {right.meta.name}", columns=columns, privacy_unit=unit,
+        neighbouring=left.meta.neighbouring if not left.public else right.meta.neighbouring,
+        scope=scope, unit_columns=frozenset(units),
+    )  # fmt: skip
+    # the condition, over the joined scope (names unique, so it renders unqualified)
+    portable = left.portable and right.portable
+    if using:
+        parts = []
+        for low in using_names:
+            lmeta_s = left.meta.scope[None][low]  # type: ignore[attr-defined]
+            rmeta_s = right.meta.scope[None][low]  # type: ignore[attr-defined]
+            parts.append(f"{quote(lnames[lmeta_s])} = {quote(rnames[rmeta_s])}")
+            pairs_unit = lnames[lmeta_s] in lunits and rnames[rmeta_s] in runits
+            if pairs_unit:
+                units.add(lnames[lmeta_s])
+        condition_sql = " AND ".join(parts)
+        equalities = [
+            (lnames[left.meta.scope[None][u]], rnames[right.meta.scope[None][u]])  # type: ignore[attr-defined]
+            for u in using_names
+        ]
+    else:
+        assert on is not None
+        condition = expr.check(on, draft, "JOIN … ON", Type.BOOL)
+        condition_sql = expr.render(condition)
+        portable = portable and condition.portable
+        equalities = []
+        for a, b in _equalities(condition):
+            if a.is_column and b.is_column:
+                equalities.append((a.value.name, b.value.name))
+    lcols, rcols = set(lnames.values()), set(rnames.values())
+    oriented = [(a, b) if a in lcols else (b, a) for a, b in equalities if (a in lcols) != (b in lcols)]
+    oriented = [(a, b) for a, b in oriented if a in lcols and b in rcols]
+    m, g, multiplicity = left.meta.max_contributions, left.meta.max_groups, _multiplicity(left.meta)
+    if private_pair:
+        if not any(a in lunits and b in runits for a, b in oriented):
+            raise UnsupportedQuery(
+                f"{_PRIVATE_JOIN}: add {_unit_hint(left, lnames)} = {_unit_hint(right, rnames)} to ON"
+            )
+        m = left.meta.max_contributions * right.meta.max_contributions
+        g = max(left.meta.max_groups, right.meta.max_groups)
+    else:
+        private, public, pnames = (left, right, rnames) if right.public else (right, left, lnames)
+        m, g, multiplicity = (
+            private.meta.max_contributions,
+            private.meta.max_groups,
+            _multiplicity(private.meta),
+        )
+        if private.meta.privacy_unit is None and not private.public:
+            # without a unit, a private row meeting k public rows counts k times
+            keys = [b if public is right else a for a, b in oriented]
+            inverse = {v: k for k, v in pnames.items()}
+            k = tables.max_matches(public, [inverse[c] for c in keys])
+            multiplicity *= max(k, 1)
+    rmeta = RelationMeta(
+        name=draft.name, columns=columns, privacy_unit=unit, max_contributions=m, max_groups=g,
+        neighbouring=draft.neighbouring, public=left.public and right.public, scope=scope,
+        multiplicity=multiplicity, unit_columns=frozenset(units),
+    )  # fmt: skip
+    join_word = "LEFT JOIN" if side == "LEFT" else "JOIN"
+
+    def sql(sources: Mapping[str, str]) -> str:
+        lsel = ", ".join(f"{quote(o)} AS {quote(n)}" for o, n in lnames.items())
+        rsel = ", ".join(f"{quote(o)} AS {quote(n)}" for o, n in rnames.items())
+        return (
+            f"SELECT * FROM (SELECT {lsel} FROM {left.source(sources)} AS _l) AS _jl {join_word} "
+            f"(SELECT {rsel} FROM {right.source(sources)} AS _r) AS _jr ON {condition_sql}"
+        )
+
+    tables_read = (
+        left.tables + right.tables if not left.public or right.public else right.tables + left.tables
+    )
+    return Relation(rmeta, tables_read, sql, public=left.public and right.public, portable=portable)
+
+
+def _unit_hint(rel: Relation, names: dict[str, str]) -> str:
+    unit = rel.meta.privacy_unit
+    if unit is None:
+        return "the privacy unit"
+    if unit == UNIT:
+        return f"{rel.meta.name}.<its privacy unit>"
+    return f"{(_qualifiers(rel) or [rel.meta.name])[0]}.{unit}"
