@@ -549,12 +549,6 @@ def test_no_row_leaves_the_bounds(sql: str, rows: list[dict[str, Any]]) -> None:
     assert_inside(b, results, sql)
 
 
-@pytest.mark.xfail(
-    reason="render.py renders CAST(<comparison> AS DOUBLE) as the bare BOOLEAN (boolean nodes carry "
-    "double=True, so render_num does not cast); bound() fixes it in value positions only, conditions are "
-    "left as written",
-    strict=False,
-)
 def test_cast_of_a_comparison_under_a_condition() -> None:
     b = bounded("CASE WHEN CAST(a > 1 AS DOUBLE) > 0.5 THEN 1 ELSE 0 END")
     values(b, EXTREME_ROWS)

@@ -86,7 +86,8 @@ def render_num(e: Expr) -> str:
     if e.is_literal and e.type is Type.NUM:
         return f"CAST({_literal(e)} AS DOUBLE)"
     sql = render(e)
-    return sql if e.double else f"CAST({sql} AS DOUBLE)"
+    # a boolean (a comparison, ISNAN, …) is never a DOUBLE, whatever its flag says
+    return sql if e.double and e.type is Type.NUM else f"CAST({sql} AS DOUBLE)"
 
 
 def render_text(e: Expr) -> str:
