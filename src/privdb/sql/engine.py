@@ -313,9 +313,20 @@ def explain(db: Database, text: str, analyst: str | None = None) -> dict[str, An
         "privacy_unit": plan.table.privacy_unit,
         "neighbouring": plan.table.neighbouring,
         "aggregates": [
-            {"column": a.output, "kind": a.kind, "epsilon": a.epsilon, "statistics": list(a.statistics)}
+            {
+                "column": a.output if a.visible else f"{a.output} (for HAVING, ORDER BY or an expression)",
+                "kind": a.kind,
+                "epsilon": a.epsilon,
+                "statistics": list(a.statistics),
+            }
             for a in plan.aggregates
         ],
+        "expressions": [
+            {"column": name, "formula": plan.resolved.formulas[i].text, "epsilon": 0.0}
+            for name, role, i in plan.resolved.outputs
+            if role == "formula"
+        ],
+        "having": plan.resolved.having.text if plan.resolved.having is not None else None,
         "statistics": stats,
         "order_statistics": order_statistics,
         "keys": "public domain"

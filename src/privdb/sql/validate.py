@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
-from privdb.backends.duckdb import HIDDEN_PREFIX
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.errors import PrivdbError, UnsupportedQuery
 from privdb.sql import expr
@@ -150,7 +149,7 @@ class _Resolver:
         text = node.sql(dialect="duckdb")
         found = self.by_text.get(text)
         if found is None:
-            name = output if output is not None else f"{HIDDEN_PREFIX}h{len(self.aggregates)}"
+            name = output if output is not None else text
             self.aggregates.append(self.arguments.aggregate(node, name, output is not None))
             self.by_text[text] = found = len(self.aggregates) - 1
         elif output is not None and not self.aggregates[found].visible:
