@@ -1,0 +1,647 @@
+"""Expressions over noisy aggregates, and HAVING, as post-processing.
+
+``SELECT sex, SUM(income) / COUNT(*) AS mean, ROUND(AVG(age), 1) … GROUP BY sex HAVING COUNT(*) > 100``:
+once the aggregates are released with noise, anything computed from them (and from the public GROUP BY
+keys) is post-processing: a function of the released values alone, so it costs no privacy budget and the
+guarantee of the release carries over unchanged. This module compiles such a sqlglot expression into a
+:class:`Formula` (its *leaves* are the aggregates and keys the caller registered through ``leaf``; every
+other node must be one of :data:`ALLOWED`, type-checked at compile time) and evaluates it vectorised over
+the groups with SQL semantics (NULL propagation, three-valued AND/OR/NOT). Evaluation is total: division by
+zero, logarithms and square roots outside their domain and out-of-range casts give NULL (NaN), overflow
+gives ±inf, comparisons of mismatched values give NULL; nothing raises.
+
+Intervals: each numeric leaf comes with an interval for its true value (NaN ends: not available; exact
+leaves and literals are the point itself). They are carried through by interval arithmetic where the
+function is monotone or its range over a box is computable, and are NaN (not available) elsewhere; a
+NULL value has no interval and ``lo ≤ hi`` always holds. The guarantee: if every leaf's true value lies
+in its interval, the formula's true value lies in the propagated interval (or is NULL, e.g. when a noisy
+CASE condition picks another branch than the true one). The caller gets 95% coverage for a formula over
+``k`` aggregates (``len`` of the aggregate leaves in :attr:`Formula.leaves`) by asking for each aggregate's
+interval at level ``1 − 0.05/k``: by a union bound all k hold at once with probability ≥ 95%.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from sqlglot import exp
+
+from privdb.errors import UnsupportedQuery
+
+__all__ = ["ALLOWED", "Formula", "Leaf", "Values", "compile_formula", "compile_predicate"]
+
+Leaf = Callable[[exp.Expression], int | None]
+F = NDArray[np.float64]
+B = NDArray[np.bool_]
+NAN = math.nan
+
+ALLOWED = (
+    "aggregates, GROUP BY keys, number and 'text' literals, TRUE, FALSE, NULL, + - * / %, unary -, ABS, "
+    "SIGN, ROUND(x[, digits]), FLOOR, CEIL, TRUNC, SQRT, LN, LOG, LOG10, LOG2, EXP, POWER, LEAST, GREATEST, "
+    "PI(), CASE WHEN … THEN … [ELSE …] END, IF, COALESCE, NULLIF, = <> < <= > >=, AND, OR, NOT, "
+    "IS [NOT] NULL, IN (literals), BETWEEN and CAST(x AS DOUBLE | INTEGER | BIGINT)"
+)
+
+
+@dataclass(frozen=True)
+class Values:
+    """Per-group values of a leaf or a formula's result, vectorised over n groups."""
+
+    values: NDArray[np.float64] | list[Any]  # float64 (NaN = NULL) for numbers; else Python values (None)
+    lo: NDArray[np.float64] | None = None  # interval ends (NaN = not available); None = no interval
+    hi: NDArray[np.float64] | None = None
+    exact: bool = False  # exact values (keys, literals): their interval is the point itself
+
+
+@dataclass(frozen=True)
+class _R:
+    """A runtime result. ``number``: ``x`` floats, interval ``lo``/``hi`` and ``null`` (rows whose truth may
+    be NULL though an interval is given); ``boolean``: ``x`` 1.0/0.0/NaN; ``list``: Python values."""
+
+    kind: str
+    x: Any
+    exact: bool
+    lo: Any = None
+    hi: Any = None
+    null: Any = None
+
+
+Run = Callable[[Sequence[Values], int], _R]
+
+
+@dataclass(frozen=True)
+class _C:
+    """A compiled node: its static kind (number, boolean, text, null, any = a leaf) and how to run it."""
+
+    kind: str
+    run: Run
+    leaves: frozenset[int]
+    const: float | None = None  # the value of a numeric literal (or -literal)
+    null_literal: bool = False
+
+
+@dataclass(frozen=True)
+class Formula:
+    """A compiled expression over leaves; ``evaluate`` computes it for n groups (never raises)."""
+
+    kind: str  # "number" | "boolean" | "text" | "other"
+    leaves: tuple[int, ...]
+    text: str
+    _run: Run = field(repr=False, compare=False)
+
+    def evaluate(self, leaves: Sequence[Values], n: int) -> Values:
+        """The result for the n groups, read from ``leaves`` (indexed by leaf index)."""
+        with np.errstate(all="ignore"):
+            r = self._run(leaves, n)
+            if self.kind == "number" or (self.kind == "other" and r.kind == "number"):
+                r = _as_num(r, n)
+                return Values(r.x, r.lo, r.hi, r.exact)
+            if self.kind == "boolean":
+                r = _R("boolean", _as_bool(r, n), r.exact)
+            return Values(_py(r), exact=r.exact)
+
+
+def _number(x: F, lo: Any, hi: Any, exact: bool, null: Any = None) -> _R:
+    """A numeric result with its interval made consistent: points if exact, NaN where not available."""
+    x = np.asarray(x, dtype=np.float64)
+    if exact:
+        return _R("number", x, True, x, x, np.zeros(x.shape, dtype=bool))
+    lo, hi = np.broadcast_to(lo, x.shape), np.broadcast_to(hi, x.shape)
+    bad = np.isnan(x) | np.isnan(lo) | np.isnan(hi) | (lo > hi)
+    null = np.zeros(x.shape, dtype=bool) if null is None else np.broadcast_to(null, x.shape)
+    return _R("number", x, False, np.where(bad, NAN, lo), np.where(bad, NAN, hi), null)
+
+
+def _float(v: Any) -> float:
+    if isinstance(v, bool | np.bool_) or not isinstance(v, int | float | np.number):
+        return NAN
+    try:
+        return float(v)
+    except (OverflowError, ValueError, TypeError):
+        return math.copysign(math.inf, v) if isinstance(v, int) else NAN
+
+
+def _as_num(r: _R, n: int) -> _R:
+    if r.kind == "number":
+        return r
+    x = np.array([_float(v) for v in r.x], dtype=np.float64) if r.kind == "list" else np.full(n, NAN)
+    return _number(x, NAN, NAN, r.exact)
+
+
+def _as_bool(r: _R, n: int) -> F:
+    if r.kind == "boolean":
+        return np.asarray(r.x, dtype=np.float64)
+    if r.kind == "list":
+        return np.array([float(v) if isinstance(v, bool | np.bool_) else NAN for v in r.x], dtype=np.float64)
+    return np.full(n, NAN)
+
+
+def _null(v: Any) -> bool:
+    return v is None or (isinstance(v, float | np.floating) and bool(np.isnan(v)))
+
+
+def _py(r: _R) -> list[Any]:
+    """The values as Python objects (None = NULL)."""
+    if r.kind == "number":
+        return [None if v != v else v for v in np.asarray(r.x, dtype=np.float64).tolist()]
+    if r.kind == "boolean":
+        return [None if v != v else v == 1.0 for v in np.asarray(r.x, dtype=np.float64).tolist()]
+    return [None if _null(v) else v.item() if isinstance(v, np.generic) else v for v in r.x]
+
+
+def _leaf(i: int) -> Run:
+    def run(leaves: Sequence[Values], n: int) -> _R:
+        v = leaves[i]
+        vals = v.values
+        if isinstance(vals, np.ndarray) and vals.dtype.kind == "b":
+            return _R("boolean", vals.astype(np.float64), v.exact)
+        if isinstance(vals, np.ndarray) and vals.dtype.kind in "iuf":
+            x = vals.astype(np.float64)
+            lo = NAN if v.lo is None else np.asarray(v.lo, dtype=np.float64)
+            hi = NAN if v.hi is None else np.asarray(v.hi, dtype=np.float64)
+            return _number(x, lo, hi, v.exact)
+        return _R("list", list(vals), v.exact)
+
+    return run
+
+
+def _const(kind: str, value: Any) -> Run:
+    def run(leaves: Sequence[Values], n: int) -> _R:
+        if kind in ("number", "null"):  # NULL: a number that fits anything (NaN)
+            return _number(np.full(n, NAN if value is None else value, dtype=np.float64), NAN, NAN, True)
+        if kind == "boolean":
+            return _R("boolean", np.full(n, float(value)), True)
+        return _R("list", [value] * n, True)
+
+    return run
+
+
+def _round(x: F, d: float) -> F:
+    """ROUND(x, d) as DuckDB: half away from zero at 10^-d (x itself where x·10^d overflows)."""
+    m = np.power(10.0, abs(d))
+    y = x * m if d >= 0 else x / m
+    t = np.trunc(y)
+    y = t + np.where(np.abs(y - t) >= 0.5, np.sign(y), 0.0)
+    if d >= 0:
+        return np.where(np.isfinite(y / m), y / m, x)
+    return np.where(np.isnan(y * m) & ~np.isnan(x), np.where(np.isfinite(x), 0.0, x), y * m)
+
+
+def _to_int(bits: int) -> Callable[[F], F]:
+    """CAST(x AS INTEGER/BIGINT) as DuckDB: to nearest (ties to even); non-finite or out of range: NULL."""
+    top = 2.0 ** (bits - 1)
+    return lambda x: np.where((np.rint(x) >= -top) & (np.rint(x) < top), np.rint(x), NAN)
+
+
+def _monotone(f: Callable[[F], F], domain: float = -math.inf) -> Callable[[_R], _R]:
+    """A function monotone on [domain, ∞): its interval from the ends, not available if it leaves that."""
+
+    def apply(a: _R) -> _R:
+        ok = a.lo >= domain
+        fl, fh = f(a.lo), f(a.hi)
+        lo, hi = np.where(ok, np.minimum(fl, fh), NAN), np.where(ok, np.maximum(fl, fh), NAN)
+        return _number(f(a.x), lo, hi, a.exact, a.null)
+
+    return apply
+
+
+def _abs(a: _R) -> _R:
+    lo = np.where(a.lo >= 0, a.lo, np.where(a.hi <= 0, -a.hi, 0.0))
+    return _number(np.abs(a.x), lo, np.maximum(np.abs(a.lo), np.abs(a.hi)), a.exact, a.null)
+
+
+def _log(base: float) -> Callable[[F], F]:
+    if base == 10:
+        return np.log10
+    if base == 2:
+        return np.log2
+    return lambda x: np.log(x) / math.log(base)
+
+
+_UNARY: dict[type[exp.Expression], Callable[[_R], _R]] = {
+    exp.Neg: lambda a: _number(-a.x, -a.hi, -a.lo, a.exact, a.null),
+    exp.Abs: _abs,
+    exp.Sign: _monotone(lambda x: np.sign(x) + 0.0),
+    exp.Floor: _monotone(np.floor),
+    exp.Ceil: _monotone(np.ceil),
+    exp.Trunc: _monotone(np.trunc),
+    exp.Sqrt: _monotone(np.sqrt, 0.0),
+    exp.Ln: _monotone(np.log, 0.0),
+    exp.Exp: _monotone(np.exp),
+}
+
+
+def _corners(op: Callable[[F, F], F], a: _R, b: _R) -> tuple[F, F]:
+    c = [op(a.lo, b.lo), op(a.lo, b.hi), op(a.hi, b.lo), op(a.hi, b.hi)]
+    return np.minimum.reduce(c), np.maximum.reduce(c)
+
+
+def _div(a: _R, b: _R) -> tuple[F, F, F]:
+    lo, hi = _corners(np.divide, a, b)
+    spans_zero = ~((b.lo > 0) | (b.hi < 0))
+    return np.where(b.x == 0, NAN, a.x / b.x), np.where(spans_zero, NAN, lo), np.where(spans_zero, NAN, hi)
+
+
+def _pow(a: _R, b: _R, p: float | None) -> tuple[F, F, F]:
+    x = np.where(np.isnan(a.x) | np.isnan(b.x), NAN, np.power(a.x, b.x))
+    if p is None:
+        return x, np.full(x.shape, NAN), np.full(x.shape, NAN)
+    fl, fh = np.power(a.lo, p), np.power(a.hi, p)
+    lo, hi = np.minimum(fl, fh), np.maximum(fl, fh)
+    if p == 0:
+        lo = hi = np.where(np.isnan(a.lo), NAN, 1.0)
+    elif p.is_integer() and p > 0 and p % 2 == 0:
+        lo = np.where((a.lo < 0) & (a.hi > 0), 0.0, lo)
+    elif p.is_integer() and p < 0:
+        lo = np.where((a.lo <= 0) & (a.hi >= 0), NAN, lo)
+    elif not p.is_integer():
+        lo = np.where(a.lo >= 0 if p > 0 else a.lo > 0, lo, NAN)
+    return x, lo, hi
+
+
+_ARITH: dict[type[exp.Expression], Callable[[_R, _R], tuple[F, F, F]]] = {
+    exp.Add: lambda a, b: (a.x + b.x, a.lo + b.lo, a.hi + b.hi),
+    exp.Sub: lambda a, b: (a.x - b.x, a.lo - b.hi, a.hi - b.lo),
+    exp.Mul: lambda a, b: (a.x * b.x, *_corners(np.multiply, a, b)),
+    exp.Div: _div,
+    exp.Mod: lambda a, b: (np.where(b.x == 0, NAN, np.fmod(a.x, b.x)), a.x * NAN, a.x * NAN),
+}
+_COMPARE: dict[type[exp.Expression], Callable[[Any, Any], Any]] = {
+    exp.EQ: operator.eq, exp.NEQ: operator.ne, exp.LT: operator.lt,
+    exp.LTE: operator.le, exp.GT: operator.gt, exp.GTE: operator.ge,
+}  # fmt: skip
+
+
+def _compare1(op: Callable[[Any, Any], Any], a: Any, b: Any) -> bool | None:
+    """One SQL comparison of Python values: NULL if either is NULL or they are not comparable."""
+    if a is None or b is None:
+        return None
+    fa, fb = _float(a), _float(b)
+    if not (math.isnan(fa) or math.isnan(fb)):
+        return bool(op(fa, fb))
+    if type(a) is not type(b):
+        return None
+    try:
+        return bool(op(a, b))
+    except Exception:
+        return None
+
+
+def _compare(op: Callable[[Any, Any], Any], a: _R, b: _R, n: int) -> _R:
+    exact = a.exact and b.exact
+    if a.kind == b.kind and a.kind in ("number", "boolean"):
+        x, y = np.asarray(a.x, dtype=np.float64), np.asarray(b.x, dtype=np.float64)
+        return _R("boolean", np.where(np.isnan(x) | np.isnan(y), NAN, op(x, y).astype(np.float64)), exact)
+    out = [_compare1(op, u, v) for u, v in zip(_py(a), _py(b), strict=True)]
+    return _R("boolean", np.array([NAN if v is None else float(v) for v in out], dtype=np.float64), exact)
+
+
+def _and(a: F, b: F) -> F:
+    return np.where((a == 0) | (b == 0), 0.0, np.where(np.isnan(a) | np.isnan(b), NAN, 1.0))
+
+
+def _or(a: F, b: F) -> F:
+    return np.where((a == 1) | (b == 1), 1.0, np.where(np.isnan(a) | np.isnan(b), NAN, 0.0))
+
+
+def _present(r: _R) -> B:
+    """Where the values are not NULL."""
+    if r.kind == "list":
+        return np.array([not _null(v) for v in r.x], dtype=bool)
+    return ~np.isnan(np.asarray(r.x, dtype=np.float64))
+
+
+def _choose(kind: str, parts: list[_R], picks: list[B], exact: bool, n: int) -> _R:
+    """Row j takes ``parts[i]`` for the first i with ``picks[i][j]``; NULL where none does."""
+    if kind in ("any", "null"):
+        kinds = {p.kind for p in parts}
+        kind = "number" if kinds == {"number"} else "boolean" if kinds == {"boolean"} else "list"
+    if kind == "number":
+        nums = [_as_num(p, n) for p in parts]
+        x, lo, hi = (np.select(picks, [getattr(p, a) for p in nums], NAN) for a in ("x", "lo", "hi"))
+        return _number(x, lo, hi, exact, np.select(picks, [p.null for p in nums], True))
+    if kind == "boolean":
+        return _R("boolean", np.select(picks, [_as_bool(p, n) for p in parts], NAN), exact)
+    columns = [_py(p) for p in parts]
+    out = [next((c[j] for c, m in zip(columns, picks, strict=True) if m[j]), None) for j in range(n)]
+    return _R("list", out, exact)
+
+
+def _widen(r: _R, parts: list[tuple[_R, B]], stop: bool = False, null: bool = False) -> _R:
+    """r's interval replaced by the union of the parts' intervals over the rows where each is included (the
+    truth may take any of them); with ``stop``, parts after one that is certainly not NULL are left out."""
+    if r.kind != "number" or r.exact:
+        return r
+    n = r.x.shape[0]
+    lo, hi = np.full(n, math.inf), np.full(n, -math.inf)
+    bad, done, maybe = np.zeros(n, bool), np.zeros(n, bool), np.full(n, null)
+    for p, mask in parts:
+        take = mask & ~done
+        bad |= take & np.isnan(p.lo)
+        maybe |= take & p.null
+        lo, hi = np.where(take, np.fmin(lo, p.lo), lo), np.where(take, np.fmax(hi, p.hi), hi)
+        done |= take & stop & ~np.isnan(p.lo) & ~p.null
+    maybe |= ~done if stop else maybe
+    return _number(r.x, np.where(bad, NAN, lo), np.where(bad, NAN, hi), False, maybe)
+
+
+def _extreme(least: bool, parts: list[_R]) -> _R:
+    """LEAST/GREATEST (NULLs ignored); the far end is bounded by the arguments certainly not NULL."""
+    near, far = (np.fmin, np.fmax) if least else (np.fmax, np.fmin)
+    skip = [p.exact & np.isnan(p.x) for p in parts]
+    bad = np.logical_or.reduce([~s & np.isnan(p.lo) for p, s in zip(parts, skip, strict=True)])
+    ends = [(np.where(s, NAN, p.lo), np.where(s, NAN, p.hi)) for p, s in zip(parts, skip, strict=True)]
+    a = near.reduce([e[0] if least else e[1] for e in ends])
+    sure = near.reduce(
+        [np.where(p.null, NAN, e[1] if least else e[0]) for p, e in zip(parts, ends, strict=True)]
+    )
+    b = np.where(np.isnan(sure), far.reduce([e[1] if least else e[0] for e in ends]), sure)
+    null = np.logical_and.reduce([s | p.null for p, s in zip(parts, skip, strict=True)])
+    lo, hi = (a, b) if least else (b, a)
+    x = near.reduce([p.x for p in parts])
+    return _number(x, np.where(bad, NAN, lo), np.where(bad, NAN, hi), all(p.exact for p in parts), null)
+
+
+def _literal(node: exp.Expression) -> bool:
+    while isinstance(node, exp.Paren | exp.Neg):
+        node = node.this
+    return isinstance(node, exp.Literal | exp.Boolean | exp.Null)
+
+
+_CASTS = {exp.DataType.Type.DOUBLE: None, exp.DataType.Type.INT: 32, exp.DataType.Type.BIGINT: 64}
+
+
+class _Compiler:
+    def __init__(self, leaf: Leaf, where: str) -> None:
+        self.leaf, self.where = leaf, where
+
+    def refuse(self, node: exp.Expression, why: str) -> UnsupportedQuery:
+        sql = node.sql(dialect="duckdb")
+        return UnsupportedQuery(
+            f"{self.where}: {sql} {why}; expressions over aggregates may use only {ALLOWED}"
+        )
+
+    def join(self, node: exp.Expression, parts: Sequence[_C]) -> str:
+        """The common kind of values that meet (branches, compared sides); refused if they differ."""
+        known = sorted({p.kind for p in parts} - {"null", "any"})
+        if len(known) > 1:
+            raise self.refuse(node, f"mixes {' and '.join(known)} values")
+        return known[0] if known else "any" if any(p.kind == "any" for p in parts) else "null"
+
+    def typed(self, node: exp.Expression, kind: str, parent: exp.Expression) -> _C:
+        c = self.compile(node)
+        if c.kind not in (kind, "null", "any"):
+            raise self.refuse(parent, f"needs a {kind} where {node.sql(dialect='duckdb')} is {c.kind}")
+        return c
+
+    def compile(self, node: exp.Expression) -> _C:
+        index = self.leaf(node)
+        if index is not None:
+            return _C("any", _leaf(index), frozenset({index}))
+        if isinstance(node, exp.Paren):
+            return self.compile(node.this)
+        if isinstance(node, exp.Literal):
+            if node.is_string:
+                return _C("text", _const("text", str(node.this)), frozenset())
+            try:
+                value = float(node.this)
+            except ValueError:
+                raise self.refuse(node, "is not a number literal") from None
+            return _C("number", _const("number", value), frozenset(), value)
+        if isinstance(node, exp.Boolean):
+            return _C("boolean", _const("boolean", bool(node.this)), frozenset())
+        if isinstance(node, exp.Null):
+            return _C("null", _const("null", None), frozenset(), null_literal=True)
+        if isinstance(node, exp.Pi):
+            return _C("number", _const("number", math.pi), frozenset(), math.pi)
+        handler = _HANDLERS.get(type(node))
+        if handler is None and isinstance(node, exp.Cast):
+            handler = _Compiler.cast
+        if handler is not None:
+            return handler(self, node)
+        if isinstance(node, exp.Column | exp.AggFunc | exp.Window | exp.Anonymous) or not isinstance(
+            node, exp.Func | exp.Binary | exp.Unary | exp.Predicate
+        ):
+            raise self.refuse(node, "is neither an aggregate nor a GROUP BY key")
+        raise self.refuse(node, "is not supported here")
+
+    def numeric(self, node: exp.Expression, args: list[_C], fn: Callable[[list[_R]], _R]) -> _C:
+        def run(leaves: Sequence[Values], n: int) -> _R:
+            return fn([_as_num(a.run(leaves, n), n) for a in args])
+
+        const = -args[0].const if isinstance(node, exp.Neg) and args[0].const is not None else None
+        return _C("number", run, frozenset().union(*(a.leaves for a in args)), const)
+
+    def unary(self, node: exp.Expression) -> _C:
+        if node.args.get("decimals") is not None or node.args.get("to") is not None:
+            raise self.refuse(node, "takes one argument here")
+        fn = _UNARY[type(node)]
+        return self.numeric(node, [self.typed(node.this, "number", node)], lambda r: fn(r[0]))
+
+    def arith(self, node: exp.Expression) -> _C:
+        fn = _ARITH[type(node)]
+        args = [self.typed(node.this, "number", node), self.typed(node.expression, "number", node)]
+
+        def apply(r: list[_R]) -> _R:
+            x, lo, hi = fn(r[0], r[1])
+            return _number(x, lo, hi, r[0].exact and r[1].exact, r[0].null | r[1].null)
+
+        return self.numeric(node, args, apply)
+
+    def power(self, node: exp.Expression) -> _C:
+        args = [self.typed(node.this, "number", node), self.typed(node.expression, "number", node)]
+        p = args[1].const
+
+        def apply(r: list[_R]) -> _R:
+            return _number(*_pow(r[0], r[1], p), r[0].exact and r[1].exact, r[0].null | r[1].null)
+
+        return self.numeric(node, args, apply)
+
+    def round(self, node: exp.Expression) -> _C:
+        if node.args.get("truncate") is not None:
+            raise self.refuse(node, "takes at most two arguments")
+        x = self.typed(node.this, "number", node)
+        d = self.typed(node.args["decimals"], "number", node).const if node.args.get("decimals") else 0.0
+        if d is None or not d.is_integer():
+            raise self.refuse(node, "needs a whole-number literal for its digits")
+        f = _monotone(lambda v: _round(v, d))
+        return self.numeric(node, [x], lambda r: f(r[0]))
+
+    def log(self, node: exp.Expression) -> _C:
+        value, base = (
+            (node.expression, self.compile(node.this).const) if node.expression else (node.this, 10.0)
+        )
+        if base is None or not base > 0 or base == 1:
+            raise self.refuse(node, "needs a positive number literal other than 1 as its base")
+        f = _monotone(_log(base), 0.0)
+        return self.numeric(node, [self.typed(value, "number", node)], lambda r: f(r[0]))
+
+    def cast(self, node: exp.Expression) -> _C:
+        to = node.args["to"].this
+        if to not in _CASTS or any(node.args.get(a) is not None for a in ("format", "default", "action")):
+            raise self.refuse(node, "is not supported: numbers cast AS DOUBLE, INTEGER or BIGINT")
+        bits = _CASTS[to]
+        f = _monotone(_to_int(bits)) if bits else (lambda r: r)
+        return self.numeric(node, [self.typed(node.this, "number", node)], lambda r: f(r[0]))
+
+    def extreme(self, node: exp.Expression) -> _C:
+        args = [self.typed(a, "number", node) for a in [node.this, *node.expressions]]
+        return self.numeric(node, args, lambda r: _extreme(isinstance(node, exp.Least), r))
+
+    def compare(self, node: exp.Expression) -> _C:
+        a, b = self.compile(node.this), self.compile(node.expression)
+        self.join(node, [a, b])
+        return _compare_c(_COMPARE[type(node)], a, b)
+
+    def logic(self, node: exp.Expression) -> _C:
+        parts = [self.typed(p, "boolean", node) for p in (node.this, node.args.get("expression")) if p]
+
+        def run(leaves: Sequence[Values], n: int) -> _R:
+            r = [p.run(leaves, n) for p in parts]
+            v = [_as_bool(x, n) for x in r]
+            x = 1.0 - v[0] if len(v) == 1 else _and(*v) if isinstance(node, exp.And) else _or(*v)
+            return _R("boolean", x, all(p.exact for p in r))
+
+        return _C("boolean", run, frozenset().union(*(p.leaves for p in parts)))
+
+    def is_null(self, node: exp.Expression) -> _C:
+        if not isinstance(node.expression, exp.Null):
+            raise self.refuse(node, "is not supported: only IS [NOT] NULL")
+        a = self.compile(node.this)
+
+        def run(leaves: Sequence[Values], n: int) -> _R:
+            r = a.run(leaves, n)
+            return _R("boolean", (~_present(r)).astype(np.float64), r.exact)
+
+        return _C("boolean", run, a.leaves)
+
+    def member(self, node: exp.Expression) -> _C:
+        items = node.expressions
+        if any(node.args.get(a) for a in ("query", "unnest", "field")) or not all(_literal(i) for i in items):
+            raise self.refuse(node, "needs a list of literals")
+        x = self.compile(node.this)
+        tests = [_compare_c(operator.eq, x, v) for v in map(self.compile, items) if self.join(node, [x, v])]
+        return _fold(tests, _or)
+
+    def between(self, node: exp.Expression) -> _C:
+        if node.args.get("symmetric"):
+            raise self.refuse(node, "is not supported: use BETWEEN without SYMMETRIC")
+        x, low, high = (
+            self.compile(node.this),
+            self.compile(node.args["low"]),
+            self.compile(node.args["high"]),
+        )
+        self.join(node, [x, low, high])
+        return _fold([_compare_c(operator.ge, x, low), _compare_c(operator.le, x, high)], _and)
+
+    def case(self, node: exp.Expression) -> _C:
+        if isinstance(node, exp.If):
+            whens = [(node.this, node.args["true"])]
+            default, subject = node.args.get("false"), None
+        else:
+            whens = [(i.this, i.args["true"]) for i in node.args["ifs"]]
+            default, subject = node.args.get("default"), node.args.get("this")
+        s = self.compile(subject) if subject is not None else None
+        conds, results = [], []
+        for when, then in whens:
+            c = self.compile(when) if s is not None else self.typed(when, "boolean", node)
+            if s is not None:
+                self.join(node, [s, c])
+                c = _compare_c(operator.eq, s, c)
+            conds.append(c)
+            results.append(self.compile(then))
+        results.append(self.compile(default) if default is not None else self.compile(exp.Null()))
+        kind = self.join(node, results)
+
+        def run(leaves: Sequence[Values], n: int) -> _R:
+            cs = [c.run(leaves, n) for c in conds]
+            parts = [r.run(leaves, n) for r in results]
+            picks = [_as_bool(c, n) == 1 for c in cs] + [np.ones(n, bool)]
+            decided = all(c.exact for c in cs)  # exact conditions: the truth takes the same branch
+            out = _choose(kind, parts, picks, decided and all(p.exact for p in parts), n)
+            if decided:
+                return out
+            union = [(_as_num(p, n), np.ones(n, bool)) for p, r in zip(parts, results, strict=True)]
+            null = any(r.null_literal for r in results)
+            return _widen(
+                out, [u for u, r in zip(union, results, strict=True) if not r.null_literal], null=null
+            )
+
+        return _C(kind, run, frozenset().union(*(c.leaves for c in conds + results)))
+
+    def coalesce(self, node: exp.Expression) -> _C:
+        args = [self.compile(a) for a in [node.this, *node.expressions]]
+        if isinstance(node, exp.Nullif):
+            args = [args[0], self.compile(node.expression)]
+        kind = self.join(node, args)
+
+        def run(leaves: Sequence[Values], n: int) -> _R:
+            parts = [a.run(leaves, n) for a in args]
+            exact = all(p.exact for p in parts)
+            if isinstance(node, exp.Nullif):
+                same = _as_bool(_compare(operator.eq, parts[0], parts[1], n), n) == 1
+                out = _choose(kind if kind != "null" else "any", parts[:1], [~same], exact, n)
+                return out if exact or out.kind != "number" else _number(out.x, out.lo, out.hi, False, True)
+            picks = [_present(p) for p in parts]
+            out = _choose(kind, parts, picks, exact, n)
+            union = [
+                (_as_num(p, n), m if p.exact else np.ones(n, bool))
+                for p, m, a in zip(parts, picks, args, strict=True)
+            ]
+            return _widen(out, [u for u, a in zip(union, args, strict=True) if not a.null_literal], stop=True)
+
+        return _C(kind, run, frozenset().union(*(a.leaves for a in args)))
+
+
+def _compare_c(op: Callable[[Any, Any], Any], a: _C, b: _C) -> _C:
+    def run(leaves: Sequence[Values], n: int) -> _R:
+        return _compare(op, a.run(leaves, n), b.run(leaves, n), n)
+
+    return _C("boolean", run, a.leaves | b.leaves)
+
+
+def _fold(parts: list[_C], fn: Callable[[F, F], F]) -> _C:
+    def run(leaves: Sequence[Values], n: int) -> _R:
+        r = [p.run(leaves, n) for p in parts]
+        x = _as_bool(r[0], n)
+        for other in r[1:]:
+            x = fn(x, _as_bool(other, n))
+        return _R("boolean", x, all(p.exact for p in r))
+
+    return _C("boolean", run, frozenset().union(*(p.leaves for p in parts)))
+
+
+_HANDLERS: dict[type[exp.Expression], Callable[[_Compiler, Any], _C]] = {
+    **dict.fromkeys(_UNARY, _Compiler.unary),
+    **dict.fromkeys(_ARITH, _Compiler.arith),
+    **dict.fromkeys(_COMPARE, _Compiler.compare),
+    exp.Pow: _Compiler.power, exp.Round: _Compiler.round, exp.Log: _Compiler.log,
+    exp.Least: _Compiler.extreme, exp.Greatest: _Compiler.extreme,
+    exp.And: _Compiler.logic, exp.Or: _Compiler.logic, exp.Not: _Compiler.logic,
+    exp.Is: _Compiler.is_null, exp.In: _Compiler.member, exp.Between: _Compiler.between,
+    exp.Case: _Compiler.case, exp.If: _Compiler.case,
+    exp.Coalesce: _Compiler.coalesce, exp.Nullif: _Compiler.coalesce,
+}  # fmt: skip
+_KINDS = {"number": "number", "boolean": "boolean", "text": "text"}
+
+
+def compile_formula(node: exp.Expression, leaf: Leaf, where: str) -> Formula:
+    """Compile an expression over leaves (aggregates and GROUP BY keys, as ``leaf`` says) into a Formula;
+    UnsupportedQuery naming the offending part if it uses anything else or mixes types."""
+    c = _Compiler(leaf, where).compile(node)
+    return Formula(_KINDS.get(c.kind, "other"), tuple(sorted(c.leaves)), node.sql(dialect="duckdb"), c.run)
+
+
+def compile_predicate(node: exp.Expression, leaf: Leaf, where: str = "HAVING") -> Formula:
+    """Compile a condition (HAVING): a Formula of kind boolean whose values are True, False or None."""
+    compiler = _Compiler(leaf, where)
+    c = compiler.compile(node)
+    if c.kind not in ("boolean", "null", "any"):
+        raise compiler.refuse(node, f"is not a condition (it gives {c.kind} values, not TRUE or FALSE)")
+    return Formula("boolean", tuple(sorted(c.leaves)), node.sql(dialect="duckdb"), c.run)
