@@ -107,13 +107,13 @@ class Case:
 
 
 NOT_PORTABLE = ("lite", "pg")
-# regions with the join key named as in people: USING (region) is portable, ON region = code is not
+# regions with the join key named as in people, for USING (region); ON p.region = r.code compares two int
+# columns as stored, which is portable too
 REGIONS_AS = "(SELECT code AS region, name FROM regions) AS r"
 CASES: dict[str, Case] = {
     # ---- joins of two private tables on the privacy unit
     "private_join_on": Case(
         "DP-SELECT 50 COUNT(*), SUM(cost) FROM visits v JOIN people p ON v.pid = p.pid WHERE p.age >= 40",
-        refused=NOT_PORTABLE,
     ),
     "private_join_using_grouped": Case(
         "DP-SELECT 50 sex, COUNT(*), AVG(cost), SUM(cost) FROM visits JOIN people USING (pid) GROUP BY sex"
@@ -125,20 +125,17 @@ CASES: dict[str, Case] = {
     "private_join_on_with_condition": Case(
         "DP-SELECT 50 kind, COUNT(*) FROM visits AS v JOIN people AS p ON v.pid = p.pid AND p.sex = 'F' "
         "GROUP BY kind",
-        refused=NOT_PORTABLE,
     ),
     # ---- joins with the public table
     "public_join_on": Case(
         "DP-SELECT 50 r.name, COUNT(*), AVG(p.age) FROM people p JOIN regions r ON p.region = r.code "
         "GROUP BY r.name",
-        refused=NOT_PORTABLE,
     ),
     "public_join_using": Case(
         f"DP-SELECT 50 name, COUNT(*), AVG(age) FROM people JOIN {REGIONS_AS} USING (region) GROUP BY name"
     ),
     "public_left_join_on": Case(
         "DP-SELECT 50 COUNT(*), COUNT(r.name) FROM people p LEFT JOIN regions r ON p.region = r.code",
-        refused=NOT_PORTABLE,
     ),
     "public_left_join_using": Case(
         f"DP-SELECT 50 COUNT(*), COUNT(name), AVG(income) FROM people LEFT JOIN {REGIONS_AS} USING (region)"
@@ -251,10 +248,7 @@ CASES: dict[str, Case] = {
     ),
 }
 # bugs, kept as failing cases (xfail strict): the reason in one line, the reproduction in the report
-BUGS = {
-    "per_unit_joined": "a per-unit subquery (GROUP BY pid) joined back on pid is refused: 'a table without a "
-    "privacy_unit has none'",
-}
+BUGS: dict[str, str] = {}
 CASE_PARAMS = [
     pytest.param(
         name, id=name, marks=[pytest.mark.xfail(strict=True, reason=BUGS[name])] if name in BUGS else []
@@ -493,10 +487,8 @@ MISMATCHED_USING = [
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param("duck", marks=pytest.mark.xfail(strict=True, reason="USING (number = text) is not type-"
-                     "checked: DuckDB fails while reading (depending on the data) and charges")),
-        pytest.param("lite", marks=pytest.mark.xfail(strict=True, reason="USING (number = text) is not type-"
-                     "checked: SQLite answers (no row matches) where ON is refused")),
+        "duck",
+        "lite",
         "pg",
     ],
 )  # fmt: skip

@@ -29,6 +29,7 @@ from privdb.catalog.metadata import ColumnMeta
 from privdb.errors import UnsupportedQuery
 from privdb.sql import expr
 from privdb.sql.expr import Expr, Type
+from privdb.sql.expr.render import column_expr
 from privdb.sql.relation import UNIT, Relation, RelationMeta, Tables, _multiplicity, _unit_columns
 
 __all__ = ["join_relations"]
@@ -61,16 +62,21 @@ def _qualifiers(rel: Relation) -> list[str]:
     return [q for q in meta.scope if q is not None]
 
 
-def _equalities(condition: Expr) -> list[tuple[Expr, Expr]]:
-    """The top-level ``a = b`` conjuncts of an ON condition."""
-    stack, out = [condition], []
-    while stack:
-        node = stack.pop()
-        if node.op == "and":
-            stack.extend(node.args)
-        elif node.op == "eq":
-            out.append((node.args[0], node.args[1]))
-    return out
+def _conjuncts(condition: Expr) -> list[Expr]:
+    """The top-level conjuncts of an ON condition, in order."""
+    if condition.op == "and":
+        return [c for arg in condition.args for c in _conjuncts(arg)]
+    return [condition]
+
+
+def _join_term(term: Expr) -> tuple[str, bool]:
+    """A conjunct as SQL, and whether it is total on every engine. An equality of two columns stored alike
+    (``p.pid = v.pid``) compares them as stored: no cast, so it cannot fail on any engine."""
+    if term.op == "eq" and all(a.is_column and a.portable for a in term.args):
+        a, b = term.args
+        if (a.value.storage or a.value.type) == (b.value.storage or b.value.type) and a.type is b.type:
+            return f"({quote(a.value.name)} = {quote(b.value.name)})", True
+    return expr.render(term), term.portable
 
 
 def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tables) -> Relation:
@@ -159,28 +165,28 @@ def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tabl
     # the condition, over the joined scope (names unique, so it renders unqualified)
     portable = left.portable and right.portable
     if using:
-        parts = []
+        conjuncts: list[Expr] = []
         for low in using_names:
-            lmeta_s = left.meta.scope[None][low]  # type: ignore[attr-defined]
-            rmeta_s = right.meta.scope[None][low]  # type: ignore[attr-defined]
-            parts.append(f"{quote(lnames[lmeta_s])} = {quote(rnames[rmeta_s])}")
-            pairs_unit = lnames[lmeta_s] in lunits and rnames[rmeta_s] in runits
-            if pairs_unit:
-                units.add(lnames[lmeta_s])
-        condition_sql = " AND ".join(parts)
-        equalities = [
-            (lnames[left.meta.scope[None][u]], rnames[right.meta.scope[None][u]])  # type: ignore[attr-defined]
-            for u in using_names
-        ]
+            lname = lnames[left.meta.scope[None][low]]  # type: ignore[attr-defined]
+            rname = rnames[right.meta.scope[None][low]]  # type: ignore[attr-defined]
+            a, b = column_expr(columns[lname], lname), column_expr(columns[rname], rname)
+            if a.type is not b.type:
+                raise UnsupportedQuery(
+                    f"USING ({low}): the two columns hold different types ({a.type.value} and "
+                    f"{b.type.value}); join columns of one type"
+                )
+            conjuncts.append(Expr("eq", Type.BOOL, (a, b), portable=False, source=f"{low} = {low}"))
     else:
         assert on is not None
-        condition = expr.check(on, draft, "JOIN … ON", Type.BOOL)
-        condition_sql = expr.render(condition)
-        portable = portable and condition.portable
-        equalities = []
-        for a, b in _equalities(condition):
-            if a.is_column and b.is_column:
-                equalities.append((a.value.name, b.value.name))
+        conjuncts = _conjuncts(expr.check(on, draft, "JOIN … ON", Type.BOOL))
+    rendered = [_join_term(c) for c in conjuncts]
+    condition_sql = " AND ".join(sql for sql, _ in rendered)
+    portable = portable and all(ok for _, ok in rendered)
+    equalities = [
+        (c.args[0].value.name, c.args[1].value.name)
+        for c in conjuncts
+        if c.op == "eq" and c.args[0].is_column and c.args[1].is_column
+    ]
     lcols, rcols = set(lnames.values()), set(rnames.values())
     oriented = [(a, b) if a in lcols else (b, a) for a, b in equalities if (a in lcols) != (b in lcols)]
     oriented = [(a, b) for a, b in oriented if a in lcols and b in rcols]

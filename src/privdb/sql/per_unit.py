@@ -13,9 +13,9 @@ contribution before aggregating, here per value (``m`` = the table's max_contrib
 | AVG, MIN, MAX(x)   | of the clamped values                             | [L, U]                           |
 
 (``[L, U]`` the argument's bounds by interval arithmetic, privdb.sql.expr.bounds.) Grouped by the unit alone,
-the result has exactly one row per unit: it is a table whose rows are units (no privacy unit column needed:
-each row is one person). Grouped by the unit and other keys, a unit has several rows and the outer query's
-contribution bounding applies to them as to any table's.
+the result has exactly one row per unit (``m = G = 1``); grouped by the unit and other keys, a unit has
+several rows and the outer query's contribution bounding applies to them as to any table's. Either way the
+unit stays the relation's privacy unit (carried hidden), so the result can be joined back on it.
 """
 
 from __future__ import annotations
@@ -156,18 +156,17 @@ def per_unit_relation(node: exp.Select, alias: str, inner: Relation, tables: Tab
     columns = {name: col for name, _, col in outputs}
     select_sql = [f"{sql} AS {quote(name)}" for name, sql, _ in outputs]
     one_row_per_unit = len(keys) == 1
-    unit: str | None = None
-    if not one_row_per_unit:
-        unit = UNIT
-        columns[UNIT] = ColumnMeta(UNIT, "text", private_id=True, storage="text")
-        select_sql.append(f"{key_sql[unit_keys[0]]} AS {quote(UNIT)}")
-        out_units.add(UNIT)
+    # the unit stays the relation's privacy unit (joins on it stay possible), carried hidden
+    unit = UNIT
+    columns[UNIT] = ColumnMeta(UNIT, "text", private_id=True, storage="text")
+    select_sql.append(f"{key_sql[unit_keys[0]]} AS {quote(UNIT)}")
+    out_units.add(UNIT)
     visible = {name.lower(): name for name, _, _ in outputs}
     rmeta = RelationMeta(
         name=alias,
         columns=columns,
         privacy_unit=unit,
-        # one row per unit: every row is one person (row-level from here on)
+        # one row per unit: a unit contributes exactly one row, to one group
         max_contributions=1 if one_row_per_unit else meta.max_contributions,
         max_groups=1 if one_row_per_unit else meta.max_groups,
         neighbouring=meta.neighbouring,
