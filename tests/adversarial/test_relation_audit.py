@@ -47,6 +47,7 @@ from conftest import ALPHA, seeded
 from joinfixtures import PEOPLE_META, drop, frames, people_visits
 from privdb.audit import clopper_pearson
 from privdb.database import Database
+from privdb.errors import UnsupportedQuery
 from privdb.sql import engine
 from privdb.sql.noise import add_noise
 from privdb.sql.plan import DISTINCT_KINDS, Plan
@@ -270,11 +271,6 @@ def _move_of(tmp_path: Path, tables: dict[str, pd.DataFrame], pid: int, query: s
     return _moves(reads[0], reads[1])[0], reads[0][0].statistics[0].sensitivity
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a per-unit GROUP BY of the LEFT JOIN's nullable unit column (v.pid) puts every unmatched "
-    "person in one NULL row, declared one row per person",
-)
 def test_a_left_join_per_unit_group_never_merges_people(tmp_path: Path) -> None:
     tables = frames(people=50, seed=5)
     visits = tables["visits"]
@@ -285,22 +281,22 @@ def test_a_left_join_per_unit_group_never_merges_people(tmp_path: Path) -> None:
         "DP-SELECT 1 n, COUNT(*) FROM (SELECT v.pid, COUNT(*) AS n FROM people p LEFT JOIN visits v "
         "ON p.pid = v.pid GROUP BY v.pid) AS u GROUP BY n"
     )
-    move, sensitivity = _move_of(tmp_path, tables, 1, query)  # persons 1 and 2 have no visits
-    assert move <= sensitivity, (move, sensitivity)  # move 2 (group n=2 → n=1), sensitivity 1
+    # v.pid is NULL for persons 1 and 2 (no visits): it is not the unit there, so the grouping is refused
+    # before anything is read (grouping by p.pid is the per-person form)
+    with pytest.raises(UnsupportedQuery, match="must include the privacy unit"):
+        _move_of(tmp_path, tables, 1, query)
+    per_person = query.replace("SELECT v.pid", "SELECT p.pid").replace("GROUP BY v.pid", "GROUP BY p.pid")
+    move, sensitivity = _move_of(tmp_path, tables, 1, per_person)
+    assert move <= sensitivity, (move, sensitivity)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='bug: AS "__PRIVDB_UNIT" passes the case-sensitive reserved-name check and DuckDB binds the '
-    "hidden __privdb_unit to it: contributions are bounded per cost value, not per person",
-)
 def test_an_analyst_column_never_replaces_the_privacy_unit(tmp_path: Path) -> None:
     tables = frames(people=50, seed=5)
     heavy = pd.DataFrame({"pid": 7, "cost": np.arange(100.0, 130.0), "kind": "gp"})  # 30 visits
     tables["visits"] = pd.concat([tables["visits"][tables["visits"]["pid"] != 7], heavy], ignore_index=True)
     query = 'DP-SELECT 1 COUNT(*) FROM (SELECT cost AS "__PRIVDB_UNIT" FROM visits) AS s'
-    move, sensitivity = _move_of(tmp_path, tables, 7, query)
-    assert move <= sensitivity, (move, sensitivity)  # move 30, sensitivity 5
+    with pytest.raises(UnsupportedQuery, match="reserved"):  # the name is reserved in any case
+        _move_of(tmp_path, tables, 7, query)
 
 
 def test_a_join_on_the_unit_never_pairs_two_people(tmp_path: Path) -> None:
@@ -329,14 +325,7 @@ def test_a_join_on_the_unit_never_pairs_two_people(tmp_path: Path) -> None:
     "storage",
     [
         "int64",
-        pytest.param(
-            "float64",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="bug: a public join's multiplicity counts public rows per raw key, but a key of "
-                "another storage is matched as CAST(… AS DOUBLE): codes 2^53 and 2^53 + 1 both meet one row",
-            ),
-        ),
+        "float64",
     ],
 )
 def test_a_public_join_multiplicity_counts_every_public_row_a_row_meets(tmp_path: Path, storage: str) -> None:

@@ -438,11 +438,6 @@ def test_a_refusal_names_no_value_of_the_data(pairs: list[Pair]) -> None:
             assert value in query or value not in message, (query, message)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='bug: the reserved-name check is case-sensitive, DuckDB is not: AS "__PRIVDB_UNIT" replaces '
-    "the hidden privacy unit",
-)
 @pytest.mark.parametrize(
     "query",
     [
@@ -458,11 +453,6 @@ def test_reserved_names_are_reserved_in_any_case(pairs: list[Pair], query: str) 
     assert refused.value.code == "unsupported_query"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a self-join on the privacy unit is refused although both tables have aliases ('the name "
-    "visits is used twice in FROM; give each table an alias')",
-)
 def test_a_self_join_on_the_unit_with_aliases_answers(pairs: list[Pair]) -> None:
     query = "DP-SELECT 1 COUNT(*), SUM(b.cost) FROM visits a JOIN visits b ON a.pid = b.pid"
     for pair in pairs:

@@ -36,6 +36,7 @@ from privdb.sql.expr import Expr
 from privdb.sql.noise import NoisyAnswer, add_noise, canonical_key
 from privdb.sql.parse import DPQuery, parse_dp_select
 from privdb.sql.plan import DISTINCT_KINDS, Plan, plan_query
+from privdb.sql.public import answer_public, is_plain_select
 from privdb.sql.relation import Relation, Tables, build_relation
 from privdb.sql.release import (
     RELEASE_GUARANTEE,
@@ -91,7 +92,7 @@ class _DatabaseTables(Tables):
     def max_matches(self, relation: Relation, keys: list[str]) -> int:
         assert relation.public, "only public tables are read to plan a query"
         backend, sources = _engine_of(self.db, relation.tables)
-        by = f" GROUP BY {', '.join(quote(k) for k in keys)}" if keys else ""
+        by = f" GROUP BY {', '.join(keys)}" if keys else ""
         sql = (
             f"SELECT MAX(n) AS n FROM (SELECT COUNT(*) AS n FROM {relation.source(sources)} AS _p{by}) AS _m"
         )
@@ -347,10 +348,13 @@ def explain(db: Database, text: str, analyst: str | None = None) -> dict[str, An
 def run(db: Database, analyst: str, text: str) -> Result:
     """Answer ``text`` for ``analyst`` with differential privacy, paid from their budget.
 
-    A refusal is written to the catalog's log of refused queries; answers are in the ledger's spends."""
+    A plain SELECT reads public tables only, free (privdb.sql.public). A refusal is written to the
+    catalog's log of refused queries; answers are in the ledger's spends."""
     if not db.catalog.has_analyst(analyst):
         raise Unauthorized(f"unknown analyst {analyst!r}; the owner creates analysts with `privdb grant`")
     try:
+        if isinstance(text, str) and is_plain_select(text):
+            return answer_public(db, analyst, text)
         return _run(db, analyst, text)
     except PrivdbError as err:
         if not isinstance(err, QueryFailed | InternalError):  # those were charged: the ledger has them

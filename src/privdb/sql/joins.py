@@ -24,13 +24,22 @@ from collections.abc import Mapping
 
 from sqlglot import exp
 
-from privdb.backends.duckdb import HIDDEN_PREFIX, quote
+from privdb.backends.duckdb import quote
 from privdb.catalog.metadata import ColumnMeta
 from privdb.errors import UnsupportedQuery
 from privdb.sql import expr
 from privdb.sql.expr import Expr, Type
-from privdb.sql.expr.render import column_expr
-from privdb.sql.relation import UNIT, Relation, RelationMeta, Tables, _multiplicity, _unit_columns
+from privdb.sql.expr.render import column_expr, render_num, render_text
+from privdb.sql.relation import (
+    AMBIGUOUS,
+    UNIT,
+    Relation,
+    RelationMeta,
+    Tables,
+    _multiplicity,
+    _unit_columns,
+    hidden,
+)
 
 __all__ = ["join_relations"]
 
@@ -47,10 +56,12 @@ def _side_names(rel: Relation, other: Relation, qualifier: str, taken: set[str])
     other_names = {n.lower() for n in other.meta.columns}
     for name in rel.meta.columns:
         new = name
-        if name.startswith(HIDDEN_PREFIX):
+        if hidden(name):
             new = f"{name}_{qualifier}" if name.lower() in other_names else name
         elif name.lower() in other_names or name.lower() in taken:
             new = f"{qualifier}.{name}"
+        while new.lower() in taken:  # a self-join without distinct aliases: still one name per column
+            new = f"{qualifier}.{new}"
         taken.add(new.lower())
         out[name] = new
     return out
@@ -69,13 +80,29 @@ def _conjuncts(condition: Expr) -> list[Expr]:
     return [condition]
 
 
+def _as_stored(term: Expr) -> bool:
+    """An equality of two columns stored alike: compared as stored, with no conversion."""
+    if term.op != "eq" or not all(a.is_column and a.portable for a in term.args):
+        return False
+    a, b = term.args
+    return (a.value.storage or a.value.type) == (b.value.storage or b.value.type) and a.type is b.type
+
+
+def _compared_sql(column: Expr) -> str:
+    """A column as an equality of two columns not stored alike reads it (expr.render's operands)."""
+    if column.type is Type.NUM:
+        return render_num(column)
+    if column.type is Type.TEXT:
+        return render_text(column)
+    return expr.render(column)
+
+
 def _join_term(term: Expr) -> tuple[str, bool]:
     """A conjunct as SQL, and whether it is total on every engine. An equality of two columns stored alike
     (``p.pid = v.pid``) compares them as stored: no cast, so it cannot fail on any engine."""
-    if term.op == "eq" and all(a.is_column and a.portable for a in term.args):
+    if _as_stored(term):
         a, b = term.args
-        if (a.value.storage or a.value.type) == (b.value.storage or b.value.type) and a.type is b.type:
-            return f"({quote(a.value.name)} = {quote(b.value.name)})", True
+        return f"({quote(a.value.name)} = {quote(b.value.name)})", True
     return expr.render(term), term.portable
 
 
@@ -112,8 +139,8 @@ def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tabl
                 "substitute); a join needs one"
             )
     taken: set[str] = set()
-    lnames = _side_names(left, right, (_qualifiers(left) or ["l"])[-1], taken)
-    rnames = _side_names(right, left, (_qualifiers(right) or ["r"])[-1], taken)
+    lnames = _side_names(left, right, (_qualifiers(left) or ["l"])[0], taken)
+    rnames = _side_names(right, left, (_qualifiers(right) or ["r"])[0], taken)
     columns: dict[str, ColumnMeta] = {}
     for rel, names in ((left, lnames), (right, rnames)):
         for old, new in names.items():
@@ -131,10 +158,9 @@ def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tabl
                         ambiguous.add(low)
                     scope[None][low] = mapped
                 continue
-            if qualifier in scope:
-                raise UnsupportedQuery(
-                    f"the name {qualifier!r} is used twice in FROM; give each table an alias"
-                )
+            if qualifier in scope:  # two tables known by one name (a self-join's table name)
+                scope[qualifier] = {AMBIGUOUS: ""}
+                continue
             scope[qualifier] = {low: (names[i] if i else "") for low, i in visible.items()}
     using_names = [u.name.lower() for u in (using or [])]
     for low in ambiguous:
@@ -148,9 +174,10 @@ def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tabl
         if not lc or not rc:
             raise UnsupportedQuery(f"USING ({low}): both sides of the JOIN need a column {low!r}")
         scope[None][low] = lnames[lc]
-    units = {lnames[u] for u in _unit_columns(left.meta)} | {rnames[u] for u in _unit_columns(right.meta)}
     lunits = {lnames[u] for u in _unit_columns(left.meta)}
     runits = {rnames[u] for u in _unit_columns(right.meta)}
+    # a LEFT JOIN's right side is NULL where nothing matched: its unit column is not the unit there
+    units = lunits | (runits if side != "LEFT" else set())
     private_pair = not left.public and not right.public
     unit = (
         lnames[left.meta.privacy_unit]
@@ -182,19 +209,26 @@ def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tabl
     rendered = [_join_term(c) for c in conjuncts]
     condition_sql = " AND ".join(sql for sql, _ in rendered)
     portable = portable and all(ok for _, ok in rendered)
-    equalities = [
-        (c.args[0].value.name, c.args[1].value.name)
-        for c in conjuncts
-        if c.op == "eq" and c.args[0].is_column and c.args[1].is_column
-    ]
     lcols, rcols = set(lnames.values()), set(rnames.values())
-    oriented = [(a, b) if a in lcols else (b, a) for a, b in equalities if (a in lcols) != (b in lcols)]
-    oriented = [(a, b) for a, b in oriented if a in lcols and b in rcols]
+    oriented: list[tuple[str, str, Expr, bool]] = []  # (left column, right column, right's Expr, as stored)
+    for c in conjuncts:
+        if c.op == "eq" and c.args[0].is_column and c.args[1].is_column:
+            a, b = c.args
+            if a.value.name in rcols:
+                a, b = b, a
+            if a.value.name in lcols and b.value.name in rcols:
+                oriented.append((a.value.name, b.value.name, b, _as_stored(c)))
     m, g, multiplicity = left.meta.max_contributions, left.meta.max_groups, _multiplicity(left.meta)
     if private_pair:
-        if not any(a in lunits and b in runits for a, b in oriented):
+        on_units = [stored for a, b, _, stored in oriented if a in lunits and b in runits]
+        if not on_units:
             raise UnsupportedQuery(
                 f"{_PRIVATE_JOIN}: add {_unit_hint(left, lnames)} = {_unit_hint(right, rnames)} to ON"
+            )
+        if not any(on_units):
+            raise UnsupportedQuery(
+                "the two privacy unit columns are stored as different types, so comparing them would "
+                "convert them (two people's ids could become equal); join privacy units stored alike"
             )
         m = left.meta.max_contributions * right.meta.max_contributions
         g = max(left.meta.max_groups, right.meta.max_groups)
@@ -206,10 +240,15 @@ def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tabl
             _multiplicity(private.meta),
         )
         if private.meta.privacy_unit is None and not private.public:
-            # without a unit, a private row meeting k public rows counts k times
-            keys = [b if public is right else a for a, b in oriented]
+            # without a unit, a private row meeting k public rows counts k times; k is counted on the
+            # public keys as the join compares them (converted where they are not compared as stored)
             inverse = {v: k for k, v in pnames.items()}
-            k = tables.max_matches(public, [inverse[c] for c in keys])
+            key_sql: list[str] = []
+            for lcol, rcol, _, stored in oriented:
+                name = inverse[rcol if public is right else lcol]
+                key = column_expr(public.meta.columns[name], name)
+                key_sql.append(expr.render(key) if stored else _compared_sql(key))
+            k = tables.max_matches(public, key_sql)
             multiplicity *= max(k, 1)
     rmeta = RelationMeta(
         name=draft.name, columns=columns, privacy_unit=unit, max_contributions=m, max_groups=g,

@@ -31,7 +31,7 @@ from privdb.sql import expr
 from privdb.sql.expr import Type
 from privdb.sql.expr.bounds import bound
 from privdb.sql.expr.render import render_num
-from privdb.sql.relation import UNIT, Relation, RelationMeta, Tables, _derived, _unit_columns
+from privdb.sql.relation import UNIT, Relation, RelationMeta, Tables, _derived, _unit_columns, hidden
 
 __all__ = ["per_unit_relation"]
 
@@ -129,7 +129,7 @@ def per_unit_relation(node: exp.Select, alias: str, inner: Relation, tables: Tab
             if isinstance(item, exp.Alias)
             else (target.name if isinstance(target, exp.Column) else target.sql(dialect="duckdb"))
         )
-        if name.startswith(HIDDEN_PREFIX):
+        if hidden(name):
             raise UnsupportedQuery(f"names starting with {HIDDEN_PREFIX!r} are reserved for privdb")
         if isinstance(target, exp.AggFunc):
             sql, column, fits = _aggregate(item.this if isinstance(item, exp.Alias) else item, meta, m, name)
@@ -187,5 +187,5 @@ def per_unit_relation(node: exp.Select, alias: str, inner: Relation, tables: Tab
 
 
 def _unit_names(meta: RelationMeta) -> str:
-    names = sorted(n for n in meta.unit_columns if not n.startswith(HIDDEN_PREFIX))
+    names = sorted(n for n in meta.unit_columns if not hidden(n))
     return ", ".join(names) or "not selected in the inner query"

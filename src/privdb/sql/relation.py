@@ -43,6 +43,14 @@ from privdb.sql.suggest import did_you_mean
 __all__ = ["Relation", "RelationMeta", "Tables", "build_relation", "refuse_unsupported_forms"]
 
 UNIT = f"{HIDDEN_PREFIX}unit"  # the privacy unit, carried hidden through subqueries and joins
+AMBIGUOUS = "\0"  # marks a qualifier that names two tables of FROM (a self-join's table name)
+
+
+def hidden(name: str) -> bool:
+    """A name reserved for privdb's hidden columns, in any case (engines match names case-insensitively)."""
+    return name.lower().startswith(HIDDEN_PREFIX)
+
+
 MAX_DERIVED_VALUES = 10_000  # public values of a derived key column, computed from the source column's
 _FORMS = (
     "FROM accepts: a table [AS alias]; a subquery or CTE of row-wise expressions, WHERE and renaming over "
@@ -70,6 +78,10 @@ class RelationMeta(TableMeta):
                 f"{qualifier}.{name}: no table or alias {qualifier!r} in FROM"
                 f"{did_you_mean(qualifier or '', qualifiers)}"
             )
+        if AMBIGUOUS in names:
+            raise UnsupportedQuery(
+                f"{qualifier}.{name}: {qualifier!r} names two tables of FROM; use the aliases you gave them"
+            )
         internal = names.get(name.lower())
         if internal is None:
             where = f"{qualifier!r}" if qualifier else "the FROM clause"
@@ -83,7 +95,7 @@ class RelationMeta(TableMeta):
         return self.columns[internal]
 
     def column(self, name: str) -> ColumnMeta:
-        if name in self.columns and not name.startswith(HIDDEN_PREFIX):
+        if name in self.columns and not hidden(name):
             return self.columns[name]
         return self.qualified(None, name)
 
@@ -122,6 +134,7 @@ class Tables:
         raise NotImplementedError
 
     def max_matches(self, relation: Relation, keys: list[str]) -> int:  # pragma: no cover - interface
+        """The most rows of a public relation sharing one value of ``keys`` (SQL over its columns)."""
         raise NotImplementedError
 
     def values_of(self, sql: str, column: ColumnMeta, values: list[Any]) -> tuple[Any, ...] | None:
@@ -216,7 +229,7 @@ def _storage(kind: Type) -> str:
 
 
 def _scope_of(meta: TableMeta, qualifier: str, table: str | None = None) -> dict[str | None, dict[str, str]]:
-    visible = {name.lower(): name for name in meta.columns if not name.startswith(HIDDEN_PREFIX)}
+    visible = {name.lower(): name for name in meta.columns if not hidden(name)}
     scope: dict[str | None, dict[str, str]] = {None: dict(visible), qualifier.lower(): dict(visible)}
     if table and table.lower() != qualifier.lower():
         scope[table.lower()] = dict(visible)
@@ -333,7 +346,7 @@ class _Builder:
                 units.add(name)
         seen: set[str] = set()
         for name, _, _ in outputs:
-            if name.lower() in seen or name.startswith(HIDDEN_PREFIX):
+            if name.lower() in seen or hidden(name):
                 raise UnsupportedQuery(
                     f"the subquery {alias!r} has two columns named {name!r}; give them distinct names (AS …)"
                     if name.lower() in seen

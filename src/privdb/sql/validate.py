@@ -12,6 +12,7 @@ col``) is a key release. Every other clause is refused by an allow-list.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from sqlglot import exp
 
@@ -121,6 +122,15 @@ def _strip(node: exp.Expression) -> exp.Expression:
     while isinstance(node, exp.Paren):
         node = node.this
     return node
+
+
+def _ancestors(node: exp.Expression) -> list[Any]:
+    out: list[Any] = []
+    parent = node.parent
+    while parent is not None:
+        out.append(parent)
+        parent = parent.parent
+    return out
 
 
 def _has_aggregate(node: exp.Expression) -> bool:
@@ -263,7 +273,11 @@ class _Resolver:
             self.formulas = formulas
             outputs.append((name, "formula", len(formulas) - 1))
         having_node = select.args.get("having")
-        having = compile_predicate(having_node.this, self.leaf) if having_node is not None else None
+        having = (
+            compile_predicate(self.aliases_expanded(having_node.this, items), self.leaf)
+            if having_node is not None
+            else None
+        )
         if not self.aggregates and not key_exprs:
             raise UnsupportedQuery(
                 "the query asks for no aggregate and no key: add COUNT(*) (or another aggregate), or GROUP "
@@ -292,6 +306,33 @@ class _Resolver:
             table, where, keys, tuple(self.aggregates), tuple(outputs), order, limit, tuple(formulas),
             having, tuple(self.leaves), computed, self.arguments.portable,
         )  # fmt: skip
+
+    def aliases_expanded(self, node: exp.Expression, items: list[exp.Expression]) -> exp.Expression:
+        """HAVING ``n > 100`` where ``n`` is the select list's alias of an aggregate or an expression over
+        aggregates: the aliased expression in its place. A name inside an aggregate, or one that is a
+        column of the relation, stays the column (as in DuckDB)."""
+        aliases: dict[str, exp.Expression] = {
+            i.alias.lower(): i.this for i in items if isinstance(i, exp.Alias) and _has_aggregate(i.this)
+        }
+
+        def alias_of(column: exp.Column) -> exp.Expression | None:
+            if column.table or column.name.lower() not in aliases:
+                return None
+            if any(is_aggregate(p) for p in _ancestors(column)):
+                return None
+            try:
+                self.table.qualified(None, column.name)
+                return None  # a column of the relation
+            except PrivdbError:
+                return aliases[column.name.lower()]
+
+        tree = node.copy()
+        if isinstance(tree, exp.Column) and (target := alias_of(tree)) is not None:
+            return target.copy()
+        for column in list(tree.find_all(exp.Column)):
+            if (target := alias_of(column)) is not None:
+                column.replace(exp.Paren(this=target.copy()))
+        return tree
 
     def order(
         self, outputs: list[tuple[str, str, int]], keys: tuple[KeyRef, ...]
