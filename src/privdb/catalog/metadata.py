@@ -17,10 +17,41 @@ import yaml
 from privdb.errors import InvalidParameter, UnknownColumn
 from privdb.sql.suggest import did_you_mean
 
-__all__ = ["ColumnMeta", "TableMeta", "load_metadata", "metadata_from_dict"]
+__all__ = ["ColumnMeta", "StoredType", "TableMeta", "load_metadata", "metadata_from_dict"]
 
 COLUMN_TYPES = ("int", "float", "category", "text", "bool", "date")
 NEIGHBOURING = ("add_remove", "substitute")
+
+
+class StoredType(str):
+    """An engine type read from the values a column holds, for engines that type values, not columns (an
+    SQLite column declared without a type, or with BLOB or NUMERIC affinity, may hold integers, reals and
+    text side by side). Read by the owner's side when a table is attached; only counts are kept, never values.
+
+    The string is the type the values give: ``int`` (all integers), ``float`` (integers and reals), else
+    ``text`` (all text, numbers mixed with text, or no value at all)."""
+
+    numbers: int
+    not_numbers: int
+
+    def __new__(cls, *, integers: int, reals: int, not_numbers: int) -> StoredType:
+        kind = "text" if not_numbers or not integers + reals else "float" if reals else "int"
+        self = super().__new__(cls, kind)
+        self.numbers, self.not_numbers = integers + reals, not_numbers
+        return self
+
+    def storage(self, table: str, column: str, kind: str) -> str:
+        """How a column declared ``kind`` in the metadata is stored: a column without values fits every
+        type; numbers are refused when some values are not numbers (the message counts them)."""
+        if not self.numbers and not self.not_numbers:
+            return "text" if kind == "category" else kind
+        if kind in ("int", "float") and self.not_numbers:
+            raise InvalidParameter(
+                f"table {table!r}, column {column!r}: declared {kind} but {self.not_numbers:,} of its "
+                f"{self.numbers + self.not_numbers:,} values are not numbers (the engine keeps each value's "
+                "own type in this column); fix the type in the metadata (e.g. text) or the values"
+            )
+        return str(self)
 
 
 @dataclass(frozen=True)
@@ -171,6 +202,8 @@ def _column(table: str, name: str, spec: Any, engine_type: str | None) -> Column
         if len(set(map(repr, values))) != len(values):
             raise InvalidParameter(f"table {table!r}, column {name!r}: values has duplicates")
         values = tuple(values)
+    if isinstance(engine_type, StoredType):  # typed by its values: the declared type must fit them
+        engine_type = engine_type.storage(table, name, kind)
     if engine_type is not None and kind == "bool" and engine_type != "bool":
         raise InvalidParameter(
             f"table {table!r}, column {name!r}: declared bool but the data holds {engine_type}; "
@@ -242,7 +275,7 @@ def metadata_from_dict(table: str, spec: dict[str, Any] | None, engine_columns: 
         columns[actual] = _column(table, actual, col_spec, engine_columns[actual])
     for name, kind in engine_columns.items():
         if name not in columns:
-            columns[name] = ColumnMeta(name=name, type=kind, storage=kind)
+            columns[name] = ColumnMeta(name=name, type=str(kind), storage=str(kind))
     meta = TableMeta(
         name=table,
         columns=columns,
