@@ -264,3 +264,24 @@ def test_declared_column_types_still_work(tmp_path: Path) -> None:
             db.attach(
                 "again", f"sqlite:///{path}", source="people", metadata={"columns": {"city": {"type": "int"}}}
             )
+
+
+def test_a_query_never_depends_on_the_values_a_column_holds_now(tmp_path: Path) -> None:
+    """Once attached, a column typed by its values is read with its declared type: a person whose age is
+    later stored as text (one row of a neighbouring file) changes no query's outcome (the outcome rule)."""
+    outcomes = []
+    for i, odd in enumerate((False, True)):
+        rows = _rows(500, seed=5)
+        path = _course_file(tmp_path / f"people{i}.db", rows)
+        db = Database(tmp_path / f"db{i}")
+        db.attach("people", f"sqlite:///{path}", metadata=META)
+        db.grant("eve", epsilon=1000)
+        if odd:  # the owner's file changes after the attach: one value of another type
+            con = sqlite3.connect(path)
+            con.execute("INSERT INTO people VALUES (9999, 'forty', 100.0, 'x')")
+            con.commit()
+            con.close()
+        res = engine.run(db, "eve", "DP-SELECT 1 COUNT(*), SUM(age), AVG(income) FROM people WHERE age > 30")
+        outcomes.append((res.columns, len(res.rows), res.epsilon_spent))
+        db.close()
+    assert outcomes[0] == outcomes[1]

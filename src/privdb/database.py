@@ -21,12 +21,33 @@ from sqlglot import exp
 from privdb.accounting.ledger import Budget, Ledger
 from privdb.backends.base import Engine
 from privdb.backends.duckdb import DuckDBBackend, check_name
-from privdb.catalog.metadata import ColumnMeta, TableMeta, load_metadata, metadata_from_dict
+from privdb.catalog.metadata import ColumnMeta, StoredType, TableMeta, load_metadata, metadata_from_dict
 from privdb.catalog.store import Catalog
 from privdb.errors import InvalidParameter, PrivdbError, UnknownTable
 from privdb.mechanisms import RandomSource
 
 __all__ = ["Database"]
+
+
+def _as_declared(columns: dict[str, str], spec: dict[str, Any] | None) -> dict[str, str]:
+    """An attached table's engine types for a query: a column typed by its values (StoredType, checked
+    against the metadata when the owner attached it) takes its declared type, so whether an analyst's query
+    is refused never depends on the values a column holds now (the engine, SQLite, never fails on a value of
+    another type: it compares and sums them by its own rules)."""
+    declared = {str(k).lower(): v for k, v in ((spec or {}).get("columns") or {}).items()}
+    out: dict[str, str] = {}
+    for name, kind in columns.items():
+        facts = declared.get(name.lower())
+        if isinstance(kind, StoredType) and isinstance(facts, dict) and facts.get("type"):
+            typed = str(facts["type"]).lower()
+            if typed == "category":
+                values = facts.get("values") or []
+                numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+                typed = "float" if values and len(numbers) == len(values) else "text"
+            out[name] = typed
+        else:
+            out[name] = kind
+    return out
 
 
 class Database:
@@ -135,7 +156,8 @@ class Database:
         if table.lower() in attached:
             name = attached[table.lower()]
             engine, source = self.backend_for(name)
-            return metadata_from_dict(name, self.catalog.metadata(name), engine.columns(source))
+            spec = self.catalog.metadata(name)
+            return metadata_from_dict(name, spec, _as_declared(engine.columns(source), spec))
         name = self.backend.resolve(table)
         spec = self.catalog.metadata(name)
         return metadata_from_dict(name, spec, self.backend.columns(name))
