@@ -221,3 +221,23 @@ def test_nan_and_null_keys_add_up_whatever_the_row_order(tmp_path: Path) -> None
             groups, truth = _groups(plan, order)
             assert groups == [(None,)]
             assert [float(v[0]) for v in truth.values()] == [1003.0, 1003.0]
+
+
+def test_an_aggregate_filter_is_its_case_argument(tmp_path: Path) -> None:
+    """``COUNT(*) FILTER (WHERE c)`` aggregates the same rows as ``COUNT(CASE WHEN c THEN 1 END)``, and keeps
+    its name as written; at ε = 1000 both are the exact count up to noise of ±0.01."""
+    from joinfixtures import people_visits
+    from privdb.sql import engine
+
+    db = people_visits(tmp_path / "db")
+    res = engine.run(
+        db,
+        "alice",
+        "DP-SELECT 1000 COUNT(*) FILTER (WHERE age > 50), SUM(income) FILTER (WHERE sex = 'F') AS f FROM people",
+    )
+    truth = db.owner_sql(
+        "SELECT COUNT(*) FILTER (WHERE age > 50) AS n, SUM(LEAST(income, 200000)) FILTER (WHERE sex = 'F') AS f FROM people"
+    )
+    assert res.columns == ["COUNT(*) FILTER(WHERE age > 50)", "f"]
+    assert abs(res.rows[0][0] - truth["n"].iloc[0]) < 50
+    assert abs(res.rows[0][1] - truth["f"].iloc[0]) < 0.01 * truth["f"].iloc[0]

@@ -189,9 +189,10 @@ def for_engine(backend: Engine, plan: Plan | ReleasePlan | None, sql: str) -> st
         raise UnsupportedQuery(
             f"the {engine_name} engine cannot run this query's subquery, join condition or aggregate "
             "argument safely: outside DuckDB privdb sends only comparisons of columns with literals, IN, "
-            "BETWEEN, LIKE, IS NULL, AND/OR/NOT, CASE, COALESCE and NULLIF of columns (arithmetic, casts "
-            "and functions could fail on some rows and make the query fail depending on the data); "
-            "aggregate plain columns there, or load the tables into privdb's DuckDB for the whole language"
+            "BETWEEN, LIKE, IS NULL, AND/OR/NOT, CASE, COALESCE and NULLIF with text or boolean results, and "
+            "joins on columns stored alike (arithmetic, casts and functions could fail on some rows and make "
+            "the query fail depending on the data); aggregate plain columns there, or load the tables into "
+            "privdb's DuckDB for the whole language"
         )
     if isinstance(plan, Plan):
         checked: list[tuple[exp.Expression | None, Expr | None]] = [

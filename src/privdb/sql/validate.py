@@ -124,6 +124,27 @@ def _strip(node: exp.Expression) -> exp.Expression:
     return node
 
 
+def _filters_as_case(select: exp.Select) -> None:
+    """``AGG(x) FILTER (WHERE c)`` as ``AGG(CASE WHEN c THEN x END)`` (``COUNT(*)``: ``THEN 1``), in place:
+    the same rows are aggregated, and the argument's bounds are the unfiltered one's."""
+    for node in list(select.find_all(exp.Filter)):
+        aggregate, where = node.this, node.expression
+        if not isinstance(aggregate, exp.AggFunc) or not isinstance(where, exp.Where):
+            continue
+        arg = aggregate.this
+        distinct = isinstance(arg, exp.Distinct)
+        inner = arg.expressions[0] if distinct and len(arg.expressions) == 1 else arg
+        if inner is None or (distinct and inner is arg):
+            continue
+        value = exp.Literal.number(1) if isinstance(inner, exp.Star) else inner.copy()
+        case = exp.Case(ifs=[exp.If(this=where.this.copy(), true=value)])
+        new: Any = aggregate.copy()
+        new.set("this", exp.Distinct(expressions=[case]) if distinct else case)
+        if node.parent is select:  # an unnamed select item keeps its name as written
+            new = exp.Alias(this=new, alias=exp.to_identifier(node.sql(dialect="duckdb")))
+        node.replace(new)
+
+
 def _ancestors(node: exp.Expression) -> list[Any]:
     out: list[Any] = []
     parent = node.parent
@@ -226,6 +247,7 @@ class _Resolver:
         return resolved
 
     def resolve(self) -> Resolved:
+        _filters_as_case(self.select)
         select, table = self.select, self.table
         check_clauses(select, _CLAUSES)
         where_node = select.args.get("where")
