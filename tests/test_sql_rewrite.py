@@ -233,10 +233,12 @@ def test_an_aggregate_filter_is_its_case_argument(tmp_path: Path) -> None:
     res = engine.run(
         db,
         "alice",
-        "DP-SELECT 1000 COUNT(*) FILTER (WHERE age > 50), SUM(income) FILTER (WHERE sex = 'F') AS f FROM people",
+        "DP-SELECT 1000 COUNT(*) FILTER (WHERE age > 50), SUM(income) FILTER (WHERE sex = 'F') AS f "
+        "FROM people",
     )
     truth = db.owner_sql(
-        "SELECT COUNT(*) FILTER (WHERE age > 50) AS n, SUM(LEAST(income, 200000)) FILTER (WHERE sex = 'F') AS f FROM people"
+        "SELECT COUNT(*) FILTER (WHERE age > 50) AS n, "
+        "SUM(LEAST(income, 200000)) FILTER (WHERE sex = 'F') AS f FROM people"
     )
     assert res.columns == ["COUNT(*) FILTER(WHERE age > 50)", "f"]
     assert abs(res.rows[0][0] - truth["n"].iloc[0]) < 50
