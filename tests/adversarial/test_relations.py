@@ -214,8 +214,12 @@ QUERIES: list[tuple[str, str]] = [
     ("DP-SELECT 1 COUNT(*) FROM (SELECT * FROM people LIMIT 10)", "refused"),
     ("DP-SELECT 1 COUNT(*) FROM (SELECT * FROM people ORDER BY income DESC)", "refused"),
     ("DP-SELECT 1 COUNT(*) FROM (SELECT DISTINCT region FROM people)", "refused"),
-    (
+    (  # HAVING in a per-unit subquery filters rows that each depend on one person: answered
         "DP-SELECT 1 COUNT(*) FROM (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid HAVING COUNT(*) > 3)",
+        "keys",
+    ),
+    (
+        "DP-SELECT 1 COUNT(*) FROM (SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid HAVING SUM(cost) > 3)",
         "refused",
     ),
     ("DP-SELECT 1 COUNT(*) FROM (SELECT age FROM people UNION ALL SELECT age FROM people)", "refused"),

@@ -301,8 +301,9 @@ class _Builder:
                 "set operations (UNION, INTERSECT, EXCEPT) over private tables are not supported: ask one "
                 "DP-SELECT per part and combine the noisy answers"
             )
+        per_unit_having = node.args.get("group") is not None and select_has(node, "having")
         for key in ("distinct", "limit", "offset", "order", "having", "qualify", "sample", "windows"):
-            if select_has(node, key):
+            if select_has(node, key) and not (key == "having" and per_unit_having):
                 what = {"having": "HAVING", "order": "ORDER BY", "distinct": "DISTINCT"}.get(key, key.upper())
                 raise _refuse(
                     f"{what} in a subquery",
@@ -311,7 +312,11 @@ class _Builder:
                 )
         inner = self.relation(node, ctes)
         if node.args.get("group") is not None:
-            return self.per_unit(node, alias, inner)
+            if not per_unit_having:
+                return self.per_unit(node, alias, inner)
+            having = node.args["having"].this
+            grouped = self.per_unit(node.copy().having(None, append=False), alias, inner)
+            return _filtered(grouped, _having_on_aliases(having, node), "HAVING")
         if any(isinstance(n, exp.AggFunc) for item in node.expressions for n in item.walk()):
             raise _refuse(
                 "an aggregate in a subquery without GROUP BY of the privacy unit",
@@ -407,6 +412,37 @@ class _Builder:
         from privdb.sql.joins import join_relations
 
         return join_relations(left, right, join, self.tables)
+
+
+def _having_on_aliases(having: exp.Expression, node: exp.Select) -> exp.Expression:
+    """A per-unit subquery's HAVING over its own output columns: an aggregate written again
+    (``HAVING COUNT(*) > 3`` beside ``COUNT(*) AS n``) is its alias."""
+    named = {
+        item.this.sql(dialect="duckdb"): item.alias
+        for item in node.expressions
+        if isinstance(item, exp.Alias) and isinstance(item.this, exp.AggFunc)
+    }
+    tree = having.copy()
+    for found in list(tree.find_all(exp.AggFunc)):
+        alias = named.get(found.sql(dialect="duckdb"))
+        if alias is None:
+            raise UnsupportedQuery(
+                f"HAVING {found.sql(dialect='duckdb')[:60]} in a subquery: name the aggregate in the "
+                "subquery's select list (… AS n) and compare the name"
+            )
+        found.replace(exp.column(alias, quoted=True))
+    return tree
+
+
+def _filtered(rel: Relation, condition: exp.Expression, clause: str) -> Relation:
+    """``rel`` keeping the rows where ``condition`` (over its own columns) is true: a row-wise filter."""
+    where = expr.check(condition, rel.meta, clause, Type.BOOL)
+    rendered = expr.render(where)
+
+    def sql(sources: Mapping[str, str]) -> str:
+        return f"SELECT * FROM {rel.source(sources)} AS _h WHERE {rendered}"
+
+    return Relation(rel.meta, rel.tables, sql, public=rel.public, portable=rel.portable and where.portable)
 
 
 def select_has(node: exp.Select, key: str) -> bool:
