@@ -24,14 +24,13 @@ from collections.abc import Mapping
 
 from sqlglot import exp
 
-from privdb.backends.duckdb import HIDDEN_PREFIX, quote
 from privdb.catalog.metadata import ColumnMeta
 from privdb.errors import UnsupportedQuery
 from privdb.sql import expr
 from privdb.sql.expr import Type
 from privdb.sql.expr.bounds import bound
 from privdb.sql.expr.render import render_num
-from privdb.sql.relation import UNIT, Relation, RelationMeta, Tables, _derived, _unit_columns, hidden
+from privdb.sql.relation import Relation, RelationMeta, Tables, _derived, _unit_columns, derived_meta, hidden
 
 __all__ = ["per_unit_relation"]
 
@@ -129,8 +128,6 @@ def per_unit_relation(node: exp.Select, alias: str, inner: Relation, tables: Tab
             if isinstance(item, exp.Alias)
             else (target.name if isinstance(target, exp.Column) else target.sql(dialect="duckdb"))
         )
-        if hidden(name):
-            raise UnsupportedQuery(f"names starting with {HIDDEN_PREFIX!r} are reserved for privdb")
         if isinstance(target, exp.AggFunc):
             sql, column, fits = _aggregate(item.this if isinstance(item, exp.Alias) else item, meta, m, name)
             portable = portable and fits
@@ -151,30 +148,14 @@ def per_unit_relation(node: exp.Select, alias: str, inner: Relation, tables: Tab
         outputs.append((name, rendered, _derived(name, e, tables)))
         if key_sql.index(rendered) in unit_keys:
             out_units.add(name)
-    if len({n.lower() for n, _, _ in outputs}) != len(outputs):
-        raise UnsupportedQuery(f"the subquery {alias!r} has two columns of the same name; use AS")
-    columns = {name: col for name, _, col in outputs}
-    select_sql = [f"{sql} AS {quote(name)}" for name, sql, _ in outputs]
     one_row_per_unit = len(keys) == 1
-    # the unit stays the relation's privacy unit (joins on it stay possible), carried hidden
-    unit = UNIT
-    columns[UNIT] = ColumnMeta(UNIT, "text", private_id=True, storage="text")
-    select_sql.append(f"{key_sql[unit_keys[0]]} AS {quote(UNIT)}")
-    out_units.add(UNIT)
-    visible = {name.lower(): name for name, _, _ in outputs}
-    rmeta = RelationMeta(
-        name=alias,
-        columns=columns,
-        privacy_unit=unit,
-        # one row per unit: a unit contributes exactly one row, to one group
-        max_contributions=1 if one_row_per_unit else meta.max_contributions,
-        max_groups=1 if one_row_per_unit else meta.max_groups,
-        neighbouring=meta.neighbouring,
-        scope={None: visible, alias.lower(): dict(visible)},
-        unit_columns=frozenset(out_units),
-    )
+    # the unit stays the relation's privacy unit (joins on it stay possible), carried hidden; one row per
+    # unit: a unit contributes exactly one row, to one group
+    rmeta, body = derived_meta(
+        alias, outputs, key_sql[unit_keys[0]], out_units, meta,
+        1 if one_row_per_unit else meta.max_contributions, 1 if one_row_per_unit else meta.max_groups, False,
+    )  # fmt: skip
     condition = f" WHERE {expr.render(where)}" if where is not None else ""
-    body = ", ".join(select_sql)
     positions = ", ".join(str(i + 1) for i, (n, s, _) in enumerate(outputs) if s in key_sql)
     if len([s for _, s, _ in outputs if s in key_sql]) != len(keys):
         # a key not selected: group by its expression

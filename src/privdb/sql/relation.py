@@ -349,38 +349,11 @@ class _Builder:
             outputs.append((name, expr.render(e), column))
             if e.is_column and e.value.name in _unit_columns(meta):
                 units.add(name)
-        seen: set[str] = set()
-        for name, _, _ in outputs:
-            if name.lower() in seen or hidden(name):
-                raise UnsupportedQuery(
-                    f"the subquery {alias!r} has two columns named {name!r}; give them distinct names (AS …)"
-                    if name.lower() in seen
-                    else f"names starting with {HIDDEN_PREFIX!r} are reserved for privdb"
-                )
-            seen.add(name.lower())
-        columns = {name: col for name, _, col in outputs}
-        select_sql = [f"{sql} AS {quote(name)}" for name, sql, _ in outputs]
-        unit = None
-        if meta.privacy_unit is not None:
-            unit = UNIT
-            columns[UNIT] = ColumnMeta(UNIT, "text", private_id=True, storage="text")
-            select_sql.append(f"{quote(meta.privacy_unit)} AS {quote(UNIT)}")
-            units.add(UNIT)
-        shown = {name.lower(): name for name, _, _ in outputs}
-        rmeta = RelationMeta(
-            name=alias,
-            columns=columns,
-            privacy_unit=unit,
-            max_contributions=meta.max_contributions,
-            max_groups=meta.max_groups,
-            neighbouring=meta.neighbouring,
-            public=inner.public,
-            scope={None: shown, alias.lower(): dict(shown)},
-            multiplicity=_multiplicity(meta),
-            unit_columns=frozenset(units),
+        unit_sql = quote(meta.privacy_unit) if meta.privacy_unit is not None else None
+        rmeta, body = derived_meta(
+            alias, outputs, unit_sql, units, meta, meta.max_contributions, meta.max_groups, inner.public
         )
         condition = f" WHERE {expr.render(where)}" if where is not None else ""
-        body = ", ".join(select_sql)
 
         def sql(sources: Mapping[str, str]) -> str:
             return f"SELECT {body} FROM {inner.source(sources)} AS _q{condition}"
@@ -412,6 +385,49 @@ class _Builder:
         from privdb.sql.joins import join_relations
 
         return join_relations(left, right, join, self.tables)
+
+
+def derived_meta(
+    alias: str,
+    outputs: list[tuple[str, str, ColumnMeta]],
+    unit_sql: str | None,
+    units: set[str],
+    inner: TableMeta,
+    m: int,
+    g: int,
+    public: bool,
+) -> tuple[RelationMeta, str]:
+    """A subquery's metadata and select list from its outputs ``(name, SQL, column)``: names unique and not
+    reserved, and the privacy unit (``unit_sql`` over the inner relation) carried as a hidden column."""
+    seen: set[str] = set()
+    for name, _, _ in outputs:
+        if hidden(name):
+            raise UnsupportedQuery(f"names starting with {HIDDEN_PREFIX!r} are reserved for privdb")
+        if name.lower() in seen:
+            raise UnsupportedQuery(
+                f"the subquery {alias!r} has two columns named {name!r}; give them distinct names (AS …)"
+            )
+        seen.add(name.lower())
+    columns = {name: col for name, _, col in outputs}
+    select_sql = [f"{sql} AS {quote(name)}" for name, sql, _ in outputs]
+    if unit_sql is not None:
+        columns[UNIT] = ColumnMeta(UNIT, "text", private_id=True, storage="text")
+        select_sql.append(f"{unit_sql} AS {quote(UNIT)}")
+        units = units | {UNIT}
+    shown = {name.lower(): name for name, _, _ in outputs}
+    meta = RelationMeta(
+        name=alias,
+        columns=columns,
+        privacy_unit=UNIT if unit_sql is not None else None,
+        max_contributions=m,
+        max_groups=g,
+        neighbouring=inner.neighbouring,
+        public=public,
+        scope={None: shown, alias.lower(): dict(shown)},
+        multiplicity=_multiplicity(inner),
+        unit_columns=frozenset(units),
+    )
+    return meta, ", ".join(select_sql)
 
 
 def _having_on_aliases(having: exp.Expression, node: exp.Select) -> exp.Expression:
