@@ -8,33 +8,13 @@ are clipped to the value's range, so they cover the truth at least 95% of the ti
 ``L ≤ a ≤ b ≤ U`` (``0 ≤ a ≤ b ≤ ((U − L)/2)²`` for variances), and are as wide as the noise makes them:
 with income bounds 0..500,000 a small group's variance interval is large, and says so.
 
-*Counts that passed the noisy threshold* (keys without a public domain, decision for issue 13, finding 11):
-a key is released only when its noisy count ``X`` reaches ``τ``, so near ``τ`` the released values are
-biased upward and ``X ± w`` covers the truth well under 95% of the time (40–65% for true counts 2.5 noise
-scales below ``τ``; ~85% over a typical mix of released keys). The interval of the count that was
-thresholded is therefore a confidence set *conditional on release*: for a true count ``c`` the released
-value follows the noise law truncated to ``X ≥ τ``; its acceptance region is the shortest
-(highest-probability) set ``{x ≥ τ : |x − c| ≤ r(c)}`` holding ≥ 95% of that truncated law, and the interval
-is every ``c ≥ 0`` whose region holds the observed ``x``. It covers the truth ≥ 95% of the time among the
-released keys, for every true count; it is never empty; far above ``τ`` it is the unconditional ``X ± w``;
-near ``τ`` its lower end reaches 0 (a key that barely passed may have had any small count). Only that one
-statistic is affected: every other statistic has its own independent noise, so its interval keeps its
-coverage conditional on release.
-
-*Keys.* The engine returns keys as DuckDB and pandas make them (``pd.NA``, ``NaT``, NaN, numpy scalars,
-timestamps, arrays). Each is mapped to one canonical, hashable, JSON-ready value (``canonical_key``): NULL,
-NaN, ``pd.NA`` and ``NaT`` are one key, null (docs/proofs/sql.md, "Keys that meet"); −0.0 is 0.0; dates and
-times become ISO text as DuckDB writes them (``2024-01-31``, ``2024-01-31 10:00:00``, UTC for time zones);
-lists and structs become tuples. Keys released through the threshold are sorted by ``order_key``, a total
-order over every canonical value (null last), so their order is a function of the released keys only.
+*Keys* are canonical values (privdb.sql.keys); the intervals of counts released through the noisy
+threshold are conditional on release (privdb.sql.intervals).
 """
 
 from __future__ import annotations
 
-import datetime
-import decimal
 import math
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -43,7 +23,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from privdb.mechanisms import Geometric, Laplace, RandomSource
+from privdb.mechanisms import Laplace, RandomSource
+from privdb.sql.intervals import released_count_intervals
+from privdb.sql.keys import canonical_key, canonical_rank, order_key
 from privdb.sql.plan import DISTINCT_KINDS, AggregatePlan, Histogram, Plan, Threshold
 from privdb.sql.postprocess import Formula, Values
 
@@ -65,84 +47,6 @@ def _py(value: Any) -> Any:
     if isinstance(value, float) and math.isnan(value):
         return None
     return value
-
-
-def _blob_text(data: bytes) -> str:
-    """A BLOB as DuckDB writes it: printable ASCII as is, other bytes (and the backslash) as ``\\xHH``."""
-    return "".join(chr(b) if 32 <= b < 127 and b != 92 else f"\\x{b:02X}" for b in data)
-
-
-def canonical_key(value: Any) -> Any:
-    """One key value as a canonical, hashable, JSON-ready Python value (module doc, *Keys*).
-
-    Values the engine keeps apart but that are one key here (NULL, NaN, ``pd.NA``, ``NaT``; 0.0 and −0.0)
-    map to the same value, so their statistics are added, never overwritten."""
-    kind = type(value)
-    if value is None or kind is str or kind is int or kind is bool:
-        return value
-    if kind is float:
-        return None if value != value else (0.0 if value == 0.0 else value)
-    if value is pd.NA or value is pd.NaT:
-        return None
-    if isinstance(value, np.datetime64 | np.timedelta64):
-        if np.isnat(value):
-            return None
-        return canonical_key(pd.Timestamp(value) if isinstance(value, np.datetime64) else pd.Timedelta(value))
-    if isinstance(value, np.generic):
-        return canonical_key(value.item())
-    if isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float | decimal.Decimal):
-        return (
-            canonical_key(float(value))
-            if not (isinstance(value, decimal.Decimal) and value.is_nan())
-            else None
-        )
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, datetime.datetime):  # pd.Timestamp too
-        if value.tzinfo is not None:
-            return value.astimezone(datetime.UTC).isoformat(sep=" ")
-        if value.time() == datetime.time(0) and getattr(value, "nanosecond", 0) == 0:
-            return value.date().isoformat()
-        return value.isoformat(sep=" ")
-    if isinstance(value, datetime.date | datetime.time):
-        return value.isoformat()
-    if isinstance(value, datetime.timedelta):  # pd.Timedelta too
-        return str(pd.Timedelta(value).isoformat())
-    if isinstance(value, bytes | bytearray | memoryview):
-        return _blob_text(bytes(value))
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, Mapping):  # a STRUCT
-        return tuple((canonical_key(k), canonical_key(v)) for k, v in value.items())
-    if isinstance(value, list | tuple | np.ndarray):  # a LIST or ARRAY
-        return tuple(canonical_key(v) for v in value)
-    return str(value)
-
-
-def _rank(value: Any) -> tuple[Any, ...]:
-    """``order_key`` of a canonical value."""
-    kind = type(value)
-    if value is None:
-        return (9,)
-    if kind is bool:
-        return (1, value)
-    if kind is int or kind is float:
-        return (2, value)
-    if kind is str:
-        return (3, value)
-    if kind is tuple:
-        return (4, tuple(_rank(v) for v in value))
-    return (5, kind.__name__, repr(value))  # not reached: canonical values are of the kinds above
-
-
-def order_key(value: Any) -> tuple[Any, ...]:
-    """A sort key giving a total order over any values: booleans, then numbers (−inf … inf), text, lists and
-    structs, and null last (NULL, NaN, ``pd.NA``, ``NaT``: one key). Equal keys are the same canonical key."""
-    return _rank(canonical_key(value))
 
 
 def _number(value: Any) -> float:
@@ -190,7 +94,7 @@ def _groups(
     else:
         # released only through the noisy threshold, in sorted order: the engine's hash-table order could
         # tell something about the data
-        groups = sorted(data, key=lambda g: tuple(_rank(v) for v in g))
+        groups = sorted(data, key=lambda g: tuple(canonical_rank(v) for v in g))
     zeros = [0.0] * len(names)
     table = np.array([data.get(g, zeros) for g in groups], dtype=np.float64).reshape(len(groups), len(names))
     return groups, {name: table[:, i] for i, name in enumerate(names)}
@@ -287,92 +191,6 @@ def _combine(
     if agg.kind in ("stddev", "stddev_pop"):
         return np.sqrt(out), [(math.sqrt(a), math.sqrt(b)) for a, b in intervals]
     return out, intervals
-
-
-def _log_tail(k: NDArray[np.float64], rate: float) -> NDArray[np.float64]:
-    """``log P(Z ≥ k)`` for integer ``k`` and the discrete Laplace ``Z`` of ``rate`` λ (``q = e^−λ``):
-    ``q^k/(1 + q)`` for ``k ≥ 0``, ``1 − q^(1−k)/(1 + q)`` below."""
-    log1p_q = math.log1p(math.exp(-rate))
-    above = -rate * np.maximum(k, 0.0) - log1p_q
-    below = np.log1p(-np.exp(-rate * (1.0 - np.minimum(k, 0.0)) - log1p_q))
-    out: NDArray[np.float64] = np.where(k >= 0, above, below)
-    return out
-
-
-def _accepts(
-    c: NDArray[np.float64], x: NDArray[np.float64], t: float, rate: float, level: float
-) -> NDArray[np.bool_]:
-    """Whether ``x`` (grid steps, ≥ ``t``) lies in the acceptance region of the true count ``c`` (grid
-    steps): the shortest set ``{x ≥ t : |x − c| ≤ r}`` holding ≥ ``level`` of ``c + Z`` given ``c + Z ≥ t``.
-    ``x`` is outside iff the set of radius ``|x − c| − 1`` already holds ``level``."""
-    d = x - c
-    radius = np.abs(d) - 1.0
-    start = t - c  # released iff Z ≥ start
-    log_released = _log_tail(start, rate)
-    # P(max(start, −r) ≤ Z ≤ r | Z ≥ start), both tails relative to P(Z ≥ start) (≤ 1: an empty region,
-    # r < start, gives 1 − 1 = 0)
-    inside = np.exp(np.minimum(_log_tail(np.maximum(start, -radius), rate) - log_released, 0.0)) - np.exp(
-        np.minimum(_log_tail(radius + 1.0, rate) - log_released, 0.0)
-    )
-    accepted: NDArray[np.bool_] = (d == 0) | (np.maximum(inside, 0.0) < level)
-    return accepted
-
-
-def _bisect(good: NDArray[np.float64], bad: NDArray[np.float64], test: Any) -> NDArray[np.float64]:
-    """Per entry, the last integer from ``good`` towards ``bad`` where ``test`` holds (it holds at ``good``,
-    fails at ``bad`` and changes once in between; integers below 2^53 in magnitude, so floats are exact)."""
-    good, bad = good.copy(), bad.copy()
-    for _ in range(128):  # 54 halvings reach any gap below 2^53
-        open_ = np.abs(bad - good) > 1
-        if not open_.any():
-            break
-        mid = np.where(open_, np.floor((good + bad) / 2), good)
-        ok = test(mid)
-        good = np.where(open_ & ok, mid, good)
-        bad = np.where(open_ & ~ok, mid, bad)
-    return good
-
-
-def released_count_intervals(
-    values: NDArray[np.float64], mech: Laplace, tau: float, level: float = 0.95
-) -> list[Interval]:
-    """Intervals for counts released because their noisy value reached ``tau``, that cover the true count
-    with probability ≥ ``level`` given the release, whatever it is (module doc): every true count ``c ≥ 0``
-    whose shortest ``level`` region of the noise law truncated to ``≥ tau`` holds the released value.
-
-    Works in grid steps (the mechanism releases ``g·(round(c/g) + Z)``, ``Z`` discrete Laplace of rate λ);
-    the accepted true counts form an interval (checked exhaustively in tests/test_sql_accuracy.py), found by
-    bisection, vectorised over the groups."""
-    if not values.size:
-        return []
-    g, rate = mech.granularity, mech.rate
-    t = float(math.ceil(tau / g))  # released iff the grid value is ≥ t (g is a power of two: exact)
-    x = np.maximum(np.rint(values / g), t)
-    steps = float(round(mech.half_width(1.0 - level) / g))  # c above x + steps: rejected by construction
-
-    def accepts(c: NDArray[np.float64]) -> NDArray[np.bool_]:
-        return _accepts(c, x, t, rate, level)
-
-    upper = _bisect(x, x + steps + 1.0, accepts)
-    # far below t the law given release is t + a geometric: x is accepted there iff 1 − q^(x − t) < level;
-    # where it is not, double the distance until a true count is rejected, then bisect
-    bounded = -np.expm1(-rate * (x - t)) >= level
-    reach = np.full_like(x, steps + 1.0)
-    for _ in range(60):
-        rejected = ~accepts(x - reach)
-        if (rejected | ~bounded).all():
-            break
-        reach = np.where(rejected | ~bounded, reach, np.minimum(2.0 * reach, 2.0**53))
-    bounded &= ~accepts(x - reach)  # (a bound beyond 2^53 steps is no bound)
-    lower = np.full_like(x, -np.inf)
-    if bounded.any():
-        xb = x[bounded]
-        lower[bounded] = _bisect(xb, xb - reach[bounded], lambda c: _accepts(c, xb, t, rate, level))
-    slack = 0.0 if isinstance(mech, Geometric) else 0.5  # rounding to the grid moved the truth ≤ g/2
-    return [
-        (max(0.0, (a - slack) * g), max(0.0, (b + slack) * g))
-        for a, b in zip(lower.tolist(), upper.tolist(), strict=True)
-    ]
 
 
 def _json_interval(interval: Interval) -> list[float | None]:
