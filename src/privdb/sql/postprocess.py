@@ -1,23 +1,28 @@
 """Expressions over noisy aggregates, and HAVING, as post-processing.
 
 ``SELECT sex, SUM(income) / COUNT(*) AS mean, ROUND(AVG(age), 1) … GROUP BY sex HAVING COUNT(*) > 100``:
-once the aggregates are released with noise, anything computed from them (and from the public GROUP BY
-keys) is post-processing: a function of the released values alone, so it costs no privacy budget and the
-guarantee of the release carries over unchanged. This module compiles such a sqlglot expression into a
-:class:`Formula` (its *leaves* are the aggregates and keys the caller registered through ``leaf``; every
-other node must be one of :data:`ALLOWED`, type-checked at compile time) and evaluates it vectorised over
-the groups with SQL semantics (NULL propagation, three-valued AND/OR/NOT). Evaluation is total: division by
-zero, logarithms and square roots outside their domain and out-of-range casts give NULL (NaN), overflow
-gives ±inf, comparisons of mismatched values give NULL; nothing raises.
+once the aggregates are released with noise, anything computed from them and from the public GROUP BY
+keys is post-processing: a function of the released values alone, so it costs no privacy budget and the
+release's guarantee carries over unchanged. This module compiles such a sqlglot expression into a
+:class:`Formula` and evaluates it vectorised over the groups. Its *leaves* are the nodes the caller's
+``leaf`` callback names (asked about every node, parents first, before anything else); every other node
+must be one of :data:`ALLOWED`, type-checked at compile time (a leaf's type is known only at run time, so
+a mismatch there gives NULL instead).
+
+Evaluation is total and follows DuckDB except where DuckDB would fail: NULL propagates, AND/OR/NOT are
+three-valued, ROUND rounds half away from zero, CAST to INTEGER/BIGINT rounds to nearest (ties to even);
+division and ``%`` by zero, SQRT/LN/LOG of negatives, non-finite or out-of-range integer casts and
+comparisons of mismatched values give NULL (NaN); overflow gives ±inf. Nothing raises.
 
 Intervals: each numeric leaf comes with an interval for its true value (NaN ends: not available; exact
 leaves and literals are the point itself). They are carried through by interval arithmetic where the
-function is monotone or its range over a box is computable, and are NaN (not available) elsewhere; a
-NULL value has no interval and ``lo ≤ hi`` always holds. The guarantee: if every leaf's true value lies
-in its interval, the formula's true value lies in the propagated interval (or is NULL, e.g. when a noisy
-CASE condition picks another branch than the true one). The caller gets 95% coverage for a formula over
-``k`` aggregates (``len`` of the aggregate leaves in :attr:`Formula.leaves`) by asking for each aggregate's
-interval at level ``1 − 0.05/k``: by a union bound all k hold at once with probability ≥ 95%.
+function is monotone or its range over a box is computable (CASE, IF and COALESCE: the union of the
+branches the truth may take), and are NaN elsewhere; a NULL value has no interval and ``lo ≤ hi`` always
+holds. The guarantee: if every aggregate's true value lies in its interval, the formula's true value lies
+in the propagated one or is NULL (e.g. when a noisy CASE condition picks a branch the true one does not,
+and the true branch is NULL). The caller gets 95% coverage for a formula over ``k`` aggregate leaves by
+asking for each aggregate's interval at level ``1 − 0.05/k``: by a union bound, all k hold at once with
+probability at least 95%.
 """
 
 from __future__ import annotations
@@ -124,7 +129,7 @@ def _float(v: Any) -> float:
     try:
         return float(v)
     except (OverflowError, ValueError, TypeError):
-        return math.copysign(math.inf, v) if isinstance(v, int) else NAN
+        return (math.inf if v > 0 else -math.inf) if isinstance(v, int) else NAN
 
 
 def _as_num(r: _R, n: int) -> _R:
@@ -214,14 +219,6 @@ def _monotone(f: Callable[[F], F], domain: float = -math.inf) -> Callable[[_R], 
 def _abs(a: _R) -> _R:
     lo = np.where(a.lo >= 0, a.lo, np.where(a.hi <= 0, -a.hi, 0.0))
     return _number(np.abs(a.x), lo, np.maximum(np.abs(a.lo), np.abs(a.hi)), a.exact, a.null)
-
-
-def _log(base: float) -> Callable[[F], F]:
-    if base == 10:
-        return np.log10
-    if base == 2:
-        return np.log2
-    return lambda x: np.log(x) / math.log(base)
 
 
 _UNARY: dict[type[exp.Expression], Callable[[_R], _R]] = {
@@ -347,7 +344,8 @@ def _widen(r: _R, parts: list[tuple[_R, B]], stop: bool = False, null: bool = Fa
         maybe |= take & p.null
         lo, hi = np.where(take, np.fmin(lo, p.lo), lo), np.where(take, np.fmax(hi, p.hi), hi)
         done |= take & stop & ~np.isnan(p.lo) & ~p.null
-    maybe |= ~done if stop else maybe
+    if stop:
+        maybe |= ~done  # no part certainly decided: the truth may be NULL
     return _number(r.x, np.where(bad, NAN, lo), np.where(bad, NAN, hi), False, maybe)
 
 
@@ -406,23 +404,17 @@ class _Compiler:
             return _C("any", _leaf(index), frozenset({index}))
         if isinstance(node, exp.Paren):
             return self.compile(node.this)
-        if isinstance(node, exp.Literal):
-            if node.is_string:
-                return _C("text", _const("text", str(node.this)), frozenset())
+        if isinstance(node, exp.Literal) and not node.is_string:
             try:
                 value = float(node.this)
             except ValueError:
                 raise self.refuse(node, "is not a number literal") from None
             return _C("number", _const("number", value), frozenset(), value)
-        if isinstance(node, exp.Boolean):
-            return _C("boolean", _const("boolean", bool(node.this)), frozenset())
-        if isinstance(node, exp.Null):
-            return _C("null", _const("null", None), frozenset(), null_literal=True)
-        if isinstance(node, exp.Pi):
-            return _C("number", _const("number", math.pi), frozenset(), math.pi)
-        handler = _HANDLERS.get(type(node))
-        if handler is None and isinstance(node, exp.Cast):
-            handler = _Compiler.cast
+        literal = _LITERALS.get(type(node))
+        if literal is not None:
+            v: Any = {"number": math.pi, "text": node.this, "boolean": bool(node.this)}.get(literal)
+            return _C(literal, _const(literal, v), frozenset(), v if literal == "number" else None, v is None)
+        handler = _HANDLERS.get(type(node)) or (_Compiler.cast if isinstance(node, exp.Cast) else None)
         if handler is not None:
             return handler(self, node)
         if isinstance(node, exp.Column | exp.AggFunc | exp.Window | exp.Anonymous) or not isinstance(
@@ -431,56 +423,46 @@ class _Compiler:
             raise self.refuse(node, "is neither an aggregate nor a GROUP BY key")
         raise self.refuse(node, "is not supported here")
 
-    def numeric(self, node: exp.Expression, args: list[_C], fn: Callable[[list[_R]], _R]) -> _C:
+    def numeric(self, node: exp.Expression, args: list[_C], f: Callable[[list[_R]], _R]) -> _C:
         def run(leaves: Sequence[Values], n: int) -> _R:
-            return fn([_as_num(a.run(leaves, n), n) for a in args])
+            return f([_as_num(a.run(leaves, n), n) for a in args])
 
         const = -args[0].const if isinstance(node, exp.Neg) and args[0].const is not None else None
         return _C("number", run, frozenset().union(*(a.leaves for a in args)), const)
 
-    def unary(self, node: exp.Expression) -> _C:
-        if node.args.get("decimals") is not None or node.args.get("to") is not None:
-            raise self.refuse(node, "takes one argument here")
-        fn = _UNARY[type(node)]
-        return self.numeric(node, [self.typed(node.this, "number", node)], lambda r: fn(r[0]))
+    def numbers(self, node: exp.Expression) -> _C:
+        """Numeric operators and functions: numbers in, a number and its interval (by the rules above) out."""
+        kind, binary = type(node), type(node) in _ARITH or isinstance(node, exp.Pow)
+        base: float | None = 10.0
+        operands = [node.this, *([node.expression] if binary else []), *node.expressions]
+        if kind is exp.Log and node.expression is not None:  # LOG(base, x)
+            base, operands = self.compile(node.this).const, [node.expression]
+        args = [self.typed(o, "number", node) for o in operands]
+        if binary:
+            op, p = _ARITH.get(kind), args[1].const
 
-    def arith(self, node: exp.Expression) -> _C:
-        fn = _ARITH[type(node)]
-        args = [self.typed(node.this, "number", node), self.typed(node.expression, "number", node)]
+            def apply(r: list[_R]) -> _R:
+                x, lo, hi = op(r[0], r[1]) if op is not None else _pow(r[0], r[1], p)
+                return _number(x, lo, hi, r[0].exact and r[1].exact, r[0].null | r[1].null)
 
-        def apply(r: list[_R]) -> _R:
-            x, lo, hi = fn(r[0], r[1])
-            return _number(x, lo, hi, r[0].exact and r[1].exact, r[0].null | r[1].null)
-
-        return self.numeric(node, args, apply)
-
-    def power(self, node: exp.Expression) -> _C:
-        args = [self.typed(node.this, "number", node), self.typed(node.expression, "number", node)]
-        p = args[1].const
-
-        def apply(r: list[_R]) -> _R:
-            return _number(*_pow(r[0], r[1], p), r[0].exact and r[1].exact, r[0].null | r[1].null)
-
-        return self.numeric(node, args, apply)
-
-    def round(self, node: exp.Expression) -> _C:
-        if node.args.get("truncate") is not None:
-            raise self.refuse(node, "takes at most two arguments")
-        x = self.typed(node.this, "number", node)
-        d = self.typed(node.args["decimals"], "number", node).const if node.args.get("decimals") else 0.0
-        if d is None or not d.is_integer():
-            raise self.refuse(node, "needs a whole-number literal for its digits")
-        f = _monotone(lambda v: _round(v, d))
-        return self.numeric(node, [x], lambda r: f(r[0]))
-
-    def log(self, node: exp.Expression) -> _C:
-        value, base = (
-            (node.expression, self.compile(node.this).const) if node.expression else (node.this, 10.0)
-        )
-        if base is None or not base > 0 or base == 1:
-            raise self.refuse(node, "needs a positive number literal other than 1 as its base")
-        f = _monotone(_log(base), 0.0)
-        return self.numeric(node, [self.typed(value, "number", node)], lambda r: f(r[0]))
+            return self.numeric(node, args, apply)
+        if kind in (exp.Least, exp.Greatest):
+            return self.numeric(node, args, lambda r: _extreme(kind is exp.Least, r))
+        if kind in _UNARY:
+            if node.args.get("decimals") is not None or node.args.get("to") is not None:
+                raise self.refuse(node, "takes one argument here")
+            f = _UNARY[kind]
+        elif kind is exp.Round:
+            digits = node.args.get("decimals")
+            d = self.typed(digits, "number", node).const if digits else 0.0
+            if d is None or not d.is_integer() or node.args.get("truncate") is not None:
+                raise self.refuse(node, "needs a whole-number literal for its digits")
+            f = _monotone(lambda v: _round(v, d))
+        else:
+            if base is None or not base > 0 or base == 1:
+                raise self.refuse(node, "needs a positive number literal other than 1 as its base")
+            f = _monotone({10.0: np.log10, 2.0: np.log2}.get(base, lambda v: np.log(v) / math.log(base)), 0.0)
+        return self.numeric(node, args, lambda r: f(r[0]))
 
     def cast(self, node: exp.Expression) -> _C:
         to = node.args["to"].this
@@ -490,10 +472,6 @@ class _Compiler:
         f = _monotone(_to_int(bits)) if bits else (lambda r: r)
         return self.numeric(node, [self.typed(node.this, "number", node)], lambda r: f(r[0]))
 
-    def extreme(self, node: exp.Expression) -> _C:
-        args = [self.typed(a, "number", node) for a in [node.this, *node.expressions]]
-        return self.numeric(node, args, lambda r: _extreme(isinstance(node, exp.Least), r))
-
     def compare(self, node: exp.Expression) -> _C:
         a, b = self.compile(node.this), self.compile(node.expression)
         self.join(node, [a, b])
@@ -501,14 +479,9 @@ class _Compiler:
 
     def logic(self, node: exp.Expression) -> _C:
         parts = [self.typed(p, "boolean", node) for p in (node.this, node.args.get("expression")) if p]
-
-        def run(leaves: Sequence[Values], n: int) -> _R:
-            r = [p.run(leaves, n) for p in parts]
-            v = [_as_bool(x, n) for x in r]
-            x = 1.0 - v[0] if len(v) == 1 else _and(*v) if isinstance(node, exp.And) else _or(*v)
-            return _R("boolean", x, all(p.exact for p in r))
-
-        return _C("boolean", run, frozenset().union(*(p.leaves for p in parts)))
+        if isinstance(node, exp.Not):
+            return _fold(parts, lambda x, _: 1.0 - x)
+        return _fold(parts, _and if isinstance(node, exp.And) else _or)
 
     def is_null(self, node: exp.Expression) -> _C:
         if not isinstance(node.expression, exp.Null):
@@ -523,27 +496,24 @@ class _Compiler:
 
     def member(self, node: exp.Expression) -> _C:
         items = node.expressions
-        if any(node.args.get(a) for a in ("query", "unnest", "field")) or not all(_literal(i) for i in items):
+        subquery = any(node.args.get(a) for a in ("query", "unnest", "field"))
+        if subquery or not items or not all(map(_literal, items)):
             raise self.refuse(node, "needs a list of literals")
-        x = self.compile(node.this)
-        tests = [_compare_c(operator.eq, x, v) for v in map(self.compile, items) if self.join(node, [x, v])]
-        return _fold(tests, _or)
+        x, values = self.compile(node.this), [self.compile(i) for i in items]
+        self.join(node, [x, *values])
+        return _fold([_compare_c(operator.eq, x, v) for v in values], _or)
 
     def between(self, node: exp.Expression) -> _C:
         if node.args.get("symmetric"):
             raise self.refuse(node, "is not supported: use BETWEEN without SYMMETRIC")
-        x, low, high = (
-            self.compile(node.this),
-            self.compile(node.args["low"]),
-            self.compile(node.args["high"]),
-        )
+        x, low, high = (self.compile(node.args[a]) for a in ("this", "low", "high"))
         self.join(node, [x, low, high])
         return _fold([_compare_c(operator.ge, x, low), _compare_c(operator.le, x, high)], _and)
 
     def case(self, node: exp.Expression) -> _C:
+        """CASE (searched or simple) and IF: the value of the first branch whose condition is TRUE."""
         if isinstance(node, exp.If):
-            whens = [(node.this, node.args["true"])]
-            default, subject = node.args.get("false"), None
+            whens, default, subject = [(node.this, node.args["true"])], node.args.get("false"), None
         else:
             whens = [(i.this, i.args["true"]) for i in node.args["ifs"]]
             default, subject = node.args.get("default"), node.args.get("this")
@@ -556,35 +526,32 @@ class _Compiler:
                 c = _compare_c(operator.eq, s, c)
             conds.append(c)
             results.append(self.compile(then))
-        results.append(self.compile(default) if default is not None else self.compile(exp.Null()))
+        results.append(self.compile(default if default is not None else exp.Null()))
         kind = self.join(node, results)
 
         def run(leaves: Sequence[Values], n: int) -> _R:
-            cs = [c.run(leaves, n) for c in conds]
-            parts = [r.run(leaves, n) for r in results]
+            cs, parts = [c.run(leaves, n) for c in conds], [r.run(leaves, n) for r in results]
             picks = [_as_bool(c, n) == 1 for c in cs] + [np.ones(n, bool)]
             decided = all(c.exact for c in cs)  # exact conditions: the truth takes the same branch
             out = _choose(kind, parts, picks, decided and all(p.exact for p in parts), n)
-            if decided:
-                return out
-            union = [(_as_num(p, n), np.ones(n, bool)) for p, r in zip(parts, results, strict=True)]
-            null = any(r.null_literal for r in results)
-            return _widen(
-                out, [u for u, r in zip(union, results, strict=True) if not r.null_literal], null=null
-            )
+            union = [
+                (_as_num(p, n), picks[-1]) for p, r in zip(parts, results, strict=True) if not r.null_literal
+            ]
+            return out if decided else _widen(out, union, null=any(r.null_literal for r in results))
 
         return _C(kind, run, frozenset().union(*(c.leaves for c in conds + results)))
 
     def coalesce(self, node: exp.Expression) -> _C:
-        args = [self.compile(a) for a in [node.this, *node.expressions]]
-        if isinstance(node, exp.Nullif):
-            args = [args[0], self.compile(node.expression)]
+        """COALESCE: the first value that is not NULL; NULLIF(a, b): a, or NULL where a = b."""
+        nullif = isinstance(node, exp.Nullif)
+        args = [self.compile(a) for a in [node.this, node.expression] if a is not None] if nullif else []
+        args = args or [self.compile(a) for a in [node.this, *node.expressions]]
         kind = self.join(node, args)
 
         def run(leaves: Sequence[Values], n: int) -> _R:
             parts = [a.run(leaves, n) for a in args]
             exact = all(p.exact for p in parts)
-            if isinstance(node, exp.Nullif):
+            if nullif:
                 same = _as_bool(_compare(operator.eq, parts[0], parts[1], n), n) == 1
                 out = _choose(kind if kind != "null" else "any", parts[:1], [~same], exact, n)
                 return out if exact or out.kind != "number" else _number(out.x, out.lo, out.hi, False, True)
@@ -593,8 +560,9 @@ class _Compiler:
             union = [
                 (_as_num(p, n), m if p.exact else np.ones(n, bool))
                 for p, m, a in zip(parts, picks, args, strict=True)
+                if not a.null_literal
             ]
-            return _widen(out, [u for u, a in zip(union, args, strict=True) if not a.null_literal], stop=True)
+            return _widen(out, union, stop=True)
 
         return _C(kind, run, frozenset().union(*(a.leaves for a in args)))
 
@@ -610,7 +578,7 @@ def _fold(parts: list[_C], fn: Callable[[F, F], F]) -> _C:
     def run(leaves: Sequence[Values], n: int) -> _R:
         r = [p.run(leaves, n) for p in parts]
         x = _as_bool(r[0], n)
-        for other in r[1:]:
+        for other in r[1:] or r:  # one part: fn(x, x) (NOT; AND, OR and IN of one are x itself)
             x = fn(x, _as_bool(other, n))
         return _R("boolean", x, all(p.exact for p in r))
 
@@ -618,16 +586,15 @@ def _fold(parts: list[_C], fn: Callable[[F, F], F]) -> _C:
 
 
 _HANDLERS: dict[type[exp.Expression], Callable[[_Compiler, Any], _C]] = {
-    **dict.fromkeys(_UNARY, _Compiler.unary),
-    **dict.fromkeys(_ARITH, _Compiler.arith),
+    **dict.fromkeys([*_UNARY, *_ARITH, exp.Pow, exp.Round, exp.Log], _Compiler.numbers),
+    exp.Least: _Compiler.numbers, exp.Greatest: _Compiler.numbers,
     **dict.fromkeys(_COMPARE, _Compiler.compare),
-    exp.Pow: _Compiler.power, exp.Round: _Compiler.round, exp.Log: _Compiler.log,
-    exp.Least: _Compiler.extreme, exp.Greatest: _Compiler.extreme,
-    exp.And: _Compiler.logic, exp.Or: _Compiler.logic, exp.Not: _Compiler.logic,
+    **dict.fromkeys([exp.And, exp.Or, exp.Not], _Compiler.logic),
     exp.Is: _Compiler.is_null, exp.In: _Compiler.member, exp.Between: _Compiler.between,
-    exp.Case: _Compiler.case, exp.If: _Compiler.case,
-    exp.Coalesce: _Compiler.coalesce, exp.Nullif: _Compiler.coalesce,
+    exp.Case: _Compiler.case, exp.If: _Compiler.case, exp.Coalesce: _Compiler.coalesce,
+    exp.Nullif: _Compiler.coalesce,
 }  # fmt: skip
+_LITERALS = {exp.Literal: "text", exp.Boolean: "boolean", exp.Null: "null", exp.Pi: "number"}
 _KINDS = {"number": "number", "boolean": "boolean", "text": "text"}
 
 
