@@ -52,6 +52,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/mechanisms.py
 	$(BIN)/python bench/sql.py
+	$(BIN)/python bench/joins.py
 	$(BIN)/python bench/local.py
 	$(BIN)/python bench/anonymize.py
 	$(BIN)/python bench/server.py
