@@ -243,3 +243,35 @@ def test_an_aggregate_filter_is_its_case_argument(tmp_path: Path) -> None:
     assert res.columns == ["COUNT(*) FILTER(WHERE age > 50)", "f"]
     assert abs(res.rows[0][0] - truth["n"].iloc[0]) < 50
     assert abs(res.rows[0][1] - truth["f"].iloc[0]) < 0.01 * truth["f"].iloc[0]
+
+
+def test_a_lookup_in_a_public_table_keeps_the_small_unit_shortcut(tmp_path: Path) -> None:
+    """people ⋈ regions (codes unique): a person has no more rows after the lookup than before, so the stored
+    per-person row count still selects the units that need no bounding, and the statistics equal those of
+    bounding every unit; with a repeated public key the shortcut is not taken."""
+    from joinfixtures import frames, people_visits
+    from privdb.sql import engine
+    from privdb.sql.plan import Plan
+
+    tables = frames(people=400, seed=2)
+    tables["people"] = pd.concat([tables["people"], tables["people"].head(30)], ignore_index=True)  # repeats
+    db = people_visits(tmp_path / "db", tables)
+    query = (
+        "DP-SELECT 1 r.name, COUNT(*), SUM(p.income) FROM people p JOIN regions r ON p.region = r.code "
+        "GROUP BY r.name"
+    )
+    plan, fast = engine.prepare(db, query, "alice")
+    assert isinstance(plan, Plan) and "__privdb_rows_per_pid" in fast
+    assert plan.relation is not None
+    slow = engine_sql(
+        plan, "people", None, plan.relation.source({"people": '"people"', "regions": '"regions"'})
+    )
+    assert "__privdb_rows_per_pid" not in slow
+
+    def exact(sql: str) -> pd.DataFrame:
+        return db.backend.fetch(sql).sort_values("k0").reset_index(drop=True)
+
+    pd.testing.assert_frame_equal(exact(fast), exact(slow), check_dtype=False)
+    tables["regions"] = pd.concat([tables["regions"], tables["regions"].head(1)], ignore_index=True)
+    _, repeated = engine.prepare(people_visits(tmp_path / "db2", tables), query, "alice")
+    assert "__privdb_rows_per_pid" not in repeated  # code 1 meets two rows: no shortcut

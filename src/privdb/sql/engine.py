@@ -37,7 +37,7 @@ from privdb.sql.noise import NoisyAnswer, add_noise, canonical_key
 from privdb.sql.parse import DPQuery, parse_dp_select
 from privdb.sql.plan import DISTINCT_KINDS, Plan, plan_query
 from privdb.sql.public import answer_public, is_plain_select
-from privdb.sql.relation import Relation, Tables, build_relation
+from privdb.sql.relation import UNIT_ROWS, Relation, Tables, build_relation
 from privdb.sql.release import (
     RELEASE_GUARANTEE,
     ReleasePlan,
@@ -161,7 +161,13 @@ def _plan_target(db: Database, plan: Plan) -> tuple[Engine, str, str | None, str
     if relation.plain:
         unit = plan.table.privacy_unit
         return backend, base, backend.unit_rows(base, unit) if unit else None, None
-    return backend, base, None, relation.source(sources)
+    unit_rows = None
+    if relation.carries_unit_rows and plan.table.privacy_unit is not None:
+        base_unit = db.metadata(relation.base).privacy_unit
+        unit_rows = backend.unit_rows(base, base_unit) if base_unit else None
+        if unit_rows is not None:
+            sources[UNIT_ROWS] = quote(unit_rows)
+    return backend, base, unit_rows, relation.source(sources)
 
 
 def statistics_sql(db: Database, plan: Plan) -> str:

@@ -33,6 +33,7 @@ from privdb.sql.expr.render import column_expr, render_num, render_text
 from privdb.sql.relation import (
     AMBIGUOUS,
     UNIT,
+    UNIT_ROWS,
     Relation,
     RelationMeta,
     Tables,
@@ -219,6 +220,7 @@ def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tabl
             if a.value.name in lcols and b.value.name in rcols:
                 oriented.append((a.value.name, b.value.name, b, _as_stored(c)))
     m, g, multiplicity = left.meta.max_contributions, left.meta.max_groups, _multiplicity(left.meta)
+    carries = False
     if private_pair:
         on_units = [stored for a, b, _, stored in oriented if a in lunits and b in runits]
         if not on_units:
@@ -239,9 +241,10 @@ def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tabl
             private.meta.max_groups,
             _multiplicity(private.meta),
         )
-        if private.meta.privacy_unit is None and not private.public:
-            # without a unit, a private row meeting k public rows counts k times; k is counted on the
-            # public keys as the join compares them (converted where they are not compared as stored)
+        k = None
+        if (private.meta.privacy_unit is None or private.carries_unit_rows) and not private.public:
+            # a private row meeting k public rows counts k times; k is counted on the public keys as the
+            # join compares them (converted where they are not compared as stored)
             inverse = {v: k for k, v in pnames.items()}
             key_sql: list[str] = []
             for lcol, rcol, _, stored in oriented:
@@ -249,7 +252,12 @@ def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tabl
                 key = column_expr(public.meta.columns[name], name)
                 key_sql.append(expr.render(key) if stored else _compared_sql(key))
             k = tables.max_matches(public, key_sql)
-            multiplicity *= max(k, 1)
+            if private.meta.privacy_unit is None:
+                multiplicity *= max(k, 1)
+        # with unique public keys a unit keeps at most its base rows: its stored row count still applies
+        carries = (
+            private.carries_unit_rows and k is not None and k <= 1 and (private is left or side != "LEFT")
+        )
     rmeta = RelationMeta(
         name=draft.name, columns=columns, privacy_unit=unit, max_contributions=m, max_groups=g,
         neighbouring=draft.neighbouring, public=left.public and right.public, scope=scope,
@@ -257,9 +265,17 @@ def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tabl
     )  # fmt: skip
     join_word = "LEFT JOIN" if side == "LEFT" else "JOIN"
 
+    carried = carries if not private_pair else False
+    carrier = left if not private_pair and not left.public else right
+
     def sql(sources: Mapping[str, str]) -> str:
         lsel = ", ".join(f"{quote(o)} AS {quote(n)}" for o, n in lnames.items())
         rsel = ", ".join(f"{quote(o)} AS {quote(n)}" for o, n in rnames.items())
+        if carried and UNIT_ROWS in sources:  # the private side's hidden per-unit row count, passed through
+            if carrier is left:
+                lsel += f", {sources[UNIT_ROWS]}"
+            else:
+                rsel += f", {sources[UNIT_ROWS]}"
         return (
             f"SELECT * FROM (SELECT {lsel} FROM {left.source(sources)} AS _l) AS _jl {join_word} "
             f"(SELECT {rsel} FROM {right.source(sources)} AS _r) AS _jr ON {condition_sql}"
@@ -268,7 +284,10 @@ def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tabl
     tables_read = (
         left.tables + right.tables if not left.public or right.public else right.tables + left.tables
     )
-    return Relation(rmeta, tables_read, sql, public=left.public and right.public, portable=portable)
+    return Relation(
+        rmeta, tables_read, sql, public=left.public and right.public, portable=portable,
+        carries_unit_rows=carried,
+    )  # fmt: skip
 
 
 def _unit_hint(rel: Relation, names: dict[str, str]) -> str:

@@ -43,6 +43,7 @@ from privdb.sql.suggest import did_you_mean
 __all__ = ["Relation", "RelationMeta", "Tables", "build_relation", "refuse_unsupported_forms"]
 
 UNIT = f"{HIDDEN_PREFIX}unit"  # the privacy unit, carried hidden through subqueries and joins
+UNIT_ROWS = "\0unit_rows"  # key of ``sources``: the quoted hidden per-unit row count column, when used
 AMBIGUOUS = "\0"  # marks a qualifier that names two tables of FROM (a self-join's table name)
 
 
@@ -109,6 +110,10 @@ class Relation:
     sql: Callable[[Mapping[str, str]], str] | None = None  # given each table's quoted engine name
     public: bool = False
     portable: bool = True  # every expression in it is total on every engine (not only DuckDB)
+    # each unit has at most as many rows here as in its one private base table, whose hidden per-unit row
+    # count (sources[UNIT_ROWS], when the rewrite uses it) the relation passes through: units small there
+    # need no bounding here either (row-wise subqueries, lookups in public tables with unique keys)
+    carries_unit_rows: bool = False
 
     @property
     def base(self) -> str:
@@ -292,7 +297,9 @@ class _Builder:
             scope=scope,
             unit_columns=units,
         )
-        return Relation(rmeta, (meta.name,), None, public=meta.public)
+        return Relation(
+            rmeta, (meta.name,), None, public=meta.public, carries_unit_rows=meta.privacy_unit is not None
+        )
 
     # ---- subqueries
     def derived(self, node: exp.Expression, alias: str, ctes: Mapping[str, exp.Expression]) -> Relation:
@@ -355,10 +362,15 @@ class _Builder:
         )
         condition = f" WHERE {expr.render(where)}" if where is not None else ""
 
-        def sql(sources: Mapping[str, str]) -> str:
-            return f"SELECT {body} FROM {inner.source(sources)} AS _q{condition}"
+        carries = inner.carries_unit_rows
 
-        return Relation(rmeta, inner.tables, sql, public=inner.public, portable=portable)
+        def sql(sources: Mapping[str, str]) -> str:
+            extra = f", {sources[UNIT_ROWS]}" if carries and UNIT_ROWS in sources else ""
+            return f"SELECT {body}{extra} FROM {inner.source(sources)} AS _q{condition}"
+
+        return Relation(
+            rmeta, inner.tables, sql, public=inner.public, portable=portable, carries_unit_rows=carries
+        )
 
     def _visible(self, meta: TableMeta, qualifier: str | None) -> list[tuple[str, str]]:
         """(output name, internal name) of the columns ``*`` or ``qualifier.*`` stands for."""
@@ -458,7 +470,10 @@ def _filtered(rel: Relation, condition: exp.Expression, clause: str) -> Relation
     def sql(sources: Mapping[str, str]) -> str:
         return f"SELECT * FROM {rel.source(sources)} AS _h WHERE {rendered}"
 
-    return Relation(rel.meta, rel.tables, sql, public=rel.public, portable=rel.portable and where.portable)
+    return Relation(
+        rel.meta, rel.tables, sql, public=rel.public, portable=rel.portable and where.portable,
+        carries_unit_rows=rel.carries_unit_rows,
+    )  # fmt: skip
 
 
 def select_has(node: exp.Select, key: str) -> bool:
