@@ -168,3 +168,24 @@ def test_kill_9_leaves_the_ledger_consistent(tmp_path: Path) -> None:
             assert len(spends) > 0
         check = sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone()[0]
         assert check == "ok"
+
+
+def test_a_re_grant_changes_only_what_it_gives(tmp_path: Path) -> None:
+    """Issue 15: `privdb grant alice --tables people` reset alice's δ to 0. A re-grant keeps the ε or δ it
+    leaves out; a new analyst needs ε (δ defaults to 0)."""
+    from privdb.database import Database
+    from privdb.errors import InvalidParameter
+
+    db = Database(tmp_path / "db")
+    db.grant("alice", epsilon=2.0, delta=1e-6)
+    db.grant("alice", epsilon=3.0)
+    budget = db.budget("alice")
+    assert (float(budget.epsilon_total), float(budget.delta_total)) == (3.0, 1e-6)
+    db.grant("alice", delta=1e-5)
+    budget = db.budget("alice")
+    assert (float(budget.epsilon_total), float(budget.delta_total)) == (3.0, 1e-5)
+    with pytest.raises(InvalidParameter, match="needs an ε budget"):
+        db.grant("bob")
+    db.grant("bob", epsilon=1.0)
+    assert float(db.budget("bob").delta_total) == 0.0
+    db.close()

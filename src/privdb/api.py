@@ -91,12 +91,13 @@ class Connection:
         self,
         analyst: str,
         *,
-        epsilon: float,
-        delta: float = 0.0,
+        epsilon: float | None = None,
+        delta: float | None = None,
         tables: list[str] | None = None,
         expires_in: float | None = None,
     ) -> str:
-        """Create an analyst with a budget; returns their token."""
+        """Create an analyst with a budget (or re-grant: ε or δ left out keep their totals); returns their
+        token."""
         return self._owner("granting budgets").grant(
             analyst, epsilon=epsilon, delta=delta, tables=tables, expires_in=expires_in
         )

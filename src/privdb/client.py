@@ -106,8 +106,8 @@ class RemoteConnection:
         self,
         analyst: str,
         *,
-        epsilon: float,
-        delta: float = 0.0,
+        epsilon: float | None = None,
+        delta: float | None = None,
         tables: list[str] | None = None,
         expires_in: float | None = None,
     ) -> str:

@@ -214,15 +214,24 @@ class Database:
         self,
         analyst: str,
         *,
-        epsilon: float,
-        delta: float = 0.0,
+        epsilon: float | None = None,
+        delta: float | None = None,
         tables: list[str] | None = None,
         expires_in: float | None = None,
     ) -> str:
         """Create (or re-grant) an analyst with a total budget; returns a fresh token (the old one stops
         working). ``tables`` limits what they may query (default: every table); ``expires_in`` is the
-        token's life in seconds (default: no expiry)."""
+        token's life in seconds (default: no expiry). A re-grant changes only the budget parts given: an
+        ε or δ left out keeps its current total (a new analyst needs ε; δ defaults to 0)."""
         check_name(analyst, "analyst")
+        if epsilon is None or delta is None:
+            current = self.ledger.budget(analyst, self.name) if self.catalog.has_analyst(analyst) else None
+            if epsilon is None:
+                if current is None:
+                    raise InvalidParameter(f"a new analyst needs an ε budget: grant {analyst!r} --epsilon E")
+                epsilon = float(current.epsilon_total)
+            if delta is None:
+                delta = float(current.delta_total) if current is not None else 0.0
         if expires_in is not None and not (expires_in > 0 and math.isfinite(expires_in)):
             raise InvalidParameter(f"expires_in must be a positive number of seconds, got {expires_in!r}")
         for table in tables or []:

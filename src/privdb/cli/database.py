@@ -91,8 +91,12 @@ def attach(
 def grant(
     analyst: Annotated[str, typer.Argument(help="analyst name")],
     db: DbOption,
-    epsilon: Annotated[float, typer.Option(help="total ε budget")],
-    delta: Annotated[float, typer.Option(help="total δ budget")] = 0.0,
+    epsilon: Annotated[
+        float | None, typer.Option(help="total ε budget (needed for a new analyst; a re-grant keeps it)")
+    ] = None,
+    delta: Annotated[
+        float | None, typer.Option(help="total δ budget (default 0; a re-grant keeps it)")
+    ] = None,
     tables: Annotated[
         str | None, typer.Option(help="comma-separated tables the analyst may query (default: all)")
     ] = None,

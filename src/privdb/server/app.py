@@ -57,8 +57,8 @@ class RawIn(BaseModel):
 
 class AnalystIn(BaseModel):
     name: str = Field(max_length=64)
-    epsilon: float
-    delta: float = 0.0
+    epsilon: float | None = None  # a re-grant keeps what is left out
+    delta: float | None = None
     tables: list[str] | None = None
     expires_in: float | None = Field(default=None, description="the token's life in seconds")
 
