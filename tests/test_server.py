@@ -22,7 +22,7 @@ import pytest
 import privdb
 from privdb.client import RemoteConnection
 from privdb.database import Database
-from privdb.errors import Forbidden, RawAccessDenied, Unauthorized, UnknownTable
+from privdb.errors import Forbidden, PrivdbError, RawAccessDenied, Unauthorized, UnknownTable
 from privdb.sql.parse import parse_dp_select
 from serverfixtures import Server, make_server_db
 
@@ -118,6 +118,10 @@ def test_owner_grants_revokes_loads_and_reads_the_log(
             conn.sql("DP-SELECT 0.25 COUNT(*) FROM people")
         assert owner.budget_of("carol")["epsilon_spent"] == 0.25
         assert any(e["analyst"] == "carol" for e in owner.log())
+        everything = owner.log()
+        assert owner.log(limit=1, offset=1) == everything[1:2]  # GET /v1/log?limit=&offset= pages
+        with pytest.raises(PrivdbError):
+            owner.log(limit=0)
         owner.revoke("carol")
         with pytest.raises(Unauthorized, match="revoked"), privdb.connect(server.url, token=carol) as conn:
             conn.budget()
@@ -334,3 +338,21 @@ def _as_json(protocol: str, reports: Any, lo: int, hi: int, domain: list[str]) -
     if protocol == "olh":
         return [[int(reports.a[j]), int(reports.b[j]), int(reports.y[j])] for j in range(lo, hi)]
     return [domain[int(v)] for v in np.asarray(reports)[lo:hi]]
+
+
+def test_the_log_pages(tmp_path: Path) -> None:
+    """Issue 15: ``GET /v1/log?limit=&offset=`` ignored ``limit``. The library pages the time-ordered log
+    (the server test above pages it over HTTP); a bad page is a clear error."""
+    from privdb.database import Database
+    from privdb.errors import InvalidParameter
+
+    db = Database(tmp_path / "db")
+    db.grant("alice", epsilon=10)
+    for i in range(5):
+        db.catalog.log_refusal("alice", f"DP-SELECT {i} nonsense", "parse_error")
+    everything = db.log("alice")
+    assert [e["query"] for e in db.log("alice", limit=2, offset=1)] == [e["query"] for e in everything[1:3]]
+    assert db.log("alice", offset=4) == everything[4:]
+    with pytest.raises(InvalidParameter):
+        db.log("alice", limit=0)
+    db.close()

@@ -68,9 +68,10 @@ class Connection:
         granted to them."""
         return self._db.visible_tables(self.analyst)
 
-    def log(self) -> list[dict[str, Any]]:
-        """Who asked what and what it cost: an analyst's own entries, or everyone's for the owner."""
-        return self._db.log(self.analyst)
+    def log(self, *, limit: int | None = None, offset: int = 0) -> list[dict[str, Any]]:
+        """Who asked what and what it cost: an analyst's own entries, or everyone's for the owner, in time
+        order; ``limit``/``offset`` page it."""
+        return self._db.log(self.analyst, limit=limit, offset=offset)
 
     # ---- the owner
     def _owner(self, what: str) -> Database:

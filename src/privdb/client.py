@@ -97,8 +97,9 @@ class RemoteConnection:
         result: list[dict[str, Any]] = self._call("GET", "/v1/tables")
         return result
 
-    def log(self) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self._call("GET", "/v1/log")
+    def log(self, *, limit: int | None = None, offset: int = 0) -> list[dict[str, Any]]:
+        params: dict[str, int] = {"offset": offset} | ({"limit": limit} if limit is not None else {})
+        result: list[dict[str, Any]] = self._call("GET", "/v1/log", params=params)
         return result
 
     # ---- the owner

@@ -261,10 +261,14 @@ class Database:
             out.append({"name": name} | meta.to_dict())
         return out
 
-    def log(self, analyst: str | None = None) -> list[dict[str, Any]]:
+    def log(
+        self, analyst: str | None = None, *, limit: int | None = None, offset: int = 0
+    ) -> list[dict[str, Any]]:
         """Who asked what, when, what it cost and how it ended: the ledger's spends (answered, or charged
-        and failed; a spend still ``reserved`` belongs to a process that died) and the refused queries.
-        ``analyst=None``: everyone's (the owner's view)."""
+        and failed; a spend still ``reserved`` belongs to a process that died) and the refused queries, in
+        time order. ``analyst=None``: everyone's (the owner's view). ``limit``/``offset`` page it."""
+        if (limit is not None and limit < 1) or offset < 0:
+            raise InvalidParameter(f"limit must be ≥ 1 and offset ≥ 0, got limit={limit}, offset={offset}")
         entries = [
             {
                 "time": s.created,
@@ -291,7 +295,8 @@ class Database:
             }
             for r in self.catalog.refusals(analyst)
         ]
-        return sorted(entries, key=lambda e: e["time"])
+        ordered: list[dict[str, Any]] = sorted(entries, key=lambda e: float(e["time"] or 0.0))
+        return ordered[offset:] if limit is None else ordered[offset : offset + limit]
 
     def budget(self, analyst: str) -> Budget:
         return self.ledger.budget(analyst, self.name)

@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, Field
@@ -236,8 +236,12 @@ def create_app(
         return db.visible_tables(None if who.is_owner else who.name)
 
     @app.get("/v1/log", summary="Who asked what and what it cost (an analyst: their own entries)")
-    def log(who: Who) -> list[dict[str, Any]]:
-        return db.log(None if who.is_owner else who.name)
+    def log(
+        who: Who,
+        limit: Annotated[int | None, Query(ge=1, le=100_000)] = None,
+        offset: Annotated[int, Query(ge=0)] = 0,
+    ) -> list[dict[str, Any]]:
+        return db.log(None if who.is_owner else who.name, limit=limit, offset=offset)
 
     # ---- the owner
     @app.post("/v1/analysts", summary="Create an analyst with a budget (or re-grant); returns the token")
