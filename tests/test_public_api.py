@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import privdb
 import privdb.audit
 import privdb.errors
@@ -72,3 +74,19 @@ def test_error_codes_match_design() -> None:
     } <= codes
     err = privdb.errors.BudgetExhausted("left: ε=0")
     assert err.to_dict() == {"error": {"code": "budget_exhausted", "message": "left: ε=0"}}
+
+
+def test_an_unreachable_server_is_a_connection_error() -> None:
+    """Issue 15: ``privdb.connect("http://unreachable")`` raised ``InvalidParameter``; it is a connection
+    error (``ServerUnreachable``, also a Python ``ConnectionError``) that says what to check."""
+    import socket
+
+    from privdb.errors import ServerUnreachable
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(ConnectionError) as err:
+        privdb.connect(f"http://127.0.0.1:{port}", token="x").budget()
+    assert isinstance(err.value, ServerUnreachable)
+    assert err.value.code == "server_unreachable" and "privdb serve" in err.value.message

@@ -61,7 +61,7 @@ class RemoteConnection:
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.HTTPError as err:
-            raise errors.InvalidParameter(
+            raise errors.ServerUnreachable(
                 f"cannot reach the privdb server at {self.url} ({type(err).__name__}); is `privdb serve` "
                 "running there?"
             ) from None

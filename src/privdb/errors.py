@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 __all__ = [
     "BudgetExhausted",
     "EngineUnavailable",
+    "ServerUnreachable",
     "Forbidden",
     "InternalError",
     "InvalidParameter",
@@ -109,3 +110,11 @@ class EngineUnavailable(PrivdbError):
     try later".)"""
 
     code = "engine_unavailable"
+
+
+class ServerUnreachable(PrivdbError, ConnectionError):
+    """The privdb server at a URL cannot be reached (nothing was sent, nothing spent); also a Python
+    ``ConnectionError``, so ``except ConnectionError`` catches it as it catches httpx's and the standard
+    library's. (A code beyond DESIGN.md's list: the request never reached privdb.)"""
+
+    code = "server_unreachable"
