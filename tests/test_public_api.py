@@ -23,6 +23,7 @@ def test_exports_are_pinned() -> None:
         "QueryFailed",
         "PrivdbError",
         "RawAccessDenied",
+        "ServerUnreachable",
         "Unauthorized",
         "UnknownColumn",
         "UnknownTable",

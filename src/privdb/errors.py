@@ -27,7 +27,6 @@ from typing import Any, ClassVar
 __all__ = [
     "BudgetExhausted",
     "EngineUnavailable",
-    "ServerUnreachable",
     "Forbidden",
     "InternalError",
     "InvalidParameter",
@@ -35,6 +34,7 @@ __all__ = [
     "PrivdbError",
     "QueryFailed",
     "RawAccessDenied",
+    "ServerUnreachable",
     "Unauthorized",
     "UnknownColumn",
     "UnknownTable",
