@@ -166,3 +166,12 @@ def test_demo_linkage_shows_the_attack_before_and_after() -> None:
     result = runner.invoke(app, ["demo", "linkage"])
     assert result.exit_code == 0, result.output
     assert "names removed only" in result.output and "71%" in result.output and "0%" in result.output
+
+
+def test_version() -> None:
+    """Issue 15: ``privdb --version`` prints the package's version and exits 0."""
+    import privdb
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output.strip() == f"privdb {privdb.__version__}"

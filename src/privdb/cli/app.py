@@ -28,6 +28,24 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from privdb import __version__
+
+        sys.stdout.write(f"privdb {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="print privdb's version and exit"
+    ),
+) -> None:
+    """privdb: a private statistical database. Analysts get differentially private answers; owners publish
+    anonymised tables."""
+
+
 def console() -> Console:
     """Made per command so the terminal's current width (``COLUMNS``) is honoured; when the output is
     not a terminal and ``COLUMNS`` is unset, tables get 160 columns rather than wrapping at 80."""
