@@ -1,6 +1,7 @@
 """The Typer application, its consoles, and the error handling every command shares.
 
-Exit status: 0 on success, 2 on a user error (one clear line on stderr), 1 on an internal fault.
+Exit status: 0 on success, 2 on a user error (one clear line on stderr), 1 on an internal fault, 3 when
+`privdb audit` finds a mechanism whose ε lower bound exceeds its claim.
 """
 
 from __future__ import annotations

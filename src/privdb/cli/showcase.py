@@ -6,7 +6,7 @@ import json
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -160,7 +160,8 @@ def audit(
     confidence: Annotated[float, typer.Option(help="confidence of the lower bound")] = 0.95,
     output_format: Annotated[str, typer.Option("--format", help="table or json")] = "table",
 ) -> None:
-    """Audit mechanisms empirically: the claimed ε beside a Clopper–Pearson lower bound on the true ε."""
+    """Audit mechanisms empirically: the claimed ε beside a Clopper–Pearson lower bound on the true ε.
+    Exits 3 when a lower bound exceeds its claim (a mechanism violates its guarantee)."""
     from privdb import audit as auditing
     from privdb.errors import InvalidParameter
 
@@ -173,7 +174,6 @@ def audit(
     if not 0.5 <= confidence < 1:
         raise InvalidParameter(f"--confidence must be in [0.5, 1), got {confidence:g}")
     results = auditing.run(names or None, samples=samples, confidence=confidence)
-    out = console()
     if output_format == "json":
         payload = [
             {k: r.to_dict()[k] for k in ("name", "epsilon", "delta", "epsilon_lower_bound", "samples")}
@@ -181,7 +181,17 @@ def audit(
             for r in results
         ]
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
-        return
+    else:
+        _audit_table(results, samples, confidence)
+    if not all(r.passed for r in results):
+        raise typer.Exit(AUDIT_VIOLATION)
+
+
+AUDIT_VIOLATION = 3  # the exit status of an audit that found a lower bound above its claim
+
+
+def _audit_table(results: list[Any], samples: int, confidence: float) -> None:
+    out = console()
     table = Table(title=f"Empirical ε audit ({samples:,} samples per input, {confidence:.0%} confidence)")
     for col in ("mechanism", "claimed ε", "δ", "ε lower bound", "verdict", "event"):
         table.add_column(col)
