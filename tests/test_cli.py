@@ -176,3 +176,17 @@ def test_version() -> None:
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0
     assert result.output.strip() == f"privdb {privdb.__version__}"
+
+
+def test_a_mistyped_db_is_not_created_by_a_read_command(tmp_path: Path) -> None:
+    """Issue 15: `privdb query --db typo …` created the directory; a read command refuses, creates nothing."""
+    missing = tmp_path / "typo"
+    for args in (
+        ["query", "--db", str(missing), "--analyst", "a", "DP-SELECT 1 COUNT(*) FROM t"],
+        ["explain", "--db", str(missing), "DP-SELECT 1 COUNT(*) FROM t"],
+        ["budget", "--db", str(missing), "--analyst", "a"],
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, result.output
+        assert "no privdb database" in result.output
+        assert not missing.exists()

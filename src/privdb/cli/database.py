@@ -39,6 +39,11 @@ def _open(db: Path | None, url: str | None, token: str | None, analyst: str | No
         return connect(url, token=token)
     if db is None:
         raise InvalidParameter("give --db DIR (a local database) or --url URL --token T (a server)")
+    if not (Path(db) / "privdb.sqlite").is_file():  # a read command never creates a database (a typo)
+        raise InvalidParameter(
+            f"no privdb database at {str(db)!r}; check --db (the owner creates one with `privdb load` or "
+            "`privdb grant`)"
+        )
     if token is not None and analyst is None:
         return connect(db, token=token)
     return connect(db, analyst=analyst)
