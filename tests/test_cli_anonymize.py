@@ -124,3 +124,17 @@ def test_a_hierarchy_missing_a_value_is_named(tmp_path: Path) -> None:
     assert code == 2 and "pilot" in text and not out.exists()
     code, text = _run(*base, "--hierarchy-fallback", "-o", str(out))
     assert code == 0, text
+
+
+@pytest.mark.parametrize("option", ["-o", "--report-png", "--report"])
+def test_an_output_in_a_missing_folder_fails_before_the_work(tmp_path: Path, option: str) -> None:
+    """Issue 15: `-o /missing/x.csv` and `--report-png /missing/a.png` failed with an internal error after
+    the whole release was computed; they are refused first, naming the folder."""
+    source = tmp_path / "in.csv"
+    source.write_text("a,b\n1,x\n2,y\n3,z\n4,w\n")
+    suffix = {"-o": "x.csv", "--report-png": "a.png", "--report": "r.json"}[option]
+    paths = {"-o": str(tmp_path / "out.csv"), option: str(tmp_path / "missing" / suffix)}
+    args = [item for pair in paths.items() for item in pair]
+    code, text = _run("anonymize", str(source), "--qi", "a", "--k", "2", *args)
+    assert code == 2 and "does not exist" in text and "Traceback" not in text
+    assert not (tmp_path / "out.csv").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -34,6 +35,20 @@ def _columns(qi: str) -> list[str]:
 def _suffix(path: Path | None, allowed: tuple[str, ...], option: str) -> None:
     if path is not None and path.suffix.lower() not in allowed:
         raise InvalidParameter(f"{option} must end in {' or '.join(allowed)}, got {path.name!r}")
+    _writable(path, option)
+
+
+def _writable(path: Path | None, option: str) -> None:
+    """Refuse an output path whose folder does not exist or cannot be written, before any work."""
+    if path is None:
+        return
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise InvalidParameter(
+            f"{option} {str(path)!r}: the folder {str(folder)!r} does not exist; create it first"
+        )
+    if not os.access(folder, os.W_OK) or path.is_dir():
+        raise InvalidParameter(f"{option} {str(path)!r} cannot be written here; choose another path")
 
 
 @app.command()
@@ -68,6 +83,7 @@ def anonymize(
     _suffix(report_png, (".png",), "--report-png")
     if output.resolve() == source.resolve():
         raise InvalidParameter("-o must name a new file: privdb never overwrites the input table")
+    _writable(output, "-o")
     frame, delimiter = read_table(source)
     with _Progress(f"anonymising {len(frame):,} records ({algorithm}, k = {k})"):
         started = time.perf_counter()
