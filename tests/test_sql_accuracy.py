@@ -356,3 +356,23 @@ def test_nulls_do_not_count_in_quantiles(tmp_path: Path, unit: bool, aggregate: 
         db.close()
     step = 100 / 2**14
     assert 1 - step <= result.rows[0][0] <= 2 + step, (result.rows[0][0], q)
+
+
+def test_counts_noised_with_integer_noise_come_back_as_integers(tmp_path: Path) -> None:
+    """Issue 15: counts came back as floats (3459.0) although the geometric noise is integer."""
+    from joinfixtures import PEOPLE_META, frames
+    from privdb.database import Database
+    from privdb.sql import engine
+
+    db = Database(tmp_path / "db")
+    people = frames(people=300)["people"]
+    db.backend.load_frame("people", people)
+    meta = {"columns": {k: v for k, v in PEOPLE_META["columns"].items() if k != "pid"}}
+    db.set_metadata("people", meta)  # row-level: integer counts, the geometric mechanism
+    db.grant("alice", epsilon=10)
+    res = engine.run(
+        db, "alice", "DP-SELECT 1 sex, COUNT(*), COUNT(DISTINCT region), AVG(age) FROM people GROUP BY sex"
+    )
+    for row in res.rows:
+        assert type(row[1]) is int and type(row[2]) is int and isinstance(row[3], float)
+    db.close()

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from privdb.mechanisms import Laplace, RandomSource
+from privdb.mechanisms import Geometric, Laplace, RandomSource
 from privdb.sql.intervals import released_count_intervals
 from privdb.sql.keys import canonical_key, canonical_rank, order_key
 from privdb.sql.plan import DISTINCT_KINDS, AggregatePlan, Histogram, Plan, Threshold
@@ -342,6 +342,18 @@ def _formula_leaves(
     return out
 
 
+def _integer_valued(agg: AggregatePlan, mechs: dict[str, Laplace]) -> bool:
+    """A count noised by the geometric mechanism (integer noise on an integer count): its values are
+    integers, and are returned as such (not 3459.0)."""
+    return agg.kind in ("count_star", "count", "count_distinct") and all(
+        isinstance(mechs[s], Geometric) for s in agg.statistics
+    )
+
+
+def _integers(cells: list[Any]) -> list[Any]:
+    return [None if v is None else int(round(v)) for v in cells]
+
+
 def _cells(values: Any) -> list[Any]:
     if isinstance(values, np.ndarray):
         return [None if v != v else v for v in values.astype(np.float64).tolist()]
@@ -405,7 +417,10 @@ def add_noise(
     formula_results = [
         f.evaluate(_formula_leaves(plan, f, kept_groups, per_agg, interval_at), n) for f in resolved.formulas
     ]
-    agg_cells = [_cells(values) for values, _ in per_agg]
+    agg_cells = [
+        _integers(cells) if _integer_valued(agg, mechs) else cells
+        for agg, cells in zip(plan.aggregates, (_cells(values) for values, _ in per_agg), strict=True)
+    ]
     formula_cells = [_cells(r.values) for r in formula_results]
 
     def cell(role: str, i: int, r: int) -> Any:
