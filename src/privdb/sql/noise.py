@@ -351,7 +351,7 @@ def _integer_valued(agg: AggregatePlan, mechs: dict[str, Laplace]) -> bool:
 
 
 def _integers(cells: list[Any]) -> list[Any]:
-    return [None if v is None else int(round(v)) for v in cells]
+    return [None if v is None else round(v) for v in cells]
 
 
 def _cells(values: Any) -> list[Any]:
