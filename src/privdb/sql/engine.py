@@ -408,7 +408,7 @@ def _run(db: Database, analyst: str, text: str) -> Result:
     extra = {"guarantee": RELEASE_GUARANTEE} if isinstance(plan, ReleasePlan) else {}
     return charged(
         db, analyst, key=plan.query.normalized, table=base, epsilon=plan.epsilon,
-        delta=plan.delta, read=read, respond=respond, extra=extra,
+        delta=plan.delta, read=read, respond=respond, extra=extra, note=" ".join(plan.query.text.split()),
     )  # fmt: skip
 
 
@@ -423,17 +423,19 @@ def charged(
     read: Callable[[], T],
     respond: Callable[[T], NoisyAnswer],
     extra: dict[str, Any] | None = None,
+    note: str | None = None,
 ) -> Result:
     """Answer once, in the one order privacy allows: the stored answer to ``key`` if there is one (free);
     else reserve the budget, ``read`` the data (a failure from here on is charged, without detail),
-    ``respond`` with noise, commit the spend, store the answer, return it."""
+    ``respond`` with noise, commit the spend, store the answer, return it. ``note``: what the log shows
+    (the query as written; default the key)."""
     stored = db.catalog.stored_answer(analyst, key)
     if stored is not None:
         result = Result.from_dict(stored)
         result.epsilon_spent, result.delta_spent, result.cached = 0.0, 0.0, True
         result.budget = _budget(db, analyst)
         return result
-    reservation = db.ledger.reserve(analyst, db.name, epsilon=epsilon, delta=delta, note=key[:500])
+    reservation = db.ledger.reserve(analyst, db.name, epsilon=epsilon, delta=delta, note=(note or key)[:500])
     try:
         data = read()
     except TimeoutError:
