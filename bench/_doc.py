@@ -3,15 +3,21 @@ machine it ran on; peers and big runs in a worker subprocess that answers in JSO
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
+import shlex
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+PEERS = (
+    Path(__file__).resolve().parent / ".peers"
+)  # peers' own venvs: made by the bench scripts, never committed
 HEADER = "# Benchmarks\n\nEach section is written by a script in `bench/`; rerun the script to refresh it.\n"
 
 
@@ -67,3 +73,32 @@ def run_json_worker(argv: list[str], spec: dict[str, Any], failed: str) -> dict[
         return {"error": failed.format(code=done.returncode)}
     result: dict[str, Any] = json.loads(lines[-1])
     return result
+
+
+class PeerUnavailable(RuntimeError):
+    """A peer could not be installed or run; the message says why."""
+
+
+def ensure_venv(venv: Path, requirements: list[str]) -> Path:
+    """``venv/bin/python`` with ``requirements`` installed (a peer whose pins the project's venv cannot
+    hold), creating the venv under ``PEERS`` if needed; a stamp names what is installed."""
+    python = venv / "bin" / "python"
+    stamp = venv / f".installed-{hashlib.sha256(' '.join(requirements).encode()).hexdigest()[:12]}"
+    if python.exists() and stamp.exists():
+        return python
+    PEERS.mkdir(parents=True, exist_ok=True)
+    (PEERS / ".gitignore").write_text("# peers' venvs, made by bench scripts\n*\n", encoding="utf-8")
+    steps = [] if python.exists() else [[sys.executable, "-m", "venv", str(venv)]]
+    steps.append(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *requirements]
+    )
+    for step in steps:
+        done = subprocess.run(step, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            said = (done.stderr or done.stdout).strip().splitlines()
+            tail = " ".join(([line for line in said if "error" in line.lower()] or said)[-2:])
+            raise PeerUnavailable(f"`{shlex.join(step[2:])}` failed ({done.returncode}): {tail}")
+    for old in venv.glob(".installed-*"):
+        old.unlink()
+    stamp.touch()
+    return python

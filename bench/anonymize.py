@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import importlib.metadata
 import json
 import math
@@ -61,7 +60,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from _doc import DOC, cpu_model, markers, memory_gib, run_json_worker, wrap, write_section
+from _doc import (
+    DOC,
+    PEERS,
+    PeerUnavailable,
+    cpu_model,
+    ensure_venv,
+    markers,
+    memory_gib,
+    run_json_worker,
+    wrap,
+    write_section,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -72,7 +82,6 @@ LOAD_AT_START = os.getloadavg()
 
 START, END = markers("anonymize")
 DATA = ROOT.parent / "shared" / "data" / "adult"
-PEERS = ROOT / "bench" / ".peers"  # peers' own venvs: created by this script, never committed
 ANJANA_VENV = PEERS / "anjana"
 ANJANA_VERSION = "1.2.3"  # the latest on PyPI when written; pins numpy==2.0.2, pandas==2.3.3, pycanon==1.3.5
 
@@ -208,37 +217,6 @@ def worker_main(kind: str) -> None:
 
 
 # --------------------------------------------------------------------------------- the peer's venv
-class PeerUnavailable(RuntimeError):
-    """The peer could not be installed; the message says why."""
-
-
-def ensure_anjana_venv() -> Path:
-    """``bench/.peers/anjana/bin/python`` with anjana installed, creating the venv if needed."""
-    python = ANJANA_VENV / "bin" / "python"
-    requirements = [f"anjana=={ANJANA_VERSION}"]
-    stamp = ANJANA_VENV / f".installed-{hashlib.sha256(' '.join(requirements).encode()).hexdigest()[:12]}"
-    if python.exists() and stamp.exists():
-        return python
-    PEERS.mkdir(parents=True, exist_ok=True)
-    (PEERS / ".gitignore").write_text("# peers' venvs, made by bench scripts\n*\n", encoding="utf-8")
-    steps = []
-    if not python.exists():
-        steps.append([sys.executable, "-m", "venv", str(ANJANA_VENV)])
-    steps.append(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *requirements]
-    )
-    for step in steps:
-        done = subprocess.run(step, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            said = (done.stderr or done.stdout).strip().splitlines()
-            tail = " ".join(([line for line in said if "error" in line.lower()] or said)[-2:])
-            raise PeerUnavailable(f"`{shlex.join(step[2:])}` failed ({done.returncode}): {tail}")
-    for old in ANJANA_VENV.glob(".installed-*"):
-        old.unlink()
-    stamp.touch()
-    return python
-
-
 def peer_versions(python: Path) -> dict[str, str]:
     code = (
         "import importlib.metadata as m, json, platform; print(json.dumps({n: m.version(n) for n in "
@@ -1011,7 +989,7 @@ def main() -> None:
                     tick()
             with step(progress, "anjana's venv (bench/.peers/anjana)", 1) as tick:
                 try:
-                    anjana_python = str(ensure_anjana_venv())
+                    anjana_python = str(ensure_venv(ANJANA_VENV, [f"anjana=={ANJANA_VERSION}"]))
                     peer = peer_versions(Path(anjana_python))
                 except (PeerUnavailable, OSError, subprocess.CalledProcessError) as err:
                     console.print(f"[red]anjana could not be installed: {err}")

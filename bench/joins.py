@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import importlib.metadata
 import json
 import math
@@ -66,12 +65,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from _doc import DOC, cpu_model, markers, memory_gib, run_json_worker, wrap, write_section
+from _doc import (
+    DOC,
+    PEERS,
+    PeerUnavailable,
+    cpu_model,
+    ensure_venv,
+    markers,
+    memory_gib,
+    run_json_worker,
+    wrap,
+    write_section,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 START, END = markers("joins")
 DATA = ROOT / "bench" / ".data"  # generated tables and scratch databases: made here, never committed
-PEERS = ROOT / "bench" / ".peers"  # peers' own venvs: made by the bench scripts, never committed
 QRLEW_VENV = PEERS / "qrlew"
 QRLEW_VERSION = "0.9.27"  # the latest pyqrlew on PyPI when written
 DUCKDB_SQLALCHEMY_VERSION = "1.5.6.4"  # DuckDB's SQLAlchemy dialect; the newest that accepts duckdb 2.0
@@ -504,38 +513,10 @@ def qrlew_worker(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------- the peer's venv
-class PeerUnavailable(RuntimeError):
-    """The peer could not be installed; the message says why."""
-
-
 def qrlew_requirements() -> list[str]:
     # the project's DuckDB, so that the peer reads the very same file format
     duck = importlib.metadata.version("duckdb")
     return [f"pyqrlew=={QRLEW_VERSION}", f"duckdb=={duck}", f"duckdb-sqlalchemy=={DUCKDB_SQLALCHEMY_VERSION}"]
-
-
-def ensure_venv(venv: Path, requirements: list[str]) -> Path:
-    """``venv/bin/python`` with ``requirements`` installed, creating the venv if needed."""
-    python = venv / "bin" / "python"
-    stamp = venv / f".installed-{hashlib.sha256(' '.join(requirements).encode()).hexdigest()[:12]}"
-    if python.exists() and stamp.exists():
-        return python
-    PEERS.mkdir(parents=True, exist_ok=True)
-    (PEERS / ".gitignore").write_text("# peers' venvs, made by bench scripts\n*\n", encoding="utf-8")
-    steps = [] if python.exists() else [[sys.executable, "-m", "venv", str(venv)]]
-    steps.append(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *requirements]
-    )
-    for step in steps:
-        done = subprocess.run(step, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            said = (done.stderr or done.stdout).strip().splitlines()
-            tail = " ".join(([line for line in said if "error" in line.lower()] or said)[-2:])
-            raise PeerUnavailable(f"`{shlex.join(step[2:])}` failed ({done.returncode}): {tail}")
-    for old in venv.glob(".installed-*"):
-        old.unlink()
-    stamp.touch()
-    return python
 
 
 def run_qrlew(spec: dict[str, Any]) -> dict[str, Any]:

@@ -26,14 +26,12 @@ docs/benchmarks.md between the ``local`` markers; ``--quick`` (50,000 users) onl
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.metadata
 import json
 import math
 import os
 import platform
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -43,12 +41,11 @@ from typing import Any
 
 import numpy as np
 
-from _doc import DOC, cpu_model, markers, run_json_worker, write_section
+from _doc import DOC, PEERS, cpu_model, ensure_venv, markers, run_json_worker, write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 
 START, END = markers("local")
-PEERS = ROOT / "bench" / ".peers"
 PURELDP_VENV = PEERS / "pureldp"
 PURELDP_REQUIREMENTS = ["pure-ldp==1.2.0", "statsmodels", "scikit-learn", "xxhash<4"]
 EPS = 2.0
@@ -136,31 +133,9 @@ def pureldp_worker() -> None:
     )
 
 
-def ensure_pureldp_venv() -> Path:
-    python = PURELDP_VENV / "bin" / "python"
-    stamp = (
-        PURELDP_VENV
-        / f".installed-{hashlib.sha256(' '.join(PURELDP_REQUIREMENTS).encode()).hexdigest()[:12]}"
-    )
-    if python.exists() and stamp.exists():
-        return python
-    PEERS.mkdir(parents=True, exist_ok=True)
-    (PEERS / ".gitignore").write_text("# peers' venvs, made by bench scripts\n*\n", encoding="utf-8")
-    steps = [] if python.exists() else [[sys.executable, "-m", "venv", str(PURELDP_VENV)]]
-    steps.append(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *PURELDP_REQUIREMENTS]
-    )
-    for step in steps:
-        done = subprocess.run(step, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"`{shlex.join(step[2:])}` failed: {(done.stderr or done.stdout)[-400:]}")
-    stamp.touch()
-    return python
-
-
 def run_pureldp(cases: list[dict[str, Any]]) -> dict[str, Any]:
     try:
-        python = ensure_pureldp_venv()
+        python = ensure_venv(PURELDP_VENV, PURELDP_REQUIREMENTS)
     except (RuntimeError, OSError) as err:
         return {"error": f"pure-ldp could not be installed: {err}"}
     result = run_json_worker(

@@ -15,9 +15,9 @@ privdb is ``engine.run(db, analyst, "DP-SELECT ε MEDIAN(col) FROM people")`` en
 1e-9 per repetition so that no run is served from privdb's store of answers; then privdb by stage
 (``engine.prepare``; the histogram SQL of ``engine.histogram_queries`` run with ``db.backend.fetch``;
 ``add_noise``). One warm-up, then best of ``--repeats`` (5), interleaved run by run, as in bench/sql.py.
-**SmartNoise SQL** runs in its own venv ``bench/.peers/smartnoise`` (made by bench/sql.py's
-``ensure_smartnoise_venv``, reused here) as a subprocess of this very file (``--smartnoise-worker``,
-standard library only at import time): every way of asking for a median or percentile that its grammar
+**SmartNoise SQL** runs in its own venv ``bench/.peers/smartnoise`` (made by bench/_doc.py's
+``ensure_venv`` with bench/sql.py's requirements, reused here) as a subprocess of this very file
+(``--smartnoise-worker``, standard library only at import time): every way of asking for a median or percentile that its grammar
 knows is tried on the same DuckDB file through bench/sql.py's DB-API adapter, and timed where it answers.
 **OpenDP**'s ``make_private_quantile`` (Rust, in the project's venv) is timed once on the whole column,
 row-level (a Python list; converting the column is off the clock).
@@ -181,7 +181,7 @@ def run_smartnoise(spec: dict[str, Any]) -> dict[str, Any]:
     """The worker in bench/sql.py's SmartNoise venv; its findings, or ``{"error": why}``."""
     sql_mod = bench_sql()
     try:
-        python = sql_mod.ensure_smartnoise_venv()
+        python = sql_mod.ensure_venv(sql_mod.SMARTNOISE_VENV, sql_mod.smartnoise_requirements())
     except (sql_mod.PeerUnavailable, OSError) as err:
         return {"error": f"SmartNoise SQL could not be installed: {err}"}
     result = run_json_worker(

@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
-import hashlib
 import importlib.metadata
 import json
 import math
@@ -41,7 +40,6 @@ import platform
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -51,12 +49,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from _doc import DOC, cpu_model, markers, memory_gib, run_json_worker, wrap, write_section
+from _doc import (
+    DOC,
+    PEERS,
+    PeerUnavailable,
+    cpu_model,
+    ensure_venv,
+    markers,
+    memory_gib,
+    run_json_worker,
+    wrap,
+    write_section,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
 START, END = markers("sql")
-PEERS = ROOT / "bench" / ".peers"  # peers' own venvs: created by this script, never committed
 SMARTNOISE_VENV = PEERS / "smartnoise"
 SMARTNOISE_VERSION = "1.0.10"  # the latest on PyPI when written; it requires opendp>=0.14.1,<0.15, pandas<3
 EPS = 1.0
@@ -290,10 +298,6 @@ def worker_main() -> None:
 
 
 # ------------------------------------------------------------------------------- the peer's venv
-class PeerUnavailable(RuntimeError):
-    """The peer could not be installed or run; the message says why."""
-
-
 def _duckdb_version() -> str:
     return importlib.metadata.version("duckdb")
 
@@ -303,37 +307,10 @@ def smartnoise_requirements() -> list[str]:
     return [f"smartnoise-sql=={SMARTNOISE_VERSION}", f"duckdb=={_duckdb_version()}"]
 
 
-def ensure_smartnoise_venv() -> Path:
-    """``bench/.peers/smartnoise/bin/python`` with SmartNoise SQL installed, creating the venv if needed."""
-    python = SMARTNOISE_VENV / "bin" / "python"
-    requirements = smartnoise_requirements()
-    stamp = SMARTNOISE_VENV / f".installed-{hashlib.sha256(' '.join(requirements).encode()).hexdigest()[:12]}"
-    if python.exists() and stamp.exists():
-        return python
-    PEERS.mkdir(parents=True, exist_ok=True)
-    (PEERS / ".gitignore").write_text("# peers' venvs, made by bench scripts\n*\n", encoding="utf-8")
-    steps = []
-    if not python.exists():
-        steps.append([sys.executable, "-m", "venv", str(SMARTNOISE_VENV)])
-    steps.append(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *requirements]
-    )
-    for step in steps:
-        done = subprocess.run(step, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            said = (done.stderr or done.stdout).strip().splitlines()
-            tail = " ".join(([line for line in said if "error" in line.lower()] or said)[-2:])
-            raise PeerUnavailable(f"`{shlex.join(step[2:])}` failed ({done.returncode}): {tail}")
-    for old in SMARTNOISE_VENV.glob(".installed-*"):
-        old.unlink()
-    stamp.touch()
-    return python
-
-
 def run_smartnoise(spec: dict[str, Any]) -> dict[str, Any]:
     """Run the worker in the peer venv; its figures, or ``{"error": why}``."""
     try:
-        python = ensure_smartnoise_venv()
+        python = ensure_venv(SMARTNOISE_VENV, smartnoise_requirements())
     except (PeerUnavailable, OSError) as err:
         return {"error": f"SmartNoise SQL could not be installed: {err}"}
     result = run_json_worker(
