@@ -18,7 +18,8 @@ privdb is ``engine.run(db, analyst, "DP-SELECT ε MEDIAN(col) FROM people")`` en
 **SmartNoise SQL** runs in its own venv ``bench/.peers/smartnoise`` (made by bench/_doc.py's
 ``ensure_venv`` with bench/sql.py's requirements, reused here) as a subprocess of this very file
 (``--smartnoise-worker``, standard library only at import time): every way of asking for a median or
-percentile that its grammar knows is tried on the same DuckDB file through bench/sql.py's DB-API adapter, and timed where it answers.
+percentile that its grammar knows is tried on the same DuckDB file through bench/sql.py's DB-API adapter,
+and timed where it answers.
 **OpenDP**'s ``make_private_quantile`` (Rust, in the project's venv) is timed once on the whole column,
 row-level (a Python list; converting the column is off the clock).
 
