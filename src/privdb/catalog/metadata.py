@@ -76,6 +76,19 @@ class ColumnMeta:
     def bounded(self) -> bool:
         return self.lower is not None and self.upper is not None
 
+    def public_values(self, limit: int) -> list[Any] | None:
+        """Every value the column may take, from public facts only: its declared ``values``, a boolean's
+        two, or the integers between a bounded int column's bounds (if at most ``limit``); else None."""
+        if self.values is not None:
+            return list(self.values)
+        if self.type == "bool":
+            return [False, True]
+        if self.type == "int" and self.lower is not None and self.upper is not None:
+            lo, hi = math.ceil(self.lower), math.floor(self.upper)
+            if hi - lo + 1 <= limit:
+                return list(range(lo, hi + 1))
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type}
         if self.lower is not None:

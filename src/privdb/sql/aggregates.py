@@ -187,8 +187,7 @@ class Arguments:
             return AggregateRef(output, "count_star", None, node, visible=visible)
         q = None
         if kind == "quantile":
-            levels: dict[type[exp.Expression], float] = {exp.Median: 0.5, exp.Min: 0.0, exp.Max: 1.0}
-            q = levels.get(type(node))
+            q = _QUANTILES[type(node)]  # MEDIAN, MIN, MAX: their level; QUANTILE(x, q): its argument
             q = _quantile_level(node) if q is None else q
         column = self.column(node, arg, kind in _COUNTS)
         return AggregateRef(

@@ -89,14 +89,19 @@ class _DatabaseTables(Tables):
                 "nothing was spent: ask the owner to attach it again"
             ) from None
 
-    def max_matches(self, relation: Relation, keys: list[str]) -> int:
+    def _read_public(self, relation: Relation, query: Callable[[str], str]) -> pd.DataFrame:
+        """``query(<the relation as a FROM item>)`` run on its engine: public tables only."""
         assert relation.public, "only public tables are read to plan a query"
         backend, sources = _engine_of(self.db, relation.tables)
+        sql = query(relation.source(sources))
+        return backend.fetch(for_engine(backend, None, sql), timeout=self.db.query_timeout)
+
+    def max_matches(self, relation: Relation, keys: list[str]) -> int:
         by = f" GROUP BY {', '.join(keys)}" if keys else ""
-        sql = (
-            f"SELECT MAX(n) AS n FROM (SELECT COUNT(*) AS n FROM {relation.source(sources)} AS _p{by}) AS _m"
+        frame = self._read_public(
+            relation,
+            lambda rows: f"SELECT MAX(n) AS n FROM (SELECT COUNT(*) AS n FROM {rows} AS _p{by}) AS _m",
         )
-        frame = backend.fetch(for_engine(backend, None, sql), timeout=self.db.query_timeout)
         value = canonical_key(frame.iloc[0, 0]) if len(frame) else None
         return 0 if value is None else int(value)
 
@@ -104,10 +109,9 @@ class _DatabaseTables(Tables):
         return self.db.evaluate_domain(sql, column, values)
 
     def public_values(self, relation: Relation, limit: int) -> list[Any]:
-        assert relation.public, "only public tables are read to plan a query"
-        backend, sources = _engine_of(self.db, relation.tables)
-        sql = f"SELECT DISTINCT * FROM {relation.source(sources)} AS _p LIMIT {int(limit)}"
-        frame = backend.fetch(for_engine(backend, None, sql), timeout=self.db.query_timeout)
+        frame = self._read_public(
+            relation, lambda rows: f"SELECT DISTINCT * FROM {rows} AS _p LIMIT {int(limit)}"
+        )
         return [canonical_key(v) for v in frame.iloc[:, 0].tolist()] if frame.shape[1] else []
 
 

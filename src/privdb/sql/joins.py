@@ -211,18 +211,18 @@ def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tabl
     condition_sql = " AND ".join(sql for sql, _ in rendered)
     portable = portable and all(ok for _, ok in rendered)
     lcols, rcols = set(lnames.values()), set(rnames.values())
-    oriented: list[tuple[str, str, Expr, bool]] = []  # (left column, right column, right's Expr, as stored)
+    oriented: list[tuple[str, str, bool]] = []  # (left column, right column, compared as stored)
     for c in conjuncts:
         if c.op == "eq" and c.args[0].is_column and c.args[1].is_column:
             a, b = c.args
             if a.value.name in rcols:
                 a, b = b, a
             if a.value.name in lcols and b.value.name in rcols:
-                oriented.append((a.value.name, b.value.name, b, _as_stored(c)))
+                oriented.append((a.value.name, b.value.name, _as_stored(c)))
     m, g, multiplicity = left.meta.max_contributions, left.meta.max_groups, _multiplicity(left.meta)
     carries = False
     if private_pair:
-        on_units = [stored for a, b, _, stored in oriented if a in lunits and b in runits]
+        on_units = [stored for a, b, stored in oriented if a in lunits and b in runits]
         if not on_units:
             raise UnsupportedQuery(
                 f"{_PRIVATE_JOIN}: add {_unit_hint(left, lnames)} = {_unit_hint(right, rnames)} to ON"
@@ -247,7 +247,7 @@ def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tabl
             # join compares them (converted where they are not compared as stored)
             inverse = {v: k for k, v in pnames.items()}
             key_sql: list[str] = []
-            for lcol, rcol, _, stored in oriented:
+            for lcol, rcol, stored in oriented:
                 name = inverse[rcol if public is right else lcol]
                 key = column_expr(public.meta.columns[name], name)
                 key_sql.append(expr.render(key) if stored else _compared_sql(key))

@@ -29,17 +29,12 @@ from privdb.errors import UnsupportedQuery
 from privdb.sql import expr
 from privdb.sql.expr import Type
 from privdb.sql.expr.bounds import bound
-from privdb.sql.expr.render import render_num
+from privdb.sql.expr.render import clamp_sql, render_num
 from privdb.sql.relation import Relation, RelationMeta, Tables, _derived, _unit_columns, derived_meta, hidden
 
 __all__ = ["per_unit_relation"]
 
 _AGGREGATES = "COUNT(*), COUNT(x), COUNT(DISTINCT x), SUM(x), AVG(x), MIN(x), MAX(x)"
-
-
-def _clamp(sql: str, lo: float, hi: float) -> str:
-    """``sql`` clamped to [lo, hi], NULL kept (DuckDB's LEAST/GREATEST would skip a NULL)."""
-    return f"CASE WHEN {sql} < {lo!r} THEN {lo!r} WHEN {sql} > {hi!r} THEN {hi!r} ELSE {sql} END"
 
 
 def _aggregate(node: exp.Expression, meta: RelationMeta, m: int, name: str) -> tuple[str, ColumnMeta, bool]:
@@ -75,7 +70,7 @@ def _aggregate(node: exp.Expression, meta: RelationMeta, m: int, name: str) -> t
     )
     if kind == "sum":
         lo, hi = m * min(b.lower, 0.0), m * max(b.upper, 0.0)
-        sql = _clamp(f"SUM({value})", lo, hi)
+        sql = clamp_sql(f"SUM({value})", lo, hi)
         return sql, ColumnMeta(name, "int" if b.integer else "float", lo, hi, storage="float"), portable
     sql = f"{kind.upper()}({value})"
     integer = b.integer and kind != "avg"

@@ -228,20 +228,18 @@ def _derived_domain(key_sql: str, columns: tuple[ColumnMeta, ...], evaluate: Any
         return None
     column = next(iter(distinct.values()))
     plain = key_sql.strip('"').lower() == column.name.lower()
-    if column.values is not None:
+    domain = column.public_values(_DERIVED_DOMAIN_SPAN)
+    if domain is None:
+        return None
+    if column.values is not None or column.type == "bool":
         if plain:
-            return column.values
-        mapped: tuple[Any, ...] | None = evaluate(key_sql, column, list(column.values)) if evaluate else None
-        return mapped
-    if column.type == "bool":
-        return (False, True) if plain else None
-    if column.type == "int" and column.bounded and evaluate is not None:
-        assert column.lower is not None and column.upper is not None
-        lo, hi = math.ceil(column.lower), math.floor(column.upper)
-        if hi - lo + 1 <= _DERIVED_DOMAIN_SPAN:
-            derived: tuple[Any, ...] | None = evaluate(key_sql, column, list(range(lo, hi + 1)))
-            return derived
-    return None
+            return tuple(domain)
+        if column.values is None:  # an expression of a boolean column: its keys pass the threshold
+            return None
+    if evaluate is None:
+        return None
+    derived: tuple[Any, ...] | None = evaluate(key_sql, column, domain)
+    return derived
 
 
 DISTINCT_KINDS = ("distinct", "distinct_unit")

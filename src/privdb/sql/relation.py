@@ -207,15 +207,7 @@ def _derived(name: str, e: Expr, tables: Tables) -> ColumnMeta:
     columns = {c.name: c for c in e.columns}
     if len(columns) == 1 and not identifying:
         (column,) = columns.values()
-        domain: list[Any] | None = None
-        if column.values is not None:
-            domain = list(column.values)
-        elif column.type == "bool":
-            domain = [False, True]
-        elif column.type == "int" and column.bounded:
-            assert column.lower is not None and column.upper is not None
-            if column.upper - column.lower < MAX_DERIVED_VALUES:
-                domain = list(range(int(column.lower), int(column.upper) + 1))
+        domain = column.public_values(MAX_DERIVED_VALUES)
         if domain is not None and e.type in (Type.TEXT, Type.NUM, Type.BOOL):
             values = tables.values_of(expr.render(e), column, domain)
     return ColumnMeta(

@@ -22,7 +22,7 @@ from __future__ import annotations
 from privdb.backends.duckdb import quote
 from privdb.catalog.metadata import ColumnMeta
 from privdb.sql.expr import render
-from privdb.sql.expr.render import column_sql
+from privdb.sql.expr.render import clamp_sql, column_sql
 from privdb.sql.plan import DISTINCT_KINDS, Histogram, Plan, Statistic
 
 __all__ = ["distinct_sql", "engine_sql", "from_item", "histogram_sql"]
@@ -47,9 +47,7 @@ def _clamped(column: ColumnMeta) -> str:
     and multiplied in its own type (DuckDB reads ``0.0`` as a DECIMAL literal), and an overflow there on
     some rows would make the query fail depending on the data (``SUM(a * b)`` of two INTEGER columns)."""
     assert column.lower is not None and column.upper is not None
-    value = f"TRY_CAST({quote(column.name)} AS DOUBLE)"
-    lo, hi = float(column.lower), float(column.upper)  # DECIMAL literals: with a DOUBLE value, DOUBLE
-    return f"CASE WHEN {value} < {lo!r} THEN {lo!r} WHEN {value} > {hi!r} THEN {hi!r} ELSE {value} END"
+    return clamp_sql(f"TRY_CAST({quote(column.name)} AS DOUBLE)", column.lower, column.upper)
 
 
 def _where(plan: Plan) -> str | None:
@@ -79,6 +77,12 @@ def _aggregate(stat: Statistic) -> str:
         power = value if stat.kind == "psum" else f"POWER({value}, 2)"
         return f"COALESCE(SUM(CASE WHEN {other} IS NOT NULL THEN {power} END), 0)"
     return f"COALESCE(SUM({value if stat.kind == 'sum' else f'POWER({value}, 2)'}), 0)"
+
+
+def _ranked(rows: str, rank: str) -> str:
+    """``rows`` (carrying a unit ``u`` and a ``random()`` draw ``rnd``) with each row's rank among its
+    unit's rows in that random order: keeping ranks ≤ k keeps k of a unit's rows, chosen at random."""
+    return f"SELECT *, ROW_NUMBER() OVER (PARTITION BY u ORDER BY rnd) AS {rank} FROM ({rows})"
 
 
 def _positions(n: int) -> str:
@@ -148,7 +152,7 @@ def engine_sql(plan: Plan, table: str, unit_rows: str | None = None, source: str
         # any choice, so DuckDB's random() (not a CSPRNG) is fine here
         # (DuckDB refuses a volatile window order, so random() is drawn a level below)
         shuffled = "SELECT *, random() AS rnd FROM parts"
-        ranked = f"SELECT *, ROW_NUMBER() OVER (PARTITION BY u ORDER BY rnd) AS gr FROM ({shuffled})"
+        ranked = _ranked(shuffled, "gr")
         kept = f"SELECT * FROM ({ranked}) WHERE gr <= {g}"
     else:
         kept = "SELECT * FROM parts"
@@ -224,7 +228,7 @@ def histogram_sql(
         groups = (
             f"SELECT u, {outer}SUM(r) AS rg, random() AS rnd FROM parts GROUP BY u, {', '.join(key_cols)}"
         )
-        ranked = f"SELECT *, ROW_NUMBER() OVER (PARTITION BY u ORDER BY rnd) AS gr FROM ({groups})"
+        ranked = _ranked(groups, "gr")
         kept = f"SELECT u, {outer}rg FROM ({ranked}) WHERE gr <= {g}"
     else:
         kept = "SELECT u, SUM(r) AS rg FROM parts GROUP BY u"
@@ -273,11 +277,11 @@ def distinct_sql(plan: Plan, stat: Statistic, table: str, source: str | None = N
         groups = (
             f"SELECT u, {outer}random() AS rnd FROM (SELECT DISTINCT u, {', '.join(key_cols)} FROM pairs)"
         )
-        ranked_groups = f"SELECT *, ROW_NUMBER() OVER (PARTITION BY u ORDER BY rnd) AS gr FROM ({groups})"
+        ranked_groups = _ranked(groups, "gr")
         ctes.append(f"kg AS (SELECT u, {', '.join(key_cols)} FROM ({ranked_groups}) WHERE gr <= {g})")
         ctes.append(f"pairs_g AS (SELECT p.* FROM pairs p JOIN kg ON {same})")
         chosen = "pairs_g"
     shuffled = f"SELECT *, random() AS rnd FROM {chosen}"
-    ranked = f"SELECT *, ROW_NUMBER() OVER (PARTITION BY u ORDER BY rnd) AS pr FROM ({shuffled})"
+    ranked = _ranked(shuffled, "pr")
     ctes.append(f"kept AS (SELECT * FROM ({ranked}) WHERE pr <= {m})")
     return f"WITH {', '.join(ctes)} SELECT {outer}COUNT(DISTINCT v) AS n FROM kept{by}"

@@ -23,7 +23,15 @@ from privdb.backends.duckdb import quote
 from privdb.catalog.metadata import ColumnMeta
 from privdb.sql.expr.types import DEFAULT_MAX_LENGTH, MAX_RESULT_LENGTH, Expr, Type, column_type
 
-__all__ = ["column_expr", "column_sql", "compared_as_written", "render", "render_num", "render_text"]
+__all__ = [
+    "clamp_sql",
+    "column_expr",
+    "column_sql",
+    "compared_as_written",
+    "render",
+    "render_num",
+    "render_text",
+]
 
 
 def _literal(e: Expr) -> str:
@@ -171,12 +179,17 @@ def _cast(e: Expr) -> str:
     return f"TRY_CAST({render_text(x)} AS TIMESTAMP)" if x.type is Type.TEXT else render(x)
 
 
+def clamp_sql(value: str, lo: float, hi: float) -> str:
+    """``value`` (SQL of a number) pinned to ``[lo, hi]``: NULL stays NULL (DuckDB's LEAST/GREATEST would
+    skip it); DuckDB orders NaN above every number, so NaN gives ``hi``, and ±inf give the ends. The ends
+    are DOUBLE literals (a DECIMAL literal beside a DOUBLE value would be DOUBLE anyway)."""
+    low, high = repr(float(lo)), repr(float(hi))
+    return f"CASE WHEN {value} < {low} THEN {low} WHEN {value} > {high} THEN {high} ELSE {value} END"
+
+
 def _clamp(e: Expr) -> str:
-    """A column pinned to public bounds ``e.value = (lo, hi)`` (bounds.py): NULL stays NULL; DuckDB orders
-    NaN above every number, so NaN gives ``hi``, and ±inf give the ends."""
-    value = render_num(e.args[0])
-    lo, hi = (repr(float(end)) for end in e.value)
-    return f"CASE WHEN {value} < {lo} THEN {lo} WHEN {value} > {hi} THEN {hi} ELSE {value} END"
+    """A column pinned to public bounds ``e.value = (lo, hi)`` (bounds.py)."""
+    return clamp_sql(render_num(e.args[0]), *e.value)
 
 
 def _in(e: Expr) -> str:
