@@ -166,9 +166,8 @@ def _plan_target(db: Database, plan: Plan) -> tuple[Engine, str, str | None, str
         unit = plan.table.privacy_unit
         return backend, base, backend.unit_rows(base, unit) if unit else None, None
     unit_rows = None
-    if relation.carries_unit_rows and plan.table.privacy_unit is not None:
-        base_unit = db.metadata(relation.base).privacy_unit
-        unit_rows = backend.unit_rows(base, base_unit) if base_unit else None
+    if relation.carried_unit is not None and plan.table.privacy_unit is not None:
+        unit_rows = backend.unit_rows(base, relation.carried_unit)  # no second read of the metadata
         if unit_rows is not None:
             sources[UNIT_ROWS] = quote(unit_rows)
     return backend, base, unit_rows, relation.source(sources)

@@ -265,13 +265,12 @@ def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tabl
     )  # fmt: skip
     join_word = "LEFT JOIN" if side == "LEFT" else "JOIN"
 
-    carried = carries if not private_pair else False
     carrier = left if not private_pair and not left.public else right
 
     def sql(sources: Mapping[str, str]) -> str:
         lsel = ", ".join(f"{quote(o)} AS {quote(n)}" for o, n in lnames.items())
         rsel = ", ".join(f"{quote(o)} AS {quote(n)}" for o, n in rnames.items())
-        if carried and UNIT_ROWS in sources:  # the private side's hidden per-unit row count, passed through
+        if carries and UNIT_ROWS in sources:  # the private side's hidden per-unit row count, passed through
             if carrier is left:
                 lsel += f", {sources[UNIT_ROWS]}"
             else:
@@ -286,7 +285,7 @@ def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tabl
     )
     return Relation(
         rmeta, tables_read, sql, public=left.public and right.public, portable=portable,
-        carries_unit_rows=carried,
+        carried_unit=carrier.carried_unit if carries else None,
     )  # fmt: skip
 
 

@@ -110,10 +110,15 @@ class Relation:
     sql: Callable[[Mapping[str, str]], str] | None = None  # given each table's quoted engine name
     public: bool = False
     portable: bool = True  # every expression in it is total on every engine (not only DuckDB)
-    # each unit has at most as many rows here as in its one private base table, whose hidden per-unit row
-    # count (sources[UNIT_ROWS], when the rewrite uses it) the relation passes through: units small there
-    # need no bounding here either (row-wise subqueries, lookups in public tables with unique keys)
-    carries_unit_rows: bool = False
+    # the privacy unit of its one private base table, when each unit has at most as many rows here as there:
+    # the base table's hidden per-unit row count (sources[UNIT_ROWS], when the rewrite uses it) passes
+    # through, and units small there need no bounding here either (row-wise subqueries, lookups in public
+    # tables with unique keys); None: no such count applies
+    carried_unit: str | None = None
+
+    @property
+    def carries_unit_rows(self) -> bool:
+        return self.carried_unit is not None
 
     @property
     def base(self) -> str:
@@ -289,9 +294,7 @@ class _Builder:
             scope=scope,
             unit_columns=units,
         )
-        return Relation(
-            rmeta, (meta.name,), None, public=meta.public, carries_unit_rows=meta.privacy_unit is not None
-        )
+        return Relation(rmeta, (meta.name,), None, public=meta.public, carried_unit=meta.privacy_unit)
 
     # ---- subqueries
     def derived(self, node: exp.Expression, alias: str, ctes: Mapping[str, exp.Expression]) -> Relation:
@@ -361,7 +364,7 @@ class _Builder:
             return f"SELECT {body}{extra} FROM {inner.source(sources)} AS _q{condition}"
 
         return Relation(
-            rmeta, inner.tables, sql, public=inner.public, portable=portable, carries_unit_rows=carries
+            rmeta, inner.tables, sql, public=inner.public, portable=portable, carried_unit=inner.carried_unit
         )
 
     def _visible(self, meta: TableMeta, qualifier: str | None) -> list[tuple[str, str]]:
@@ -464,7 +467,7 @@ def _filtered(rel: Relation, condition: exp.Expression, clause: str) -> Relation
 
     return Relation(
         rel.meta, rel.tables, sql, public=rel.public, portable=rel.portable and where.portable,
-        carries_unit_rows=rel.carries_unit_rows,
+        carried_unit=rel.carried_unit,
     )  # fmt: skip
 
 
