@@ -25,6 +25,7 @@ from privdb.catalog.metadata import ColumnMeta, StoredType, TableMeta, load_meta
 from privdb.catalog.store import Catalog
 from privdb.errors import InvalidParameter, PrivdbError, UnknownTable
 from privdb.mechanisms import RandomSource
+from privdb.sql.expr.types import Type, column_type
 
 __all__ = ["Database"]
 
@@ -40,10 +41,10 @@ def _as_declared(columns: dict[str, str], spec: dict[str, Any] | None) -> dict[s
         facts = declared.get(name.lower())
         if isinstance(kind, StoredType) and isinstance(facts, dict) and facts.get("type"):
             typed = str(facts["type"]).lower()
-            if typed == "category":
-                values = facts.get("values") or []
-                numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
-                typed = "float" if values and len(numbers) == len(values) else "text"
+            if typed == "category":  # stored as numbers exactly when the language reads it as a number
+                values = tuple(facts.get("values") or ())
+                numeric = column_type(ColumnMeta(name, "category", values=values)) is Type.NUM
+                typed = "float" if numeric else "text"
             out[name] = typed
         else:
             out[name] = kind
