@@ -1,11 +1,17 @@
 """The ``privdb`` command: a thin face over the library (Typer + Rich)."""
 
-from privdb.cli import anonymize, database, showcase
+from privdb.cli import analyst, anonymize, database, load, showcase
 from privdb.cli.app import app
 
 __all__ = ["app", "main"]
 
-_COMMANDS = (anonymize, database, showcase)  # importing them registers their commands on ``app``
+_COMMANDS = (
+    analyst,
+    anonymize,
+    database,
+    load,
+    showcase,
+)  # importing them registers their commands on ``app``
 
 
 def main() -> None:

@@ -1,73 +1,17 @@
-"""``privdb load | grant | query | explain | budget | sql``: the database commands."""
+"""``privdb attach | grant | revoke | token | sql | serve``: the owner's database commands."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.table import Table
 
 from privdb.cli.app import app, check_format, console, errors, friendly
+from privdb.cli.options import DbOption, FormatOption
 from privdb.errors import InvalidParameter
-
-DbOption = Annotated[Path, typer.Option("--db", help="database directory (created on first use)")]
-MaybeDb = Annotated[Path | None, typer.Option("--db", help="database directory (or --url for a server)")]
-UrlOption = Annotated[
-    str | None, typer.Option("--url", envvar="PRIVDB_URL", help="a privdb server, e.g. http://127.0.0.1:8000")
-]
-TokenOption = Annotated[
-    str | None,
-    typer.Option("--token", envvar="PRIVDB_TOKEN", help="bearer token for --url (from `privdb grant`)"),
-]
-FormatOption = Annotated[str, typer.Option("--format", help="table, json or csv")]
-
-
-def _open(db: Path | None, url: str | None, token: str | None, analyst: str | None = None) -> Any:
-    """An embedded connection on --db (as --analyst, or the owner), or a server session on --url."""
-    from privdb import connect
-
-    if url is not None:
-        if db is not None:
-            raise InvalidParameter("give --db (a local database) or --url (a server), not both")
-        if analyst is not None:
-            raise InvalidParameter("on a server the token says who asks: give --token, not --analyst")
-        if not token:
-            raise InvalidParameter("--url needs --token (or PRIVDB_TOKEN): the token `privdb grant` printed")
-        return connect(url, token=token)
-    if db is None:
-        raise InvalidParameter("give --db DIR (a local database) or --url URL --token T (a server)")
-    if not (Path(db) / "privdb.sqlite").is_file():  # a read command never creates a database (a typo)
-        raise InvalidParameter(
-            f"no privdb database at {str(db)!r}; check --db (the owner creates one with `privdb load` or "
-            "`privdb grant`)"
-        )
-    if token is not None and analyst is None:
-        return connect(db, token=token)
-    return connect(db, analyst=analyst)
-
-
-@app.command()
-@friendly
-def load(
-    table: Annotated[str, typer.Argument(help="name of the table to create or replace")],
-    file: Annotated[Path, typer.Argument(help="CSV (delimiter and header detected) or Parquet file")],
-    db: DbOption,
-    metadata: Annotated[Path | None, typer.Option(help="privacy metadata YAML")] = None,
-) -> None:
-    """Load a CSV or Parquet file into the database, with its privacy metadata."""
-    from privdb import connect
-
-    with connect(db) as conn:
-        meta = conn.load(table, file, metadata)
-        rows = conn.owner_sql(f'SELECT COUNT(*) AS n FROM "{meta.name}"')["n"].iloc[0]
-    bounded = [c.name for c in meta.columns.values() if c.bounded]
-    console().print(
-        f"loaded [bold]{meta.name}[/bold]: {rows:,} rows, {len(meta.columns)} columns; "
-        f"privacy unit: {meta.privacy_unit or 'one row'}; bounded: {', '.join(bounded) or 'none'}"
-    )
 
 
 @app.command()
@@ -146,120 +90,6 @@ def token(db: DbOption) -> None:
 
     with Database(db) as database:
         sys.stdout.write(database.catalog.add_owner_token() + "\n")
-
-
-@app.command()
-@friendly
-def query(
-    sql: Annotated[str, typer.Argument(help='a DP-SELECT, e.g. "DP-SELECT 0.5 COUNT(*) FROM people"')],
-    db: MaybeDb = None,
-    analyst: Annotated[str | None, typer.Option(help="the analyst who asks (and pays), with --db")] = None,
-    url: UrlOption = None,
-    token: TokenOption = None,
-    output_format: FormatOption = "table",
-) -> None:
-    """Answer a DP-SELECT with differential privacy, paid from the analyst's budget."""
-    check_format(output_format, ("table", "json", "csv"))
-    if url is None and analyst is None and token is None:
-        raise InvalidParameter("say who asks: --analyst NAME (with --db) or --token T (with --url)")
-    with _open(db, url, token, analyst) as conn:
-        result = conn.sql(sql)
-    if output_format == "json":
-        sys.stdout.write(json.dumps(result.to_dict()) + "\n")
-    elif output_format == "csv":
-        sys.stdout.write(result.to_csv())
-    else:
-        console().print(result)
-
-
-@app.command()
-@friendly
-def explain(
-    sql: Annotated[str, typer.Argument(help="a DP-SELECT")],
-    db: MaybeDb = None,
-    analyst: Annotated[
-        str | None, typer.Option(help="explain as this analyst, with --db: only the tables granted to them")
-    ] = None,
-    url: UrlOption = None,
-    token: TokenOption = None,
-    output_format: Annotated[str, typer.Option("--format", help="table or json")] = "table",
-) -> None:
-    """Show a DP-SELECT's plan, sensitivities, noise and cost, without reading data or spending budget
-    (as the owner by default; as an analyst with --analyst, or with --url and their token)."""
-    check_format(output_format, ("table", "json"))
-    with _open(db, url, token, analyst) as conn:
-        plan = conn.explain(sql)
-    if output_format == "json":
-        sys.stdout.write(json.dumps(plan) + "\n")
-        return
-    out = console()
-    out.print(
-        f"[bold]table[/bold] {plan['table']}  ·  privacy unit: {plan['privacy_unit'] or 'one row'}"
-        f"  ·  neighbours: {plan['neighbouring']}  ·  keys: {plan['keys']}"
-    )
-    out.print(f"[bold]cost[/bold] ε = {plan['epsilon']:g}, δ = {plan['delta']:g}")
-    table = Table(title="noisy statistics")
-    for col in ("statistic", "kind", "column", "sensitivity", "mechanism", "ε", "scale", "95% ±"):
-        table.add_column(col)
-    for s in plan["statistics"]:
-        table.add_row(
-            s["statistic"],
-            s["kind"],
-            s["column"] or "*",
-            f"{s['sensitivity']:g}",
-            s["mechanism"],
-            f"{s['epsilon']:.4g}",
-            f"{s['scale']:.4g}",
-            f"{s['ci95_half_width']:.4g}",
-        )
-    out.print(table)
-    if plan.get("order_statistics"):
-        order = Table(title="order statistics and modes (exponential mechanism)")
-        for col in ("column", "kind", "ε per group", "Δ", "candidates", "resolution", "95% utility loss"):
-            order.add_column(col)
-        for o in plan["order_statistics"]:
-            order.add_row(
-                o["column"],
-                o["kind"] + (f" q={o['q']:g}" if o["q"] is not None else ""),
-                f"{o['epsilon_per_group']:.4g}",
-                f"{o['sensitivity']:g}",
-                f"{o['candidates']:,}",
-                "—" if o["resolution"] is None else f"{o['resolution']:.4g}",
-                f"{o['utility_loss95']:.4g}",
-            )
-        out.print(order)
-    out.print("[bold]engine SQL[/bold]")
-    out.print(plan["engine_sql"], highlight=False, markup=False)
-
-
-@app.command()
-@friendly
-def budget(
-    db: MaybeDb = None,
-    analyst: Annotated[str | None, typer.Option(help="analyst name")] = None,
-    url: UrlOption = None,
-    token: TokenOption = None,
-    output_format: Annotated[str, typer.Option("--format", help="table or json")] = "table",
-) -> None:
-    """Show an analyst's budget: total, spent and remaining (on a server: the token's own)."""
-    check_format(output_format, ("table", "json"))
-    with _open(db, url, token) as conn:
-        if url is not None and analyst is None:
-            info = conn.budget()
-        elif analyst is None:
-            raise InvalidParameter("--analyst NAME: whose budget to show")
-        else:
-            info = conn.budget_of(analyst)
-    analyst = analyst or str(info.get("analyst", ""))
-    if output_format == "json":
-        sys.stdout.write(json.dumps(info) + "\n")
-        return
-    table = Table(title=f"budget of {analyst}")
-    for col in ("", "ε", "δ"):
-        table.add_column(col)
-    for row in ("total", "spent", "remaining"):
-        table.add_row(row, f"{info['epsilon_' + row]:g}", f"{info['delta_' + row]:g}")
-    console().print(table)
 
 
 @app.command("sql")
