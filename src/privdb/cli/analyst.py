@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from privdb.cli.app import app, check_format, console, friendly
-from privdb.cli.options import FormatOption, MaybeDb, TokenOption, UrlOption, open_connection
+from privdb.cli.app import app, console, friendly
+from privdb.cli.options import FormatOption, MaybeDb, TableOrJson, TokenOption, UrlOption, open_connection
 from privdb.errors import InvalidParameter
 
 
@@ -25,7 +25,6 @@ def query(
     output_format: FormatOption = "table",
 ) -> None:
     """Answer a DP-SELECT with differential privacy, paid from the analyst's budget."""
-    check_format(output_format, ("table", "json", "csv"))
     if url is None and analyst is None and token is None:
         raise InvalidParameter("say who asks: --analyst NAME (with --db) or --token T (with --url)")
     with open_connection(db, url, token, analyst) as conn:
@@ -48,11 +47,10 @@ def explain(
     ] = None,
     url: UrlOption = None,
     token: TokenOption = None,
-    output_format: Annotated[str, typer.Option("--format", help="table or json")] = "table",
+    output_format: TableOrJson = "table",
 ) -> None:
     """Show a DP-SELECT's plan, sensitivities, noise and cost, without reading data or spending budget
     (as the owner by default; as an analyst with --analyst, or with --url and their token)."""
-    check_format(output_format, ("table", "json"))
     with open_connection(db, url, token, analyst) as conn:
         plan = conn.explain(sql)
     if output_format == "json":
@@ -105,10 +103,9 @@ def budget(
     analyst: Annotated[str | None, typer.Option(help="analyst name")] = None,
     url: UrlOption = None,
     token: TokenOption = None,
-    output_format: Annotated[str, typer.Option("--format", help="table or json")] = "table",
+    output_format: TableOrJson = "table",
 ) -> None:
     """Show an analyst's budget: total, spent and remaining (on a server: the token's own)."""
-    check_format(output_format, ("table", "json"))
     with open_connection(db, url, token) as conn:
         if url is not None and analyst is None:
             info = conn.budget()

@@ -7,13 +7,14 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from privdb.cli.app import app, check_format, console, errors, friendly
+from privdb.cli.app import app, console, errors, friendly
+from privdb.cli.options import TableOrJson
 from privdb.errors import InvalidParameter
 
 QiOption = Annotated[str, typer.Option("--qi", help="comma-separated quasi-identifier columns")]
@@ -63,7 +64,9 @@ def anonymize(
     sensitive: SensitiveOption = None,
     diversity: Annotated[str, typer.Option(help="distinct, entropy or recursive (with --c)")] = "distinct",
     c: Annotated[float | None, typer.Option("--c", help="c of recursive (c, l)-diversity")] = None,
-    algorithm: Annotated[str, typer.Option(help="mondrian or lattice (optimal full-domain)")] = "mondrian",
+    algorithm: Annotated[
+        Literal["mondrian", "lattice"], typer.Option(help="Mondrian, or lattice (optimal full-domain)")
+    ] = "mondrian",
     hierarchies: HierarchiesOption = None,
     hierarchy_fallback: Annotated[
         bool, typer.Option(help="give values a hierarchy misses their own branch instead of failing")
@@ -179,13 +182,12 @@ def check(
     original: Annotated[
         Path | None, typer.Option(help="the original table, same rows: check every value is covered")
     ] = None,
-    output_format: Annotated[str, typer.Option("--format", help="table or json")] = "table",
+    output_format: TableOrJson = "table",
 ) -> None:
     """Measure k, l and t (and re-identification risk) of any table."""
     from privdb.anonymize.report import read_table, table_report
 
     columns = _columns(qi)
-    check_format(output_format, ("table", "json"))
     frame, _ = read_table(source)
     loaded = _hierarchy_frames(hierarchies, [*columns, *([sensitive] if sensitive else [])])
     with _Progress(f"checking {len(frame):,} records"):
@@ -230,14 +232,13 @@ def check(
 def risk_command(
     source: Annotated[Path, typer.Argument(help="any table (CSV or Parquet)")],
     qi: QiOption,
-    output_format: Annotated[str, typer.Option("--format", help="table or json")] = "table",
+    output_format: TableOrJson = "table",
 ) -> None:
     """Re-identification risk of a table: prosecutor (max, average), journalist, marketer, sample uniques."""
     from privdb.anonymize.report import read_table
     from privdb.anonymize.risk import risk
 
     columns = _columns(qi)
-    check_format(output_format, ("table", "json"))
     frame, _ = read_table(source)
     body = risk(frame, columns).to_dict()
     if output_format == "json":

@@ -15,9 +15,9 @@ from typing import Any, TypeVar
 import typer
 from rich.console import Console
 
-from privdb.errors import InternalError, InvalidParameter, PrivdbError
+from privdb.errors import InternalError, PrivdbError
 
-__all__ = ["app", "check_format", "console", "friendly"]
+__all__ = ["app", "console", "errors", "friendly"]
 
 app = typer.Typer(
     name="privdb",
@@ -53,13 +53,6 @@ def console() -> Console:
     if "COLUMNS" in os.environ or sys.stdout.isatty():
         return Console()
     return Console(width=160)
-
-
-def check_format(value: str, allowed: tuple[str, ...]) -> str:
-    """The --format option's value, or a clear error listing the allowed ones."""
-    if value not in allowed:
-        raise InvalidParameter(f"--format must be one of {', '.join(allowed)}, got {value!r}")
-    return value
 
 
 def errors() -> Console:

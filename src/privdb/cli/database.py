@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from privdb.cli.app import app, check_format, console, errors, friendly
+from privdb.cli.app import app, console, errors, friendly
 from privdb.cli.options import DbOption, FormatOption
 from privdb.errors import InvalidParameter
 
@@ -102,7 +102,6 @@ def owner_sql(
     """Run raw SQL as the database owner (direct access model; analysts cannot)."""
     from privdb import connect
 
-    check_format(output_format, ("table", "json", "csv"))
     with connect(db) as conn:
         frame = conn.owner_sql(statement)
     if output_format == "json":

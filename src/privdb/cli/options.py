@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
 from privdb.errors import InvalidParameter
 
-__all__ = ["DbOption", "FormatOption", "MaybeDb", "TokenOption", "UrlOption", "open_connection"]
+__all__ = [
+    "DbOption",
+    "FormatOption",
+    "MaybeDb",
+    "TableOrJson",
+    "TokenOption",
+    "UrlOption",
+    "open_connection",
+]
 
 DbOption = Annotated[Path, typer.Option("--db", help="database directory (created on first use)")]
 MaybeDb = Annotated[Path | None, typer.Option("--db", help="database directory (or --url for a server)")]
@@ -20,7 +28,10 @@ TokenOption = Annotated[
     str | None,
     typer.Option("--token", envvar="PRIVDB_TOKEN", help="bearer token for --url (from `privdb grant`)"),
 ]
-FormatOption = Annotated[str, typer.Option("--format", help="table, json or csv")]
+FormatOption = Annotated[
+    Literal["table", "json", "csv"], typer.Option("--format", help="how to print the answer")
+]
+TableOrJson = Annotated[Literal["table", "json"], typer.Option("--format", help="how to print it")]
 
 
 def open_connection(db: Path | None, url: str | None, token: str | None, analyst: str | None = None) -> Any:

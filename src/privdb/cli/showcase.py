@@ -12,6 +12,7 @@ import typer
 from rich.table import Table
 
 from privdb.cli.app import app, console, friendly
+from privdb.cli.options import TableOrJson
 
 DEMOS = ("sql", "local", "holdout", "linkage")
 
@@ -158,7 +159,7 @@ def audit(
     names: Annotated[list[str] | None, typer.Argument(help="mechanisms to audit (default: all)")] = None,
     samples: Annotated[int, typer.Option(help="outputs drawn per neighbouring input")] = 100_000,
     confidence: Annotated[float, typer.Option(help="confidence of the lower bound")] = 0.95,
-    output_format: Annotated[str, typer.Option("--format", help="table or json")] = "table",
+    output_format: TableOrJson = "table",
 ) -> None:
     """Audit mechanisms empirically: the claimed ε beside a Clopper–Pearson lower bound on the true ε.
     Exits 3 when a lower bound exceeds its claim (a mechanism violates its guarantee)."""
@@ -169,8 +170,6 @@ def audit(
     for name in names or []:
         if name not in known:
             raise InvalidParameter(f"unknown mechanism {name!r}; choose from {', '.join(known)}")
-    if output_format not in ("table", "json"):
-        raise InvalidParameter(f"--format must be table or json, got {output_format!r}")
     if not 0.5 <= confidence < 1:
         raise InvalidParameter(f"--confidence must be in [0.5, 1), got {confidence:g}")
     results = auditing.run(names or None, samples=samples, confidence=confidence)
