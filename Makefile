@@ -2,7 +2,11 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+SUM    := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# two installs: the demo needs only privdb itself (its default dependencies); the tests add the dev tools,
+# the PostgreSQL and Spark drivers and the benchmark peers (extras in pyproject.toml)
+BASE   := $(VENV)/.installed-base-$(SUM)
+FULL   := $(VENV)/.installed-full-$(SUM)
 
 .PHONY: demo test lint bench clean
 
@@ -15,15 +19,20 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+$(BASE): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	rm -f $(VENV)/.installed-base-*
+	touch $@
+
+$(FULL): pyproject.toml $(BASE)
+	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,spark,bench]'
 	# pycanon, the independent checker the anonymisation tests compare with, pins old numpy/pandas;
 	# the parts the tests use need only numpy and pandas, so it goes in without its pins
 	$(BIN)/python -m pip install --quiet --no-deps pycanon==1.3.6
-	rm -f $(VENV)/.installed-*
+	rm -f $(VENV)/.installed-full-*
 	touch $@
 
-demo: $(STAMP)
+demo: $(BASE)
 	$(BIN)/privdb demo
 
 $(CHROMIUM):
@@ -41,15 +50,15 @@ java:
 	@command -v java >/dev/null || \
 	  ($(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq openjdk-17-jre-headless >/dev/null)
 
-test: $(STAMP) $(CHROMIUM) postgresql java
+test: $(FULL) $(CHROMIUM) postgresql java
 	$(BIN)/python -m pytest -n 2 -q
 
-lint: $(STAMP)
+lint: $(FULL)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 
-bench: $(STAMP)
+bench: $(FULL)
 	$(BIN)/python bench/mechanisms.py
 	$(BIN)/python bench/sql.py
 	$(BIN)/python bench/joins.py

@@ -41,7 +41,12 @@ class PostgresBackend:
     dialect = "postgres"
 
     def __init__(self, url: str) -> None:
-        import psycopg
+        try:
+            import psycopg
+        except ImportError:
+            raise EngineUnavailable(
+                "PostgreSQL needs the psycopg driver: pip install 'privdb[postgres]' (nothing was spent)"
+            ) from None
 
         self._psycopg = psycopg
         self._url = url

@@ -60,7 +60,11 @@ class SparkBackend:
     def _start(self) -> Any:
         try:
             from pyspark.sql import SparkSession
-
+        except ImportError:
+            raise EngineUnavailable(
+                "Spark needs PySpark: pip install 'privdb[spark]' (nothing was spent)"
+            ) from None
+        try:
             return (
                 SparkSession.builder.master(self._master)
                 .appName("privdb")
