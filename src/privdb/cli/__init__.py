@@ -1,7 +1,7 @@
 """The ``privdb`` command: a thin face over the library (Typer + Rich)."""
 
 from privdb.cli import analyst, anonymize, database, load, showcase
-from privdb.cli.app import app
+from privdb.cli.app import app, arrange
 
 __all__ = ["app", "main"]
 
@@ -12,6 +12,7 @@ _COMMANDS = (
     load,
     showcase,
 )  # importing them registers their commands on ``app``
+arrange(app)
 
 
 def main() -> None:

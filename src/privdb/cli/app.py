@@ -14,10 +14,16 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from typer import rich_utils
 
 from privdb.errors import InternalError, PrivdbError
 
-__all__ = ["app", "console", "errors", "friendly"]
+__all__ = ["app", "arrange", "console", "errors", "friendly"]
+
+if rich_utils.MAX_WIDTH is None and "COLUMNS" not in os.environ and not sys.stdout.isatty():
+    # help piped to a file or a pager: Rich would assume 80 columns and squeeze every description; use lines
+    # as long as the code's own (a terminal keeps its real width; COLUMNS or TERMINAL_WIDTH still win)
+    rich_utils.MAX_WIDTH = 120
 
 app = typer.Typer(
     name="privdb",
@@ -26,6 +32,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",  # a docstring's wrapped lines read as one paragraph
 )
 
 
@@ -45,6 +52,44 @@ def main(
 ) -> None:
     """privdb: a private statistical database. Analysts get differentially private answers; owners publish
     anonymised tables."""
+
+
+# `privdb --help` groups the commands by who uses them, in the order of a first session; a command missing
+# here is listed under "Other" (so a new command never disappears from the help)
+PANELS: dict[str, tuple[str, ...]] = {
+    "Owner: data and analysts": (
+        "load",
+        "infer",
+        "attach",
+        "grant",
+        "revoke",
+        "token",
+        "sql",
+        "log",
+        "serve",
+    ),
+    "Analyst": ("query", "explain", "budget"),
+    "Publishing": ("anonymize", "check", "risk", "linkage", "publish"),
+    "Local model": ("survey",),
+    "Choosing and checking ε": ("epsilon", "audit", "demo"),
+}
+
+
+def arrange(typer_app: typer.Typer) -> None:
+    """Put every registered command (and command group) in its help panel, in the order of ``PANELS``."""
+    order = [name for names in PANELS.values() for name in names]
+
+    def name_of(info: Any) -> str:
+        if info.name:
+            return str(info.name)
+        callback = info.callback or getattr(info, "typer_instance", None)
+        return getattr(callback, "__name__", "").replace("_", "-") if callback else ""
+
+    for infos in (typer_app.registered_commands, typer_app.registered_groups):
+        for info in infos:
+            name = name_of(info)
+            info.rich_help_panel = next((p for p, names in PANELS.items() if name in names), "Other")
+        infos.sort(key=lambda i: order.index(name_of(i)) if name_of(i) in order else len(order))
 
 
 def console() -> Console:

@@ -127,7 +127,8 @@ def serve(
     query_timeout: Annotated[float, typer.Option(help="seconds an engine query may run")] = 30.0,
     max_body: Annotated[int, typer.Option(help="largest request body, in bytes")] = 16 * 2**20,
 ) -> None:
-    """Serve the database over HTTP (the API of DESIGN.md, the page at /); prints an owner token at first."""
+    """Serve the database over HTTP (the API of docs/server.md, the page at /); prints an owner token the
+    first time."""
     from privdb.database import Database
     from privdb.server import serve as run_server
 
