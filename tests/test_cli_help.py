@@ -67,3 +67,14 @@ def test_help_points_at_nothing_outside_the_repository() -> None:
     for command in ["", *_commands()]:
         text = _help(*([command] if command else []))
         assert not re.search(r"DESIGN\.md|\.\./shared|https?://(?!127\.0\.0\.1|localhost)", text), command
+
+
+def test_no_help_text_is_eaten_by_markdown() -> None:
+    """The help is rendered as Markdown: an `<word>` would vanish as an HTML tag."""
+    import typer.main
+
+    group = typer.main.get_command(app)
+    for name, command in group.commands.items():  # type: ignore[attr-defined]
+        texts = [command.help or ""] + [getattr(p, "help", None) or "" for p in command.params]
+        for text in texts:
+            assert not re.search(r"<[A-Za-z][\w-]*>", text), (name, text)

@@ -22,7 +22,7 @@ SensitiveOption = Annotated[
     str | None, typer.Option("--sensitive", help="the sensitive column (for l and t)")
 ]
 HierarchiesOption = Annotated[
-    Path | None, typer.Option("--hierarchies", help="directory of <column>.csv hierarchies (ARX's format)")
+    Path | None, typer.Option("--hierarchies", help="directory of COLUMN.csv hierarchies (ARX's format)")
 ]
 
 
