@@ -8,12 +8,13 @@ Both return a :class:`Connection` with the same query methods; owner-only method
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Unpack, overload
 
 import pandas as pd
 
 from privdb.catalog.metadata import TableMeta
-from privdb.database import Database
+from privdb.catalog.querylog import LogOptions
+from privdb.database import Database, log_subject
 from privdb.errors import InvalidParameter, RawAccessDenied
 from privdb.result import Result
 from privdb.sql import engine
@@ -68,10 +69,12 @@ class Connection:
         granted to them."""
         return self._db.visible_tables(self.analyst)
 
-    def log(self, *, limit: int | None = None, offset: int = 0) -> list[dict[str, Any]]:
-        """Who asked what and what it cost: an analyst's own entries, or everyone's for the owner, in time
-        order; ``limit``/``offset`` page it."""
-        return self._db.log(self.analyst, limit=limit, offset=offset)
+    def log(self, *, analyst: str | None = None, **options: Unpack[LogOptions]) -> list[dict[str, Any]]:
+        """Who asked what and what it cost, in time order (``newest_first``: latest first): everyone's for
+        the owner (``analyst`` picks one), an analyst's own (naming another is ``forbidden``). ``table``
+        keeps queries naming it, ``since`` (Unix seconds) the later ones, ``outcome`` one of answered,
+        refused, interrupted; ``limit``/``offset`` page it."""
+        return self._db.log(log_subject(self.analyst, analyst), **options)
 
     # ---- the owner
     def _owner(self, what: str) -> Database:

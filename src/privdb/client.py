@@ -8,12 +8,13 @@ Errors come back as the same :class:`privdb.errors.PrivdbError` subclasses, chos
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import httpx
 import pandas as pd
 
 from privdb import errors
+from privdb.catalog.querylog import LogOptions
 from privdb.result import Result
 
 __all__ = ["RemoteConnection"]
@@ -97,8 +98,13 @@ class RemoteConnection:
         result: list[dict[str, Any]] = self._call("GET", "/v1/tables")
         return result
 
-    def log(self, *, limit: int | None = None, offset: int = 0) -> list[dict[str, Any]]:
-        params: dict[str, int] = {"offset": offset} | ({"limit": limit} if limit is not None else {})
+    def log(self, *, analyst: str | None = None, **options: Unpack[LogOptions]) -> list[dict[str, Any]]:
+        """The query log (``GET /v1/log``), with the filters and paging of the embedded ``log``."""
+        params: dict[str, Any] = {k: v for k, v in options.items() if v is not None and k != "newest_first"}
+        if analyst is not None:
+            params["analyst"] = analyst
+        if options.get("newest_first"):
+            params["order"] = "desc"
         result: list[dict[str, Any]] = self._call("GET", "/v1/log", params=params)
         return result
 

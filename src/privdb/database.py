@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import duckdb
 import pandas as pd
@@ -22,12 +22,22 @@ from privdb.accounting.ledger import Budget, Ledger
 from privdb.backends.base import Engine
 from privdb.backends.duckdb import DuckDBBackend, check_name
 from privdb.catalog.metadata import ColumnMeta, StoredType, TableMeta, load_metadata, metadata_from_dict
+from privdb.catalog.querylog import LogFilter, LogOptions
 from privdb.catalog.store import Catalog
-from privdb.errors import InvalidParameter, PrivdbError, UnknownTable
+from privdb.errors import Forbidden, InvalidParameter, PrivdbError, UnknownTable
 from privdb.mechanisms import RandomSource
 from privdb.sql.expr.types import Type, column_type
 
-__all__ = ["Database"]
+__all__ = ["Database", "log_subject"]
+
+
+def log_subject(viewer: str | None, asked: str | None) -> str | None:
+    """Whose log entries ``viewer`` (an analyst, or None: the owner) gets when asking for ``asked``'s: the
+    owner any analyst's (None: everyone's); an analyst only their own, and a filter naming anyone else is
+    refused whether or not that analyst exists."""
+    if viewer is None or asked in (None, viewer):
+        return asked if viewer is None else viewer
+    raise Forbidden("an analyst sees only their own log entries: leave out the analyst filter")
 
 
 def _as_declared(columns: dict[str, str], spec: dict[str, Any] | None) -> dict[str, str]:
@@ -262,42 +272,20 @@ class Database:
             out.append({"name": name} | meta.to_dict())
         return out
 
-    def log(
-        self, analyst: str | None = None, *, limit: int | None = None, offset: int = 0
-    ) -> list[dict[str, Any]]:
+    def log(self, analyst: str | None = None, **options: Unpack[LogOptions]) -> list[dict[str, Any]]:
         """Who asked what, when, what it cost and how it ended: the ledger's spends (answered, or charged
-        and failed; a spend still ``reserved`` belongs to a process that died) and the refused queries, in
-        time order. ``analyst=None``: everyone's (the owner's view). ``limit``/``offset`` page it."""
+        and failed; a spend still ``reserved`` belongs to a process that died: ``interrupted``) and the
+        refused queries, in time order. ``analyst=None``: everyone's (the owner's view). The filters
+        (:class:`privdb.catalog.querylog.LogFilter`) and ``limit``/``offset`` paging run in SQL."""
+        limit, offset = options.get("limit"), options.get("offset", 0)
         if (limit is not None and limit < 1) or offset < 0:
             raise InvalidParameter(f"limit must be ≥ 1 and offset ≥ 0, got limit={limit}, offset={offset}")
-        entries = [
-            {
-                "time": s.created,
-                "analyst": s.analyst,
-                "query": s.note,
-                "epsilon": float(s.epsilon),
-                "delta": float(s.delta),
-                "outcome": {"committed": "answered", "reserved": "interrupted", "released": "refused"}[
-                    s.state
-                ],
-                "code": None,
-            }
-            for s in self.ledger.spends(analyst, self.name)
-        ]
-        entries += [
-            {
-                "time": r["created"],
-                "analyst": r["analyst"],
-                "query": r["query"],
-                "epsilon": 0.0,
-                "delta": 0.0,
-                "outcome": "refused",
-                "code": r["code"],
-            }
-            for r in self.catalog.refusals(analyst)
-        ]
-        ordered: list[dict[str, Any]] = sorted(entries, key=lambda e: float(e["time"] or 0.0))
-        return ordered[offset:] if limit is None else ordered[offset : offset + limit]
+        rows = self.catalog.log(self.name, LogFilter.of(analyst, options), limit=limit, offset=offset)
+        return [row.to_dict() for row in rows]
+
+    def log_count(self, analyst: str | None = None, **options: Unpack[LogOptions]) -> int:
+        """How many entries :meth:`log` has with these filters, whatever the page (for paging)."""
+        return self.catalog.log_count(self.name, LogFilter.of(analyst, options))
 
     def budget(self, analyst: str) -> Budget:
         return self.ledger.budget(analyst, self.name)

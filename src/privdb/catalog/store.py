@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from privdb.catalog.querylog import LOG_UNION, LogFilter, LogRow
 from privdb.errors import InvalidParameter, Unauthorized, UnknownTable
 
 __all__ = ["Catalog", "Principal"]
@@ -270,7 +271,7 @@ class Catalog:
             self._conn.execute("COMMIT")
         return int(row[0]) + n
 
-    # ---- the log of refused queries (spends are in the ledger, beside it)
+    # ---- the query log: refused queries here, spends in the ledger's table beside them (same file)
     def log_refusal(self, analyst: str, query: str, code: str) -> None:
         with self._lock:
             self._conn.execute(
@@ -278,14 +279,27 @@ class Catalog:
                 (analyst, query[:500], code, time.time()),
             )
 
-    def refusals(self, analyst: str | None = None) -> list[dict[str, Any]]:
-        sql = "SELECT analyst, query, code, created FROM refusals"
-        args: tuple[str, ...] = ()
-        if analyst is not None:
-            sql, args = sql + " WHERE analyst = ?", (analyst,)
+    def log(
+        self, database: str, filters: LogFilter, *, limit: int | None = None, offset: int = 0
+    ) -> list[LogRow]:
+        """One page of the query log: the ledger's spends on ``database`` and the refused queries, in time
+        order (newest first if ``filters.newest_first``), filtered, ordered and paged in SQL."""
+        where, args = filters.where()
+        order = "DESC" if filters.newest_first else "ASC"
+        sql = (
+            f"SELECT time, analyst, query, epsilon, delta, outcome, code FROM ({LOG_UNION}){where} "
+            f"ORDER BY time {order}, src {order}, id {order} LIMIT ? OFFSET ?"
+        )
         with self._lock:
-            rows = self._conn.execute(sql + " ORDER BY id", args).fetchall()
-        return [{"analyst": r[0], "query": r[1], "code": r[2], "created": r[3]} for r in rows]
+            rows = self._conn.execute(sql, (database, *args, -1 if limit is None else limit, offset))
+            return [LogRow(*r) for r in rows.fetchall()]
+
+    def log_count(self, database: str, filters: LogFilter) -> int:
+        """How many entries of the log pass ``filters`` (for paging)."""
+        where, args = filters.where()
+        with self._lock:
+            row = self._conn.execute(f"SELECT COUNT(*) FROM ({LOG_UNION}){where}", (database, *args))
+            return int(row.fetchone()[0])
 
     # ---- stored answers
     def stored_answer(self, analyst: str, query: str) -> dict[str, Any] | None:

@@ -1,6 +1,6 @@
 """The ``privdb`` command: a thin face over the library (Typer + Rich)."""
 
-from privdb.cli import analyst, anonymize, database, load, showcase
+from privdb.cli import analyst, anonymize, database, load, log, showcase
 from privdb.cli.app import app, arrange
 
 __all__ = ["app", "main"]
@@ -10,6 +10,7 @@ _COMMANDS = (
     anonymize,
     database,
     load,
+    log,
     showcase,
 )  # importing them registers their commands on ``app``
 arrange(app)

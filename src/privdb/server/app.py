@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import os
 import tempfile
+from datetime import datetime
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -29,8 +30,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from privdb.backends.duckdb import check_name
+from privdb.catalog.querylog import LogOptions, Outcome
 from privdb.catalog.store import Principal
-from privdb.database import Database
+from privdb.database import Database, log_subject
 from privdb.errors import Forbidden, InvalidParameter, PrivdbError, RawAccessDenied, Unauthorized
 from privdb.local.survey import Survey
 from privdb.server.errors import error_response, from_error
@@ -238,10 +240,21 @@ def create_app(
     @app.get("/v1/log", summary="Who asked what and what it cost (an analyst: their own entries)")
     def log(
         who: Who,
+        response: Response,
         limit: Annotated[int | None, Query(ge=1, le=100_000)] = None,
         offset: Annotated[int, Query(ge=0)] = 0,
+        analyst: Annotated[str | None, Query(description="one analyst's entries (the owner)")] = None,
+        table: Annotated[str | None, Query(description="entries whose query names this table")] = None,
+        since: Annotated[float | datetime | None, Query(description="Unix seconds or ISO 8601")] = None,
+        outcome: Annotated[Outcome | None, Query(description="answered, refused or interrupted")] = None,
+        order: Annotated[Literal["asc", "desc"], Query(description="desc: newest first")] = "asc",
     ) -> list[dict[str, Any]]:
-        return db.log(None if who.is_owner else who.name, limit=limit, offset=offset)
+        subject = log_subject(None if who.is_owner else who.name, analyst)
+        start = since.timestamp() if isinstance(since, datetime) else since
+        filters: LogOptions = {"table": table, "since": start, "outcome": outcome}
+        response.headers["X-Total-Count"] = str(db.log_count(subject, **filters))  # the page's "… of N"
+        page: LogOptions = {"limit": limit, "offset": offset, "newest_first": order == "desc"}
+        return db.log(subject, **(filters | page))
 
     # ---- the owner
     @app.post("/v1/analysts", summary="Create an analyst with a budget (or re-grant); returns the token")
