@@ -26,7 +26,8 @@ from numpy.typing import NDArray
 from privdb.mechanisms import Geometric, Laplace, RandomSource
 from privdb.sql.intervals import released_count_intervals
 from privdb.sql.keys import canonical_key, canonical_rank, order_key
-from privdb.sql.plan import DISTINCT_KINDS, AggregatePlan, Histogram, Plan, Threshold
+from privdb.sql.order import choose, histogram_accuracy
+from privdb.sql.plan import DISTINCT_KINDS, AggregatePlan, Plan, Threshold
 from privdb.sql.postprocess import Formula, Values
 
 __all__ = ["NoisyAnswer", "add_noise", "canonical_key", "order_key", "released_count_intervals"]
@@ -249,55 +250,6 @@ def _pair(
     return values, intervals
 
 
-def _choose(
-    plan: Plan,
-    hist: Histogram,
-    frame: pd.DataFrame,
-    groups: list[tuple[Any, ...]],
-    q: float | None,
-    rng: RandomSource | None,
-) -> NDArray[np.float64] | list[Any]:
-    """Per group, the exponential mechanism's choice: a grid point for a quantile (utility: minus the
-    distance from q·n to the candidate's rank interval, Smith 2011), a domain value for a mode (its count)."""
-    nkeys = len(plan.resolved.keys)
-    counts: dict[tuple[Any, ...], dict[Any, float]] = {}
-    for row in frame.itertuples(index=False, name=None):
-        key = tuple(canonical_key(v) for v in row[:nkeys])  # as _groups keys them
-        cells = counts.setdefault(key, {})
-        cell = canonical_key(row[nkeys])
-        if cell is None:  # the engine leaves NULL cells out; never a candidate
-            continue
-        cells[cell] = cells.get(cell, 0.0) + _number(row[nkeys + 1])  # NaN and NULL keys meet: add
-    mech = hist.mechanism(rng)
-    if hist.values is not None:  # mode
-        index: dict[Any, int] = {}
-        for i, v in enumerate(hist.values):
-            index.setdefault(canonical_key(v), i)
-        chosen: list[Any] = []
-        for group in groups:
-            u = np.zeros(hist.cells)
-            for value, n in counts.get(group, {}).items():
-                if value in index:  # values outside the public domain are not candidates
-                    u[index[value]] += n
-            chosen.append(hist.values[mech.select(u)])
-        return chosen
-    assert q is not None
-    out = np.empty(len(groups))
-    for g, group in enumerate(groups):
-        per_cell = np.zeros(hist.cells)
-        for cell, n in counts.get(group, {}).items():
-            per_cell[min(max(int(cell), 0), hist.cells - 1)] += n  # the engine's cells lie in range
-        below = np.concatenate([[0.0], np.cumsum(per_cell)])[: hist.points]  # #{x < candidate}
-        # #{x ≤ candidate}: an int column's cell holds exactly the candidate's value; on a float grid a
-        # value equal to a grid point has probability 0, so the interval is a point
-        upto = below + per_cell[: hist.points] if hist.integer else below
-        total = float(per_cell.sum())
-        target = q * total
-        pick = mech.select(-np.maximum(np.maximum(below - target, target - upto), 0.0))
-        out[g] = hist.lo + pick * hist.width
-    return out
-
-
 def _key_values(groups: list[tuple[Any, ...]], i: int) -> Values:
     """A key as a formula leaf: exact values, numbers as a float array where every value is a number."""
     column = [g[i] for g in groups]
@@ -331,8 +283,8 @@ def _formula_leaves(
             out.append(Values(list(values)))
             continue
         array = np.asarray(values, dtype=np.float64)
-        if intervals is None:  # order statistics: no interval in the answer's units
-            out.append(Values(array, nan, nan))
+        if intervals is None or (k > 1 and plan.aggregates[index].histogram is not None):
+            out.append(Values(array, nan, nan))  # a quantile's interval is released at 95% only
             continue
         if k > 1:
             intervals = interval_at(index, alpha)
@@ -392,7 +344,7 @@ def add_noise(
         else:
             assert histograms is not None
             frame_h = histograms[agg.histogram.name]
-            per_agg.append((_choose(plan, agg.histogram, frame_h, kept_groups, agg.q, rng), None))
+            per_agg.append(choose(plan, agg.histogram, frame_h, kept_groups, agg.q, rng))
 
     def interval_at(i: int, alpha: float) -> list[Interval]:
         return _combine(plan.aggregates[i], noisy, mechs, plan.threshold, alpha)[1]
@@ -482,7 +434,7 @@ def _aggregate_accuracy(
     order: list[int],
 ) -> dict[str, Any]:
     if agg.histogram is not None:
-        return _histogram_accuracy(agg, agg.histogram)
+        return histogram_accuracy(agg, agg.histogram, intervals, order)
     assert intervals is not None
     first = mechs[agg.statistics[0]]
     entry: dict[str, Any] = {
@@ -519,31 +471,4 @@ def _aggregate_accuracy(
             "released keys (near τ its lower end reaches 0)"
         )
         entry["conditional_on_release"] = True
-    return entry
-
-
-def _histogram_accuracy(agg: AggregatePlan, hist: Histogram) -> dict[str, Any]:
-    """What is known of an exponential-mechanism answer's accuracy without looking at the data: with 95%
-    probability the chosen candidate's utility is within ``utility_loss`` of the best (McSherry–Talwar)."""
-    loss = hist.mechanism().utility_loss(hist.points, 0.05)
-    entry: dict[str, Any] = {
-        "column": agg.output,
-        "mechanism": "exponential",
-        "epsilon": agg.epsilon,
-        "epsilon_per_group": hist.epsilon,
-        "ci95": None,
-        "ci95_rows": None,
-    }
-    if agg.kind == "mode":
-        entry["count_gap95"] = loss
-        entry["method"] = (
-            "a public domain value chosen with probability ∝ exp(ε·count/(cΔ)) (c = 1 if monotone)"
-        )
-    else:
-        entry["rank_error95"] = loss
-        entry["resolution"] = hist.width
-        entry["method"] = (
-            f"the {agg.q:g}-quantile by the exponential mechanism over a grid of the bounds (Smith 2011): "
-            "with 95% probability q·n lies within rank_error95 of the answer's rank interval"
-        )
     return entry

@@ -37,6 +37,7 @@ from typing import Any
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.errors import InvalidParameter, UnsupportedQuery
 from privdb.mechanisms import ExponentialMechanism, Geometric, Laplace, RandomSource
+from privdb.sql.order import answer_share
 from privdb.sql.parse import DPQuery
 from privdb.sql.validate import Resolved, resolve
 
@@ -125,8 +126,12 @@ class Histogram:
         return self.cells + 1
 
     def mechanism(self, rng: RandomSource | None = None) -> ExponentialMechanism:
+        """The answer's mechanism, at its share of ``epsilon`` (a quantile's interval gets the rest)."""
         return ExponentialMechanism(
-            epsilon=self.epsilon, sensitivity=self.sensitivity, monotone=self.monotone, rng=rng
+            epsilon=self.epsilon * answer_share(self),
+            sensitivity=self.sensitivity,
+            monotone=self.monotone,
+            rng=rng,
         )
 
 
