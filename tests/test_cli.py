@@ -119,7 +119,10 @@ def test_database_commands_end_to_end(tmp_path: Path) -> None:
         app,
         ["query", "--db", db, "--analyst", "alice", "DP-SELECT 0.5 COUNT(*) FROM people", "--format", "csv"],
     )
-    assert result.exit_code == 0 and result.stdout.splitlines()[0] == "COUNT(*)"
+    assert (
+        result.exit_code == 0
+        and result.stdout.splitlines()[0] == "COUNT(*),COUNT(*)_ci95_low,COUNT(*)_ci95_high"
+    )
     result = runner.invoke(
         app, ["query", "--db", db, "--analyst", "alice", "DP-SELECT 0.5 SUM(income) FROM people"]
     )

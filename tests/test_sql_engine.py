@@ -284,7 +284,7 @@ def test_python_api(tmp_path: Path) -> None:
     with privdb.connect(tmp_path / "api", analyst="alice") as conn:
         res = conn.sql("DP-SELECT 1 sex, COUNT(*) AS n FROM people GROUP BY sex")
         frame = res.to_pandas()
-        assert list(frame.columns) == ["sex", "n"] and len(frame) == 2
+        assert list(frame.columns) == ["sex", "n", "n_ci95_low", "n_ci95_high"] and len(frame) == 2
         assert conn.budget()["epsilon_remaining"] == pytest.approx(99)
         assert {t["name"] for t in conn.tables()} == {"people", "tax_office"}
         with pytest.raises(PrivdbError) as err:

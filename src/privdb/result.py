@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import html
+import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa  # type: ignore[import-untyped]  # no stubs or py.typed marker
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
@@ -20,6 +24,17 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:,.2f}" if abs(value) >= 1000 else f"{value:.4g}"
     return str(value)
+
+
+def _with_interval(value: Any, interval: list[Any] | None) -> str:
+    """A value and its 95% interval as text: ``v ± h`` when the interval is symmetric about ``v``."""
+    if interval is None or value is None or interval[0] is None or interval[1] is None:
+        return _fmt(value)
+    low, high = float(interval[0]), float(interval[1])
+    half = (high - low) / 2
+    if math.isclose(low + half, float(value), rel_tol=1e-9, abs_tol=1e-9 * max(half, 1.0)):
+        return f"{_fmt(value)} ± {_fmt(half)}"
+    return f"{_fmt(value)} [{_fmt(low)}, {_fmt(high)}]"
 
 
 _SHOW_ROWS = 100  # a terminal table of a record release shows this many rows
@@ -101,11 +116,69 @@ class Result:
             }
         )
 
-    def to_pandas(self) -> pd.DataFrame:
-        return pd.DataFrame(self.rows, columns=self.columns)
+    def _intervals(self) -> dict[str, list[Any]]:
+        """Per answer column with per-row intervals, its ``[low, high]`` (or None) for every row."""
+        return {
+            a["column"]: list(a["ci95_rows"])
+            for a in self.accuracy
+            if a.get("ci95_rows") is not None and a.get("column") in self.columns
+        }
 
-    def to_csv(self) -> str:
-        return str(self.to_pandas().to_csv(index=False))
+    def to_pandas(self, intervals: bool = True) -> pd.DataFrame:
+        """The answer as a frame; with ``intervals`` each column that has 95% intervals is followed by
+        ``<col>_ci95_low`` and ``<col>_ci95_high`` (NaN where no interval follows), so the accuracy paid
+        for travels with the values. ``intervals=False``: the bare answer."""
+        frame = pd.DataFrame(self.rows, columns=self.columns)
+        if not intervals:
+            return frame
+        for col, rows in self._intervals().items():
+            at = frame.columns.get_loc(col)
+            assert isinstance(at, int)
+            for offset, side in enumerate(("low", "high")):
+                ends = [np.nan if r is None or r[offset] is None else float(r[offset]) for r in rows]
+                frame.insert(at + 1 + offset, f"{col}_ci95_{side}", ends[: len(frame)])
+        return frame
+
+    def accuracy_frame(self) -> pd.DataFrame:
+        """The accuracy as a tidy frame: one line per answer row and column with intervals (``row`` its
+        index), one line (``row`` missing) per column whose accuracy is not per row (a MODE, a record
+        release's randomised column)."""
+        lines: list[dict[str, Any]] = []
+        for entry in self.accuracy:
+            base = {
+                "column": entry.get("column"),
+                "mechanism": entry.get("mechanism"),
+                "epsilon": entry.get("epsilon", np.nan),
+                "scale": entry.get("scale", np.nan),
+            }
+            rows = entry.get("ci95_rows")
+            if rows is None:
+                lines.append({"row": pd.NA, **base, "ci95_low": np.nan, "ci95_high": np.nan})
+                continue
+            for r, interval in enumerate(rows):
+                low, high = (np.nan, np.nan) if interval is None else interval
+                lines.append({"row": r, **base, "ci95_low": low, "ci95_high": high})
+        columns = ["row", "column", "mechanism", "epsilon", "scale", "ci95_low", "ci95_high"]
+        frame = pd.DataFrame(lines, columns=columns)
+        return frame.astype({"row": "Int64", "epsilon": "float64", "scale": "float64",
+                             "ci95_low": "float64", "ci95_high": "float64"})  # fmt: skip
+
+    def to_arrow(self, intervals: bool = True) -> pa.Table:
+        """The answer as an Arrow table (the columns of ``to_pandas``), with the privacy facts in the
+        schema metadata: ``privdb.epsilon_spent``, ``privdb.delta_spent``, ``privdb.budget`` and
+        ``privdb.accuracy`` (JSON)."""
+        table = pa.Table.from_pandas(self.to_pandas(intervals), preserve_index=False)
+        facts = {
+            "privdb.epsilon_spent": repr(float(self.epsilon_spent)),
+            "privdb.delta_spent": repr(float(self.delta_spent)),
+            "privdb.budget": json.dumps(self.budget),
+            "privdb.accuracy": json.dumps(self.accuracy, default=str),
+        }
+        return table.replace_schema_metadata({**(table.schema.metadata or {}), **facts})
+
+    def to_csv(self, intervals: bool = True) -> str:
+        """CSV of ``to_pandas(intervals)``: the interval columns included by default."""
+        return str(self.to_pandas(intervals).to_csv(index=False))
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         intervals = {a["column"]: a["ci95_rows"] for a in self.accuracy if a.get("ci95_rows") is not None}
@@ -135,9 +208,22 @@ class Result:
         yield Text(caption, style="dim")
 
     def _repr_html_(self) -> str:
-        return str(self.to_pandas().to_html(index=False)) + (
-            f"<p>ε spent {self.epsilon_spent:g}; ε left {self.budget.get('epsilon_remaining', 0):g}</p>"
+        """The notebook's view: each value with its 95% interval ("1,203 ± 7", or "12 [10, 15]" when the
+        interval is not symmetric about it), and what the answer cost."""
+        shown = pd.DataFrame(self.rows[:_SHOW_ROWS], columns=self.columns).astype(object)
+        for col, rows in self._intervals().items():
+            shown[col] = [
+                _with_interval(v, rows[r] if r < len(rows) else None) for r, v in enumerate(shown[col])
+            ]
+        more = len(self.rows) - len(shown)
+        caption = (
+            f"ε spent {self.epsilon_spent:g}, δ spent {self.delta_spent:g}"
+            + (" (stored answer, no cost)" if self.cached else "")
+            + f"; ε left {self.budget.get('epsilon_remaining', 0):g}"
+            + ("; ± is the 95% interval's half-width" if self._intervals() else "")
+            + (f"; {more:,} more rows not shown" if more > 0 else "")
         )
+        return str(shown.to_html(index=False, escape=True)) + f"<p>{html.escape(caption)}</p>"
 
     def __repr__(self) -> str:
         return f"Result(columns={self.columns}, rows={len(self.rows)}, epsilon_spent={self.epsilon_spent:g})"
