@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -49,6 +50,7 @@ class Server:
     extra: list[str] = field(default_factory=list)
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
+    stdout: Path | None = None  # where the server's standard output (the access log) goes; None: discarded
 
     @property
     def url(self) -> str:
@@ -57,9 +59,10 @@ class Server:
     def start(self) -> Server:
         command = [sys.executable, "-m", "privdb", "serve", "--db", str(self.db), "--port", str(self.port)]
         command += ["--workers", str(self.workers), *self.extra]
-        self.process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
-        )
+        with self.stdout.open("ab") if self.stdout else contextlib.nullcontext(subprocess.DEVNULL) as out:
+            self.process = subprocess.Popen(
+                command, stdout=out, stderr=subprocess.PIPE, start_new_session=True
+            )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

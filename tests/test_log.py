@@ -102,8 +102,9 @@ def test_log_filters_are_checked(logged: tuple[Path, dict[str, str]]) -> None:
             db.log(outcome="charged")
         with pytest.raises(InvalidParameter, match="not a table name"):
             db.log(table="peo*")  # never a GLOB pattern
-        with pytest.raises(InvalidParameter, match="limit must be"):
-            db.log(limit=0)
+        for limit, offset in ((0, 0), (None, -1), (None, 2**70)):  # 2**70: past SQLite's integers
+            with pytest.raises(InvalidParameter, match="limit must be"):
+                db.log(limit=limit, offset=offset)
 
 
 def test_an_analyst_connection_sees_only_its_own_entries(logged: tuple[Path, dict[str, str]]) -> None:

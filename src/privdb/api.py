@@ -22,6 +22,8 @@ from privdb.sql import engine
 if TYPE_CHECKING:
     from privdb.client import RemoteConnection
 
+Spec = str | Path | dict[str, Any] | None  # privacy metadata: a YAML file or its dict
+
 __all__ = ["Connection", "connect"]
 
 
@@ -90,6 +92,10 @@ class Connection:
         self, table: str, source: str | Path, metadata: str | Path | dict[str, Any] | None = None
     ) -> TableMeta:
         return self._owner("loading tables").load(table, source, metadata)
+
+    def attach(self, table: str, engine: str, source: str | None = None, metadata: Spec = None) -> TableMeta:
+        """Register a table that stays in its own engine (``sqlite:///file.db``, ``postgresql://…``)."""
+        return self._owner("attaching tables").attach(table, engine, source, metadata)
 
     def grant(
         self,

@@ -17,6 +17,8 @@ from privdb import errors
 from privdb.catalog.querylog import LogOptions
 from privdb.result import Result
 
+Spec = str | Path | dict[str, Any] | None  # privacy metadata: a YAML file or its dict
+
 __all__ = ["RemoteConnection"]
 
 _BY_CODE: dict[str, type[errors.PrivdbError]] = {
@@ -135,8 +137,20 @@ class RemoteConnection:
         return result
 
     def owner_sql(self, sql: str) -> pd.DataFrame:
+        """Raw SQL on the server's engine; ``frame.attrs["truncated"]`` says the server cut the rows."""
         body = self._call("POST", "/v1/sql", json={"sql": sql})
-        return pd.DataFrame(body["rows"], columns=body["columns"])
+        frame = pd.DataFrame(body["rows"], columns=body["columns"])
+        frame.attrs["truncated"] = bool(body.get("truncated"))
+        return frame
+
+    def attach(
+        self, table: str, engine: str, source: str | None = None, metadata: Spec = None
+    ) -> dict[str, Any]:
+        """Register a table that stays in its own engine; the server opens ``engine``, on its machine. The
+        metadata is a dict or a YAML file here, sent as JSON."""
+        body = {"name": table, "engine": engine, "source": source, "metadata": _spec(metadata, table)}
+        result: dict[str, Any] = self._call("POST", "/v1/attachments", json=body)
+        return result
 
     def load(
         self, table: str, source: str | Path, metadata: str | Path | dict[str, Any] | None = None
@@ -157,3 +171,12 @@ class RemoteConnection:
         body = {"name": table, "csv": path.read_text(encoding="utf-8"), "metadata": spec}
         result: dict[str, Any] = self._call("POST", "/v1/tables", json=body)
         return result
+
+
+def _spec(metadata: Spec, table: str) -> dict[str, Any] | None:
+    """Metadata to send: a dict as given, a YAML file read here (the server cannot see the owner's files)."""
+    if isinstance(metadata, str | Path):
+        from privdb.catalog.metadata import load_metadata
+
+        return load_metadata(metadata, table)
+    return metadata

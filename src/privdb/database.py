@@ -24,7 +24,8 @@ from privdb.backends.duckdb import DuckDBBackend, check_name
 from privdb.catalog.metadata import ColumnMeta, StoredType, TableMeta, load_metadata, metadata_from_dict
 from privdb.catalog.querylog import LogFilter, LogOptions
 from privdb.catalog.store import Catalog
-from privdb.errors import Forbidden, InvalidParameter, PrivdbError, UnknownTable
+from privdb.errors import DatabaseInUse, Forbidden, InvalidParameter, PrivdbError, UnknownTable
+from privdb.inuse import in_use
 from privdb.mechanisms import RandomSource
 from privdb.sql.expr.types import Type, column_type
 
@@ -85,7 +86,10 @@ class Database:
         they work while a server holds the DuckDB file (one writer per file)."""
         with self._backend_lock:
             if self._backend is None:
-                self._backend = DuckDBBackend(self.path / "data.duckdb", read_only=self.read_only)
+                try:
+                    self._backend = DuckDBBackend(self.path / "data.duckdb", read_only=self.read_only)
+                except DatabaseInUse as err:  # say who holds it, and what works meanwhile
+                    raise in_use(self.path, err.holder) from None
             return self._backend
 
     def close(self) -> None:
@@ -278,7 +282,7 @@ class Database:
         refused queries, in time order. ``analyst=None``: everyone's (the owner's view). The filters
         (:class:`privdb.catalog.querylog.LogFilter`) and ``limit``/``offset`` paging run in SQL."""
         limit, offset = options.get("limit"), options.get("offset", 0)
-        if (limit is not None and limit < 1) or offset < 0:
+        if (limit is not None and not 1 <= limit < 2**63) or not 0 <= offset < 2**63:  # SQLite's integers
             raise InvalidParameter(f"limit must be ≥ 1 and offset ≥ 0, got limit={limit}, offset={offset}")
         rows = self.catalog.log(self.name, LogFilter.of(analyst, options), limit=limit, offset=offset)
         return [row.to_dict() for row in rows]

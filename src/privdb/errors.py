@@ -11,6 +11,7 @@ is wrong and how to fix it. Messages never contain private values.
     ├── RawAccessDenied       raw_access_denied
     ├── BudgetExhausted       budget_exhausted
     ├── InvalidParameter      invalid_parameter
+    │   └── DatabaseInUse     invalid_parameter (another process holds the data file)
     ├── Unauthorized          unauthorized
     ├── Forbidden             forbidden
     ├── QueryFailed           query_failed (an engine failure after data was read; charged)
@@ -26,6 +27,7 @@ from typing import Any, ClassVar
 
 __all__ = [
     "BudgetExhausted",
+    "DatabaseInUse",
     "EngineUnavailable",
     "Forbidden",
     "InternalError",
@@ -82,6 +84,15 @@ class BudgetExhausted(PrivdbError):
 
 class InvalidParameter(PrivdbError):
     code = "invalid_parameter"
+
+
+class DatabaseInUse(InvalidParameter):
+    """The data file is locked by another process (DuckDB: one writer per file); ``holder`` is its pid
+    when the engine names it."""
+
+    def __init__(self, message: str, holder: int | None = None) -> None:
+        super().__init__(message)
+        self.holder = holder
 
 
 class Unauthorized(PrivdbError):

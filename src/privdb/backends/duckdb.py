@@ -12,7 +12,7 @@ import duckdb
 import pandas as pd
 
 from privdb.backends.base import find_table
-from privdb.errors import InvalidParameter, ParseError
+from privdb.errors import DatabaseInUse, InvalidParameter, ParseError
 
 __all__ = ["HIDDEN_PREFIX", "DuckDBBackend", "engine_type", "unit_rows_column"]
 
@@ -86,12 +86,14 @@ class DuckDBBackend:
                 duckdb.connect(str(path)).close()  # an empty database, so that read-only opening works
             self._con = duckdb.connect(":memory:" if path is None else str(path), read_only=read_only)
         except duckdb.IOException as err:
-            raise InvalidParameter(
-                f"the data file {str(path)!r} is in use by another process (a running `privdb serve`?): "
-                "stop it, or send the request to the server instead"
-                if "lock" in str(err).lower()
-                else f"cannot open the data file {str(path)!r}: {_first_line(err)}"
-            ) from None
+            if "lock" in str(err).lower():
+                holder = re.search(r"\(PID (\d+)\)", str(err))
+                raise DatabaseInUse(
+                    f"the data file {str(path)!r} is in use by another process"
+                    + (f" (pid {holder[1]})" if holder else ""),
+                    int(holder[1]) if holder else None,
+                ) from None
+            raise InvalidParameter(f"cannot open the data file {str(path)!r}: {_first_line(err)}") from None
         self._con.execute("SET enable_progress_bar = false")  # it would write to the analyst's terminal
         self._lock = threading.Lock()
         self._schema: dict[str, dict[str, tuple[str, str | None]]] | None = None

@@ -1,45 +1,66 @@
-"""``privdb attach | grant | revoke | token | sql | serve``: the owner's database commands."""
+"""``privdb attach | grant | revoke | token | sql | serve``: the owner's database commands.
+
+All but ``token`` and ``serve`` also run over a server (``--url`` and an owner token), which is how the owner
+works while ``privdb serve`` holds the database (DuckDB's lock keeps ``--db`` out meanwhile)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
 from privdb.cli.app import app, console, errors, friendly
-from privdb.cli.options import DbOption, FormatOption
+from privdb.cli.options import DbOption, FormatOption, TokenOption, UrlOption, open_connection
 from privdb.errors import InvalidParameter
+
+OwnerDb = Annotated[
+    Path | None, typer.Option("--db", help="database directory (created on first use), or --url for a server")
+]
+
+
+def owner_connection(db: Path | None, url: str | None, token: str | None) -> Any:
+    """The owner's connection: on --db (created on first use), or over a running server with --url and
+    an owner token (the server refuses an analyst's)."""
+    if url is None:
+        from privdb import connect
+
+        if db is None:
+            raise InvalidParameter("give --db DIR (the database) or --url URL --token OWNER_TOKEN (a server)")
+        return connect(db)
+    return open_connection(db, url, token)
 
 
 @app.command()
 @friendly
 def attach(
     table: Annotated[str, typer.Argument(help="the name analysts will query")],
-    db: DbOption,
     engine: Annotated[str, typer.Option("--engine", help="where the data stays: sqlite:///path/file.db")],
     metadata: Annotated[Path, typer.Option(help="privacy metadata YAML")],
     source: Annotated[
         str | None, typer.Option(help="the table's name in that engine (default: TABLE)")
     ] = None,
+    db: OwnerDb = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
 ) -> None:
-    """Register a table that stays in its own engine; DP-SELECTs on it run there, only aggregates return."""
-    from privdb.database import Database
-
-    with Database(db) as database:
-        meta = database.attach(table, engine, source, metadata)
-    console().print(
-        f"attached [bold]{meta.name}[/bold] from {engine}; privacy unit: {meta.privacy_unit or 'one row'}"
-    )
+    """Register a table that stays in its own engine; DP-SELECTs on it run there, only aggregates return.
+    Over a server (--url, an owner token) the engine URL is opened by the server, on its machine."""
+    with owner_connection(db, url, token) as conn:
+        meta = conn.attach(table, engine, source, metadata)
+    unit = meta.get("privacy_unit") if isinstance(meta, dict) else meta.privacy_unit
+    console().print(f"attached [bold]{table}[/bold] from {engine}; privacy unit: {unit or 'one row'}")
 
 
 @app.command()
 @friendly
 def grant(
     analyst: Annotated[str, typer.Argument(help="analyst name")],
-    db: DbOption,
+    db: OwnerDb = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
     epsilon: Annotated[
         float | None, typer.Option(help="total ε budget (needed for a new analyst; a re-grant keeps it)")
     ] = None,
@@ -54,30 +75,28 @@ def grant(
     ] = None,
 ) -> None:
     """Create an analyst with a budget (or change it); prints a new token (the old one stops working)."""
-    from privdb import connect
-
     scope = None if tables is None else [t.strip() for t in tables.split(",") if t.strip()]
-    with connect(db) as conn:
-        token = conn.grant(
+    with owner_connection(db, url, token) as conn:
+        issued = conn.grant(
             analyst,
             epsilon=epsilon,
             delta=delta,
             tables=scope,
             expires_in=None if expires_in is None else expires_in * 86_400,
         )
-    sys.stdout.write(token + "\n")
+    sys.stdout.write(issued + "\n")
 
 
 @app.command()
 @friendly
 def revoke(
     analyst: Annotated[str, typer.Argument(help="analyst name")],
-    db: DbOption,
+    db: OwnerDb = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
 ) -> None:
     """Revoke an analyst's token at once (their budget and log stay; `privdb grant` issues a new token)."""
-    from privdb import connect
-
-    with connect(db) as conn:
+    with owner_connection(db, url, token) as conn:
         conn.revoke(analyst)
     console().print(f"revoked the token of {analyst}")
 
@@ -96,14 +115,17 @@ def token(db: DbOption) -> None:
 @friendly
 def owner_sql(
     statement: Annotated[str, typer.Argument(help="any SQL (the owner's direct access)")],
-    db: DbOption,
+    db: OwnerDb = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
     output_format: FormatOption = "table",
 ) -> None:
-    """Run raw SQL as the database owner (direct access model; analysts cannot)."""
-    from privdb import connect
-
-    with connect(db) as conn:
+    """Run raw SQL as the database owner (direct access model; analysts cannot). While `privdb serve`
+    holds the database, run it over the server: --url URL --token OWNER_TOKEN."""
+    with owner_connection(db, url, token) as conn:
         frame = conn.owner_sql(statement)
+    if frame.attrs.get("truncated"):
+        errors().print(f"the server sent the first {len(frame):,} rows only; narrow the query for the rest")
     if output_format == "json":
         sys.stdout.write(frame.to_json(orient="split", index=False) + "\n")
     elif output_format == "csv":
@@ -126,6 +148,16 @@ def serve(
     workers: Annotated[int, typer.Option(help="worker processes (more than 1 opens the data read-only)")] = 1,
     query_timeout: Annotated[float, typer.Option(help="seconds an engine query may run")] = 30.0,
     max_body: Annotated[int, typer.Option(help="largest request body, in bytes")] = 16 * 2**20,
+    access_log: Annotated[
+        bool, typer.Option("--access-log/--no-access-log", help="log each request to standard output")
+    ] = True,
+    log_config: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="PRIVDB_LOG_CONFIG",
+            help="logging config (JSON, YAML or INI, as uvicorn's), e.g. to write the access log to a file",
+        ),
+    ] = None,
 ) -> None:
     """Serve the database over HTTP (the API of docs/server.md, the page at /); prints an owner token the
     first time."""
@@ -140,4 +172,13 @@ def serve(
                 f"owner token (shown once; `privdb token` issues more): {database.catalog.add_owner_token()}"
             )
     errors().print(f"privdb serving {db} on http://{host}:{port} ({workers} worker(s)); Ctrl-C stops it")
-    run_server(db, host=host, port=port, workers=workers, query_timeout=query_timeout, max_body=max_body)
+    run_server(
+        db,
+        host=host,
+        port=port,
+        workers=workers,
+        query_timeout=query_timeout,
+        max_body=max_body,
+        access_log=access_log,
+        log_config=log_config,
+    )

@@ -4,6 +4,7 @@
 privacy logic of its own: every answer goes through :func:`privdb.sql.engine.run` and its ledger.
 """
 
-from privdb.server.app import create_app, serve
+from privdb.server.app import create_app
+from privdb.server.run import serve
 
 __all__ = ["create_app", "serve"]

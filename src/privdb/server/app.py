@@ -15,7 +15,6 @@ of anyio (40 threads per worker process). No input yields a 500: validation erro
 
 from __future__ import annotations
 
-import os
 import tempfile
 from datetime import datetime
 from importlib import resources
@@ -39,11 +38,10 @@ from privdb.server.errors import error_response, from_error
 from privdb.sql import engine
 from privdb.sql.parse import MAX_DEPTH, MAX_QUERY_LENGTH
 
-__all__ = ["create_app", "serve"]
+__all__ = ["MAX_BODY", "create_app"]
 
 MAX_BODY = 16 * 2**20  # bytes; a table upload is the largest request
 MAX_RAW_ROWS = 10_000  # rows an owner's raw SQL returns over HTTP
-ENV_DB, ENV_TIMEOUT, ENV_MAX_BODY = "PRIVDB_SERVER_DB", "PRIVDB_SERVER_TIMEOUT", "PRIVDB_SERVER_MAX_BODY"
 
 
 class QueryIn(BaseModel):
@@ -81,6 +79,13 @@ class ResponsesIn(BaseModel):
 class TableIn(BaseModel):
     name: str = Field(max_length=64)
     csv: str = Field(description="the table as CSV text (delimiter and header detected)")
+    metadata: dict[str, Any] | None = None
+
+
+class AttachIn(BaseModel):
+    name: str = Field(max_length=64)
+    engine: str = Field(description="sqlite:///path/file.db, postgresql://user@host/db or spark://…")
+    source: str | None = Field(default=None, description="the table's name in that engine (default: name)")
     metadata: dict[str, Any] | None = None
 
 
@@ -183,6 +188,7 @@ def create_app(
 ) -> FastAPI:
     """The application over one database directory."""
     db = Database(db_dir, read_only=read_only)
+    db.backend  # noqa: B018 (open the data now: the server holds DuckDB's lock from its start, not its first query)
     db.query_timeout = query_timeout
     app = FastAPI(
         title="privdb",
@@ -281,6 +287,13 @@ def create_app(
             meta = db.load(body.name, path, body.metadata or {})
         return {"name": meta.name} | meta.to_dict()
 
+    @app.post(
+        "/v1/attachments", summary="Register a table that stays in its own engine (SQLite, PostgreSQL…)"
+    )
+    def attach(body: AttachIn, who: Owner) -> dict[str, Any]:
+        meta = db.attach(body.name, body.engine, body.source, body.metadata)
+        return {"name": meta.name} | meta.to_dict()
+
     @app.post("/v1/sql", summary="Raw SQL (the owner's direct access)")
     def raw_sql(body: RawIn, who: Owner) -> dict[str, Any]:
         frame = db.owner_sql(body.sql)
@@ -355,46 +368,3 @@ def _plain(value: Any) -> Any:
     if isinstance(value, int | float | str | bool) or value is None:
         return value
     return str(value)
-
-
-def app_from_env() -> FastAPI:
-    """The factory uvicorn's worker processes call (``--workers N``): settings come from the environment."""
-    timeout = os.environ.get(ENV_TIMEOUT)
-    return create_app(
-        os.environ[ENV_DB],
-        read_only=True,
-        query_timeout=float(timeout) if timeout else None,
-        max_body=int(os.environ.get(ENV_MAX_BODY, MAX_BODY)),
-    )
-
-
-def serve(
-    db_dir: str | Path,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    workers: int = 1,
-    query_timeout: float | None = 30.0,
-    max_body: int = MAX_BODY,
-) -> None:
-    """Run the server until interrupted. With ``workers > 1`` each worker process opens the data
-    read-only (DuckDB allows one writer per file); budgets stay exact across them (the ledger's SQLite
-    transactions serialise processes)."""
-    import uvicorn
-
-    if workers > 1:
-        os.environ[ENV_DB] = str(Path(db_dir).resolve())
-        if query_timeout is not None:
-            os.environ[ENV_TIMEOUT] = str(query_timeout)
-        os.environ[ENV_MAX_BODY] = str(max_body)
-        uvicorn.run(
-            "privdb.server.app:app_from_env",
-            factory=True,
-            host=host,
-            port=port,
-            workers=workers,
-            log_level="warning",
-        )
-    else:
-        app = create_app(db_dir, query_timeout=query_timeout, max_body=max_body)
-        uvicorn.run(app, host=host, port=port, log_level="warning")

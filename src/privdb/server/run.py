@@ -1,0 +1,95 @@
+"""Running the server: uvicorn with privdb's settings, its access log, and the marker that tells the
+owner's ``--db`` commands where the server is (:mod:`privdb.inuse`).
+
+The access log is uvicorn's (``uvicorn.access``: client address, request line, status), on by default, to
+standard output; uvicorn's own notices go to standard error at WARNING and above. ``log_config`` (a
+``logging`` dict-config as JSON or YAML, or an INI file, as uvicorn's ``--log-config``) replaces that
+set-up entirely, e.g. to write the access log to a file. Request lines hold no token (tokens travel in the
+``Authorization`` header, which is never logged); a ``GET /v1/log?analyst=…`` line shows its filters.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+
+from privdb.errors import InvalidParameter
+from privdb.inuse import announce
+from privdb.server.app import MAX_BODY, create_app
+
+__all__ = ["app_from_env", "serve"]
+
+ENV_DB, ENV_TIMEOUT, ENV_MAX_BODY = "PRIVDB_SERVER_DB", "PRIVDB_SERVER_TIMEOUT", "PRIVDB_SERVER_MAX_BODY"
+
+
+def app_from_env() -> FastAPI:
+    """The factory uvicorn's worker processes call (``--workers N``): settings come from the environment."""
+    timeout = os.environ.get(ENV_TIMEOUT)
+    return create_app(
+        os.environ[ENV_DB],
+        read_only=True,
+        query_timeout=float(timeout) if timeout else None,
+        max_body=int(os.environ.get(ENV_MAX_BODY, MAX_BODY)),
+    )
+
+
+def logging_config(log_config: str | Path | None) -> dict[str, Any] | str:
+    """uvicorn's default logging with its notices quietened to warnings (privdb prints its own start
+    line), or the owner's file as given."""
+    if log_config is not None:
+        if not Path(log_config).is_file():
+            raise InvalidParameter(
+                f"--log-config {str(log_config)!r} is not a file: give a JSON, YAML or INI file"
+            )
+        return str(log_config)
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["loggers"]["uvicorn.error"]["level"] = "WARNING"
+    return config
+
+
+def local_url(host: str, port: int) -> str:
+    """The URL a command on this machine reaches the server at (a wildcard address means loopback)."""
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+
+
+def serve(
+    db_dir: str | Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    workers: int = 1,
+    query_timeout: float | None = 30.0,
+    max_body: int = MAX_BODY,
+    access_log: bool = True,
+    log_config: str | Path | None = None,
+) -> None:
+    """Run the server until interrupted. With ``workers > 1`` each worker process opens the data
+    read-only (DuckDB allows one writer per file); budgets stay exact across them (the ledger's SQLite
+    transactions serialise processes). While it runs, ``DIR/serve.json`` names its pid and URL."""
+    import uvicorn
+
+    logs: dict[str, Any] = {"access_log": access_log, "log_config": logging_config(log_config)}
+    logs["log_level"] = None  # the levels are the config's
+    try:  # check the owner's logging file now, with a clear error, not in every worker
+        uvicorn.Config("privdb.server.run:app_from_env", **logs)  # its constructor applies the logging
+    except (OSError, ValueError, KeyError, TypeError, ImportError) as err:
+        raise InvalidParameter(f"--log-config {str(log_config)!r} cannot be used: {err}") from None
+    with announce(db_dir, local_url(host, port)):
+        if workers > 1:
+            os.environ[ENV_DB] = str(Path(db_dir).resolve())
+            if query_timeout is not None:
+                os.environ[ENV_TIMEOUT] = str(query_timeout)
+            os.environ[ENV_MAX_BODY] = str(max_body)
+            uvicorn.run(
+                "privdb.server.run:app_from_env", factory=True, host=host, port=port, workers=workers, **logs
+            )
+        else:
+            app = create_app(db_dir, query_timeout=query_timeout, max_body=max_body)
+            uvicorn.run(app, host=host, port=port, **logs)
