@@ -91,7 +91,7 @@ def test_database_commands_end_to_end(tmp_path: Path) -> None:
     assert result.exit_code == 0 and len(result.stdout.strip()) > 20
 
     result = runner.invoke(
-        app, ["explain", "--db", db, "DP-SELECT 1 sex, AVG(income) FROM people GROUP BY sex"]
+        app, ["explain", "--db", db, "DP-SELECT 1 sex, AVG(income) FROM people GROUP BY sex", "-v"]
     )
     assert result.exit_code == 0, result.output
     assert "laplace" in result.output and "THEN 500000.0" in result.output  # clamped to the bound

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -48,9 +48,12 @@ def explain(
     url: UrlOption = None,
     token: TokenOption = None,
     output_format: TableOrJson = "table",
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="also the noisy statistics and the engine SQL")
+    ] = False,
 ) -> None:
-    """Show a DP-SELECT's plan, sensitivities, noise and cost, without reading data or spending budget
-    (as the owner by default; as an analyst with --analyst, or with --url and their token)."""
+    """Show what a DP-SELECT will cost and how accurate each column will be, without reading data or
+    spending budget (as the owner by default; as an analyst with --analyst, or with --url and their token)."""
     with open_connection(db, url, token, analyst) as conn:
         plan = conn.explain(sql)
     if output_format == "json":
@@ -62,10 +65,58 @@ def explain(
         f"  ·  neighbours: {plan['neighbouring']}  ·  keys: {plan['keys']}"
     )
     out.print(f"[bold]cost[/bold] ε = {plan['epsilon']:g}, δ = {plan['delta']:g}")
+    out.print(_columns_table(plan.get("columns", [])))
+    if not verbose:
+        out.print("[dim]--verbose: the noisy statistics behind each column and the engine SQL[/dim]")
+        return
+    if plan.get("statistics"):
+        out.print(_statistics_table(plan["statistics"]))
+    if plan.get("order_statistics"):
+        out.print(_order_table(plan["order_statistics"]))
+    out.print("[bold]engine SQL[/bold]")
+    out.print(plan["engine_sql"], highlight=False, markup=False)
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+def _plus_minus(column: dict[str, Any]) -> str:
+    """A column's 95% ± in the answer's units, or what stands in for it where it depends on the data."""
+    if column.get("role") == "record":
+        return "—"
+    if column.get("ci95_half_width") is not None:
+        return f"± {_number(column['ci95_half_width'])}"
+    if column.get("ci95_half_width_at"):
+        return ", ".join(f"± {_number(v)} at n = {int(n):,}" for n, v in column["ci95_half_width_at"].items())
+    if column.get("rank_error95") is not None:
+        return f"rank ± {_number(column['rank_error95'])}"
+    if column.get("count_gap95") is not None:
+        return f"count gap {_number(column['count_gap95'])}"
+    return "with the answer"
+
+
+def _columns_table(columns: list[dict[str, Any]]) -> Table:
+    table = Table(title="per column")
+    for col in ("column", "mechanism", "ε", "share", "95% ±", "note"):
+        table.add_column(col, overflow="fold")
+    for c in columns:
+        table.add_row(
+            c["column"],
+            c["mechanism"],
+            f"{c['epsilon']:.4g}",
+            f"{c.get('epsilon_share', 0):.0%}",
+            _plus_minus(c),
+            c.get("note", ""),
+        )
+    return table
+
+
+def _statistics_table(statistics: list[dict[str, Any]]) -> Table:
     table = Table(title="noisy statistics")
     for col in ("statistic", "kind", "column", "sensitivity", "mechanism", "ε", "scale", "95% ±"):
         table.add_column(col)
-    for s in plan["statistics"]:
+    for s in statistics:
         table.add_row(
             s["statistic"],
             s["kind"],
@@ -76,24 +127,24 @@ def explain(
             f"{s['scale']:.4g}",
             f"{s['ci95_half_width']:.4g}",
         )
-    out.print(table)
-    if plan.get("order_statistics"):
-        order = Table(title="order statistics and modes (exponential mechanism)")
-        for col in ("column", "kind", "ε per group", "Δ", "candidates", "resolution", "95% utility loss"):
-            order.add_column(col)
-        for o in plan["order_statistics"]:
-            order.add_row(
-                o["column"],
-                o["kind"] + (f" q={o['q']:g}" if o["q"] is not None else ""),
-                f"{o['epsilon_per_group']:.4g}",
-                f"{o['sensitivity']:g}",
-                f"{o['candidates']:,}",
-                "—" if o["resolution"] is None else f"{o['resolution']:.4g}",
-                f"{o['utility_loss95']:.4g}",
-            )
-        out.print(order)
-    out.print("[bold]engine SQL[/bold]")
-    out.print(plan["engine_sql"], highlight=False, markup=False)
+    return table
+
+
+def _order_table(order_statistics: list[dict[str, Any]]) -> Table:
+    table = Table(title="order statistics and modes (exponential mechanism)")
+    for col in ("column", "kind", "ε per group", "Δ", "candidates", "resolution", "95% utility loss"):
+        table.add_column(col)
+    for o in order_statistics:
+        table.add_row(
+            o["column"],
+            o["kind"] + (f" q={o['q']:g}" if o["q"] is not None else ""),
+            f"{o['epsilon_per_group']:.4g}",
+            f"{o['sensitivity']:g}",
+            f"{o['candidates']:,}",
+            "—" if o["resolution"] is None else f"{o['resolution']:.4g}",
+            f"{o['utility_loss95']:.4g}",
+        )
+    return table
 
 
 @app.command()

@@ -30,8 +30,8 @@ from privdb.errors import (
     UnknownTable,
     UnsupportedQuery,
 )
-from privdb.mechanisms import Geometric
 from privdb.result import Result
+from privdb.sql.explain import describe, describe_release
 from privdb.sql.expr import Expr
 from privdb.sql.noise import NoisyAnswer, add_noise, canonical_key
 from privdb.sql.parse import DPQuery, parse_dp_select
@@ -249,110 +249,14 @@ def histogram_queries(db: Database, plan: Plan) -> dict[str, str]:
     return out
 
 
-def _explain_release(plan: ReleasePlan, sql: str) -> dict[str, Any]:
-    try:
-        sql_text = sqlglot.transpile(sql, read="duckdb", write="duckdb", pretty=True)[0]
-    except RecursionError:
-        sql_text = sql
-    return {
-        "table": plan.table.name,
-        "engine_sql": sql_text,
-        "privacy_unit": plan.table.privacy_unit,
-        "neighbouring": plan.neighbouring,
-        "count_epsilon": plan.count_epsilon,
-        "release": [
-            {"column": c.output, "mechanism": c.mechanism, "epsilon": c.epsilon} for c in plan.columns
-        ],
-        "aggregates": [],
-        "statistics": [],
-        "keys": "none (record release)",
-        "groups_released": None,
-        "epsilon": plan.epsilon,
-        "delta": plan.delta,
-    }
-
-
 def explain(db: Database, text: str, analyst: str | None = None) -> dict[str, Any]:
-    """The plan: engine SQL, and per noisy statistic its sensitivity, mechanism, ε share, scale, accuracy.
-    ``analyst``: asked by that analyst, so only for a table granted to them (None: the owner)."""
+    """The plan, without reading data or spending (privdb.sql.explain): per output column its mechanism, ε
+    share and 95% ±; per noisy statistic its sensitivity and noise; the engine SQL. ``analyst``: asked by
+    that analyst, so only for a table granted to them (None: the owner)."""
     plan, sql = prepare(db, text, analyst)
     if isinstance(plan, ReleasePlan):
-        return _explain_release(plan, sql)
-    stats = []
-    for stat in plan.statistics:
-        mech = stat.mechanism()
-        stats.append(
-            {
-                "statistic": stat.name,
-                "kind": stat.kind,
-                "column": stat.column.name if stat.column else None,
-                "sensitivity": stat.sensitivity,
-                "changed_groups": stat.changed,
-                "mechanism": "geometric" if isinstance(mech, Geometric) else "laplace",
-                "epsilon": stat.epsilon,
-                "scale": mech.scale,
-                "ci95_half_width": mech.half_width(0.05),
-            }
-        )
-
-    def pretty(text_sql: str) -> str:
-        if not text_sql:
-            return ""
-        try:
-            return sqlglot.transpile(text_sql, read="duckdb", write="duckdb", pretty=True)[0]
-        except RecursionError:  # a long chain: the plain SQL says the same
-            return text_sql
-
-    order_statistics = [
-        {
-            "column": agg.output,
-            "kind": agg.kind,
-            "q": agg.q,
-            "mechanism": "exponential",
-            "epsilon_per_group": agg.histogram.epsilon,
-            "sensitivity": agg.histogram.sensitivity,
-            "candidates": agg.histogram.points,
-            "resolution": agg.histogram.width if agg.histogram.values is None else None,
-            "utility_loss95": agg.histogram.mechanism().utility_loss(agg.histogram.points, 0.05),
-        }
-        for agg in plan.aggregates
-        if agg.histogram is not None
-    ]
-    return {
-        "table": plan.table.name,
-        "engine_sql": "\n\n".join(pretty(q) for q in (sql, *histogram_queries(db, plan).values()) if q),
-        "privacy_unit": plan.table.privacy_unit,
-        "neighbouring": plan.table.neighbouring,
-        "aggregates": [
-            {
-                "column": a.output if a.visible else f"{a.output} (for HAVING, ORDER BY or an expression)",
-                "kind": a.kind,
-                "epsilon": a.epsilon,
-                "statistics": list(a.statistics),
-            }
-            for a in plan.aggregates
-        ],
-        "expressions": [
-            {"column": name, "formula": plan.resolved.formulas[i].text, "epsilon": 0.0}
-            for name, role, i in plan.resolved.outputs
-            if role == "formula"
-        ],
-        "having": plan.resolved.having.text if plan.resolved.having is not None else None,
-        "statistics": stats,
-        "order_statistics": order_statistics,
-        "keys": "public domain"
-        if plan.domains is not None
-        else (
-            f"noisy threshold τ = {plan.threshold.tau:.4g} on {plan.threshold.statistic}"
-            if plan.threshold
-            else "none"
-        ),
-        "groups_released": len(plan.public_groups())
-        if plan.domains is not None and plan.resolved.keys
-        else None,
-        "epsilon": plan.epsilon,
-        "delta": plan.delta,
-    }
+        return describe_release(plan, sql)
+    return describe(plan, [sql, *histogram_queries(db, plan).values()])
 
 
 def run(db: Database, analyst: str, text: str) -> Result:
