@@ -6,15 +6,18 @@ budget drop and is refused when it runs out; the owner then sees the analyst's s
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from privdb.data.census import METADATA, generate
 from privdb.database import Database
+from privdb.result import Result
 from serverfixtures import Server
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -61,6 +64,16 @@ def browser() -> Iterator[Browser]:
             launched.close()
 
 
+def open_page(browser: Browser, url: str) -> tuple[Page, list[str]]:
+    """The page in a fresh tab, and the list its uncaught script errors go to (a test ends asserting none)."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.set_default_timeout(10_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(url + "/")
+    return page, errors
+
+
 def sign_in(page: Page, token: str) -> None:
     page.get_by_test_id("token").fill(token)
     page.get_by_test_id("sign-in").click()
@@ -74,11 +87,7 @@ def run(page: Page, sql: str) -> None:
 
 def test_analyst_and_owner_in_a_real_browser(server: tuple[str, dict[str, str]], browser: Browser) -> None:
     url, tokens = server
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    page.set_default_timeout(10_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(url + "/")
+    page, errors = open_page(browser, url)
 
     # A wrong token is turned away with the server's message.
     sign_in(page, "not-a-token")
@@ -167,5 +176,88 @@ def test_analyst_and_owner_in_a_real_browser(server: tuple[str, dict[str, str]],
     expect(bob).to_contain_text("revoked")
     page.screenshot(path="/tmp/privdb-page-owner.png", full_page=True)
 
+    assert errors == []
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def busy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, dict[str, str]]]:
+    """A server whose log holds 2,600 refusals of alice's (issue 15: the owner's page was 13,000 px tall)."""
+    path = tmp_path_factory.mktemp("busydb")
+    with Database(path) as db:
+        db.backend.load_frame("people", generate(2000))
+        db.set_metadata("people", METADATA)
+        tokens = {"alice": db.grant("alice", epsilon=20.0), "owner": db.catalog.add_owner_token()}
+        for i in range(2600):
+            db.catalog.log_refusal("alice", f"DP-SELECT {i} COUNT(*) FROM nowhere", "unknown_table")
+    running = Server(path).start()
+    try:
+        yield running, tokens
+    finally:
+        running.stop()
+
+
+def test_answers_charts_csv_and_the_paged_log(busy: tuple[Server, dict[str, str]], browser: Browser) -> None:
+    server, tokens = busy
+    page, errors = open_page(browser, server.url)
+    sign_in(page, tokens["alice"])
+    expect(page.get_by_test_id("who-name")).to_have_text("alice")
+    # her history pages too: 50 rows of 2,600
+    expect(page.get_by_test_id("history-pager").get_by_test_id("page-range")).to_have_text("1–50 of 2,600")
+    expect(page.get_by_test_id("history").get_by_test_id("log-row")).to_have_count(50)
+
+    # One row of several statistics: no chart pretending MEDIAN is an axis (the table shows them all).
+    run(page, "DP-SELECT 1 MEDIAN(age) AS median_age, CORR(age, income) AS r FROM people")
+    expect(page.get_by_test_id("result-row")).to_have_count(1)
+    expect(page.get_by_test_id("chart")).to_be_hidden()
+    assert page.get_by_test_id("chart-svg").count() == 0
+    expect(page.get_by_test_id("history-pager").get_by_test_id("page-range")).to_have_text("1–50 of 2,601")
+
+    # A grouped answer is charted by its keys; the CSV holds what `privdb query --format csv` prints.
+    with page.expect_response("**/v1/query") as answered:
+        run(page, "DP-SELECT 1 sex, COUNT(*) AS n, AVG(age) AS mean_age FROM people GROUP BY sex")
+    chart = page.get_by_test_id("chart-svg")
+    expect(chart.get_by_test_id("chart-bar")).to_have_count(2)
+    expect(chart.locator("title").first).to_contain_text("n by sex")
+    ticks = chart.locator(".grid text").all_text_contents()
+    assert ticks and all(t != "-0" and not t.startswith("-0.") for t in ticks), ticks
+    with page.expect_download() as downloaded:
+        page.get_by_test_id("download-csv").click()
+    download = downloaded.value
+    assert download.suggested_filename == "privdb-answer.csv"
+    got = Path(download.path()).read_text(encoding="utf-8")
+    cli = Result.from_dict(answered.value.json()).to_csv()
+    assert got.splitlines()[0] == "sex,n,n_ci95_low,n_ci95_high,mean_age,mean_age_ci95_low,mean_age_ci95_high"
+    pd.testing.assert_frame_equal(pd.read_csv(io.StringIO(got)), pd.read_csv(io.StringIO(cli)))
+
+    # The axis never reads "-0": ticks are whole multiples of the step (a running sum drifted below zero).
+    helpers = "({lo, hi}) => privdbPage.niceTicks(lo, hi, 5).map(privdbPage.fmt)"
+    for lo, hi in ((-0.35, 0.25), (-0.7, 0.3), (-0.25, 0.4), (-0.0, 3.0)):
+        shown = page.evaluate(helpers, {"lo": lo, "hi": hi})
+        assert "0" in shown and "-0" not in shown, (lo, hi, shown)
+    assert page.evaluate("privdbPage.fmt(-1e-17)") == "0"
+
+    # Signing out says so; signing in again clears it.
+    page.get_by_test_id("sign-out").click()
+    expect(page.get_by_test_id("status")).to_have_text("Signed out.")
+    sign_in(page, tokens["owner"])
+    expect(page.get_by_test_id("analysts")).to_contain_text("alice")
+    expect(page.get_by_test_id("status")).to_have_text("")
+
+    # The owner's log: 50 rows a page, newest first, and the page stays short after 2,600 queries.
+    pager = page.get_by_test_id("log-pager")
+    expect(pager.get_by_test_id("page-range")).to_have_text("1–50 of 2,602")
+    log = page.get_by_test_id("log")
+    expect(log.get_by_test_id("log-row")).to_have_count(50)
+    expect(log.get_by_test_id("log-row").first).to_contain_text("GROUP BY sex")
+    expect(pager.get_by_test_id("newer")).to_be_disabled()
+    height = page.evaluate("document.documentElement.scrollHeight")
+    assert height < 5000, height
+    pager.get_by_test_id("older").click()
+    expect(pager.get_by_test_id("page-range")).to_have_text("51–100 of 2,602")
+    first = log.get_by_test_id("log-row").first  # page 1 held the 2 answers and refusals 2599…2552
+    expect(first).to_contain_text("DP-SELECT 2551 COUNT(*) FROM nowhere")
+    expect(pager.get_by_test_id("newer")).to_be_enabled()
+    page.screenshot(path="/tmp/privdb-page-owner-log.png", full_page=True)
     assert errors == []
     page.close()

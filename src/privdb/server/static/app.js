@@ -7,6 +7,7 @@
   const SVG_NS = "http://www.w3.org/2000/svg";
   const MAX_TABLE_ROWS = 500;
   const MAX_CHART_BARS = 60;
+  const LOG_PAGE = 50; // log entries per page: the page stays short however long the log grows
   const TITLES = {
     budget_exhausted: "Refused: not enough budget left.",
     unauthorized: "Not signed in.",
@@ -20,7 +21,7 @@
     network_error: "No connection.",
   };
 
-  const state = { token: null, role: null, tables: [] };
+  const state = { token: null, role: null, tables: [], result: null, logOffset: {} };
   const $ = (id) => document.getElementById(id);
 
   // ---- building DOM safely
@@ -61,7 +62,8 @@
     if (!Number.isFinite(x)) return String(x);
     const a = Math.abs(x);
     const digits = a >= 1000 ? 0 : a >= 100 ? 1 : a >= 1 ? 2 : 4;
-    return x.toLocaleString("en-US", { maximumFractionDigits: digits });
+    const text = x.toLocaleString("en-US", { maximumFractionDigits: digits });
+    return /^-0(\.0*)?$/.test(text) ? text.slice(1) : text; // -0, or a tiny negative rounded to zero
   }
   const fmtEps = (x) => (typeof x === "number" ? String(Number(x.toPrecision(6))) : "—");
   const fmtTime = (t) => new Date(t * 1000).toLocaleString();
@@ -76,7 +78,14 @@
     }
   }
 
-  async function api(method, path, body) {
+  // The JSON body of an API call (`api`), or the body with the log's total count (`apiPage`).
+  const api = async (method, path, body) => (await request(method, path, body)).data;
+  async function apiPage(path) {
+    const { data, response } = await request("GET", path);
+    return { data, total: Number(response.headers.get("X-Total-Count") || data.length) };
+  }
+
+  async function request(method, path, body) {
     const headers = { Authorization: `Bearer ${state.token}` };
     if (body !== undefined) headers["Content-Type"] = "application/json";
     let response;
@@ -95,7 +104,7 @@
       const e = (data && data.error) || {};
       throw new ApiError(response.status, e.code || `http_${response.status}`, e.message || response.statusText);
     }
-    return data;
+    return { data, response };
   }
 
   // ---- messages
@@ -151,6 +160,7 @@
       state.role = "analyst";
     }
     sessionStorage.setItem(TOKEN_KEY, token);
+    say(""); // a "Signed out." from before is stale now
     $("signin-view").hidden = true;
     $("sign-out").hidden = false;
     $("token").value = "";
@@ -168,7 +178,7 @@
 
   function signOut() {
     sessionStorage.removeItem(TOKEN_KEY);
-    Object.assign(state, { token: null, role: null, tables: [] });
+    Object.assign(state, { token: null, role: null, tables: [], result: null, logOffset: {} });
     for (const id of [
       "analyst-view",
       "owner-view",
@@ -208,14 +218,12 @@
   }
 
   async function refreshAnalyst() {
-    const [budget, log] = await Promise.all([api("GET", "/v1/budget"), api("GET", "/v1/log")]);
+    state.logOffset.history = 0; // back to the newest entries, where the query just asked is
+    const [budget] = await Promise.all([api("GET", "/v1/budget"), refreshHistory()]);
     renderBudget(budget);
-    renderLog($("history"), log, false);
   }
 
-  async function refreshHistory() {
-    renderLog($("history"), await api("GET", "/v1/log"), false);
-  }
+  const refreshHistory = () => showLogPage("history", false);
 
   function exampleQuery(tables) {
     const table = tables[0];
@@ -470,18 +478,53 @@
     if (res.guarantee) notes.push(`Guarantee: ${res.guarantee}.`);
     $("result-note").textContent = notes.join(" ");
     renderChart(res, withRows);
+    state.result = res;
     $("result-panel").hidden = false;
   }
 
-  // ---- the bar chart: the first noisy aggregate per row, with its 95 % interval as an error bar
+  // ---- the answer as CSV: the columns of `privdb query --format csv`, each column with intervals followed by
+  // <col>_ci95_low and <col>_ci95_high (empty where no interval follows)
+  function csvCell(v) {
+    const text = v === null || v === undefined || (typeof v === "number" && !Number.isFinite(v)) ? "" : String(v);
+    return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+  }
+
+  function toCsv(res) {
+    const ci = new Map(
+      (res.accuracy || [])
+        .filter((a) => Array.isArray(a.ci95_rows) && res.columns.includes(a.column))
+        .map((a) => [a.column, a.ci95_rows]),
+    );
+    const head = res.columns.flatMap((c) => (ci.has(c) ? [c, `${c}_ci95_low`, `${c}_ci95_high`] : [c]));
+    const rows = res.rows.map((row, i) =>
+      res.columns.flatMap((c, j) => (ci.has(c) ? [row[j], ...(ci.get(c)[i] || [null, null])] : [row[j]])),
+    );
+    return [head, ...rows].map((line) => line.map(csvCell).join(",") + "\n").join("");
+  }
+
+  function downloadCsv() {
+    if (!state.result) return;
+    const link = el("a", {
+      href: URL.createObjectURL(new Blob([toCsv(state.result)], { type: "text/csv" })),
+      download: "privdb-answer.csv",
+    });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 0);
+  }
+
+  // ---- the bar chart: the first noisy aggregate per group, with its 95 % interval as an error bar. Only a
+  // grouped answer (or a lone statistic) is charted: statistics of one row have no common axis.
   function niceTicks(lo, hi, count) {
     const raw = (hi - lo) / count;
     const mag = 10 ** Math.floor(Math.log10(raw));
     const r = raw / mag;
     const step = (r >= 7.5 ? 10 : r >= 3.5 ? 5 : r >= 1.5 ? 2 : 1) * mag;
     const ticks = [];
-    for (let v = Math.floor(lo / step) * step; v <= Math.ceil(hi / step) * step + step / 2; v += step) {
-      ticks.push(Number(v.toPrecision(12)));
+    // whole multiples of the step, never a running sum (0.1 + 0.1 + … drifts to -5.6e-17, shown as "-0")
+    for (let k = Math.floor(lo / step); k <= Math.ceil(hi / step); k++) {
+      ticks.push(Number((k * step).toPrecision(12)) || 0); // || 0: -0 becomes 0
     }
     return ticks;
   }
@@ -493,7 +536,9 @@
     const acc = withRows.values().next().value;
     if (!acc) return;
     const vi = res.columns.indexOf(acc.column);
-    const keys = res.columns.map((c, i) => i).filter((i) => !withRows.has(res.columns[i]));
+    const noisy = new Set((res.accuracy || []).map((a) => a.column)); // every released statistic
+    const keys = res.columns.map((c, i) => i).filter((i) => !noisy.has(res.columns[i])); // the GROUP BY keys
+    if (!keys.length && res.columns.length > 1) return;
     const data = res.rows
       .slice(0, MAX_CHART_BARS)
       .map((row, i) => ({
@@ -618,9 +663,29 @@
     box.hidden = false;
   }
 
-  // ---- the log (an analyst's own history, or everyone's for the owner)
-  function renderLog(table, entries, everyone) {
-    const recent = [...entries].reverse().slice(0, 200);
+  // ---- the log (an analyst's own history, or everyone's for the owner), newest first, a page at a time
+  async function showLogPage(id, everyone) {
+    const offset = state.logOffset[id] || 0;
+    const { data, total } = await apiPage(`/v1/log?order=desc&limit=${LOG_PAGE}&offset=${offset}`);
+    renderLog($(id), data, everyone);
+    const pager = $(`${id}-pager`);
+    pager.hidden = total <= LOG_PAGE && offset === 0;
+    const turn = (to) => () => {
+      state.logOffset[id] = to;
+      showLogPage(id, everyone).catch(showError);
+    };
+    const button = (label, testid, disabled, to) =>
+      el("button", { type: "button", class: "secondary", "data-testid": testid, disabled, onclick: turn(to) }, label);
+    const range = data.length ? `${fmt(offset + 1)}–${fmt(offset + data.length)} of ${fmt(total)}` : `0 of ${fmt(total)}`;
+    fill(
+      pager,
+      button("Newer", "newer", offset === 0, Math.max(0, offset - LOG_PAGE)),
+      el("span", { "data-testid": "page-range", "aria-live": "polite" }, range),
+      button("Older", "older", offset + data.length >= total, offset + LOG_PAGE),
+    );
+  }
+
+  function renderLog(table, recent, everyone) {
     if (!recent.length) {
       fill(table, el("caption", { class: "help" }, "No queries yet."));
       return;
@@ -655,16 +720,15 @@
 
   // ---- the owner's view
   async function loadOwner() {
-    const [analysts, tables, log] = await Promise.all([
+    const [analysts, tables] = await Promise.all([
       api("GET", "/v1/analysts"),
       api("GET", "/v1/tables"),
-      api("GET", "/v1/log"),
+      showLogPage("log", true),
     ]);
     state.tables = tables;
     renderAnalysts(analysts);
     renderTables($("owner-tables"), tables);
     renderTableChoices(tables);
-    renderLog($("log"), log, true);
   }
 
   function renderAnalysts(analysts) {
@@ -787,6 +851,9 @@
     }
   }
 
+  // For the page's tests and the browser console: the pure helpers, read-only.
+  window.privdbPage = Object.freeze({ fmt, niceTicks, toCsv });
+
   // ---- wiring
   document.addEventListener("DOMContentLoaded", () => {
     $("signin-form").addEventListener("submit", async (event) => {
@@ -802,6 +869,7 @@
       run();
     });
     $("explain").addEventListener("click", explain);
+    $("download-csv").addEventListener("click", downloadCsv);
     $("sql").addEventListener("keydown", (event) => {
       if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
         event.preventDefault();
