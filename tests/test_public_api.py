@@ -15,6 +15,7 @@ def test_exports_are_pinned() -> None:
     assert all(getattr(privdb, name) is not None for name in privdb.__all__)  # lazy names resolve
     assert set(privdb.errors.__all__) == {
         "BudgetExhausted",
+        "DatabaseInUse",  # issue 15: a --db command meets a running server's lock
         "EngineUnavailable",
         "Forbidden",
         "InternalError",
