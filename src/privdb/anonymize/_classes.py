@@ -202,6 +202,35 @@ def hierarchy_pairs(frame: pd.DataFrame) -> pd.Index:
     return out
 
 
+@dataclass(frozen=True)
+class CellPairs:
+    """The distinct (raw, released) value pairs of one column: record i is pair ``of_record[i]``; pair p
+    has the raw value's canonical text ``raw[p]``, the released label ``label[p]`` and ``count[p]`` records.
+
+    Every per-cell question (is it covered, was it changed) is answered once per pair, not per record.
+    """
+
+    of_record: IntArray
+    raw: ObjArray
+    label: ObjArray
+    count: IntArray
+
+
+def cell_pairs(raw: pd.Series, released: pd.Series) -> CellPairs:
+    """Factorise both columns (hash-based), then the pair of codes: text is made for distinct values only."""
+    rc, ru = pd.factorize(raw, use_na_sentinel=False)
+    lc, lu = pd.factorize(released, use_na_sentinel=False)
+    labels = pd.Series(np.asarray(lu, dtype=object), dtype=object).astype(str).to_numpy(dtype=object)
+    m = max(len(labels), 1)
+    pair, uniq = pd.factorize(rc.astype(np.int64) * m + lc)
+    return CellPairs(
+        of_record=pair.astype(np.int64),
+        raw=text(np.asarray(ru))[uniq // m],
+        label=labels[uniq % m],
+        count=np.bincount(pair, minlength=len(uniq)).astype(np.int64),
+    )
+
+
 def covered(raw: pd.Series, released: pd.Series, hierarchy: pd.DataFrame | None = None) -> BoolArray:
     """Whether each released value covers its raw value.
 
@@ -209,12 +238,12 @@ def covered(raw: pd.Series, released: pd.Series, hierarchy: pd.DataFrame | None 
     holding the number; a ``|``-joined set holding the value; a code masked from the right (``32**``).
     Decided once per distinct (raw, released) pair.
     """
-    rc, ru = pd.factorize(pd.Series(text(raw.to_numpy()), dtype=object), use_na_sentinel=False)
-    lc, lu = pd.factorize(released.astype(str), use_na_sentinel=False)
-    key = rc.astype(np.int64) * max(len(lu), 1) + lc
-    pair, uniq = pd.factorize(key)
-    r_val = np.asarray(ru, dtype=object)[uniq // max(len(lu), 1)]
-    l_val = np.asarray(lu, dtype=object)[uniq % max(len(lu), 1)]
+    cp = cell_pairs(raw, released)
+    return np.asarray(pair_covered(cp.raw, cp.label, hierarchy)[cp.of_record], dtype=bool)
+
+
+def pair_covered(r_val: ObjArray, l_val: ObjArray, hierarchy: pd.DataFrame | None = None) -> BoolArray:
+    """Whether label ``l_val[i]`` covers raw text ``r_val[i]`` (the rules of ``covered``)."""
     ok = (l_val == STAR) | (l_val == r_val)
     if hierarchy is not None:
         ok |= pd.Index(r_val + "\x1f" + l_val).isin(hierarchy_pairs(hierarchy))
@@ -225,7 +254,7 @@ def covered(raw: pd.Series, released: pd.Series, hierarchy: pd.DataFrame | None 
     rest = np.flatnonzero(~ok)
     if len(rest):
         ok[rest] = [_covers_text(str(r_val[i]), str(l_val[i])) for i in rest]
-    return np.asarray(ok[pair], dtype=bool)
+    return np.asarray(ok, dtype=bool)
 
 
 def _covers_text(raw: str, label: str) -> bool:

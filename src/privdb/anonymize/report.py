@@ -11,57 +11,20 @@ from __future__ import annotations
 import html
 import io
 import math
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import numpy as np
 import pandas as pd
 
+from privdb.anonymize._classes import Classes
 from privdb.anonymize.models import check, covers
 from privdb.anonymize.risk import risk
+from privdb.anonymize.tables import read_table, write_table
 from privdb.anonymize.utility import utility
-from privdb.errors import InvalidParameter
 
 __all__ = ["read_table", "release_report", "render_html", "render_png", "table_report", "write_table"]
-
-
-def read_table(path: str | Path) -> tuple[pd.DataFrame, str]:
-    """A CSV (delimiter and header detected) or Parquet file as a DataFrame in file order, and the CSV's
-    delimiter (``,`` for Parquet)."""
-    p = Path(path)
-    if not p.is_file():
-        raise InvalidParameter(f"file {str(p)!r} does not exist")
-    con = duckdb.connect(":memory:")
-    try:
-        if p.suffix.lower() in (".parquet", ".pq"):
-            return con.execute("SELECT * FROM read_parquet(?)", [str(p)]).df(), ","
-        sniff = con.execute("SELECT Delimiter FROM sniff_csv(?)", [str(p)]).fetchone()
-        delimiter = str(sniff[0]) if sniff else ","
-        frame = con.execute("SELECT * FROM read_csv_auto(?)", [str(p)]).df()
-    except duckdb.Error as err:
-        raise InvalidParameter(f"could not read {str(p)!r} as CSV: {str(err).splitlines()[0]}") from None
-    finally:
-        con.close()
-    return frame, delimiter
-
-
-def write_table(frame: pd.DataFrame, path: str | Path, delimiter: str = ",") -> None:
-    """Write ``frame`` as CSV, all at once: a failure leaves no partial file."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(
-        prefix=".privdb-", suffix=".csv", dir=target.parent if target.parent.exists() else None
-    )
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            frame.to_csv(out, index=False, sep=delimiter)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def table_report(
@@ -76,12 +39,25 @@ def table_report(
 ) -> dict[str, Any]:
     """k, l, t and risk of any table (``privdb check`` / ``privdb risk``); with ``original``, also whether
     every released value covers its record."""
+    return _measures(table, qi, sensitive, distance, hierarchy, original, hierarchies)[0]
+
+
+def _measures(
+    table: pd.DataFrame,
+    qi: Sequence[str],
+    sensitive: str | None,
+    distance: str,
+    hierarchy: Any,
+    original: pd.DataFrame | None,
+    hierarchies: Mapping[str, Any] | None,
+) -> tuple[dict[str, Any], Classes]:
+    """``table_report``'s dict and the one grouping of ``table`` every measure used."""
     achieved = check(table, qi, sensitive, distance=distance, hierarchy=hierarchy)
-    out = achieved.to_dict() | {"risk": risk(table, qi, classes=achieved.classes).to_dict()}  # one grouping
+    out = achieved.to_dict() | {"risk": risk(table, qi, classes=achieved.classes).to_dict()}
     if original is not None:
         out["coverage"] = covers(original, table, qi, hierarchies).to_dict()
     out["class_sizes"] = _size_counts(achieved.class_sizes)
-    return out
+    return out, achieved.classes
 
 
 def release_report(
@@ -96,19 +72,17 @@ def release_report(
     hierarchies: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """DESIGN.md's report: parameters, achieved k / l / t, utility, risk, seconds (and coverage, which must
-    hold: a range never excludes a value of its class)."""
-    achieved = table_report(
-        released, qi, sensitive, original=original, hierarchies=hierarchies,
-        hierarchy=(hierarchies or {}).get(sensitive) if sensitive else None,
-    )  # fmt: skip
+    hold: a range never excludes a value of its class). The release is grouped once for all of them."""
+    sens_hierarchy = (hierarchies or {}).get(sensitive) if sensitive else None
+    released, original = _encoded(released, qi), _encoded(original, qi)
+    achieved, classes = _measures(released, qi, sensitive, "auto", sens_hierarchy, original, hierarchies)
     k = parameters.get("k")
+    loss = utility(original, released, qi, hierarchies, k=k if isinstance(k, int) else None, classes=classes)
     return {
         "parameters": parameters,
         "achieved": achieved.pop("achieved"),
         "diversity": {key: achieved.pop(key) for key in ("l_entropy", "recursive", "distance", "sensitive")},
-        "utility": utility(
-            original, released, qi, hierarchies, k=k if isinstance(k, int) else None
-        ).to_dict(),
+        "utility": loss.to_dict(),
         "risk": achieved.pop("risk"),
         "suppression": suppression,
         "coverage": achieved.pop("coverage"),
@@ -117,6 +91,16 @@ def release_report(
         "class_sizes": achieved.pop("class_sizes"),
         "seconds": seconds,
     }
+
+
+def _encoded(table: pd.DataFrame, qi: Sequence[str]) -> pd.DataFrame:
+    """The table with its text quasi-identifiers as categoricals: the same values, hashed once here instead
+    of again by every measure."""
+    out = table.copy(deep=False)
+    for c in qi:
+        if c in out.columns and (out[c].dtype == object or pd.api.types.is_string_dtype(out[c])):
+            out[c] = out[c].astype("category")
+    return out
 
 
 def _size_counts(sizes: np.ndarray) -> dict[str, int]:

@@ -24,8 +24,10 @@ import pandas as pd
 
 from privdb.anonymize._classes import (
     STAR,
+    Classes,
     FloatArray,
     HierarchyLike,
+    cell_pairs,
     group,
     hierarchy_frame,
     parse_intervals,
@@ -46,9 +48,9 @@ def _is_numeric(col: pd.Series) -> bool:
 
 def _column_loss(orig: pd.Series, rel: pd.Series, hierarchy: pd.DataFrame | None) -> FloatArray:
     """NCP of each cell of one quasi-identifier."""
-    codes, labels = pd.factorize(rel.astype(str), use_na_sentinel=False)
-    lab = np.asarray(labels, dtype=object)
-    raw_text = pd.Index(pd.unique(text(orig.to_numpy())))
+    codes, labels = pd.factorize(rel, use_na_sentinel=False)
+    lab = pd.Series(np.asarray(labels, dtype=object), dtype=object).astype(str).to_numpy(dtype=object)
+    raw_text = pd.Index(pd.unique(text(np.asarray(pd.unique(orig)))))
     cost = np.full(len(lab), np.nan)
     cost[lab == STAR] = 1.0
     cost[pd.Index(lab).isin(raw_text)] = 0.0
@@ -188,22 +190,24 @@ def utility(
     hierarchies: Mapping[str, HierarchyLike] | None = None,
     *,
     k: int | None = None,
+    classes: Classes | None = None,
 ) -> Utility:
     """All information-loss measures of ``released`` against ``original`` (same rows, same order).
 
-    ``k`` is the k asked for, used by C_avg; without it the achieved k is used.
+    ``k`` is the k asked for, used by C_avg; without it the achieved k is used. ``classes`` reuses a
+    grouping of ``released`` already made by ``_classes.group``.
     """
     by_col = ncp(original, released, qi, hierarchies)
-    cl = group(released, qi)
+    cl = classes if classes is not None else group(released, qi)
     if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1):
         raise InvalidParameter(f"k must be a whole number of at least 1 (got {k!r})")
     kk = k if k is not None else max(cl.k, 1)
     in_classes = cl.n - cl.n_suppressed
     avg = in_classes / cl.n_classes if cl.n_classes else 0.0
-    changed = sum(
-        int((text(original[c].to_numpy()) != released[c].astype(str).to_numpy(dtype=object)).sum())
-        for c in qi
-    )
+    changed = 0
+    for c in qi:
+        cp = cell_pairs(original[c], released[c])
+        changed += int(cp.count[cp.raw != cp.label].sum())
     return Utility(
         ncp=float(np.mean(list(by_col.values()))),
         ncp_by_column=by_col,
