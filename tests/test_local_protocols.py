@@ -257,7 +257,7 @@ def test_values_outside_the_domain_are_refused_without_showing_them() -> None:
     with pytest.raises(InvalidParameter, match="responses"):
         krr.estimate(np.array([0, 4]))
     with pytest.raises(InvalidParameter, match="no reports"):
-        krr.estimator().frequencies()
+        krr.estimator().estimate()
 
 
 def test_reports_of_another_protocol_are_refused() -> None:

@@ -169,6 +169,6 @@ def test_projection_of_estimates_is_post_processing_that_lowers_error() -> None:
     x = population(50, 2000)
     truth = np.bincount(x, minlength=50) / x.size
     f = proto.estimate(proto.randomizer(rng=seeded(16)).randomize(x))
-    raw, projected = f.frequencies, f.projected()
+    raw, projected = f.shares, f.projected
     assert projected.sum() == pytest.approx(1.0) and (projected >= 0).all()
     assert np.linalg.norm(projected - truth) <= np.linalg.norm(raw - truth)

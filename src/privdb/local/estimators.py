@@ -14,9 +14,10 @@ many of the people who answered hold v". The reported standard error plugs the e
 ``[0, n]``) in for ``n_v``; the 95% interval is the normal one of :class:`~privdb.mechanisms.Estimate`.
 
 Estimators accumulate: ``add`` a batch, ``add`` another (a survey that grows), ``merge`` another collector's
-state, and ask for :meth:`SupportEstimator.frequencies` at any time. Projecting the estimated frequencies onto
-the probability simplex (:func:`project_simplex`) is post-processing: it costs no privacy, lowers the error of
-the whole vector, and makes the estimates biased (documented in docs/proofs/local.md).
+state, and ask for :meth:`SupportEstimator.estimate` at any time. :class:`Frequencies` speaks the protocol's
+labels: ``freq["yes"]``, ``freq.share("yes")``, ``freq.to_frame()`` (one row per label). Projecting the
+estimated frequencies onto the probability simplex (:func:`project_simplex`) is post-processing: it costs no
+privacy, lowers the error of the whole vector, and makes the estimates biased (docs/proofs/local.md).
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from privdb.errors import InvalidParameter
+from privdb.local.domain import Domain
 from privdb.mechanisms.randomized_response import Estimate
 
 __all__ = ["Frequencies", "SupportEstimator", "project_simplex"]
@@ -55,20 +58,52 @@ def project_simplex(vector: ArrayLike) -> Floats:
     return out
 
 
+Z95 = 1.959963984540054  # the normal quantile of a two-sided 95% interval
+
+
 @dataclass(frozen=True)
 class Frequencies:
-    """Unbiased estimates of how many of ``n`` people hold each value ``0 … d−1``, with their variances."""
+    """Unbiased estimates of how many of ``n`` people hold each value of the domain, with their variances.
+
+    Arrays are in domain order; ``freq[label]`` and ``share(label)`` read one value by its label (for a
+    domain given as a size, the label is the code ``0 … d−1``). Accessors follow one rule throughout
+    :mod:`privdb.local`: what an object holds is a property (``counts``, ``shares``, ``std_errors``,
+    ``ci95``, ``projected``), what it computes from arguments is a method.
+    """
 
     n: int
     counts: Floats
     variances: Floats
+    domain: Domain | None = None  # None: the codes 0 … d−1
 
     def __len__(self) -> int:
         return int(self.counts.size)
 
-    def __getitem__(self, value: int) -> Estimate:
-        """The count estimate of one value, with its standard error and 95% interval."""
-        return Estimate(float(self.counts[value]), float(math.sqrt(self.variances[value])))
+    @property
+    def labels(self) -> tuple[object, ...]:
+        """The value each entry estimates, in order."""
+        return tuple(range(len(self))) if self.domain is None else self.domain.labels
+
+    def _at(self, value: object) -> int:
+        if self.domain is None or self.domain.coded:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | np.integer)
+                or not 0 <= value < len(self)
+            ):
+                raise InvalidParameter(f"no value {value!r} in the domain 0 … {len(self) - 1}")
+            return int(value)
+        return self.domain.index(value)
+
+    def __getitem__(self, value: object) -> Estimate:
+        """The count estimate of one value (by label), with its standard error and 95% interval."""
+        i = self._at(value)
+        return Estimate(float(self.counts[i]), float(math.sqrt(self.variances[i])))
+
+    def share(self, value: object) -> Estimate:
+        """The estimated share of people holding ``value`` (by label), with its standard error."""
+        i = self._at(value)
+        return Estimate(float(self.counts[i]) / self.n, float(math.sqrt(self.variances[i])) / self.n)
 
     @property
     def std_errors(self) -> Floats:
@@ -76,35 +111,49 @@ class Frequencies:
         return out
 
     @property
-    def frequencies(self) -> Floats:
+    def shares(self) -> Floats:
         """Estimated shares ``n̂_v / n`` (unbiased; may fall outside [0, 1] and need not sum to 1)."""
         out: Floats = self.counts / self.n
         return out
 
-    def share(self, value: int) -> Estimate:
-        """The estimated share of people holding ``value``, with its standard error."""
-        return Estimate(float(self.counts[value]) / self.n, float(math.sqrt(self.variances[value])) / self.n)
-
     @property
     def ci95(self) -> tuple[Floats, Floats]:
         """Normal 95% intervals of every count, as two arrays (low, high)."""
-        z = 1.959963984540054
-        return self.counts - z * self.std_errors, self.counts + z * self.std_errors
+        return self.counts - Z95 * self.std_errors, self.counts + Z95 * self.std_errors
 
+    @property
     def projected(self) -> Floats:
-        """Frequencies projected onto the probability simplex: post-processing, biased, lower total error."""
-        return project_simplex(self.frequencies)
+        """Shares projected onto the probability simplex: post-processing, biased, lower total error."""
+        return project_simplex(self.shares)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per value: its label, count, share, standard error, 95% interval of the count, and
+        projected share (the collector's table; ``privdb survey estimate`` prints it)."""
+        lo, hi = self.ci95
+        return pd.DataFrame(
+            {
+                "value": pd.Series(self.labels, dtype=object),
+                "count": self.counts,
+                "share": self.shares,
+                "std_error": self.std_errors,
+                "ci95_low": lo,
+                "ci95_high": hi,
+                "projected_share": self.projected,
+            }
+        )
 
 
 class SupportEstimator:
     """Accumulates support counts and turns them into unbiased count estimates (formula in the module doc).
 
     ``p_star`` and ``q_star`` may be scalars or one entry per value (the binary protocols need per-value
-    ones). Subclasses only say how a batch of reports becomes support counts (:meth:`_support`).
+    ones). Subclasses only say how a batch of reports becomes support counts (:meth:`_support`); ``domain``
+    names the values in the estimates (default: the codes ``0 … d−1``).
     """
 
-    def __init__(self, *, d: int, p_star: ArrayLike, q_star: ArrayLike) -> None:
+    def __init__(self, *, d: int, p_star: ArrayLike, q_star: ArrayLike, domain: Domain | None = None) -> None:
         self.d = d
+        self.domain = domain
         self.p_star: Floats = np.broadcast_to(np.asarray(p_star, dtype=np.float64), (d,)).copy()
         self.q_star: Floats = np.broadcast_to(np.asarray(q_star, dtype=np.float64), (d,)).copy()
         if not (self.p_star > self.q_star).all():
@@ -133,13 +182,14 @@ class SupportEstimator:
         self.n += other.n
         return self
 
-    def frequencies(self) -> Frequencies:
+    def estimate(self) -> Frequencies:
         """Unbiased count estimates of every value so far, with plug-in variances."""
         if self.n == 0:
             raise InvalidParameter("no reports yet: add at least one batch of reports before estimating")
         gap = self.p_star - self.q_star
         counts = (self.support - self.n * self.q_star) / gap
-        return Frequencies(self.n, counts, self.variance(np.clip(counts, 0.0, self.n), n=self.n))
+        variances = self.variance(np.clip(counts, 0.0, self.n), n=self.n)
+        return Frequencies(self.n, counts, variances, self.domain)
 
     def variance(self, true_counts: ArrayLike, *, n: int | None = None) -> Floats:
         """Var[n̂_v] given the true count of every value (theory; used for tests and benchmarks)."""

@@ -36,8 +36,9 @@ from numpy.typing import ArrayLike, NDArray
 from privdb.errors import InvalidParameter
 from privdb.local import _checks
 from privdb.local._gaps import Q_BITS, GapSampler
+from privdb.local.domain import Domain
 from privdb.local.estimators import SupportEstimator
-from privdb.local.protocols import LocalProtocol, Randomizer
+from privdb.local.protocols import Labels, LocalProtocol, Randomizer
 from privdb.mechanisms import _exact, _samplers, _validate
 from privdb.mechanisms.randomized_response import KaryRandomizedResponse
 from privdb.mechanisms.randomness import RandomSource, default_source
@@ -74,8 +75,20 @@ class UnaryReports:
         return UnaryReports(self.d, ptr - ptr[0], self.indices[ptr[0] : ptr[-1]])
 
     def report(self, i: int) -> Ints:
-        """The set bits of person ``i``'s report."""
+        """The set bits of person ``i``'s report (codes: ``protocol.domain.labels_of`` names them)."""
         return self.indices[self.indptr[i] : self.indptr[i + 1]].astype(np.int64)
+
+    @classmethod
+    def from_sets(cls, d: int, sets: list[Ints]) -> UnaryReports:
+        """Reports from each person's set bits (codes), e.g. as a collector receives them."""
+        rows = [np.unique(s) for s in sets]
+        indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum([r.size for r in rows], out=indptr[1:])
+        dtype: type[np.unsignedinteger] = np.uint16 if d <= 1 << 16 else np.uint32
+        indices: NDArray[np.unsignedinteger] = (
+            np.concatenate(rows).astype(dtype) if indptr[-1] else np.zeros(0, dtype)
+        )
+        return cls(d, indptr, indices)
 
     def to_bits(self) -> NDArray[np.bool_]:
         """The ``n × d`` bit matrix the people sent (for small batches only)."""
@@ -122,8 +135,7 @@ class _OUERandomizer(Randomizer[UnaryReports]):
         # positions are summed in int32 with wrap-around: exact while one row's sum stays below 2^31
         self._wide = self._per_row * (protocol.d + 1) >= 2**31
 
-    def randomize(self, values: ArrayLike) -> UnaryReports:
-        x = _checks.values(values, self._d)
+    def _randomize(self, x: Ints) -> UnaryReports:
         rows = min(max(1, _WORK // self._per_row), x.size)
         work = _Work(rows, self._per_row, self._dtype, wide=self._wide)
         # room for every row's k + 1 entries: only the pages written are ever touched
@@ -237,9 +249,10 @@ class OUEProtocol(LocalProtocol[UnaryReports]):
 
     name = "oue"
 
-    def __init__(self, *, epsilon: float, d: int) -> None:
+    def __init__(self, *, epsilon: float, d: int | None = None, domain: Labels | None = None) -> None:
         self._epsilon = _checks.epsilon(epsilon)
-        self.d = _checks.domain(d)
+        self.domain = Domain.of(d, domain)
+        self.d = self.domain.size
         # q = ⌈2^32/(e^ε + 1)⌉/2^32 ≥ 1/(e^ε + 1), from rigorous bounds: ε is never rounded up
         hi = _exact.odds(-_validate.exact(self._epsilon), 1)(128)[1]
         q_num = min(max(math.ceil(hi * (1 << Q_BITS)), 1), (1 << (Q_BITS - 1)) - 1)
@@ -251,6 +264,7 @@ class OUEProtocol(LocalProtocol[UnaryReports]):
     def epsilon(self) -> float:
         return self._epsilon
 
+    @property
     def pair_matrix(self) -> list[list[Fraction]]:
         """Bits ``v``, ``u`` under true values ``v``, ``u`` (columns 00, 01, 10, 11); other bits cancel."""
         p, q = self.p, self.q
@@ -264,7 +278,7 @@ class OUEProtocol(LocalProtocol[UnaryReports]):
     def matrix(self) -> list[list[Fraction]]:
         """The full ``d × 2^d`` response matrix (``d ≤ 10``); column ``j`` is the bit vector of ``j``."""
         if self.d > 10:
-            raise InvalidParameter(f"the full OUE matrix has 2^{self.d} columns; use pair_matrix()")
+            raise InvalidParameter(f"the full OUE matrix has 2^{self.d} columns; use pair_matrix")
         out = []
         for v in range(self.d):
             row = []
@@ -282,16 +296,17 @@ class OUEProtocol(LocalProtocol[UnaryReports]):
         return _OUERandomizer(self, rng)
 
     def estimator(self) -> SupportEstimator:
-        return _OUEEstimator(d=self.d, p_star=float(self.p), q_star=float(self.q))
+        return _OUEEstimator(d=self.d, p_star=float(self.p), q_star=float(self.q), domain=self.domain)
 
     def likelihood(self, report: object) -> Floats:
-        """``report``: the set bits of one person's report (or their ``d`` bits as booleans)."""
+        """``report``: the set bits of one person's report, as values of the domain (or their ``d`` bits as
+        booleans)."""
         arr = np.asarray(report)
         if arr.dtype == np.bool_ and arr.shape == (self.d,):
             bits = arr
         else:
             bits = np.zeros(self.d, dtype=np.bool_)
-            bits[_checks.values(arr, self.d, what="the report's set bits")] = True
+            bits[self.domain.codes(report, what="the report's set bits")] = True  # type: ignore[arg-type]
         p, q = float(self.p), float(self.q)
         return np.where(bits, p / q, (1.0 - p) / (1.0 - q))
 
@@ -348,7 +363,7 @@ class HashReports:
 
 class _OLHEstimator(SupportEstimator):
     def __init__(self, protocol: OLHProtocol) -> None:
-        super().__init__(d=protocol.d, p_star=protocol.p, q_star=protocol.q_star)
+        super().__init__(d=protocol.d, p_star=protocol.p, q_star=protocol.q_star, domain=protocol.domain)
         self.prime, self.g = protocol.prime, protocol.g
 
     def _support(self, reports: object) -> tuple[Ints, int]:
@@ -413,8 +428,7 @@ class _OLHRandomizer(Randomizer[HashReports]):
         self._rr = KaryRandomizedResponse(epsilon=protocol.epsilon, k=protocol.g, rng=rng)
         self._prime, self._g, self._d = protocol.prime, protocol.g, protocol.d
 
-    def randomize(self, values: ArrayLike) -> HashReports:
-        x = _checks.values(values, self._d)
+    def _randomize(self, x: Ints) -> HashReports:
         a = _samplers.uniform_int(self._prime - 1, x.size, self._source) + 1
         b = _samplers.uniform_int(self._prime, x.size, self._source)
         hashed = (a * x + b) % self._prime % self._g
@@ -430,9 +444,12 @@ class OLHProtocol(LocalProtocol[HashReports]):
 
     name = "olh"
 
-    def __init__(self, *, epsilon: float, d: int, g: int | None = None) -> None:
+    def __init__(
+        self, *, epsilon: float, d: int | None = None, domain: Labels | None = None, g: int | None = None
+    ) -> None:
         self._epsilon = _checks.epsilon(epsilon)
-        self.d = _checks.domain(d, limit=2**31 - 1)
+        self.domain = Domain.of(d, domain)
+        self.d = self.domain.size
         e = math.exp(self._epsilon)
         if g is None:
             g = max(2, round(e + 1.0))
@@ -452,6 +469,7 @@ class OLHProtocol(LocalProtocol[HashReports]):
     def epsilon(self) -> float:
         return self._epsilon
 
+    @property
     def pair_matrix(self) -> Floats:
         """Columns: the two hashes collide (any ``y``); else ``y = H(v)``, ``y = H(u)``, another ``y``."""
         c, p, q = self.collision, self.p, self.q

@@ -1,9 +1,11 @@
 """Local protocols: public descriptions, client-side randomisers, and the adversary's view.
 
-A :class:`LocalProtocol` holds only public parameters (ε, the domain size ``d``, the response
-probabilities). From it come two separate objects: ``protocol.randomizer()`` runs on the client, sees one
-person's true answer and draws from the CSPRNG; ``protocol.estimator()`` runs at the collector and sees
-only reports. Neither can reach the other's data.
+A :class:`LocalProtocol` holds only public parameters (ε, the domain — a size ``d`` or a list of labels —
+and the response probabilities). From it come two separate objects: ``protocol.randomizer()`` runs on the
+client, sees one person's true answer and draws from the CSPRNG; ``protocol.estimator()`` runs at the
+collector and sees only reports. Neither can reach the other's data. Both speak the domain's labels:
+``randomize(["yes", "no"])`` and ``estimate(reports)["yes"]`` (a domain given as a size ``d`` has the labels
+``0 … d−1``, the integer codes the protocols compute on; :mod:`privdb.local.domain`).
 
 Direct protocols answer in the domain itself:
 
@@ -21,15 +23,16 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
 from fractions import Fraction
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from privdb.errors import InvalidParameter
 from privdb.local import _checks
+from privdb.local.domain import Domain
 from privdb.local.estimators import Frequencies, SupportEstimator
 from privdb.mechanisms import _validate
 from privdb.mechanisms.randomized_response import (
@@ -54,6 +57,9 @@ __all__ = [
 R = TypeVar("R")
 Matrix = list[list[Fraction]] | NDArray[np.float64]
 Floats = NDArray[np.float64]
+Ints = NDArray[np.int64]
+Labels = int | Sequence[Hashable] | Domain  # a domain: its size, or its values
+Answers = ArrayLike | Sequence[Hashable]  # one true answer (a label of the domain) per person
 
 
 class Randomizer(ABC, Generic[R]):
@@ -62,22 +68,34 @@ class Randomizer(ABC, Generic[R]):
     def __init__(self, protocol: LocalProtocol[R]) -> None:
         self.protocol = protocol
 
+    def randomize(self, values: Answers) -> R:
+        """One report per person, each drawn independently (vectorised over people). ``values`` are labels
+        of the protocol's domain (the codes ``0 … d−1`` for a domain given as a size)."""
+        return self._randomize(self.protocol.domain.codes(values))
+
     @abstractmethod
-    def randomize(self, values: ArrayLike) -> R:
-        """One report per person, each drawn independently (vectorised over people)."""
+    def _randomize(self, codes: Ints) -> R:
+        """Reports of people whose true answers have these codes."""
 
 
 class LocalProtocol(ABC, Generic[R]):
-    """Public parameters of a local protocol over the values ``0 … d−1``; reports of type ``R``."""
+    """Public parameters of a local protocol over a domain of ``d`` values; reports of type ``R``.
+
+    Accessors follow one rule throughout :mod:`privdb.local`: what a protocol *is* is a property
+    (``epsilon``, ``d``, ``domain``, ``matrix``, ``pair_matrix``), what it *does* is a method
+    (``randomizer()``, ``estimator()``, ``estimate(reports)``, ``posterior(…)``, ``epsilon_from_matrix()``).
+    """
 
     name: str
     d: int
+    domain: Domain
 
     @property
     @abstractmethod
     def epsilon(self) -> float:
         """The ε each report costs its sender (``inf`` for a protocol that is not differentially private)."""
 
+    @property
     @abstractmethod
     def pair_matrix(self) -> Matrix:
         """The response matrix for two true values, responses with equal likelihoods lumped together.
@@ -89,7 +107,7 @@ class LocalProtocol(ABC, Generic[R]):
 
     def epsilon_from_matrix(self) -> float:
         """ε computed from the response matrix (to check the claim ``epsilon``)."""
-        return epsilon_of(self.pair_matrix())
+        return epsilon_of(self.pair_matrix)
 
     @abstractmethod
     def randomizer(self, *, rng: RandomSource | None = None) -> Randomizer[R]:
@@ -100,8 +118,8 @@ class LocalProtocol(ABC, Generic[R]):
         """The collector side: an empty estimator to ``add`` batches of reports to."""
 
     def estimate(self, reports: R) -> Frequencies:
-        """Count estimates from one batch of reports (shorthand for ``estimator().add(reports)``)."""
-        return self.estimator().add(reports).frequencies()
+        """Count estimates from one batch of reports (``estimator().add(reports).estimate()``)."""
+        return self.estimator().add(reports).estimate()
 
     @abstractmethod
     def likelihood(self, report: object) -> Floats:
@@ -120,68 +138,75 @@ class LocalProtocol(ABC, Generic[R]):
 # --------------------------------------------------------------------------------------- binary
 
 
-class _BinaryEstimator(SupportEstimator):
-    def _support(self, reports: object) -> tuple[NDArray[np.int64], int]:
-        said = _checks.values(np.asarray(reports), 2, what="responses")
-        yes = int(said.sum())
-        return np.array([said.size - yes, yes], dtype=np.int64), int(said.size)
+class _DirectEstimator(SupportEstimator):
+    """Reports of a direct protocol are values of the domain (labels): each supports the value it names."""
+
+    def _support(self, reports: object) -> tuple[Ints, int]:
+        domain = self.domain or Domain(self.d)
+        said = domain.codes(reports if isinstance(reports, list) else np.asarray(reports), what="responses")
+        return np.bincount(said, minlength=self.d), int(said.size)
 
 
-class _BinaryRandomizer(Randomizer[NDArray[np.bool_]]):
+class _BinaryRandomizer(Randomizer[NDArray[Any]]):
     def __init__(self, protocol: BinaryProtocol, mechanism: BinaryRandomizedResponse | HeadsSayYes) -> None:
         super().__init__(protocol)
         self._mechanism = mechanism
 
-    def randomize(self, values: ArrayLike) -> NDArray[np.bool_]:
-        return self._mechanism.release(values)
+    def _randomize(self, codes: Ints) -> NDArray[Any]:
+        return self.protocol.domain.labels_of(self._mechanism.release(codes))
 
 
-class BinaryProtocol(LocalProtocol[NDArray[np.bool_]]):
-    """A yes/no survey: ``P(say yes | truly yes) = a``, ``P(say yes | truly no) = b``; 0 = no, 1 = yes.
+class BinaryProtocol(LocalProtocol[NDArray[Any]]):
+    """A yes/no survey: ``P(say yes | truly yes) = a``, ``P(say yes | truly no) = b``.
 
     Build one with :meth:`coin`, :meth:`alpha`, :meth:`flip`, :meth:`for_epsilon` or :meth:`heads_say_yes`.
     The estimate of the share of yes is ``(λ̂ − b)/(a − b)`` for the observed share ``λ̂``: for the coin
-    protocol ``2λ̂ − 1/2`` (the notes' ``q = 2p − 1/2``).
+    protocol ``2λ̂ − 1/2`` (the notes' ``q = 2p − 1/2``). Answers are 0 = no, 1 = yes (or booleans; reports
+    are booleans), or the two labels of ``domain=[no, yes]`` in that order (reports are labels then).
     """
 
     d = 2
 
     def __init__(
-        self, name: str, make: Callable[[RandomSource | None], BinaryRandomizedResponse | HeadsSayYes]
+        self,
+        name: str,
+        make: Callable[[RandomSource | None], BinaryRandomizedResponse | HeadsSayYes],
+        domain: Labels | None = None,
     ) -> None:
         self.name = name
         self._make = make
+        self.domain = Domain.of(2, domain)
         template = make(None)  # parameters only; its random source is never used
         self._matrix: list[list[Fraction]] = [list(row) for row in template.matrix]
         self._epsilon = template.epsilon
 
     @classmethod
-    def coin(cls) -> BinaryProtocol:
+    def coin(cls, *, domain: Labels | None = None) -> BinaryProtocol:
         """The notes' protocol: flip a coin; heads, the truth; tails, a second coin says yes or no (ln 3)."""
-        return cls("coin", lambda rng: CoinProtocol(rng=rng))
+        return cls("coin", lambda rng: CoinProtocol(rng=rng), domain)
 
     @classmethod
-    def alpha(cls, alpha: float | Fraction) -> BinaryProtocol:
+    def alpha(cls, alpha: float | Fraction, *, domain: Labels | None = None) -> BinaryProtocol:
         """The truth with probability α, otherwise a uniform answer: ε = ln((1 + α)/(1 − α))."""
         AlphaProtocol(alpha=alpha)  # validates now, not at the first randomisation
-        return cls(f"alpha({float(alpha):g})", lambda rng: AlphaProtocol(alpha=alpha, rng=rng))
+        return cls(f"alpha({float(alpha):g})", lambda rng: AlphaProtocol(alpha=alpha, rng=rng), domain)
 
     @classmethod
-    def flip(cls, p: float | Fraction) -> BinaryProtocol:
+    def flip(cls, p: float | Fraction, *, domain: Labels | None = None) -> BinaryProtocol:
         """Flip the answer with probability ``p < 1/2``: ε = ln((1 − p)/p)."""
         FlipProtocol(p=p)
-        return cls(f"flip({float(p):g})", lambda rng: FlipProtocol(p=p, rng=rng))
+        return cls(f"flip({float(p):g})", lambda rng: FlipProtocol(p=p, rng=rng), domain)
 
     @classmethod
-    def for_epsilon(cls, epsilon: float) -> BinaryProtocol:
+    def for_epsilon(cls, epsilon: float, *, domain: Labels | None = None) -> BinaryProtocol:
         """The most accurate ε-DP yes/no protocol: flip with probability ``1/(1 + e^ε)``."""
         eps = _checks.epsilon(epsilon)
-        return cls(f"rr({eps:g})", lambda rng: BinaryRandomizedResponse.for_epsilon(eps, rng=rng))
+        return cls(f"rr({eps:g})", lambda rng: BinaryRandomizedResponse.for_epsilon(eps, rng=rng), domain)
 
     @classmethod
-    def heads_say_yes(cls) -> BinaryProtocol:
+    def heads_say_yes(cls, *, domain: Labels | None = None) -> BinaryProtocol:
         """The notes' variant "heads: say yes; tails: the truth". Not ε-DP for any ε: a "no" proves a no."""
-        return cls("heads_say_yes", lambda rng: HeadsSayYes(rng=rng))
+        return cls("heads_say_yes", lambda rng: HeadsSayYes(rng=rng), domain)
 
     @property
     def yes_given_yes(self) -> Fraction:
@@ -200,12 +225,13 @@ class BinaryProtocol(LocalProtocol[NDArray[np.bool_]]):
         """``P(respond j | true i)``, rows and columns in the order no, yes."""
         return [list(row) for row in self._matrix]
 
+    @property
     def pair_matrix(self) -> list[list[Fraction]]:
         return self.matrix
 
     def randomizer(
         self, *, rng: RandomSource | None = None, allow_non_private: bool = False
-    ) -> Randomizer[NDArray[np.bool_]]:
+    ) -> Randomizer[NDArray[Any]]:
         if math.isinf(self.epsilon) and not allow_non_private:
             raise InvalidParameter(
                 f"the {self.name} protocol is not differentially private for any finite epsilon (one of its"
@@ -216,11 +242,12 @@ class BinaryProtocol(LocalProtocol[NDArray[np.bool_]]):
 
     def estimator(self) -> SupportEstimator:
         a, b = float(self.yes_given_yes), float(self.yes_given_no)
-        return _BinaryEstimator(d=2, p_star=[1.0 - b, a], q_star=[1.0 - a, b])
+        return _DirectEstimator(d=2, p_star=[1.0 - b, a], q_star=[1.0 - a, b], domain=self.domain)
 
-    def share_of_yes(self, responses: ArrayLike) -> Estimate:
-        """The estimated true share of yes from yes/no responses, with its standard error."""
-        return self.estimate(np.asarray(responses)).share(1)
+    def share_of_yes(self, responses: Answers) -> Estimate:
+        """The estimated true share of yes (the domain's second value) from responses, with its standard
+        error."""
+        return self.estimate(np.asarray(responses)).share(self.domain.labels[1])
 
     def variance_bound(self, n: int) -> float:
         """A bound on the variance of the estimated share for any truth: ``1/(4n(a − b)²)``.
@@ -234,48 +261,48 @@ class BinaryProtocol(LocalProtocol[NDArray[np.bool_]]):
         return 1.0 / (4.0 * n * float(self.yes_given_yes - self.yes_given_no) ** 2)
 
     def likelihood(self, report: object) -> Floats:
-        said = _checks.values(np.asarray(report), 2, what="the response")
-        if said.size != 1:
-            raise InvalidParameter("the adversary's view takes one person's response (yes/no)")
-        j = int(said[0])
+        j = _one_response(self.domain, report)
         return np.array([float(self._matrix[0][j]), float(self._matrix[1][j])])
 
     def posterior_yes(self, prior: float, said_yes: bool = True) -> float:
         """P(truly yes | the response) for an adversary with prior ``ξ = P(yes)`` (the notes' exercise)."""
         xi = _validate.probability("prior", prior)
-        return float(self.posterior([1.0 - xi, xi], said_yes)[1])
+        return float(self.posterior([1.0 - xi, xi], self.domain.labels[int(said_yes)])[1])
+
+
+def _one_response(domain: Domain, report: object) -> int:
+    """The code of one person's response (the adversary's view takes one report)."""
+    said = domain.codes(report if isinstance(report, list) else np.asarray(report), what="the response")
+    if said.size != 1:
+        raise InvalidParameter("the adversary's view takes one person's response")
+    return int(said[0])
 
 
 # ---------------------------------------------------------------------------------------- k-ary
 
 
-class _DirectEstimator(SupportEstimator):
-    def _support(self, reports: object) -> tuple[NDArray[np.int64], int]:
-        said = _checks.values(np.asarray(reports), self.d, what="responses")
-        return np.bincount(said, minlength=self.d), int(said.size)
-
-
-class _KaryRandomizer(Randomizer[NDArray[np.int64]]):
+class _KaryRandomizer(Randomizer[NDArray[Any]]):
     def __init__(self, protocol: KaryProtocol, rng: RandomSource | None) -> None:
         super().__init__(protocol)
         self._mechanism = KaryRandomizedResponse(epsilon=protocol.epsilon, k=protocol.d, rng=rng)
 
-    def randomize(self, values: ArrayLike) -> NDArray[np.int64]:
-        x = _checks.values(values, self.protocol.d)
-        return self._mechanism.release(x)
+    def _randomize(self, codes: Ints) -> NDArray[Any]:
+        return self.protocol.domain.labels_of(self._mechanism.release(codes))
 
 
-class KaryProtocol(LocalProtocol[NDArray[np.int64]]):
+class KaryProtocol(LocalProtocol[NDArray[Any]]):
     """k-ary randomised response: the truth with ``p = e^ε/(e^ε + d − 1)``, each other value with
     ``q = 1/(e^ε + d − 1)``. Count estimate ``(C_v − nq)/(p − q)``; for rare values its variance is about
     ``n(d − 2 + e^ε)/(e^ε − 1)²`` (Wang et al. 2017), growing with ``d``: use OUE or OLH for large domains.
+    Reports are values of the domain: codes for ``d=``, labels for ``domain=[…]``.
     """
 
     name = "krr"
 
-    def __init__(self, *, epsilon: float, d: int) -> None:
+    def __init__(self, *, epsilon: float, d: int | None = None, domain: Labels | None = None) -> None:
         self._epsilon = _checks.epsilon(epsilon)
-        self.d = _checks.domain(d)
+        self.domain = Domain.of(d, domain)
+        self.d = self.domain.size
         e = math.exp(self._epsilon)
         self.p = e / (e + self.d - 1)
         self.q = 1.0 / (e + self.d - 1)
@@ -288,25 +315,23 @@ class KaryProtocol(LocalProtocol[NDArray[np.int64]]):
     def matrix(self) -> Floats:
         """The full ``d × d`` response matrix (for small domains)."""
         if self.d > 4096:
-            raise InvalidParameter(f"the full matrix of d = {self.d} values is too large; use pair_matrix()")
+            raise InvalidParameter(f"the full matrix of d = {self.d} values is too large; use pair_matrix")
         m = np.full((self.d, self.d), self.q)
         np.fill_diagonal(m, self.p)
         return m
 
+    @property
     def pair_matrix(self) -> Floats:
         rest = max(1.0 - self.p - self.q, 0.0)  # the d − 2 other responses: q under both values
         return np.array([[self.p, self.q, rest], [self.q, self.p, rest]])
 
-    def randomizer(self, *, rng: RandomSource | None = None) -> Randomizer[NDArray[np.int64]]:
+    def randomizer(self, *, rng: RandomSource | None = None) -> Randomizer[NDArray[Any]]:
         return _KaryRandomizer(self, rng)
 
     def estimator(self) -> SupportEstimator:
-        return _DirectEstimator(d=self.d, p_star=self.p, q_star=self.q)
+        return _DirectEstimator(d=self.d, p_star=self.p, q_star=self.q, domain=self.domain)
 
     def likelihood(self, report: object) -> Floats:
-        said = _checks.values(np.asarray(report), self.d, what="the response")
-        if said.size != 1:
-            raise InvalidParameter("the adversary's view takes one person's response")
         out = np.full(self.d, self.q)
-        out[int(said[0])] = self.p
+        out[_one_response(self.domain, report)] = self.p
         return out

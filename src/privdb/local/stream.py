@@ -48,7 +48,7 @@ class SurveyStream(Generic[R]):
         self.estimator.add(reports)
         self.batches += 1
         if self.keep_history:
-            self.history.append(self.estimator.frequencies())
+            self.history.append(self.estimator.estimate())
         return self
 
     def extend(self, batches: Iterable[R]) -> SurveyStream[R]:
@@ -65,4 +65,4 @@ class SurveyStream(Generic[R]):
 
     def estimate(self) -> Frequencies:
         """Unbiased count estimates from every report so far."""
-        return self.estimator.frequencies()
+        return self.estimator.estimate()

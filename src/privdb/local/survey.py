@@ -1,12 +1,18 @@
-"""A declared survey of the local model: its protocol from a JSON spec, and already-randomised responses
-from JSON, for the server's collection endpoints.
+"""A declared survey of the local model: its protocol from a JSON spec, both of its sides over JSON.
 
 Spec: ``{"protocol": "coin" | "alpha" | "flip" | "binary" | "krr" | "oue" | "olh", "domain": [...],
-"epsilon": ε, "alpha": α, "p": p}`` (binary protocols take two domain values, default ``["no", "yes"]``;
-``binary`` is the flip protocol chosen for ``epsilon``). Responses, as people's devices send them:
+"epsilon": ε, "alpha": α, "p": p}`` (binary protocols take two domain values, default ``["no", "yes"]``,
+in the order no, yes; ``binary`` is the flip protocol chosen for ``epsilon``). The domain is a list of
+labels (strings or integers); ``survey.protocol`` computes on their codes ``0 … d−1`` (so callers holding
+codes use it directly) and the survey converts labels at its edges.
+
+**The respondent's side** (:meth:`Survey.randomize`, used by ``privdb survey submit`` and the client's
+``submit_survey``): true answers, labels of the domain, become randomised responses on the respondent's
+machine; only those leave it. **The collector's side** (:meth:`Survey.support`, :meth:`Survey.estimate`,
+used by the server) reads responses as people's devices send them:
 
 - binary and k-RR: the randomised value itself, e.g. ``"yes"``;
-- OUE: the list of domain values whose bit the person set, e.g. ``["A", "C"]``;
+- OUE: the list of domain values whose bit the person set, e.g. ``["A", "C"]`` (possibly empty);
 - OLH: ``[a, b, y]``, the person's hash seeds and randomised bucket.
 
 The collector keeps only the support counts and the number of reports (what the estimator needs), so a
@@ -15,18 +21,23 @@ survey's state is small whatever its size, and batches add up in any order.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from privdb.errors import InvalidParameter
+from privdb.local.domain import Domain
 from privdb.local.estimators import SupportEstimator
 from privdb.local.oracles import HashReports, OLHProtocol, OUEProtocol, UnaryReports
-from privdb.local.protocols import BinaryProtocol, KaryProtocol
+from privdb.local.protocols import BinaryProtocol, KaryProtocol, LocalProtocol
+from privdb.mechanisms.randomness import RandomSource
 
-__all__ = ["PROTOCOLS", "Survey"]
+__all__ = ["BINARY", "PROTOCOLS", "Survey"]
 
 PROTOCOLS = ("coin", "alpha", "flip", "binary", "krr", "oue", "olh")
+BINARY = ("coin", "alpha", "flip", "binary")
 MAX_DOMAIN = 100_000
 
 
@@ -37,44 +48,87 @@ def _number(spec: dict[str, Any], key: str, protocol: str) -> float:
     return float(value)
 
 
+def _domain(spec: dict[str, Any], binary: bool) -> list[Any]:
+    domain = spec.get("domain", ["no", "yes"] if binary else None)
+    if not isinstance(domain, list) or not domain or len(domain) > MAX_DOMAIN:
+        raise InvalidParameter(f"domain must be a non-empty list of at most {MAX_DOMAIN:,} values")
+    if not all(isinstance(v, str | int) and not isinstance(v, bool) for v in domain):
+        raise InvalidParameter("domain values must be strings or integers")
+    if len({str(v) for v in domain}) != len(domain):  # distinct as written too: answers come as text
+        raise InvalidParameter("domain values must be distinct (also as text: not both 1 and '1')")
+    if binary and len(domain) != 2:
+        raise InvalidParameter(
+            f"the {spec['protocol']} protocol is yes/no: its domain has two values [no, yes]"
+        )
+    return domain
+
+
+def _protocol(spec: dict[str, Any], d: int) -> LocalProtocol[Any]:
+    name = spec["protocol"]
+    if name == "coin":
+        return BinaryProtocol.coin()
+    if name == "alpha":
+        return BinaryProtocol.alpha(_number(spec, "alpha", name))
+    if name == "flip":
+        return BinaryProtocol.flip(_number(spec, "p", name))
+    epsilon = _number(spec, "epsilon", name)
+    if name == "binary":
+        return BinaryProtocol.for_epsilon(epsilon)
+    if name == "krr":
+        return KaryProtocol(epsilon=epsilon, d=d)
+    if name == "oue":
+        return OUEProtocol(epsilon=epsilon, d=d)
+    return OLHProtocol(epsilon=epsilon, d=d)
+
+
 class Survey:
-    """A survey's protocol, domain and estimator state (support counts and n)."""
+    """A survey's protocol over its domain's labels; both sides' conversions to and from JSON."""
 
     def __init__(self, spec: dict[str, Any]) -> None:
-        protocol = spec.get("protocol")
-        if protocol not in PROTOCOLS:
-            raise InvalidParameter(f"protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
-        binary = protocol in ("coin", "alpha", "flip", "binary")
-        domain = spec.get("domain", ["no", "yes"] if binary else None)
-        if not isinstance(domain, list) or not domain or len(domain) > MAX_DOMAIN:
-            raise InvalidParameter(f"domain must be a non-empty list of at most {MAX_DOMAIN:,} values")
-        if not all(isinstance(v, str | int) and not isinstance(v, bool) for v in domain):
-            raise InvalidParameter("domain values must be strings or integers")
-        if len(set(domain)) != len(domain):
-            raise InvalidParameter("domain values must be distinct")
-        if binary and len(domain) != 2:
-            raise InvalidParameter(f"the {protocol} protocol is yes/no: its domain has two values [no, yes]")
+        name = spec.get("protocol")
+        if name not in PROTOCOLS:
+            raise InvalidParameter(f"protocol must be one of {', '.join(PROTOCOLS)}, got {name!r}")
+        domain = _domain(spec, name in BINARY)
         self.spec = dict(spec, domain=domain)
-        self.name: str = protocol
+        self.name: str = name
         self.domain: list[Any] = domain
-        self._index = {v: i for i, v in enumerate(domain)}
-        d = len(domain)
-        if protocol == "coin":
-            self.protocol: Any = BinaryProtocol.coin()
-        elif protocol == "alpha":
-            self.protocol = BinaryProtocol.alpha(_number(spec, "alpha", protocol))
-        elif protocol == "flip":
-            self.protocol = BinaryProtocol.flip(_number(spec, "p", protocol))
-        elif protocol == "binary":
-            self.protocol = BinaryProtocol.for_epsilon(_number(spec, "epsilon", protocol))
-        elif protocol == "krr":
-            self.protocol = KaryProtocol(epsilon=_number(spec, "epsilon", protocol), d=d)
-        elif protocol == "oue":
-            self.protocol = OUEProtocol(epsilon=_number(spec, "epsilon", protocol), d=d)
-        else:
-            self.protocol = OLHProtocol(epsilon=_number(spec, "epsilon", protocol), d=d)
+        self.labels = Domain(domain)
+        self.protocol = _protocol(spec, len(domain))
         self.epsilon = float(self.protocol.epsilon)
 
+    # ---- the respondent's side
+    def answers(self, lines: Iterable[str]) -> list[Any]:
+        """True answers read as text (one per line, blank lines skipped) as labels of the domain; an
+        answer outside it is counted, never shown."""
+        by_text = {str(v): v for v in self.domain}
+        texts = [line.strip() for line in lines if line.strip()]
+        if not texts:
+            raise InvalidParameter("no answers: give one answer per line (a value of the survey's domain)")
+        unknown = sum(1 for t in texts if t not in by_text)
+        if unknown:
+            shown = ", ".join(str(v) for v in self.domain[:10]) + (", …" if len(self.domain) > 10 else "")
+            raise InvalidParameter(
+                f"{unknown} of {len(texts)} answers are not values of the survey's domain ({shown}); "
+                "write each answer exactly as one of them, one per line"
+            )
+        return [by_text[t] for t in texts]
+
+    def randomize(self, answers: Sequence[Any], *, rng: RandomSource | None = None) -> list[Any]:
+        """Randomise true answers (labels) with the survey's protocol, here: JSON-ready responses, one per
+        person, in the forms the module docstring lists. ``rng`` only for reproducible tests."""
+        if not len(answers):
+            raise InvalidParameter("no answers to randomise")
+        codes = self.labels.codes(list(answers), what="answers")
+        reports = self.protocol.randomizer(rng=rng).randomize(codes)
+        labels = self.domain
+        if isinstance(reports, UnaryReports):
+            return [[labels[c] for c in reports.report(i).tolist()] for i in range(len(reports))]
+        if isinstance(reports, HashReports):
+            triples: list[Any] = np.stack([reports.a, reports.b, reports.y], axis=1).tolist()
+            return triples
+        return [labels[c] for c in np.asarray(reports, dtype=np.int64).tolist()]
+
+    # ---- the collector's side
     def estimator(self, support: list[int] | None = None, n: int = 0) -> SupportEstimator:
         est: SupportEstimator = self.protocol.estimator()
         if support is not None:
@@ -82,30 +136,14 @@ class Survey:
             est.n = int(n)
         return est
 
-    def _codes(self, values: list[Any]) -> np.ndarray:
-        try:
-            return np.fromiter((self._index[v] for v in values), dtype=np.int64, count=len(values))
-        except (KeyError, TypeError):
-            raise InvalidParameter(
-                "a response is not a value of the survey's domain; send the randomised value as the "
-                "randomiser returned it"
-            ) from None
-
     def reports(self, responses: Any) -> Any:
         """Decode a batch of JSON responses into the protocol's report type (never echoing a response)."""
         if not isinstance(responses, list) or not responses:
             raise InvalidParameter("responses must be a non-empty list")
-        if self.name in ("coin", "alpha", "flip", "binary"):
-            return self._codes(responses).astype(bool)
-        if self.name == "krr":
-            return self._codes(responses)
+        if self.name in BINARY or self.name == "krr":
+            return self.labels.codes(responses, what="responses")
         if self.name == "oue":
-            if not all(isinstance(r, list) for r in responses):
-                raise InvalidParameter("an OUE response is the list of domain values whose bit was set")
-            sets = [np.unique(self._codes(r)) for r in responses]
-            indptr = np.concatenate([[0], np.cumsum([s.size for s in sets])]).astype(np.int64)
-            indices = np.concatenate(sets).astype(np.uint32) if indptr[-1] else np.zeros(0, np.uint32)
-            return UnaryReports(len(self.domain), indptr, indices)
+            return self._unary(responses)
         triples = np.asarray(responses, dtype=object)
         if (
             triples.ndim != 2
@@ -114,7 +152,16 @@ class Survey:
         ):
             raise InvalidParameter("an OLH response is [a, b, y]: the hash seeds and the randomised bucket")
         a, b, y = (triples[:, i].astype(np.int64) for i in range(3))
+        assert isinstance(self.protocol, OLHProtocol)
         return HashReports(self.protocol.prime, self.protocol.g, a, b, y)
+
+    def _unary(self, responses: list[Any]) -> UnaryReports:
+        if not all(isinstance(r, list) for r in responses):
+            raise InvalidParameter("an OUE response is the list of domain values whose bit was set")
+        flat = [label for r in responses for label in r]
+        codes = self.labels.codes(flat, what="set bits") if flat else np.zeros(0, np.int64)
+        ends = np.cumsum([len(r) for r in responses])
+        return UnaryReports.from_sets(len(self.domain), np.split(codes, ends[:-1]))
 
     def support(self, responses: Any) -> tuple[list[int], int]:
         """One batch's support counts and size: all the collector keeps of it."""
@@ -122,23 +169,22 @@ class Survey:
         return [int(x) for x in est.support], int(est.n)
 
     def estimate(self, support: list[int], n: int) -> dict[str, Any]:
-        """The current estimate of every value: count, share, standard error, 95% interval, and the
-        projection onto the simplex (post-processing)."""
+        """The current estimate of every value: count, share, standard error, 95% interval of the count,
+        and the projection of the shares onto the simplex (post-processing)."""
         out: dict[str, Any] = {"protocol": self.name, "epsilon": self.epsilon, "n": n, "estimates": []}
         if n == 0:
             return out
-        freq = self.estimator(support, n).frequencies()
-        lo, hi = freq.ci95
-        projected = freq.projected()
+        coded = self.estimator(support, n).estimate()
+        frame = dataclasses.replace(coded, domain=self.labels).to_frame()  # named by the survey's labels
         out["estimates"] = [
             {
-                "value": v,
-                "count": float(freq.counts[i]),
-                "share": float(freq.frequencies[i]),
-                "std_error": float(freq.std_errors[i]),
-                "ci95": [float(lo[i]), float(hi[i])],
-                "projected_share": float(projected[i]),
+                "value": row["value"],
+                "count": float(row["count"]),
+                "share": float(row["share"]),
+                "std_error": float(row["std_error"]),
+                "ci95": [float(row["ci95_low"]), float(row["ci95_high"])],
+                "projected_share": float(row["projected_share"]),
             }
-            for i, v in enumerate(self.domain)
+            for row in frame.to_dict("records")
         ]
         return out
