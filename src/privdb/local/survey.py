@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from privdb.local.oracles import HashReports, OLHProtocol, OUEProtocol, UnaryRep
 from privdb.local.protocols import BinaryProtocol, KaryProtocol, LocalProtocol
 from privdb.mechanisms.randomness import RandomSource
 
-__all__ = ["BINARY", "PROTOCOLS", "Survey"]
+__all__ = ["BINARY", "PROTOCOLS", "SpecParts", "Survey", "survey_spec"]
 
 PROTOCOLS = ("coin", "alpha", "flip", "binary", "krr", "oue", "olh")
 BINARY = ("coin", "alpha", "flip", "binary")
@@ -79,6 +79,23 @@ def _protocol(spec: dict[str, Any], d: int) -> LocalProtocol[Any]:
     if name == "oue":
         return OUEProtocol(epsilon=epsilon, d=d)
     return OLHProtocol(epsilon=epsilon, d=d)
+
+
+class SpecParts(TypedDict, total=False):
+    """A survey's parameters besides its protocol (which ones a protocol needs: the module docstring)."""
+
+    values: Sequence[str | int] | None  # the domain: the values people answer with
+    epsilon: float | None
+    alpha: float | None
+    p: float | None
+
+
+def survey_spec(protocol: str, **parts: Unpack[SpecParts]) -> dict[str, Any]:
+    """A spec from its parts, the ones left out dropped (checked by :class:`Survey`)."""
+    values = parts.get("values")
+    spec: dict[str, Any] = {"protocol": protocol, "domain": None if values is None else list(values)}
+    spec |= {k: v for k, v in parts.items() if k != "values"}
+    return {k: v for k, v in spec.items() if v is not None}
 
 
 class Survey:

@@ -28,13 +28,12 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from privdb.backends.duckdb import check_name
 from privdb.catalog.querylog import LogOptions, Outcome
 from privdb.catalog.store import Principal
 from privdb.database import Database, log_subject
 from privdb.errors import Forbidden, InvalidParameter, PrivdbError, RawAccessDenied, Unauthorized
-from privdb.local.survey import Survey
 from privdb.server.errors import error_response, from_error
+from privdb.server.surveys import router as surveys
 from privdb.sql import engine
 from privdb.sql.parse import MAX_DEPTH, MAX_QUERY_LENGTH
 
@@ -61,19 +60,6 @@ class AnalystIn(BaseModel):
     delta: float | None = None
     tables: list[str] | None = None
     expires_in: float | None = Field(default=None, description="the token's life in seconds")
-
-
-class SurveyIn(BaseModel):
-    name: str = Field(max_length=64)
-    protocol: str = Field(description="coin, alpha, flip, binary, krr, oue or olh")
-    domain: list[str | int] | None = Field(default=None, description="the values people answer with")
-    epsilon: float | None = None
-    alpha: float | None = None
-    p: float | None = None
-
-
-class ResponsesIn(BaseModel):
-    responses: list[Any] = Field(description="already-randomised responses, as the randomiser returned them")
 
 
 class TableIn(BaseModel):
@@ -304,34 +290,7 @@ def create_app(
             "truncated": len(frame) > len(shown),
         }
 
-    # ---- surveys of the local model
-    @app.post("/v1/surveys", summary="Declare a survey (protocol, ε, domain); returns its collection token")
-    def add_survey(body: SurveyIn, who: Owner) -> dict[str, Any]:
-        check_name(body.name, "survey")
-        spec = {k: v for k, v in body.model_dump().items() if k != "name" and v is not None}
-        survey = Survey(spec)
-        token = db.catalog.create_survey(body.name, survey.spec, len(survey.domain))
-        return {"name": body.name, "collect_token": token, "spec": survey.spec, "epsilon": survey.epsilon}
-
-    @app.get("/v1/surveys", summary="The declared surveys")
-    def list_surveys(who: Who) -> list[dict[str, Any]]:
-        return db.catalog.surveys()
-
-    @app.post("/v1/surveys/{name}/responses", summary="Add a batch of already-randomised responses")
-    def add_responses(name: str, body: ResponsesIn, request: Request) -> dict[str, Any]:
-        token = _bearer(request)
-        if not db.catalog.is_collector(name, token) and not db.catalog.authenticate(token).is_owner:
-            raise Forbidden(f"this token may not add responses to survey {name!r}; use its collection token")
-        spec, _, _ = db.catalog.survey(name)
-        survey = Survey(spec)
-        support, n = survey.support(body.responses)
-        total = db.catalog.add_to_survey(name, support, n)
-        return {"name": name, "added": n, "n": total}
-
-    @app.get("/v1/surveys/{name}", summary="The survey's current estimate, with 95% intervals")
-    def survey_estimate(name: str, who: Who) -> dict[str, Any]:
-        spec, n, support = db.catalog.survey(name)
-        return {"name": name} | Survey(spec).estimate(support, n)
+    app.include_router(surveys)  # the local model's surveys: server/surveys.py
 
     # ---- the page and health
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
@@ -353,7 +312,7 @@ def create_app(
     return app
 
 
-_STATIC_TYPES = {"app.js": "text/javascript", "style.css": "text/css"}
+_STATIC_TYPES = {"app.js": "text/javascript", "surveys.js": "text/javascript", "style.css": "text/css"}
 
 
 def _static(name: str) -> str:
