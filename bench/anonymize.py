@@ -125,7 +125,7 @@ from privdb.anonymize import anonymize
 csv, hdir, k, supp, out, qi = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5], \
     json.loads(sys.argv[6])
 df = pd.read_csv(csv, sep=";")
-a = anonymize(df, qi, k=k, algorithm="lattice", hierarchies=hdir, suppression_limit=supp)
+a = anonymize(df, qi, k=k, algorithm="lattice", hierarchies=hdir, fix_labels=True, suppression_limit=supp)
 t = time.perf_counter()
 a.table.to_csv(out, sep=";", index=False)
 write = time.perf_counter() - t
@@ -336,10 +336,10 @@ def cold(
 def privdb_loss(adult: pd.DataFrame, data: Path, k: int, node: dict[str, int]) -> float | None:
     """privdb's loss (the metric its search minimises) of a lattice node; None if not anonymous there."""
     from privdb.anonymize import load_hierarchies
-    from privdb.anonymize.hierarchy import resolve
     from privdb.anonymize.lattice import Lattice
+    from privdb.anonymize.resolve import resolve
 
-    hier = resolve(adult, QI, load_hierarchies(data / "hierarchies", QI))
+    hier = resolve(adult, QI, load_hierarchies(data / "hierarchies", QI, fix_labels=True))
     result, _ = Lattice(adult, QI, hier, k, suppression_limit=SUPPRESSION).evaluate([node[c] for c in QI])
     return result.value if result.anonymous else None
 
@@ -382,7 +382,7 @@ def measure_lattice(
     from privdb.anonymize.models import check
     from privdb.anonymize.utility import utility
 
-    hier = load_hierarchies(data / "hierarchies", QI)
+    hier = load_hierarchies(data / "hierarchies", QI, fix_labels=True)
     tools = {"privdb": (sys.executable, PRIVDB_COLD)}
     modules = {"privdb": "privdb.anonymize", "anjana": "anjana.anonymity"}
     if anjana_python is not None:

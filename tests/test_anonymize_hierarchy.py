@@ -19,7 +19,7 @@ from privdb.anonymize import (
     automatic,
     load_hierarchies,
 )
-from privdb.anonymize.hierarchy import resolve, validated
+from privdb.anonymize.resolve import resolve, validated
 from privdb.errors import InvalidParameter, UnknownColumn
 
 ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
@@ -37,12 +37,43 @@ def test_taxonomy_from_arx_csv() -> None:
 
 
 def test_numeric_taxonomy_matches_integers() -> None:
-    h = TaxonomyHierarchy.from_csv(HIER / "age.csv")
-    assert h.generalize(pd.Series([39, 17, 39]), 1).tolist() == ["35-39", "15-19", "35-39"]
+    h = TaxonomyHierarchy.from_csv(HIER / "age.csv", fix_labels=True)
+    assert h.generalize(pd.Series([39, 17, 41]), 1).tolist() == ["36-40", "16-20", "41-45"]
+
+
+def test_the_shipped_age_hierarchy_is_refused_with_its_bad_rows() -> None:
+    """Issue 15: ARX's Adult age hierarchy puts 5 under '0-4', 40 under '35-39' and 60 under '40-59'."""
+    with pytest.raises(InvalidParameter) as err:
+        TaxonomyHierarchy.from_csv(HIER / "age.csv")
+    message = str(err.value)
+    assert "(20 row(s))" in message  # 5, 10, …, 100: the top of every five-year label
+    assert (
+        "row 40 (40;35-39;30-39;20-39;*): 40 is not in '35-39', 40 is not in '30-39', 40 is not in '20-39'"
+        in (message)
+    )
+    assert "and 12 more row(s)" in message and "--fix-labels" in message
+    with pytest.raises(InvalidParameter, match="exclude their own values"):
+        load_hierarchies(HIER, ["age"])
+
+
+def test_fix_labels_renames_only_the_labels_that_exclude_their_values() -> None:
+    rows = [["1", "0-4", "*"], ["5", "0-4", "*"], ["6", "5-9", "*"], ["9", "5-9", "*"], ["x", "other", "*"]]
+    h = TaxonomyHierarchy("n", rows, fix_labels=True)
+    assert h.labels(np.array(["1", "5", "6", "9", "x"], dtype=object), 1).tolist() == [
+        "1-5", "1-5", "5-9", "5-9", "other"
+    ]  # fmt: skip
+    fixed = TaxonomyHierarchy.from_csv(HIER / "age.csv", fix_labels=True).table()
+    for level in ("level1", "level2", "level3"):  # every label now holds the ages under it
+        bounds = fixed[level].str.split("-", expand=True).astype(int)
+        ages = fixed["level0"].astype(int)
+        assert ((bounds[0] <= ages) & (ages <= bounds[1])).all()
+    assert sorted(fixed["level3"].unique()) == ["1-20", "21-40", "41-60", "61-80", "81-100"]
+    with pytest.raises(InvalidParameter, match="merge it"):
+        TaxonomyHierarchy("n", [["1", "5-9", "*"], ["9", "5-9", "*"], ["2", "1-9", "*"]], fix_labels=True)
 
 
 def test_load_hierarchies_reads_column_files() -> None:
-    hs = load_hierarchies(HIER, ["age", "sex", "no-such-column"])
+    hs = load_hierarchies(HIER, ["age", "sex", "no-such-column"], fix_labels=True)
     assert set(hs) == {"age", "sex"}
     with pytest.raises(InvalidParameter, match="does not exist"):
         load_hierarchies(HIER / "missing", ["age"])

@@ -76,7 +76,7 @@ def test_adult_ncp_target(adult: pd.DataFrame) -> None:
 
 
 def test_adult_with_hierarchies_uses_labels(adult: pd.DataFrame) -> None:
-    hs = load_hierarchies(ADULT / "hierarchies", QI)
+    hs = load_hierarchies(ADULT / "hierarchies", QI, fix_labels=True)
     cats = {c: h for c, h in hs.items() if c != "age"}
     res = anonymize(adult, QI, k=10, hierarchies=cats)
     assert min_class(res, QI) >= 10

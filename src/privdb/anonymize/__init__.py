@@ -21,13 +21,11 @@ from privdb.anonymize.hierarchy import (
     IntervalHierarchy,
     MaskHierarchy,
     TaxonomyHierarchy,
-    automatic,
-    load_hierarchies,
-    resolve,
 )
 from privdb.anonymize.lattice import METRICS, Lattice
 from privdb.anonymize.mondrian import SensitiveCondition, encode, generalize, partition
 from privdb.anonymize.release import Anonymized, build_release, class_ids
+from privdb.anonymize.resolve import automatic, load_hierarchies, resolve
 from privdb.errors import InvalidParameter, UnknownColumn
 
 __all__ = [
@@ -89,6 +87,7 @@ def anonymize(
     algorithm: str = "mondrian",
     hierarchies: Mapping[str, Hierarchy | str] | str | None = None,
     hierarchy_fallback: bool = False,
+    fix_labels: bool = False,
     suppression_limit: float = 0.05,
     metric: str = "loss",
     strict: bool = True,
@@ -101,7 +100,8 @@ def anonymize(
     ``lo-hi`` range of each partition's own records. ``algorithm="lattice"`` finds the full-domain
     generalisation minimising ``metric`` (one of ``METRICS``) with at most ``suppression_limit`` (a fraction
     of the records) suppressed. ``hierarchies`` maps columns to ``Hierarchy`` objects or kind names
-    (intervals, mask, date, flat), or is a directory of ``<column>.csv`` files; the rest are automatic.
+    (intervals, mask, date, flat), or is a directory of ``<column>.csv`` files; the rest are automatic. A
+    file's ``lo-hi`` labels must hold the numbers under them; ``fix_labels`` renames those that do not.
     ``l`` (with ``diversity`` distinct/entropy/recursive and ``c``) and ``t`` need ``sensitive``.
     """
     started = time.perf_counter()
@@ -110,7 +110,7 @@ def anonymize(
     if algorithm == "lattice" and metric not in METRICS:
         raise InvalidParameter(f"unknown metric '{metric}': use one of {', '.join(METRICS)}")
     if isinstance(hierarchies, str):
-        hierarchies = load_hierarchies(hierarchies, qi)
+        hierarchies = load_hierarchies(hierarchies, qi, fix_labels=fix_labels)
     if algorithm == "lattice":
         hier = resolve(df, qi, hierarchies, fallback=hierarchy_fallback)
     else:  # Mondrian needs only the hierarchies it was given (numbers and the rest need none)

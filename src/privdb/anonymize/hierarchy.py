@@ -12,12 +12,12 @@ Kinds (Sweeney 2002; Samarati 2001 for the lattice they span):
 * ``MaskHierarchy``: codes masked from the right, ``3270`` → ``327*`` → ``32**`` → … → ``*``.
 * ``DateHierarchy``: day → month → year → ``*``.
 * ``TaxonomyHierarchy``: a tree read from ARX's CSV format (``;``-separated, no header, column 1 the raw
-  value, column i+1 its level-i label, the last level ``*``).
+  value, column i+1 its level-i label, the last level ``*``); ``lo-hi`` labels must hold the numbers under
+  them (``labels``), or are renamed with ``fix_labels``.
 * ``FlatHierarchy``: raw → ``*``.
 
-``automatic`` picks intervals for numbers, masking for digit codes and flat for the rest. ``validated`` names
-the values a given hierarchy misses, or (with ``fallback=True``) gives each of them its own branch: the raw
-value up to level H−1 and ``*`` at H, which keeps the tree property and never merges it with a foreign label.
+Choosing a hierarchy per column (automatic ones, validating given ones, loading a directory) is in
+``resolve``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from privdb.errors import InvalidParameter, UnknownColumn
+from privdb.anonymize.labels import contradictions, describe, relabelled
+from privdb.errors import InvalidParameter
 
 __all__ = [
     "DateHierarchy",
@@ -42,10 +43,9 @@ __all__ = [
     "IntervalHierarchy",
     "MaskHierarchy",
     "TaxonomyHierarchy",
-    "automatic",
-    "load_hierarchies",
+    "infer_kind",
+    "numbers_of",
     "raw_strings",
-    "validated",
 ]
 
 ObjArray = NDArray[np.object_]
@@ -174,7 +174,7 @@ class IntervalHierarchy(Hierarchy):
     def derived(cls, name: str, values: Any) -> IntervalHierarchy:
         """Doubling widths from a nice base width, aligned to the data's minimum, until one interval
         covers the whole range."""
-        arr = _numeric(name, values)
+        arr = numbers_of(name, values)
         if arr.size == 0:
             raise InvalidParameter(f"column '{name}' has no values to derive a hierarchy from")
         lo, hi = float(arr.min()), float(arr.max())
@@ -261,7 +261,7 @@ class DateHierarchy(Hierarchy):
 class TaxonomyHierarchy(Hierarchy):
     """A tree given row by row: raw value, its level-1 label, …, ``*`` (ARX's CSV layout)."""
 
-    def __init__(self, name: str, rows: Sequence[Sequence[str]]) -> None:
+    def __init__(self, name: str, rows: Sequence[Sequence[str]], *, fix_labels: bool = False) -> None:
         rows = [[str(c).strip() for c in r] for r in rows if any(str(c).strip() for c in r)]
         if not rows:
             raise InvalidParameter(f"hierarchy for '{name}' is empty: give one row per value, e.g. 'a;*'")
@@ -274,6 +274,11 @@ class TaxonomyHierarchy(Hierarchy):
         mat = np.array(rows, dtype=object)
         if mat.shape[1] == 1 or len(set(mat[:, -1])) != 1:
             mat = np.column_stack([mat, np.full(len(mat), STAR, dtype=object)])
+        wrong = contradictions(mat)
+        if wrong and not fix_labels:
+            raise InvalidParameter(describe(name, mat, wrong))
+        if wrong:
+            mat = relabelled(name, mat)
         raw = pd.Index(mat[:, 0])
         if raw.has_duplicates:
             dup = raw[raw.duplicated()].unique()
@@ -295,11 +300,14 @@ class TaxonomyHierarchy(Hierarchy):
         self.domain = mat[:, 0].copy()
 
     @classmethod
-    def from_csv(cls, path: str | Path, name: str | None = None) -> TaxonomyHierarchy:
+    def from_csv(
+        cls, path: str | Path, name: str | None = None, *, fix_labels: bool = False
+    ) -> TaxonomyHierarchy:
+        """Read ARX's CSV layout; ``fix_labels`` renames ``lo-hi`` labels that exclude their values."""
         p = Path(path)
         text = p.read_text(encoding="utf-8-sig")
         rows = [line.split(";") for line in text.splitlines() if line.strip()]
-        return cls(name or p.stem, rows)
+        return cls(name or p.stem, rows, fix_labels=fix_labels)
 
     def labels(self, values: Any, level: int) -> ObjArray:
         self._check_level(level)
@@ -313,7 +321,7 @@ class TaxonomyHierarchy(Hierarchy):
         return TaxonomyHierarchy(self.name, [list(r) for r in self._matrix.tolist()] + extra)
 
 
-def _numeric(name: str, values: Any) -> NDArray[np.float64]:
+def numbers_of(name: str, values: Any) -> NDArray[np.float64]:
     s = pd.Series(np.asarray(values))
     x = pd.to_numeric(s, errors="coerce")
     bad = int((x.isna() & s.notna()).sum())
@@ -338,98 +346,5 @@ def infer_kind(column: pd.Series) -> str:
         return "code"
     num = pd.to_numeric(uniq, errors="coerce")
     if len(uniq) >= 5 and num.notna().mean() >= 0.9:
-        _numeric(str(column.name), uniq)  # raises: a numeric column with stray text
+        numbers_of(str(column.name), uniq)  # raises: a numeric column with stray text
     return "category"
-
-
-def automatic(column: pd.Series, kind: str | None = None) -> Hierarchy:
-    """The hierarchy privdb builds when none is given: intervals, masking, dates or flat."""
-    name = str(column.name)
-    kind = kind or infer_kind(column)
-    values = column.dropna().to_numpy()
-    if kind in ("numeric", "intervals"):
-        return IntervalHierarchy.derived(name, values)
-    if kind in ("code", "mask"):
-        return MaskHierarchy.derived(name, values)
-    if kind == "date":
-        return DateHierarchy(name, pd.unique(values))
-    if kind in ("category", "flat"):
-        return FlatHierarchy(name, pd.unique(values))
-    raise InvalidParameter(
-        f"unknown hierarchy kind '{kind}' for '{name}': use intervals, mask, date or flat, or a Hierarchy"
-    )
-
-
-def validated(hierarchy: Hierarchy, column: pd.Series, *, fallback: bool = False) -> Hierarchy:
-    """``hierarchy`` if it labels every value of ``column``; else a clear error, or with ``fallback`` a
-    taxonomy extended by one branch per missing value."""
-    miss = hierarchy.missing(column.dropna().to_numpy())
-    if len(miss) == 0:
-        return hierarchy
-    names = sorted(raw_strings(miss).tolist())
-    if fallback and isinstance(hierarchy, TaxonomyHierarchy):
-        return hierarchy.with_branches(names)
-    if fallback:
-        return FallbackHierarchy(hierarchy, names)
-    shown = ", ".join(repr(v) for v in names[:5]) + (" …" if len(names) > 5 else "")
-    known = len(np.asarray(hierarchy.domain))
-    raise InvalidParameter(
-        f"hierarchy for '{hierarchy.name}' ({known} value(s), {hierarchy.height} level(s)) misses "
-        f"{len(names)} value(s) of the column: {shown}. Add a row for each to the hierarchy file, or pass "
-        "fallback=True (CLI: --hierarchy-fallback) to give them automatic levels"
-    )
-
-
-class FallbackHierarchy(Hierarchy):
-    """A hierarchy plus own branches (raw value up to level H−1, ``*`` at H) for values it misses."""
-
-    def __init__(self, base: Hierarchy, extra: Sequence[str]) -> None:
-        super().__init__(base.name, base.height)
-        self.base = base
-        self.numeric = base.numeric
-        self.domain = np.concatenate([raw_strings(np.asarray(base.domain)), np.asarray(extra, dtype=object)])
-
-    def labels(self, values: Any, level: int) -> ObjArray:
-        out = self.base.labels(values, level)
-        miss = pd.isna(out)
-        if miss.any():
-            raw = raw_strings(np.asarray(values)[miss])
-            out[miss] = raw if level < self.height else STAR
-        return out
-
-
-def load_hierarchies(directory: str | Path, columns: Sequence[str]) -> dict[str, Hierarchy]:
-    """``<column>.csv`` taxonomies from ``directory`` for the given columns (those without a file are left
-    to ``automatic``)."""
-    d = Path(directory)
-    if not d.is_dir():
-        raise InvalidParameter(f"hierarchy directory '{d}' does not exist: pass a directory of <column>.csv")
-    return {c: TaxonomyHierarchy.from_csv(d / f"{c}.csv", c) for c in columns if (d / f"{c}.csv").is_file()}
-
-
-def resolve(
-    df: pd.DataFrame,
-    qi: Sequence[str],
-    given: Mapping[str, Hierarchy | str] | None,
-    *,
-    fallback: bool = False,
-) -> dict[str, Hierarchy]:
-    """One validated hierarchy per quasi-identifier: given ones checked, the rest automatic."""
-    given = dict(given or {})
-    unknown = [c for c in given if c not in qi]
-    if unknown:
-        raise UnknownColumn(
-            f"hierarchies given for {unknown}, which are not quasi-identifiers {list(qi)}: "
-            "drop them or add the columns to the quasi-identifiers"
-        )
-    out: dict[str, Hierarchy] = {}
-    for c in qi:
-        h = given.get(c)
-        col = df[c]
-        if h is None or isinstance(h, str):
-            out[c] = automatic(col, h)
-        else:
-            if h.numeric:
-                _numeric(c, col.dropna().to_numpy())
-            out[c] = validated(h, col, fallback=fallback)
-    return out

@@ -3,11 +3,19 @@
 * Prosecutor: the attacker knows the target is in the table; a record in a class of size |E| is picked out
   with probability 1/|E|. Highest = 1/(smallest class); average over records = #classes / n (ARX; pycanon's
   ``average_rir`` averages over classes instead: 0.857 against 0.600 on raw Adult).
-* Journalist: the attacker does not know whether the target is in the table; with a population table the
-  risk of a class is 1/F, F the population records its released values cover; without one it equals the
-  prosecutor risk (sample as population).
-* Marketer: the expected share of records re-identified when linking everyone: (1/n)·Σ_E |E|/F_E, which is
-  #classes / n with the sample as population.
+* Journalist: the attacker does not know whether the target is in the table; the risk of a class is 1/F,
+  F the population records its released values cover. F comes from one of three population models (the
+  ``model`` field says which):
+
+  - ``population table``: a table of the population (raw values); F is counted by joining it with the
+    release (``linkage.match``), and never below the class's own size.
+  - ``sampling fraction``: only the population's size N is known; the table is taken as a uniform random
+    sample of it (sampling fraction π = n/N), so each class's population count is estimated F̂ = f/π, f the
+    class's size in the table (the simple f/F ratio; no Pitman or Zayatz super-population model).
+    Journalist risk is then π/f: π times the prosecutor risk.
+  - ``sample as population``: neither is given; F = f, so journalist risk equals prosecutor risk.
+* Marketer: the expected share of records re-identified when linking everyone: (1/n)·Σ_E f_E/F_E, which is
+  #classes / n with the sample as population and π·#classes / n under the sampling fraction.
 * Sample uniques: the share of records alone in their class.
 
 Suppressed records are no class, but they are not riskless: an attacker who sees that no published class
@@ -25,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from privdb.anonymize._classes import Classes, FloatArray, group, require_columns, require_rows
+from privdb.errors import InvalidParameter
 
 __all__ = ["Risk", "record_risk", "risk"]
 
@@ -52,6 +61,7 @@ class Risk:
     records: int
     classes: int
     suppressed: int
+    model: str = "sample as population"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -64,6 +74,7 @@ class Risk:
             "records": self.records,
             "classes": self.classes,
             "suppressed": self.suppressed,
+            "model": self.model,
         }
 
 
@@ -72,14 +83,18 @@ def risk(
     qi: Sequence[str],
     population: pd.DataFrame | None = None,
     *,
+    population_size: int | None = None,
     classes: Classes | None = None,
 ) -> Risk:
     """Prosecutor, journalist and marketer risk and sample uniques of ``table`` over ``qi``.
 
     ``population`` (raw values, the same quasi-identifier columns) makes the journalist and marketer risk
-    count, for each class, the population records its released values cover (see ``linkage.match``).
-    ``classes`` reuses a grouping already made by ``_classes.group``.
+    count, for each class, the population records its released values cover (see ``linkage.match``);
+    ``population_size`` N instead estimates that count as f·N/n (the sampling-fraction model of the module
+    docstring). ``classes`` reuses a grouping already made by ``_classes.group``.
     """
+    if population is not None and population_size is not None:
+        raise InvalidParameter("give a population table or a population size, not both")
     cl = classes if classes is not None else group(table, qi)
     n = cl.n
     sets = cl.n_classes + (1 if cl.n_suppressed else 0)
@@ -87,9 +102,14 @@ def risk(
     prosecutor_max = 1.0 / smallest
     prosecutor_avg = sets / n
     uniques = float((cl.sizes == 1).sum()) / n
-    if population is None:
-        j_max, j_avg, marketer = prosecutor_max, prosecutor_avg, prosecutor_avg
-    else:
+    model = "sample as population"
+    j_max, j_avg = prosecutor_max, prosecutor_avg
+    if population_size is not None:
+        fraction = _sampling_fraction(population_size, n)
+        j_max, j_avg = fraction * prosecutor_max, fraction * prosecutor_avg
+        model = "sampling fraction"
+    elif population is not None:
+        model = "population table"
         from privdb.anonymize.linkage import match  # linkage builds on this module's grouping
 
         require_columns(population, qi, "population table")
@@ -99,7 +119,6 @@ def risk(
         f = np.maximum(found, cl.sizes)
         j_max = float((1.0 / f).max()) if cl.n_classes else 0.0
         j_avg = float((cl.sizes / f).sum()) / n
-        marketer = j_avg
         if cl.n_suppressed:
             j_max = max(j_max, 1.0 / max(len(population), cl.n_suppressed))
     return Risk(
@@ -107,9 +126,22 @@ def risk(
         prosecutor_avg=prosecutor_avg,
         journalist_max=j_max,
         journalist_avg=j_avg,
-        marketer=marketer,
+        marketer=j_avg,
         sample_uniques=uniques,
         records=n,
         classes=cl.n_classes,
         suppressed=cl.n_suppressed,
+        model=model,
     )
+
+
+def _sampling_fraction(population_size: int, n: int) -> float:
+    """π = n/N, refusing a population smaller than the table."""
+    if isinstance(population_size, bool) or not isinstance(population_size, (int, np.integer)):
+        raise InvalidParameter(f"the population size is a whole number of records (got {population_size!r})")
+    if population_size < n:
+        raise InvalidParameter(
+            f"the population size {population_size:,} is smaller than the table ({n:,} records): the table "
+            "is a sample of its population, so give N of at least the table's size"
+        )
+    return n / float(population_size)

@@ -1,6 +1,6 @@
 """The ``privdb`` command: a thin face over the library (Typer + Rich)."""
 
-from privdb.cli import analyst, anonymize, database, load, log, showcase
+from privdb.cli import analyst, anonymize, database, linkage, load, log, showcase
 from privdb.cli.app import app, arrange
 
 __all__ = ["app", "main"]
@@ -9,6 +9,7 @@ _COMMANDS = (
     analyst,
     anonymize,
     database,
+    linkage,
     load,
     log,
     showcase,

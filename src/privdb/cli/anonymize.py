@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from privdb.cli.app import app, console, errors, friendly
@@ -24,12 +31,22 @@ SensitiveOption = Annotated[
 HierarchiesOption = Annotated[
     Path | None, typer.Option("--hierarchies", help="directory of COLUMN.csv hierarchies (ARX's format)")
 ]
+FixLabelsOption = Annotated[
+    bool,
+    typer.Option(
+        "--fix-labels",
+        help="rename a hierarchy's lo-hi labels that exclude their own values to the span of those values "
+        "(without it such a hierarchy is refused, its bad rows listed)",
+    ),
+]
+Metric = Literal["loss", "discernibility", "aecs"]
 
 
-def _columns(qi: str) -> list[str]:
-    names = [c.strip() for c in qi.split(",") if c.strip()]
+def qi_columns(text: str, option: str = "--qi") -> list[str]:
+    """The comma-separated column names of ``option``, at least one."""
+    names = [c.strip() for c in text.split(",") if c.strip()]
     if not names:
-        raise InvalidParameter("--qi needs at least one column, e.g. --qi age,zip,sex")
+        raise InvalidParameter(f"{option} needs at least one column, e.g. {option} age,zip,sex")
     return names
 
 
@@ -71,6 +88,14 @@ def anonymize(
     hierarchy_fallback: Annotated[
         bool, typer.Option(help="give values a hierarchy misses their own branch instead of failing")
     ] = False,
+    fix_labels: FixLabelsOption = False,
+    metric: Annotated[
+        Metric | None,
+        typer.Option(
+            help="what the lattice search minimises: loss (ARX's information loss, the default), "
+            "discernibility (sum of squared class sizes, n per suppressed record) or aecs (records per class)"
+        ),
+    ] = None,
     suppression_limit: Annotated[float, typer.Option(help="largest share of records suppressed")] = 0.05,
     report: Annotated[Path | None, typer.Option("--report", help="write the JSON report here")] = None,
     report_html: Annotated[Path | None, typer.Option(help="write the report as a page (.html)")] = None,
@@ -78,17 +103,29 @@ def anonymize(
 ) -> None:
     """Generalise and suppress until the table is k-anonymous (and l-diverse, t-close); write it, report."""
     from privdb.anonymize import anonymize as run
-    from privdb.anonymize.report import read_table, release_report, render_html, render_png, write_table
+    from privdb.anonymize.report import (
+        histogram_png,
+        read_table,
+        release_report,
+        render_html,
+        render_png,
+        write_table,
+    )
 
-    columns = _columns(qi)
+    columns = qi_columns(qi)
+    if metric is not None and algorithm != "lattice":
+        raise InvalidParameter("--metric chooses the lattice search's optimum: add --algorithm lattice")
     _suffix(report, (".json",), "--report")
     _suffix(report_html, (".html", ".htm"), "--report-html")
     _suffix(report_png, (".png",), "--report-png")
     if output.resolve() == source.resolve():
         raise InvalidParameter("-o must name a new file: privdb never overwrites the input table")
     _writable(output, "-o")
-    frame, delimiter = read_table(source)
-    with _Progress(f"anonymising {len(frame):,} records ({algorithm}, k = {k})"):
+    with _Steps(4) as steps:
+        steps.next(f"reading {source.name}")
+        frame, delimiter = read_table(source)
+        loaded = _hierarchy_frames(hierarchies, [*columns, *([sensitive] if sensitive else [])], fix_labels)
+        steps.next(f"anonymising {len(frame):,} records ({algorithm}, k = {k})")
         started = time.perf_counter()
         result = run(
             frame,
@@ -100,9 +137,10 @@ def anonymize(
             diversity=diversity,
             c=c,
             algorithm=algorithm,
-            hierarchies=str(hierarchies) if hierarchies is not None else None,
+            hierarchies={name: h for name, h in loaded.items() if name in columns} if loaded else None,
             hierarchy_fallback=hierarchy_fallback,
             suppression_limit=suppression_limit,
+            metric=metric or "loss",
         )
         seconds = time.perf_counter() - started
         parameters: dict[str, Any] = {
@@ -110,9 +148,12 @@ def anonymize(
             "algorithm": algorithm, "qi": columns, "suppression_limit": suppression_limit,
             "hierarchies": str(hierarchies) if hierarchies else None,
         }  # fmt: skip
+        if hierarchies:
+            parameters["fix_labels"] = fix_labels
         if result.node is not None:
+            parameters["metric"] = metric or "loss"
             parameters["lattice_node"] = result.node
-        loaded = _hierarchy_frames(hierarchies, [*columns, *([sensitive] if sensitive else [])])
+        steps.next("measuring the release")
         body = release_report(
             frame,
             result.table,
@@ -123,13 +164,15 @@ def anonymize(
             suppression={"records": result.n_suppressed, "reason": result.suppression_reason},
             hierarchies=loaded,
         )
-    write_table(result.table, output, delimiter)
-    if report is not None:
-        report.write_text(json.dumps(body, indent=2, default=str) + "\n", encoding="utf-8")
-    if report_html is not None:
-        render_html(body, report_html)
-    if report_png is not None:
-        render_png(body, report_png)
+        steps.next(f"writing {output.name}")
+        write_table(result.table, output, delimiter)
+        if report is not None:
+            report.write_text(json.dumps(body, indent=2, default=str) + "\n", encoding="utf-8")
+        image = histogram_png(body) if report_html is not None or report_png is not None else None
+        if report_html is not None:
+            render_html(body, report_html, image)
+        if report_png is not None:
+            render_png(body, report_png, image)
     achieved, util, risk = body["achieved"], body["utility"], body["risk"]
     console().print(
         f"wrote {output} ({len(result.table):,} records): k = {achieved['k']}"
@@ -142,26 +185,40 @@ def anonymize(
     )
 
 
-def _hierarchy_frames(directory: Path | None, columns: list[str]) -> dict[str, Any] | None:
+def _hierarchy_frames(directory: Path | None, columns: list[str], fix_labels: bool) -> dict[str, Any] | None:
     if directory is None:
         return None
     from privdb.anonymize import load_hierarchies
 
-    return dict(load_hierarchies(directory, columns))
+    return dict(load_hierarchies(directory, columns, fix_labels=fix_labels))
 
 
-class _Progress:
-    """A spinner with elapsed time on stderr while long work runs (silent when stderr is not a terminal)."""
+class _Steps:
+    """A progress bar over a command's steps on stderr, with the step's name and the time elapsed
+    (silent when stderr is not a terminal)."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, total: int) -> None:
         self.bar = Progress(
-            SpinnerColumn(), TextColumn(what), TimeElapsedColumn(), console=errors(), transient=True
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=errors(),
+            transient=True,
         )
+        self.task = self.bar.add_task("", total=total)
+        self.begun = False
 
-    def __enter__(self) -> None:
+    def __enter__(self) -> _Steps:
         if self.bar.console.is_terminal:
             self.bar.start()
-            self.bar.add_task("work", total=None)
+        return self
+
+    def next(self, description: str) -> None:
+        """Finish the step under way (if any) and name the next one."""
+        self.bar.update(self.task, description=description, advance=1 if self.begun else 0)
+        self.begun = True
 
     def __exit__(self, *exc: object) -> None:
         self.bar.stop()
@@ -182,15 +239,18 @@ def check(
     original: Annotated[
         Path | None, typer.Option(help="the original table, same rows: check every value is covered")
     ] = None,
+    fix_labels: FixLabelsOption = False,
     output_format: TableOrJson = "table",
 ) -> None:
     """Measure k, l and t (and re-identification risk) of any table."""
     from privdb.anonymize.report import read_table, table_report
 
-    columns = _columns(qi)
-    frame, _ = read_table(source)
-    loaded = _hierarchy_frames(hierarchies, [*columns, *([sensitive] if sensitive else [])])
-    with _Progress(f"checking {len(frame):,} records"):
+    columns = qi_columns(qi)
+    with _Steps(2) as steps:
+        steps.next(f"reading {source.name}")
+        frame, _ = read_table(source)
+        loaded = _hierarchy_frames(hierarchies, [*columns, *([sensitive] if sensitive else [])], fix_labels)
+        steps.next(f"checking {len(frame):,} records")
         body = table_report(
             frame,
             columns,
@@ -232,21 +292,44 @@ def check(
 def risk_command(
     source: Annotated[Path, typer.Argument(help="any table (CSV or Parquet)")],
     qi: QiOption,
+    population: Annotated[
+        Path | None,
+        typer.Option(
+            help="a table of the population (raw values, the same columns): journalist and marketer "
+            "risk count the population records each class covers"
+        ),
+    ] = None,
+    population_size: Annotated[
+        int | None,
+        typer.Option(
+            help="the population's size N: the table is taken as a uniform sample of it, each "
+            "class's population count estimated as its size times N/n"
+        ),
+    ] = None,
     output_format: TableOrJson = "table",
 ) -> None:
-    """Re-identification risk of a table: prosecutor (max, average), journalist, marketer, sample uniques."""
+    """Re-identification risk of a table: prosecutor (max, average), journalist, marketer, sample uniques.
+
+    Journalist and marketer risk need a population model: a population table (--population), a
+    population size (--population-size, the sampling-fraction model), or neither (then they equal the
+    prosecutor risk: the table is its own population). The output names the model used.
+    """
     from privdb.anonymize.report import read_table
     from privdb.anonymize.risk import risk
 
-    columns = _columns(qi)
+    columns = qi_columns(qi)
     frame, _ = read_table(source)
-    body = risk(frame, columns).to_dict()
+    people = read_table(population)[0] if population is not None else None
+    body = risk(frame, columns, people, population_size=population_size).to_dict()
     if output_format == "json":
         sys.stdout.write(json.dumps(body) + "\n")
         return
     table = Table(title=f"re-identification risk of {source.name}", caption=f"quasi-identifiers: {qi}")
-    table.add_column("model")
-    table.add_column("risk", justify="right")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
     for key, value in body.items():
-        table.add_row(key.replace("_", " "), f"{value:.4g}" if isinstance(value, float) else f"{value:,}")
+        shown = (
+            f"{value:.4g}" if isinstance(value, float) else value if isinstance(value, str) else f"{value:,}"
+        )
+        table.add_row("population model" if key == "model" else key.replace("_", " "), shown)
     console().print(table)
