@@ -31,6 +31,9 @@ records, one categorical quasi-identifier (chosen uniformly) is redrawn from its
    (pycanon truncates it to an integer) and t is printed; recursive c is compared with a brute-force oracle
    (plain pandas groupby), since pycanon sorts the counts the wrong way.
 
+5. **The whole ``privdb anonymize`` command** at 1,000,000 rows beside the algorithm alone
+   (``bench/anonymize_command.py``, which also runs on its own and rewrites just that part).
+
 Run: ``.venv/bin/python bench/anonymize.py [--quick]``. A full run rewrites the section of docs/benchmarks.md
 between the ``anonymize`` markers; ``--quick`` (k = 10 only, 100,000 rows, one cold run, small budgets) only
 prints.
@@ -60,6 +63,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+import anonymize_command
 from _doc import (
     DOC,
     PEERS,
@@ -874,6 +878,7 @@ def markdown(
     peer: dict[str, str] | None,
     args: argparse.Namespace,
     command: str,
+    whole_command: str = "",
 ) -> str:
     def table(cols: list[str], rows: list[list[str]]) -> list[str]:
         return [
@@ -919,6 +924,7 @@ def markdown(
         "Settings:",
         "",
         *notes(peer, args.pycanon_budget, args.repeats, args.cold_repeats),
+        whole_command,
         END,
     ]
     return "\n".join(wrap(line) for line in lines)
@@ -1045,7 +1051,8 @@ def main() -> None:
     )
     if not args.quick:
         command = shlex.join([".venv/bin/python", "bench/anonymize.py", *sys.argv[1:]])
-        write_section("anonymize", markdown(mondrian, big, lattice, checks, peer, args, command))
+        whole = anonymize_command.markdown(anonymize_command.measure(args.rows, 3, None), command)
+        write_section("anonymize", markdown(mondrian, big, lattice, checks, peer, args, command, whole))
         console.print(f"Wrote the anonymize section of {DOC}")
 
 
