@@ -7,11 +7,14 @@ Both return a :class:`Connection` with the same query methods; owner-only method
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack, overload
 
 import pandas as pd
 
+from privdb.catalog.conformance import Finding
+from privdb.catalog.files import FileFormat, ReadOptions
 from privdb.catalog.metadata import TableMeta
 from privdb.catalog.querylog import LogOptions
 from privdb.database import Database, log_subject
@@ -89,9 +92,33 @@ class Connection:
         return self._owner("raw SQL").owner_sql(sql)
 
     def load(
-        self, table: str, source: str | Path, metadata: str | Path | dict[str, Any] | None = None
+        self,
+        table: str,
+        source: str | Path,
+        metadata: str | Path | dict[str, Any] | None = None,
+        *,
+        header: bool | None = None,
+        names: Sequence[str] | None = None,
+        delimiter: str | None = None,
+        quote: str | None = None,
+        null: str | Sequence[str] = (),
+        format: FileFormat | None = None,
     ) -> TableMeta:
-        return self._owner("loading tables").load(table, source, metadata)
+        """Load a file as ``table``: CSV (header, delimiter and quoting detected unless given; ``null`` marks
+        missing values, e.g. ``"?"``), Parquet, JSON or Excel (``format`` or the suffix says which)."""
+        options = ReadOptions(
+            header=header,
+            names=None if names is None else tuple(names),
+            delimiter=delimiter,
+            quote=quote,
+            null=(null,) if isinstance(null, str) else tuple(null),
+            format=format,
+        )
+        return self._owner("loading tables").load(table, source, metadata, options)
+
+    def conformance(self, table: str) -> list[Finding]:
+        """For the owner: values outside declared domains and the share clipped at each bound."""
+        return self._owner("checking tables").conformance(table)
 
     def attach(self, table: str, engine: str, source: str | None = None, metadata: Spec = None) -> TableMeta:
         """Register a table that stays in its own engine (``sqlite:///file.db``, ``postgresql://…``)."""

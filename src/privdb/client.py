@@ -14,6 +14,7 @@ import httpx
 import pandas as pd
 
 from privdb import errors
+from privdb.catalog.files import ReadOptions, to_csv_text
 from privdb.catalog.querylog import LogOptions
 from privdb.result import Result
 
@@ -153,22 +154,21 @@ class RemoteConnection:
         return result
 
     def load(
-        self, table: str, source: str | Path, metadata: str | Path | dict[str, Any] | None = None
+        self,
+        table: str,
+        source: str | Path,
+        metadata: str | Path | dict[str, Any] | None = None,
+        options: ReadOptions | None = None,
     ) -> dict[str, Any]:
-        """Upload a CSV file with its metadata (a dict, or a YAML file as for ``privdb load``)."""
-        path = Path(source)
-        if path.suffix.lower() not in (".csv", ".tsv", ".txt"):
-            raise errors.InvalidParameter(
-                "a server accepts tables as CSV; convert the file or load it locally"
-            )
-        if not path.is_file():
-            raise errors.InvalidParameter(f"file {str(path)!r} does not exist")
+        """Upload a file with its metadata (a dict, or a YAML file as for ``privdb load``): read here with
+        ``options`` (CSV, Parquet, JSON, Excel, as a local load reads it) and sent as CSV text."""
         spec = metadata
         if isinstance(metadata, str | Path):
             from privdb.catalog.metadata import load_metadata
 
             spec = load_metadata(metadata, table)
-        body = {"name": table, "csv": path.read_text(encoding="utf-8"), "metadata": spec}
+        text = to_csv_text(Path(source), options or ReadOptions())
+        body = {"name": table, "csv": text, "metadata": spec}
         result: dict[str, Any] = self._call("POST", "/v1/tables", json=body)
         return result
 

@@ -21,6 +21,8 @@ from sqlglot import exp
 from privdb.accounting.ledger import Budget, Ledger
 from privdb.backends.base import Engine
 from privdb.backends.duckdb import DuckDBBackend, check_name
+from privdb.catalog.conformance import Finding, check_conformance
+from privdb.catalog.files import ReadOptions
 from privdb.catalog.metadata import ColumnMeta, StoredType, TableMeta, load_metadata, metadata_from_dict
 from privdb.catalog.querylog import LogFilter, LogOptions
 from privdb.catalog.store import Catalog
@@ -108,19 +110,43 @@ class Database:
 
     # ---- tables and metadata
     def load(
-        self, table: str, source: str | Path, metadata: str | Path | dict[str, Any] | None = None
+        self,
+        table: str,
+        source: str | Path,
+        metadata: str | Path | dict[str, Any] | None = None,
+        options: ReadOptions | None = None,
     ) -> TableMeta:
-        """Load a CSV or Parquet file as ``table`` with validated privacy metadata."""
+        """Load a file (CSV, Parquet, JSON, Excel; read as ``options`` say) as ``table`` with validated
+        privacy metadata."""
         self._writable("loading a table")
         check_name(table)
         spec = load_metadata(metadata, table) if isinstance(metadata, str | Path) else metadata
-        self.backend.load(table, source)
+        self.backend.load(table, source, options)
         try:
             meta = metadata_from_dict(table, spec, self.backend.columns(table))
         except Exception:
             self.backend.raw(f'DROP TABLE IF EXISTS "{table}"')
             raise
         return self._store_metadata(meta)
+
+    def conformance(self, table: str) -> list[Finding]:
+        """For the owner: where the table's data strays from its metadata (values outside a declared domain,
+        the share clipped at each bound). Reads the data; never shown to analysts."""
+        meta = self.metadata(table)
+        if meta.name.lower() not in {n.lower() for n in self.catalog.attachments()}:
+            return check_conformance(self.backend.raw, _quoted(meta.name), meta)
+        engine, source = self.backend_for(meta.name)
+
+        def run(sql: str) -> pd.DataFrame:
+            return engine.fetch(sqlglot.transpile(sql, read="duckdb", write=engine.dialect)[0])
+
+        return check_conformance(run, _quoted(source), meta)
+
+    def loaded(self, meta: TableMeta) -> dict[str, Any]:
+        """What the owner is told after a load: the metadata, the row count and the conformance findings."""
+        rows = int(self.backend.raw(f"SELECT COUNT(*) AS n FROM {_quoted(meta.name)}")["n"].iloc[0])
+        findings = [f.to_dict() | {"message": f.message()} for f in self.conformance(meta.name)]
+        return {"name": meta.name} | meta.to_dict() | {"rows": rows, "conformance": findings}
 
     def set_metadata(self, table: str, spec: dict[str, Any]) -> TableMeta:
         self._writable("changing metadata")
@@ -335,3 +361,8 @@ def open_engine(url: str) -> Engine:
         f"unsupported engine URL {url!r}: use sqlite:///path/to/file.db, "
         "postgresql://user@host:port/dbname or spark://local[2] (or spark://HOST:7077)"
     )
+
+
+def _quoted(table: str) -> str:
+    """A table name (perhaps schema-qualified) quoted for DuckDB's dialect."""
+    return exp.to_table(table).sql(dialect="duckdb", identify=True)

@@ -12,6 +12,7 @@ import duckdb
 import pandas as pd
 
 from privdb.backends.base import find_table
+from privdb.catalog.files import ReadOptions, read_relation
 from privdb.errors import DatabaseInUse, InvalidParameter, ParseError
 
 __all__ = ["HIDDEN_PREFIX", "DuckDBBackend", "engine_type", "unit_rows_column"]
@@ -207,24 +208,19 @@ class DuckDBBackend:
         with self._lock:
             self._con.execute(sql)
 
-    def load(self, table: str, source: str | Path) -> int:
-        """Create or replace ``table`` from a CSV (delimiter and header detected) or Parquet file."""
+    def load(self, table: str, source: str | Path, options: ReadOptions | None = None) -> int:
+        """Create or replace ``table`` from a file read as ``options`` say (privdb.catalog.files: CSV with
+        its delimiter and header detected unless given, Parquet, JSON, Excel)."""
         check_name(table)
-        path = Path(source)
-        if not path.is_file():
-            raise InvalidParameter(f"file {str(path)!r} does not exist")
-        suffix = path.suffix.lower()
-        reader = "read_parquet" if suffix in (".parquet", ".pq") else "read_csv_auto"
         try:
             with self._lock:
-                self._con.execute(
-                    f"CREATE OR REPLACE TABLE {quote(table)} AS SELECT * FROM {reader}(?)", [str(path)]
-                )
+                view = read_relation(self._con, Path(source), options or ReadOptions())
+                self._con.execute(f"CREATE OR REPLACE TABLE {quote(table)} AS SELECT * FROM {view}")
                 count = self._con.execute(f"SELECT COUNT(*) FROM {quote(table)}").fetchone()
         except duckdb.Error as err:
-            kind = "Parquet" if reader == "read_parquet" else "CSV"
             raise InvalidParameter(
-                f"could not read {str(path)!r} as {kind}: {str(err).splitlines()[0]}"
+                f"could not read {str(source)!r}: {str(err).splitlines()[0]}; check the reading options "
+                "(--no-header, --delimiter, --quote, --null)"
             ) from None
         finally:
             self._invalidate()

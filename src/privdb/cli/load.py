@@ -1,32 +1,142 @@
-"""``privdb load``: files into the embedded engine, with their privacy metadata."""
+"""``privdb load | infer``: an owner's files into the database (embedded, or over a server), and a metadata
+skeleton written from a file."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from privdb.cli.app import app, console, friendly
-from privdb.cli.options import DbOption
+from privdb.catalog.files import FileFormat, ReadOptions
+from privdb.cli.app import app, console, errors, friendly
+from privdb.cli.options import TokenOption, UrlOption
+from privdb.errors import InvalidParameter
+
+FileArgument = Annotated[
+    Path, typer.Argument(help="CSV (any delimiter; header detected), Parquet, JSON or Excel (.xlsx) file")
+]
+NoHeader = Annotated[
+    bool, typer.Option("--no-header", help="the file's first line is data, not column names (CSV, Excel)")
+]
+Names = Annotated[
+    str | None, typer.Option("--names", help="column names, comma-separated (replace the header, if any)")
+]
+Delimiter = Annotated[
+    str | None,
+    typer.Option("--delimiter", help="between values: ';' or '\\t' or ', ' (default: detected)"),
+]
+Quote = Annotated[str | None, typer.Option("--quote", help="the quoting character (default: detected)")]
+Null = Annotated[
+    list[str] | None,
+    typer.Option("--null", help="a missing-value marker, e.g. '?' or 'NA' (repeat for several)"),
+]
+Format = Annotated[
+    FileFormat | None, typer.Option("--format", help="the file's format (default: from its suffix; else CSV)")
+]
+
+
+def read_options(
+    no_header: bool,
+    names: str | None,
+    delimiter: str | None,
+    quote: str | None,
+    null: list[str] | None,
+    file_format: FileFormat | None,
+) -> ReadOptions:
+    """The reading options the commands share, as DuckDB's CSV reader names them."""
+    return ReadOptions(
+        header=False if no_header else None,
+        names=None if names is None else tuple(names.split(",")),
+        delimiter=delimiter,
+        quote=quote,
+        null=tuple(null or ()),
+        format=file_format,
+    )
 
 
 @app.command()
 @friendly
 def load(
     table: Annotated[str, typer.Argument(help="name of the table to create or replace")],
-    file: Annotated[Path, typer.Argument(help="CSV (delimiter and header detected) or Parquet file")],
-    db: DbOption,
-    metadata: Annotated[Path | None, typer.Option(help="privacy metadata YAML")] = None,
+    file: FileArgument,
+    db: Annotated[Path | None, typer.Option("--db", help="database directory (created on first use)")] = None,
+    metadata: Annotated[Path | None, typer.Option(help="privacy metadata YAML (docs/metadata.md)")] = None,
+    no_header: NoHeader = False,
+    names: Names = None,
+    delimiter: Delimiter = None,
+    quote: Quote = None,
+    null: Null = None,
+    file_format: Format = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
 ) -> None:
-    """Load a CSV or Parquet file into the database, with its privacy metadata."""
-    from privdb import connect
+    """Load a file into the database with its privacy metadata, and warn where the data strays from it
+    (values outside a declared domain, the share clipped at each bound): the owner's check, never shown to
+    analysts. With --url and the owner's --token, the file is read here and sent to the server."""
+    options = read_options(no_header, names, delimiter, quote, null, file_format)
+    if url is not None:
+        from privdb.cli.options import open_connection
 
-    with connect(db) as conn:
-        meta = conn.load(table, file, metadata)
-        rows = conn.owner_sql(f'SELECT COUNT(*) AS n FROM "{meta.name}"')["n"].iloc[0]
-    bounded = [c.name for c in meta.columns.values() if c.bounded]
+        with open_connection(db, url, token) as remote:
+            answer = remote.load(table, file, metadata, options)
+        _report(answer["name"], answer.get("rows"), answer, answer.get("conformance", []))
+        return
+    if db is None:
+        raise InvalidParameter("give --db DIR (a local database) or --url URL --token T (a server)")
+    from privdb.database import Database
+
+    with Database(db) as database:
+        meta = database.load(table, file, metadata, options)
+        answer = database.loaded(meta)
+    _report(meta.name, answer["rows"], answer, answer["conformance"])
+
+
+def _report(name: str, rows: int | None, meta: dict[str, Any], findings: list[dict[str, Any]]) -> None:
+    columns = meta.get("columns", {})
+    bounded = [c for c, spec in columns.items() if spec.get("lower") is not None]
+    size = f"{rows:,} rows, " if rows is not None else ""
     console().print(
-        f"loaded [bold]{meta.name}[/bold]: {rows:,} rows, {len(meta.columns)} columns; "
-        f"privacy unit: {meta.privacy_unit or 'one row'}; bounded: {', '.join(bounded) or 'none'}"
+        f"loaded [bold]{name}[/bold]: {size}{len(columns)} columns; privacy unit: "
+        f"{meta.get('privacy_unit') or 'one row'}; bounded: {', '.join(bounded) or 'none'}"
     )
+    for finding in findings:
+        errors().print(f"warning: {finding['message']}", markup=False, highlight=False)
+    if findings:
+        errors().print(
+            "warning: the metadata is what analysts' answers assume; fix the domain or bounds "
+            "(docs/metadata.md) and load again, or keep them if they are what you mean to publish",
+            markup=False,
+            highlight=False,
+        )
+
+
+@app.command()
+@friendly
+def infer(
+    table: Annotated[str, typer.Argument(help="the table's name in the skeleton")],
+    file: FileArgument,
+    no_header: NoHeader = False,
+    names: Names = None,
+    delimiter: Delimiter = None,
+    quote: Quote = None,
+    null: Null = None,
+    file_format: Format = None,
+) -> None:
+    """Write a metadata skeleton for FILE to standard output (`privdb infer t f.csv > t.yaml`). Types come
+    from the file; bounds and domains are read from the private data and marked for review: replace them
+    with public knowledge before loading (docs/metadata.md)."""
+    import duckdb
+
+    from privdb.catalog.files import read_relation
+    from privdb.catalog.infer import infer_yaml
+
+    options = read_options(no_header, names, delimiter, quote, null, file_format)
+    con = duckdb.connect()
+    try:
+        view = read_relation(con, file, options)
+        text = infer_yaml(con, view, table, file.name)
+    finally:
+        con.close()
+    sys.stdout.write(text)

@@ -271,7 +271,7 @@ def create_app(
             path = Path(tmp) / "upload.csv"
             path.write_text(body.csv, encoding="utf-8")
             meta = db.load(body.name, path, body.metadata or {})
-        return {"name": meta.name} | meta.to_dict()
+        return db.loaded(meta)  # with the row count and where the data strays from the metadata
 
     @app.post(
         "/v1/attachments", summary="Register a table that stays in its own engine (SQLite, PostgreSQL…)"

@@ -1,0 +1,179 @@
+"""Reading an owner's file as it comes: CSV with or without a header, any delimiter, quote and missing-value
+markers (named as DuckDB's CSV reader names them), Parquet, JSON and Excel.
+
+Every reader ends as one DuckDB relation (``SELECT * FROM read_csv(…)``), so loading, the load-time checks and
+``privdb infer`` read a file the same way. Excel goes through pandas and openpyxl (the optional ``excel``
+extra): DuckDB's own Excel reader is an extension it downloads on first use, which a machine without access to
+DuckDB's extension server cannot do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import duckdb
+import pandas as pd
+
+from privdb.errors import InvalidParameter
+
+__all__ = ["FORMATS", "FileFormat", "ReadOptions", "format_of", "read_relation", "to_csv_text"]
+
+FileFormat = Literal["csv", "parquet", "json", "excel"]
+FORMATS: tuple[FileFormat, ...] = ("csv", "parquet", "json", "excel")
+_SUFFIXES: dict[str, FileFormat] = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".json": "json",
+    ".jsonl": "json",
+    ".ndjson": "json",
+    ".xlsx": "excel",
+    ".xlsm": "excel",
+}
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How to read a file. ``None`` means "detect" (DuckDB's sniffer for CSV); names replace the header (or
+    name the columns of a file without one)."""
+
+    header: bool | None = None
+    names: tuple[str, ...] | None = None
+    delimiter: str | None = None
+    quote: str | None = None
+    null: tuple[str, ...] = field(default_factory=tuple)
+    format: FileFormat | None = None
+
+    def __post_init__(self) -> None:
+        if self.names is not None:
+            clean = tuple(n.strip() for n in self.names)
+            if not clean or any(not n for n in clean):
+                raise InvalidParameter(
+                    "--names needs comma-separated column names, e.g. --names age,sex,income"
+                )
+            dupes = sorted({n for n in clean if clean.count(n) > 1})
+            if dupes:
+                raise InvalidParameter(f"--names repeats {', '.join(dupes)}: each column needs its own name")
+            object.__setattr__(self, "names", clean)
+        if self.delimiter is not None and not 1 <= len(self.delimiter.encode()) <= 4:
+            raise InvalidParameter(
+                "--delimiter must be 1 to 4 bytes, e.g. ',' or ';' or '\\t' or ', ' (comma and space)"
+            )
+        if self.quote is not None and len(self.quote) != 1:
+            raise InvalidParameter("--quote must be one character, e.g. '\"' or \"'\"")
+
+    def misfits(self, kind: FileFormat) -> list[str]:
+        """The options given that a reader of ``kind`` does not understand."""
+        given = {
+            "--no-header": self.header is not None and kind not in ("csv", "excel"),
+            "--delimiter": self.delimiter is not None and kind != "csv",
+            "--quote": self.quote is not None and kind != "csv",
+            "--null": bool(self.null) and kind not in ("csv", "excel"),
+        }
+        return [name for name, on in given.items() if on]
+
+
+def format_of(path: Path, options: ReadOptions) -> FileFormat:
+    """The file's format: as given, else from its suffix (anything else is read as CSV, e.g. ``.data``)."""
+    return options.format or _SUFFIXES.get(path.suffix.lower(), "csv")
+
+
+def _csv_kwargs(options: ReadOptions) -> dict[str, Any]:
+    """DuckDB's read_csv arguments for the options given (the rest detected by its sniffer)."""
+    given = {
+        "header": options.header,
+        "names": list(options.names) if options.names else None,
+        "delimiter": _unescape(options.delimiter),
+        "quotechar": options.quote,
+        "na_values": list(options.null) if options.null else None,
+    }
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def _unescape(delimiter: str | None) -> str | None:
+    """``\\t`` typed on a command line means a tab."""
+    return None if delimiter is None else delimiter.replace("\\t", "\t")
+
+
+def read_relation(con: duckdb.DuckDBPyConnection, path: Path, options: ReadOptions) -> str:
+    """Register the file as the view ``__privdb_file`` on ``con`` and return its name.
+
+    Errors name the file and what to change; the view is what the caller loads, checks or infers from."""
+    if not path.is_file():
+        raise InvalidParameter(f"file {str(path)!r} does not exist")
+    kind = format_of(path, options)
+    misfits = options.misfits(kind)
+    if misfits:
+        raise InvalidParameter(
+            f"{', '.join(misfits)} do not apply to {kind} files like {path.name!r} "
+            "(say --format csv to read it as CSV)"
+        )
+    view = "__privdb_file"
+    try:
+        if kind == "excel":
+            con.register(view, _excel(path, options))
+            return view
+        if kind == "csv":
+            relation = con.read_csv(str(path), **_csv_kwargs(options))
+        elif kind == "parquet":
+            relation = con.read_parquet(str(path))
+        else:
+            relation = con.read_json(str(path))
+        relation.create_view(view, replace=True)
+        names = [row[0] for row in con.execute(f"DESCRIBE {view}").fetchall()]
+    except duckdb.Error as err:
+        raise InvalidParameter(
+            f"could not read {str(path)!r} as {kind}: {str(err).splitlines()[0]}"
+            + ("; check --delimiter, --quote and --no-header" if kind == "csv" else "")
+        ) from None
+    if options.names is not None and kind in ("parquet", "json"):
+        if len(options.names) != len(names):
+            raise InvalidParameter(
+                f"--names gives {len(options.names)} names but {path.name!r} has {len(names)} columns"
+            )
+        renamed = ", ".join(
+            f"{_ident(old)} AS {_ident(new)}" for old, new in zip(names, options.names, strict=True)
+        )
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {view}_named AS SELECT {renamed} FROM {view}")
+        return f"{view}_named"
+    if options.names is not None and len(options.names) != len(names):
+        raise InvalidParameter(
+            f"--names gives {len(options.names)} names but {path.name!r} has {len(names)} columns"
+        )
+    return view
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _excel(path: Path, options: ReadOptions) -> pd.DataFrame:
+    import importlib.util
+
+    if importlib.util.find_spec("openpyxl") is None:  # pandas' reader for .xlsx
+        raise InvalidParameter(
+            "reading Excel needs openpyxl: pip install 'privdb[excel]' (or save the sheet as CSV)"
+        )
+    try:
+        frame = pd.read_excel(
+            path,
+            header=None if options.header is False else 0,
+            names=list(options.names) if options.names is not None else None,
+            na_values=list(options.null) or None,
+        )
+    except (ValueError, OSError) as err:
+        raise InvalidParameter(f"could not read {str(path)!r} as Excel: {err}") from None
+    return frame
+
+
+def to_csv_text(path: Path, options: ReadOptions) -> str:
+    """The file as plain CSV text (header, commas, empty for NULL): how a file is sent to a server, read on
+    the owner's machine with the same options as a local load."""
+    con = duckdb.connect()
+    try:
+        view = read_relation(con, path, options)
+        frame = con.execute(f"SELECT * FROM {view}").df()
+    finally:
+        con.close()
+    return str(frame.to_csv(index=False))

@@ -1,0 +1,115 @@
+"""``privdb infer``: a metadata skeleton written from the data, for the owner to review.
+
+Types are safe to take from a file. Bounds and domains are not: the ones written here are the data's own
+minimum, maximum and distinct values, so they describe the people in the table, and a bound equal to one
+person's income tells an analyst that income. The skeleton says so on every such line; the owner replaces
+them with public knowledge (a legal age range, a published list of states) before loading.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+import yaml
+
+from privdb.backends.duckdb import engine_type
+
+__all__ = ["MAX_CATEGORIES", "infer_yaml"]
+
+MAX_CATEGORIES = 50  # a text column with at most this many distinct values is written as a category
+
+_HEADER = """\
+# privacy metadata for {table}, written by `privdb infer` from {source}
+#
+# REVIEW EVERY LINE BEFORE LOADING. The types come from the file. The bounds (lower, upper) and domains
+# (values) marked "from the data" were read from the private data itself: they are the smallest and largest
+# values and the distinct values of the people in the table, so they are NOT public knowledge. Publishing
+# them (or answering queries under them) can reveal a person's value. Replace each with what is known
+# without the data (a legal age range, a published code list, a salary cap), then delete the marks.
+# Declare the privacy unit (the column naming a person) and mark identifying text (identifier: true).
+# Every key is explained in docs/metadata.md.
+tables:
+  {table}:
+{unit}    columns:
+"""
+
+
+def _flow(spec: Any) -> str:
+    return yaml.safe_dump(spec, default_flow_style=True, width=10**6, sort_keys=False).strip()
+
+
+def _kind(duck_type: str) -> str:
+    """The metadata type for a DuckDB column type (nested values are written as text)."""
+    kind = engine_type(duck_type)
+    return "text" if kind == "nested" else kind
+
+
+def _number(value: Any, kind: str) -> int | float:
+    x = float(value)
+    if kind == "int" or x.is_integer():
+        return int(x)
+    return float(f"{x:.6g}")
+
+
+def infer_yaml(
+    con: duckdb.DuckDBPyConnection,
+    relation: str,
+    table: str,
+    source: str,
+    *,
+    max_categories: int = MAX_CATEGORIES,
+) -> str:
+    """The skeleton for ``relation`` (a view over the file) as YAML text with review marks."""
+    columns = [(str(r[0]), str(r[1])) for r in con.execute(f"DESCRIBE {relation}").fetchall()]
+    probes = []
+    for name, _ in columns:
+        q = '"' + name.replace('"', '""') + '"'
+        probes += [f"COUNT(DISTINCT {q})", f"MIN({q})", f"MAX({q})"]
+    row = con.execute(f"SELECT COUNT(*), {', '.join(probes)} FROM {relation}").fetchone() or ()
+    rows = int(row[0]) if row else 0
+    lines: list[str] = []
+    unit_guess: str | None = None
+    width = max((len(n) for n, _ in columns), default=0) + 1
+    for i, (name, duck_type) in enumerate(columns):
+        distinct, low, high = row[1 + 3 * i : 4 + 3 * i]
+        kind = _kind(duck_type)
+        spec: dict[str, Any] = {"type": kind}
+        note = ""
+        if kind in ("int", "float") and low is not None:
+            spec |= {"lower": _number(low, kind), "upper": _number(high, kind)}
+            note = "bounds from the data: replace with public bounds"
+            if kind == "int" and rows and distinct == rows and unit_guess is None:
+                unit_guess = name
+                note = "every value distinct: a person's id? (if not, give type int with bounds)"
+                spec = {"type": "int", "private_id": True}
+        elif kind == "text" and distinct and distinct <= max_categories:
+            q = '"' + name.replace('"', '""') + '"'
+            found = con.execute(f"SELECT DISTINCT {q} FROM {relation} WHERE {q} IS NOT NULL ORDER BY 1")
+            values = [r[0] for r in found.fetchall()]
+            spec = {"type": "category", "values": values}
+            note = "domain from the data: replace with the public list of values"
+        elif kind == "text":
+            note = (
+                f"{distinct:,} distinct values: free text (identifier: true if it names or locates someone)"
+            )
+        key = f"{name}:".ljust(width + 1) if _plain(name) else f"{_flow(name)}:".ljust(width + 1)
+        line = f"      {key} {_flow(spec)}"
+        lines.append(f"{line}   # {note}" if note and len(line) + len(note) < 110 else line)
+        if note and len(line) + len(note) >= 110:  # a long line: the mark goes above it
+            lines.insert(len(lines) - 1, f"      # {name}: {note}")
+    unit = (
+        f"    privacy_unit: {unit_guess}  # a guess: the column naming a person (drop if a row is one)\n"
+        if unit_guess
+        else ""
+    )
+    head = _HEADER.format(table=table, source=source, unit=unit)
+    return head + "\n".join(lines) + "\n"
+
+
+def _plain(name: str) -> bool:
+    """Whether ``name`` can be written as a YAML key without quotes."""
+    try:
+        return bool(yaml.safe_load(f"{name}: 1") == {name: 1})
+    except yaml.YAMLError:
+        return False
