@@ -217,3 +217,29 @@ def test_load_over_a_server_reads_the_file_here(
 def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(InvalidParameter, match="does not exist"), Database(tmp_path / "db") as db:
         db.load("t", tmp_path / "nope.csv")
+
+
+def test_attach_warns_where_the_engines_data_strays(tmp_path: Path) -> None:
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "src.db") as con:
+        con.execute("CREATE TABLE t (age INTEGER, sex TEXT)")
+        con.executemany("INSERT INTO t VALUES (?, ?)", [(20, "F"), (70, "M"), (80, "0"), (30, None)])
+    meta = tmp_path / "t.yaml"
+    meta.write_text(
+        "age: {type: int, lower: 0, upper: 65}\n".replace("age", "columns:\n  age", 1)
+        + "  sex: {type: category, values: [F, M]}\n"
+    )
+    code, _, err = _invoke(
+        "attach",
+        "t",
+        "--db",
+        str(tmp_path / "db"),
+        "--engine",
+        f"sqlite:///{tmp_path / 'src.db'}",
+        "--metadata",
+        str(meta),
+    )
+    assert code == 0, err
+    assert "column 'age': 2 values above the declared upper bound (clipped down to it): 50.0%" in err
+    assert "column 'sex': 1 value outside the declared domain" in err and "'0'" in err

@@ -31,10 +31,11 @@ class Finding:
 
     def message(self) -> str:
         what = {
-            "outside_domain": "values outside the declared domain (no GROUP BY group counts them)",
-            "below_lower": "values below the declared lower bound (clipped up to it)",
-            "above_upper": "values above the declared upper bound (clipped down to it)",
+            "outside_domain": "outside the declared domain (no GROUP BY group counts them)",
+            "below_lower": "below the declared lower bound (clipped up to it)",
+            "above_upper": "above the declared upper bound (clipped down to it)",
         }[self.kind]
+        what = ("value " if self.count == 1 else "values ") + what
         shown = f", e.g. {', '.join(map(repr, self.examples))}" if self.examples else ""
         return f"column {self.column!r}: {self.count:,} {what}: {self.share:.1%}{shown}"
 

@@ -50,8 +50,12 @@ def attach(
     Over a server (--url, an owner token) the engine URL is opened by the server, on its machine."""
     with owner_connection(db, url, token) as conn:
         meta = conn.attach(table, engine, source, metadata)
+        # where the engine's data strays from the metadata (embedded: the owner's own check, read here)
+        findings = [] if isinstance(meta, dict) else conn.conformance(table)
     unit = meta.get("privacy_unit") if isinstance(meta, dict) else meta.privacy_unit
     console().print(f"attached [bold]{table}[/bold] from {engine}; privacy unit: {unit or 'one row'}")
+    for finding in findings:
+        errors().print(f"warning: {finding.message()}", markup=False, highlight=False)
 
 
 @app.command()
