@@ -261,3 +261,29 @@ def test_answers_charts_csv_and_the_paged_log(busy: tuple[Server, dict[str, str]
     page.screenshot(path="/tmp/privdb-page-owner-log.png", full_page=True)
     assert errors == []
     page.close()
+
+
+def test_explain_states_each_output_columns_accuracy(
+    server: tuple[str, dict[str, str]], browser: Browser
+) -> None:
+    """The explain panel: one row per output column with ε share and ± in the answer's units (an average's at
+    public group sizes, a median's as a note), and the engine SQL out of sight."""
+    url, tokens = server
+    page, errors = open_page(browser, url)
+    sign_in(page, tokens["alice"])
+    expect(page.get_by_test_id("who-name")).to_have_text("alice")
+    before = page.get_by_test_id("epsilon-remaining").inner_text()
+    page.get_by_test_id("sql").fill(
+        "DP-SELECT 0.3 sex, AVG(income), MEDIAN(age), COUNT(*) FROM people GROUP BY sex"
+    )
+    page.get_by_test_id("explain").click()
+    panel = page.locator("#explain-body")
+    expect(panel.locator("tbody tr")).to_have_count(4)
+    expect(panel.locator("tbody tr").nth(0)).to_contain_text("exact")
+    expect(panel.locator("tbody tr").nth(1)).to_contain_text("at n = 1,000")
+    expect(panel.locator("tbody tr").nth(2)).to_contain_text("exponential")
+    expect(panel.locator("tbody tr").nth(3)).to_contain_text("(33 %)")
+    expect(panel.locator("tbody tr").nth(3)).to_contain_text("±")
+    expect(panel.locator("details pre")).to_be_hidden()
+    expect(page.get_by_test_id("epsilon-remaining")).to_have_text(before)  # explaining spent nothing
+    assert errors == []

@@ -341,10 +341,37 @@
     });
   }
 
+  // One row per output column (plan.columns): its mechanism, ε and share, and the 95 % ± in the answer's
+  // units; a ratio's ± depends on the private group size, so it is stated at public sizes (ci95_half_width_at).
+  function accuracyCell(c) {
+    if (c.ci95_half_width !== null && c.ci95_half_width !== undefined)
+      return c.role === "key" ? "exact" : `±${fmt(c.ci95_half_width)}`;
+    if (c.ci95_half_width_at)
+      return Object.entries(c.ci95_half_width_at)
+        .map(([n, w]) => `±${fmt(w)} at n = ${Number(n).toLocaleString()}`)
+        .join(" · ");
+    return c.note || "";
+  }
+
   function renderExplain(plan) {
-    const byStat = new Map((plan.statistics || []).map((s) => [s.statistic, s]));
     const rows = [];
-    for (const a of plan.aggregates || []) {
+    if (plan.columns) {
+      for (const c of plan.columns) {
+        const share = c.epsilon_share ? ` (${Math.round(c.epsilon_share * 100)} %)` : "";
+        rows.push(
+          el(
+            "tr",
+            {},
+            el("th", { scope: "row" }, el("code", {}, c.column)),
+            el("td", {}, c.mechanism || ""),
+            el("td", { class: "num" }, c.epsilon ? `${fmtEps(c.epsilon)}${share}` : "0"),
+            el("td", { class: "num", title: c.note || "" }, accuracyCell(c)),
+          ),
+        );
+      }
+    }
+    const byStat = new Map((plan.statistics || []).map((s) => [s.statistic, s]));
+    for (const a of plan.columns ? [] : plan.aggregates || []) {
       const stats = (a.statistics || []).map((s) => byStat.get(s)).filter(Boolean);
       rows.push(
         el(
@@ -357,7 +384,7 @@
         ),
       );
     }
-    for (const r of plan.release || []) {
+    for (const r of plan.columns ? [] : plan.release || []) {
       rows.push(
         el(
           "tr",
@@ -391,7 +418,7 @@
             el(
               "table",
               { class: "compact" },
-              thead(["Output", "Mechanism", "ε", "Noise (95 % ±)"], (h) => h !== "Output" && h !== "Mechanism"),
+              thead(["Output", "Mechanism", "ε (share)", "95 % ± in the answer's units"], (h) => h !== "Output" && h !== "Mechanism"),
               el("tbody", {}, rows),
             ),
           )
