@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from privdb.catalog.smartnoise import from_smartnoise, is_smartnoise
 from privdb.errors import InvalidParameter, UnknownColumn
 from privdb.sql.suggest import did_you_mean
 
@@ -271,8 +272,9 @@ def metadata_from_dict(table: str, spec: dict[str, Any] | None, engine_columns: 
     }
     unknown = set(spec) - known_keys
     if unknown:
+        listed = ", ".join(repr(k) for k in sorted(map(str, unknown)))  # an empty key shows as ''
         raise InvalidParameter(
-            f"table {table!r}: unknown metadata key(s) {', '.join(sorted(unknown))}; "
+            f"table {table!r}: unknown metadata key(s) {listed}; "
             f"allowed: {', '.join(sorted(known_keys - {'row_privacy'}))}"
         )
     declared = spec.get("columns") or {}
@@ -346,4 +348,6 @@ def load_metadata(path: str | Path, table: str) -> dict[str, Any]:
                 return dict(spec or {})
         hint = did_you_mean(table, [str(t) for t in tables])
         raise InvalidParameter(f"metadata file {str(path)!r} does not describe table {table!r}{hint}")
+    if is_smartnoise(doc):  # SmartNoise SQL's collection → schema → table layout
+        return from_smartnoise(doc, table, str(path))
     return doc
