@@ -12,7 +12,7 @@ import duckdb
 import pandas as pd
 
 from privdb.backends.base import find_table
-from privdb.catalog.files import ReadOptions, read_relation
+from privdb.catalog.files import ReadOptions, read_relation, release
 from privdb.errors import DatabaseInUse, InvalidParameter, ParseError
 
 __all__ = ["HIDDEN_PREFIX", "DuckDBBackend", "engine_type", "unit_rows_column"]
@@ -214,8 +214,13 @@ class DuckDBBackend:
         check_name(table)
         try:
             with self._lock:
-                view = read_relation(self._con, Path(source), options or ReadOptions())
-                self._con.execute(f"CREATE OR REPLACE TABLE {quote(table)} AS SELECT * FROM {view}")
+                reader = self._con.cursor()  # its own connection: nothing pending on the shared one stops it
+                try:
+                    view = read_relation(reader, Path(source), options or ReadOptions())
+                    reader.execute(f"CREATE OR REPLACE TABLE {quote(table)} AS SELECT * FROM {view}")
+                finally:
+                    release(reader)
+                    reader.close()
                 count = self._con.execute(f"SELECT COUNT(*) FROM {quote(table)}").fetchone()
         except duckdb.Error as err:
             raise InvalidParameter(

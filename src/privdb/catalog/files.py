@@ -9,6 +9,7 @@ DuckDB's extension server cannot do.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -18,7 +19,7 @@ import pandas as pd
 
 from privdb.errors import InvalidParameter
 
-__all__ = ["FORMATS", "FileFormat", "ReadOptions", "format_of", "read_relation", "to_csv_text"]
+__all__ = ["FORMATS", "FileFormat", "ReadOptions", "format_of", "read_relation", "release", "to_csv_text"]
 
 FileFormat = Literal["csv", "parquet", "json", "excel"]
 FORMATS: tuple[FileFormat, ...] = ("csv", "parquet", "json", "excel")
@@ -142,6 +143,15 @@ def read_relation(con: duckdb.DuckDBPyConnection, path: Path, options: ReadOptio
             f"--names gives {len(options.names)} names but {path.name!r} has {len(names)} columns"
         )
     return view
+
+
+def release(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop what :func:`read_relation` registered (its views are temporary, but a long-lived connection — the
+    database's own — must not keep them: they would show up among its tables)."""
+    for view in ("__privdb_file_named", "__privdb_file"):
+        con.execute(f"DROP VIEW IF EXISTS {view}")
+    with contextlib.suppress(duckdb.Error):
+        con.unregister("__privdb_file")
 
 
 def _ident(name: str) -> str:
