@@ -1,12 +1,15 @@
 """The HTTP client: ``privdb.connect("http://host:port", token=…)`` returns a :class:`RemoteConnection` with
 the methods of the embedded :class:`privdb.api.Connection` (``sql``, ``explain``, ``budget``, ``tables``, and
-for the owner ``grant``, ``revoke``, ``owner_sql``, ``load``, ``budget_of``, ``log``).
+for the owner ``grant``, ``revoke``, ``owner_sql``, ``load``, ``budget_of``, ``log``), and the local model's
+surveys (``create_survey``, ``surveys``, ``survey``, ``submit_survey``, ``add_responses``).
 
 Errors come back as the same :class:`privdb.errors.PrivdbError` subclasses, chosen by the server's code.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -16,6 +19,8 @@ import pandas as pd
 from privdb import errors
 from privdb.catalog.files import ReadOptions, to_csv_text
 from privdb.catalog.querylog import LogOptions
+from privdb.local.survey import SpecParts, Survey, survey_spec
+from privdb.mechanisms.randomness import RandomSource
 from privdb.result import Result
 
 Spec = str | Path | dict[str, Any] | None  # privacy metadata: a YAML file or its dict
@@ -171,6 +176,62 @@ class RemoteConnection:
         body = {"name": table, "csv": text, "metadata": spec}
         result: dict[str, Any] = self._call("POST", "/v1/tables", json=body)
         return result
+
+    # ---- surveys of the local model (docs/server.md): respondents randomise here, never on the server
+    def create_survey(self, name: str, protocol: str, **parts: Unpack[SpecParts]) -> dict[str, Any]:
+        """Declare a survey (owner): its protocol, ``values`` (the domain), and ε (or α, p); the answer
+        holds the survey's ``collect_token``, shown once."""
+        body = survey_spec(protocol, **parts) | {"name": name}
+        result: dict[str, Any] = self._call("POST", "/v1/surveys", json=body)
+        return result
+
+    def surveys(self) -> list[dict[str, Any]]:
+        """Every survey's name, spec and number of responses (a collection token: its own survey)."""
+        result: list[dict[str, Any]] = self._call("GET", "/v1/surveys")
+        return result
+
+    def survey(self, name: str) -> dict[str, Any]:
+        """The survey's spec and current estimate per value with 95% intervals (any token, or the survey's
+        own collection token)."""
+        result: dict[str, Any] = self._call("GET", f"/v1/surveys/{name}")
+        return result
+
+    def add_responses(self, name: str, responses: list[Any]) -> dict[str, Any]:
+        """Send already-randomised responses (as :meth:`privdb.local.survey.Survey.randomize` makes them),
+        in requests of at most about 4 MiB each."""
+        result: dict[str, Any] = {"name": name, "added": 0, "n": 0}
+        for batch in _batches(responses):
+            sent = self._call("POST", f"/v1/surveys/{name}/responses", json={"responses": batch})
+            result = {"name": name, "added": result["added"] + sent["added"], "n": sent["n"]}
+        return result
+
+    def submit_survey(
+        self, name: str, answers: Sequence[Any], *, rng: RandomSource | None = None
+    ) -> dict[str, Any]:
+        """Randomise true answers *here* with the survey's declared protocol and ε (fetched from the
+        server), then send only the randomised responses (with the survey's collection token). A batch
+        refused midway leaves the earlier batches counted; ``n`` is the survey's total."""
+        survey = Survey(self.survey(name)["spec"])
+        return self.add_responses(name, survey.randomize(answers, rng=rng))
+
+
+_BATCH_BYTES = 4 * 2**20  # JSON per request: well under the server's default 16 MiB body limit
+
+
+def _batches(responses: list[Any]) -> Iterator[list[Any]]:
+    """Consecutive runs of responses whose JSON stays under ``_BATCH_BYTES`` (OUE responses can be long)."""
+    if not responses:
+        raise errors.InvalidParameter("no responses to send")
+    batch: list[Any] = []
+    size = 0
+    for response in responses:
+        length = len(json.dumps(response)) + 2
+        if batch and size + length > _BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+        batch.append(response)
+        size += length
+    yield batch
 
 
 def _spec(metadata: Spec, table: str) -> dict[str, Any] | None:

@@ -1,6 +1,6 @@
 """The ``privdb`` command: a thin face over the library (Typer + Rich)."""
 
-from privdb.cli import analyst, anonymize, database, linkage, load, log, showcase
+from privdb.cli import analyst, anonymize, database, linkage, load, log, showcase, survey
 from privdb.cli.app import app, arrange
 
 __all__ = ["app", "main"]
@@ -13,6 +13,7 @@ _COMMANDS = (
     load,
     log,
     showcase,
+    survey,
 )  # importing them registers their commands on ``app``
 arrange(app)
 
