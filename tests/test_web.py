@@ -287,3 +287,30 @@ def test_explain_states_each_output_columns_accuracy(
     expect(panel.locator("details pre")).to_be_hidden()
     expect(page.get_by_test_id("epsilon-remaining")).to_have_text(before)  # explaining spent nothing
     assert errors == []
+
+
+def test_surveys_are_shown_with_their_intervals(server: tuple[str, dict[str, str]], browser: Browser) -> None:
+    """A survey declared and filled over the API appears, for an analyst as for the owner, as a table of
+    estimates per label and a chart with one bar and one 95% error bar per answer."""
+    from privdb.client import RemoteConnection
+
+    url, tokens = server
+    with RemoteConnection(url, tokens["owner"]) as owner:
+        made = owner.create_survey("transport", "krr", values=["bike", "bus", "car"], epsilon=2.0)
+    with RemoteConnection(url, made["collect_token"]) as device:
+        device.submit_survey("transport", ["bike"] * 300 + ["bus"] * 200 + ["car"] * 100)
+    for who in ("alice", "owner"):
+        page, errors = open_page(browser, url)
+        sign_in(page, tokens[who])
+        surveys = page.get_by_test_id("surveys")
+        expect(surveys).to_be_visible()
+        expect(surveys).to_contain_text("600 responses")
+        expect(surveys.get_by_test_id("survey-row")).to_have_count(3)
+        expect(surveys.get_by_test_id("survey-row").nth(0)).to_contain_text("bike")
+        chart = surveys.get_by_test_id("survey-chart")
+        expect(chart.get_by_test_id("survey-bar")).to_have_count(3)
+        expect(chart.get_by_test_id("survey-errorbar")).to_have_count(3)
+        page.get_by_test_id("sign-out").click()
+        expect(surveys).to_be_hidden()
+        assert errors == []
+        page.close()

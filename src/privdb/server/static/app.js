@@ -174,6 +174,7 @@
       await loadAnalyst();
       $("sql").focus();
     }
+    document.dispatchEvent(new CustomEvent("privdb:signed-in")); // surveys.js shows the surveys
   }
 
   function signOut() {
@@ -196,6 +197,7 @@
     $("sql").value = "";
     clearMessage();
     say("Signed out.");
+    document.dispatchEvent(new CustomEvent("privdb:signed-out"));
     $("signin-view").hidden = false;
     $("token").focus();
   }
