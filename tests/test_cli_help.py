@@ -60,7 +60,29 @@ def test_a_wrong_choice_is_refused_naming_the_allowed_ones() -> None:
         timeout=60,
     )
     assert ran.returncode == 2
-    assert "table" in ran.stderr and "json" in ran.stderr and "Traceback" not in ran.stderr
+    assert ran.stderr.count("\n") == 1, ran.stderr  # one line, as every user error
+    assert ran.stderr.startswith(
+        "error [invalid_parameter]: Invalid value for '--format': 'xml' is not one of"
+    )
+    assert "(see `privdb budget --help`)" in ran.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["query", "--bogus"], "No such option: --bogus (see `privdb query --help`)"),
+        (["nosuch"], "No such command 'nosuch'. (see `privdb --help`)"),
+        (["survey", "create", "s", "--protocol", "rappor"], "'rappor' is not one of"),
+    ],
+)
+def test_usage_errors_are_one_line(args: list[str], said: str) -> None:
+    ran = subprocess.run([sys.executable, "-m", "privdb", *args], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 2 and ran.stderr.count("\n") == 1 and said in ran.stderr, ran.stderr
+
+
+def test_privdb_alone_shows_the_help() -> None:
+    ran = subprocess.run([sys.executable, "-m", "privdb"], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 2 and "Usage: privdb" in ran.stdout + ran.stderr
 
 
 def test_help_points_at_nothing_outside_the_repository() -> None:
