@@ -132,12 +132,25 @@ class Connection:
         delta: float | None = None,
         tables: list[str] | None = None,
         expires_in: float | None = None,
+        group: str | None = None,
     ) -> str:
         """Create an analyst with a budget (or re-grant: ε or δ left out keep their totals); returns their
         token."""
         return self._owner("granting budgets").grant(
-            analyst, epsilon=epsilon, delta=delta, tables=tables, expires_in=expires_in
+            analyst, epsilon=epsilon, delta=delta, tables=tables, expires_in=expires_in, group=group
         )
+
+    def set_shared_budget(
+        self, *, table: str | None = None, group: str | None = None, epsilon: float, delta: float = 0.0
+    ) -> dict[str, Any]:
+        """Set a table's lifetime budget or a budget group's (owner)."""
+        return self._owner("setting shared budgets").set_shared_budget(
+            table=table, group=group, epsilon=epsilon, delta=delta
+        )
+
+    def shared_budgets(self) -> list[dict[str, Any]]:
+        """Every table lifetime budget and budget group (owner)."""
+        return self._owner("reading shared budgets").shared_budgets()
 
     def revoke(self, analyst: str) -> None:
         """Revoke the analyst's token at once."""

@@ -125,6 +125,7 @@ class RemoteConnection:
         delta: float | None = None,
         tables: list[str] | None = None,
         expires_in: float | None = None,
+        group: str | None = None,
     ) -> str:
         body = {
             "name": analyst,
@@ -132,8 +133,22 @@ class RemoteConnection:
             "delta": delta,
             "tables": tables,
             "expires_in": expires_in,
+            "group": group,
         }
         return str(self._call("POST", "/v1/analysts", json=body)["token"])
+
+    def set_shared_budget(
+        self, *, table: str | None = None, group: str | None = None, epsilon: float, delta: float = 0.0
+    ) -> dict[str, Any]:
+        """Set a table's lifetime budget or a budget group's (owner)."""
+        body = {"table": table, "group": group, "epsilon": epsilon, "delta": delta}
+        result: dict[str, Any] = self._call("POST", "/v1/budgets", json=body)
+        return result
+
+    def shared_budgets(self) -> list[dict[str, Any]]:
+        """Every table lifetime budget and budget group (owner)."""
+        result: list[dict[str, Any]] = self._call("GET", "/v1/budgets")
+        return result
 
     def revoke(self, analyst: str) -> None:
         self._call("DELETE", f"/v1/analysts/{analyst}")

@@ -259,12 +259,19 @@ class Database:
         delta: float | None = None,
         tables: list[str] | None = None,
         expires_in: float | None = None,
+        group: str | None = None,
     ) -> str:
         """Create (or re-grant) an analyst with a total budget; returns a fresh token (the old one stops
         working). ``tables`` limits what they may query (default: every table); ``expires_in`` is the
-        token's life in seconds (default: no expiry). A re-grant changes only the budget parts given: an
-        ε or δ left out keeps its current total (a new analyst needs ε; δ defaults to 0)."""
+        token's life in seconds (default: no expiry); ``group`` makes them a member of a budget group (its
+        budget is drawn on too; ``""`` leaves the group). A re-grant changes only what is given: an ε or δ
+        left out keeps its current total (a new analyst needs ε; δ defaults to 0)."""
         check_name(analyst, "analyst")
+        if group and not any(k == "group" and b.analyst == group for k, b in self.ledger.caps(self.name)):
+            raise InvalidParameter(
+                f"no budget group {group!r}; the owner creates it first: "
+                f"privdb budgets --group {group} --epsilon E"
+            )
         if epsilon is None or delta is None:
             current = self.ledger.budget(analyst, self.name) if self.catalog.has_analyst(analyst) else None
             if epsilon is None:
@@ -278,7 +285,32 @@ class Database:
         for table in tables or []:
             check_name(table)
         self.ledger.set_budget(analyst, self.name, epsilon=epsilon, delta=delta)
+        if group is not None:
+            self.ledger.set_group(analyst, self.name, group or None)
         return self.catalog.add_analyst(analyst, tables=tables, expires_in=expires_in)
+
+    def set_shared_budget(
+        self, *, table: str | None = None, group: str | None = None, epsilon: float, delta: float = 0.0
+    ) -> dict[str, Any]:
+        """Set a table's lifetime budget (every analyst's answers about its people draw on it) or a budget
+        group's (its members' answers draw on it, besides their own budgets)."""
+        if (table is None) == (group is None):
+            raise InvalidParameter("give a table or a group, not both")
+        if table is not None:
+            name, kind = self.metadata(table).name, "table"
+        else:
+            name, kind = check_name(str(group), "group"), "group"
+        budget = self.ledger.set_cap(kind, name, self.name, epsilon=epsilon, delta=delta)
+        return {"kind": kind, "name": name} | _shared(budget)
+
+    def shared_budgets(self) -> list[dict[str, Any]]:
+        """Every table lifetime budget and budget group, with what is drawn and left (and the members)."""
+        members = self.ledger.members(self.name)
+        return [
+            {"kind": kind, "name": b.analyst} | _shared(b)
+            | ({"members": members.get(b.analyst, [])} if kind == "group" else {})
+            for kind, b in self.ledger.caps(self.name)
+        ]  # fmt: skip
 
     def revoke(self, analyst: str) -> None:
         """Revoke the analyst's token at once (their budget and log stay; `grant` issues a new token)."""
@@ -366,3 +398,8 @@ def open_engine(url: str) -> Engine:
 def _quoted(table: str) -> str:
     """A table name (perhaps schema-qualified) quoted for DuckDB's dialect."""
     return exp.to_table(table).sql(dialect="duckdb", identify=True)
+
+
+def _shared(budget: Budget) -> dict[str, Any]:
+    """A shared budget's figures (its name is the table's or group's, not an analyst's)."""
+    return {k: v for k, v in budget.to_dict().items() if k not in ("analyst", "database")}

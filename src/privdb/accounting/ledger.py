@@ -15,6 +15,12 @@
   before the answer leaves. A reservation whose process died stays counted: privdb cannot know whether the
   data was read, so it errs on the side of the people in the data.
 
+**Shared budgets.** Besides the analyst's own budget a spend draws, in the same transaction, on every *cap* it
+names: a table's lifetime budget (every analyst's answers about its people add up there, so analysts who
+pool their answers learn no more than the cap allows) and the budget of the analyst's group (a team sharing
+one budget). A draw on a table or group without a cap draws nothing. A spend is refused unless the analyst's
+budget and every cap it draws on can pay it all; a release returns it to all of them (docs/proofs/ledger.md).
+
 Sequential composition: the spent ε (δ) is the sum of the answers' ε (δ) — the notes' "T answers of ε cost
 Tε". Gaussian answers also carry their zCDP ρ in the log (see :mod:`privdb.accounting.zcdp`).
 """
@@ -25,15 +31,15 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
 
+from privdb.accounting.amounts import Budget, _amount, _frac, _text
+from privdb.accounting.shared import SharedBudgets, cap_row, draw_on
 from privdb.errors import BudgetExhausted, InvalidParameter
-from privdb.mechanisms import _validate
 
 __all__ = ["Budget", "Ledger", "Reservation", "Spend"]
 
@@ -60,55 +66,28 @@ CREATE TABLE IF NOT EXISTS spends (
     created    REAL NOT NULL,
     settled    REAL
 );
+CREATE TABLE IF NOT EXISTS caps (
+    kind           TEXT NOT NULL CHECK (kind IN ('table', 'group')),
+    name           TEXT NOT NULL,
+    database       TEXT NOT NULL,
+    epsilon_total  TEXT NOT NULL,
+    delta_total    TEXT NOT NULL,
+    epsilon_spent  TEXT NOT NULL,
+    delta_spent    TEXT NOT NULL,
+    PRIMARY KEY (kind, name, database)
+);
+CREATE TABLE IF NOT EXISTS draws (
+    spend_id  INTEGER NOT NULL REFERENCES spends (id),
+    kind      TEXT NOT NULL,
+    name      TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS members (
+    analyst   TEXT NOT NULL,
+    database  TEXT NOT NULL,
+    grp       TEXT NOT NULL,
+    PRIMARY KEY (analyst, database)
+);
 """
-
-
-def _text(x: Fraction) -> str:
-    return f"{x.numerator}/{x.denominator}"
-
-
-def _frac(s: str) -> Fraction:
-    return Fraction(s)
-
-
-def _amount(name: str, value: float | int | Fraction) -> Fraction:
-    if name == "delta":
-        _validate.delta(value)
-    else:
-        _validate.non_negative(name, value)
-    return _validate.exact(value)
-
-
-@dataclass(frozen=True)
-class Budget:
-    """An analyst's budget on one database: totals, spent (reservations included), remaining."""
-
-    analyst: str
-    database: str
-    epsilon_total: Fraction
-    delta_total: Fraction
-    epsilon_spent: Fraction
-    delta_spent: Fraction
-
-    @property
-    def epsilon_remaining(self) -> Fraction:
-        return self.epsilon_total - self.epsilon_spent
-
-    @property
-    def delta_remaining(self) -> Fraction:
-        return self.delta_total - self.delta_spent
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "analyst": self.analyst,
-            "database": self.database,
-            "epsilon_total": float(self.epsilon_total),
-            "delta_total": float(self.delta_total),
-            "epsilon_spent": float(self.epsilon_spent),
-            "delta_spent": float(self.delta_spent),
-            "epsilon_remaining": float(self.epsilon_remaining),
-            "delta_remaining": float(self.delta_remaining),
-        }
 
 
 @dataclass(frozen=True)
@@ -146,7 +125,10 @@ class Reservation:
             self.state = "released"
 
 
-class Ledger:
+_WHO_DRAWS = {"table": "every analyst's answers about its people", "group": "all its members' answers"}
+
+
+class Ledger(SharedBudgets):
     """Budgets and spends of one privdb installation, in one SQLite file."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -234,8 +216,10 @@ class Ledger:
         delta: float | Fraction = 0,
         rho: float | None = None,
         note: str = "",
+        draws: Sequence[tuple[str, str]] = (),
     ) -> Reservation:
-        """Check and reserve in one transaction, or raise ``budget_exhausted`` naming what is left."""
+        """Check and reserve in one transaction, or raise ``budget_exhausted`` naming what is left. ``draws``:
+        the caps the spend also draws on, as ``(kind, name)``: ``("table", t)``, ``("group", g)``."""
         eps, dlt = _amount("epsilon", epsilon), _amount("delta", delta)
         with self._transaction(durable=False) as cur:  # synced by the commit that follows it
             row = self._row(cur, analyst, database)
@@ -250,6 +234,15 @@ class Ledger:
                     f"ε={float(row.epsilon_remaining):g}, δ={float(row.delta_remaining):g} left on "
                     f"{database!r}; ask for less or ask the owner for more budget"
                 )
+            capped = [(kind, name, cap) for kind, name in dict.fromkeys(draws)
+                      if (cap := cap_row(cur, kind, name, database)) is not None]  # fmt: skip
+            for kind, name, cap in capped:
+                if eps > cap.epsilon_remaining or dlt > cap.delta_remaining:
+                    raise BudgetExhausted(
+                        f"this needs ε={float(eps):g}, δ={float(dlt):g} but the {kind} {name!r} has "
+                        f"ε={float(cap.epsilon_remaining):g}, δ={float(cap.delta_remaining):g} left of its "
+                        f"shared budget ({_WHO_DRAWS[kind]} draw on it); ask for less or ask the owner"
+                    )
             cur.execute(
                 "UPDATE budgets SET epsilon_spent = ?, delta_spent = ? WHERE analyst = ? AND database = ?",
                 (_text(row.epsilon_spent + eps), _text(row.delta_spent + dlt), analyst, database),
@@ -260,6 +253,9 @@ class Ledger:
                 (analyst, database, _text(eps), _text(dlt), rho, note, os.getpid(), time.time()),
             )
             spend_id = cur.lastrowid
+            for kind, name, cap in capped:
+                draw_on(cur, kind, name, database, cap, eps, dlt)
+                cur.execute("INSERT INTO draws VALUES (?, ?, ?)", (spend_id, kind, name))
         assert spend_id is not None
         return Reservation(self, spend_id, eps, dlt)
 
@@ -272,9 +268,12 @@ class Ledger:
         delta: float | Fraction = 0,
         rho: float | None = None,
         note: str = "",
+        draws: Sequence[tuple[str, str]] = (),
     ) -> Reservation:
         """Reserve and commit at once."""
-        reservation = self.reserve(analyst, database, epsilon=epsilon, delta=delta, rho=rho, note=note)
+        reservation = self.reserve(
+            analyst, database, epsilon=epsilon, delta=delta, rho=rho, note=note, draws=draws
+        )
         reservation.commit()
         return reservation
 
@@ -300,6 +299,11 @@ class Ledger:
                         database,
                     ),
                 )
+                drawn = cur.execute("SELECT kind, name FROM draws WHERE spend_id = ?", (spend_id,)).fetchall()
+                for kind, name in drawn:
+                    cap = cap_row(cur, kind, name, database)
+                    if cap is not None:
+                        draw_on(cur, kind, name, database, cap, -_frac(eps), -_frac(dlt))
             cur.execute(
                 "UPDATE spends SET state = ?, settled = ? WHERE id = ?",
                 (state, time.time(), spend_id),

@@ -1,6 +1,6 @@
 """The ``privdb`` command: a thin face over the library (Typer + Rich)."""
 
-from privdb.cli import analyst, anonymize, database, linkage, load, log, showcase, survey
+from privdb.cli import analyst, anonymize, budgets, database, linkage, load, log, showcase, survey
 from privdb.cli.app import app, arrange
 
 __all__ = ["app", "main"]
@@ -8,6 +8,7 @@ __all__ = ["app", "main"]
 _COMMANDS = (
     analyst,
     anonymize,
+    budgets,
     database,
     linkage,
     load,

@@ -62,6 +62,7 @@ PANELS: dict[str, tuple[str, ...]] = {
         "infer",
         "attach",
         "grant",
+        "budgets",
         "revoke",
         "token",
         "sql",

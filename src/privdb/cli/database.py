@@ -77,6 +77,9 @@ def grant(
     expires_in: Annotated[
         float | None, typer.Option(help="the token's life in days (default: no expiry)")
     ] = None,
+    group: Annotated[
+        str | None, typer.Option(help="join a budget group (its budget is drawn on too); '' leaves it")
+    ] = None,
 ) -> None:
     """Create an analyst with a budget (or change it); prints a new token (the old one stops working)."""
     scope = None if tables is None else [t.strip() for t in tables.split(",") if t.strip()]
@@ -87,6 +90,7 @@ def grant(
             delta=delta,
             tables=scope,
             expires_in=None if expires_in is None else expires_in * 86_400,
+            group=group,
         )
     sys.stdout.write(issued + "\n")
 

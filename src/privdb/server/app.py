@@ -60,6 +60,14 @@ class AnalystIn(BaseModel):
     delta: float | None = None
     tables: list[str] | None = None
     expires_in: float | None = Field(default=None, description="the token's life in seconds")
+    group: str | None = Field(default=None, description="a budget group to join ('' leaves it)")
+
+
+class SharedBudgetIn(BaseModel):
+    table: str | None = Field(default=None, description="a table: its lifetime budget")
+    group: str | None = Field(default=None, description="a budget group: its shared budget")
+    epsilon: float
+    delta: float = 0.0
 
 
 class TableIn(BaseModel):
@@ -252,9 +260,24 @@ def create_app(
     @app.post("/v1/analysts", summary="Create an analyst with a budget (or re-grant); returns the token")
     def add_analyst(body: AnalystIn, who: Owner) -> dict[str, Any]:
         token = db.grant(
-            body.name, epsilon=body.epsilon, delta=body.delta, tables=body.tables, expires_in=body.expires_in
+            body.name,
+            epsilon=body.epsilon,
+            delta=body.delta,
+            tables=body.tables,
+            expires_in=body.expires_in,
+            group=body.group,
         )
         return {"name": body.name, "token": token, "budget": db.budget(body.name).to_dict()}
+
+    @app.post("/v1/budgets", summary="Set a table's lifetime budget or a budget group's")
+    def set_shared_budget(body: SharedBudgetIn, who: Owner) -> dict[str, Any]:
+        return db.set_shared_budget(
+            table=body.table, group=body.group, epsilon=body.epsilon, delta=body.delta
+        )
+
+    @app.get("/v1/budgets", summary="Every table lifetime budget and budget group (owner)")
+    def shared_budgets(who: Owner) -> list[dict[str, Any]]:
+        return db.shared_budgets()
 
     @app.get("/v1/analysts", summary="Every analyst, their token's state and budget")
     def list_analysts(who: Owner) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ the failure itself may depend on the data). The spend is committed before the an
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import pandas as pd
@@ -313,9 +313,11 @@ def _run(db: Database, analyst: str, text: str) -> Result:
         return add_noise(plan, frame, db.noise_source, histograms)
 
     extra = {"guarantee": RELEASE_GUARANTEE} if isinstance(plan, ReleasePlan) else {}
+    tables = plan.relation.tables if isinstance(plan, Plan) and plan.relation is not None else (base,)
     return charged(
         db, analyst, key=plan.query.normalized, table=base, epsilon=plan.epsilon,
         delta=plan.delta, read=read, respond=respond, extra=extra, note=" ".join(plan.query.text.split()),
+        tables=tables,
     )  # fmt: skip
 
 
@@ -331,18 +333,25 @@ def charged(
     respond: Callable[[T], NoisyAnswer],
     extra: dict[str, Any] | None = None,
     note: str | None = None,
+    tables: Sequence[str] | None = None,
 ) -> Result:
     """Answer once, in the one order privacy allows: the stored answer to ``key`` if there is one (free);
     else reserve the budget, ``read`` the data (a failure from here on is charged, without detail),
     ``respond`` with noise, commit the spend, store the answer, return it. ``note``: what the log shows
-    (the query as written; default the key)."""
+    (the query as written; default the key); ``tables``: every table read (default ``table``), each of
+    whose lifetime budget the spend draws on."""
     stored = db.catalog.stored_answer(analyst, key)
     if stored is not None:
         result = Result.from_dict(stored)
         result.epsilon_spent, result.delta_spent, result.cached = 0.0, 0.0, True
         result.budget = _budget(db, analyst)
         return result
-    reservation = db.ledger.reserve(analyst, db.name, epsilon=epsilon, delta=delta, note=(note or key)[:500])
+    # the spend also draws on each table's lifetime budget and the analyst's group's (where the owner set one)
+    group = db.ledger.group_of(analyst, db.name)
+    draws = [("table", t) for t in (tables or (table,))] + ([("group", group)] if group else [])
+    reservation = db.ledger.reserve(
+        analyst, db.name, epsilon=epsilon, delta=delta, note=(note or key)[:500], draws=draws
+    )
     try:
         data = read()
     except TimeoutError:

@@ -1,0 +1,132 @@
+"""Table lifetime budgets and budget groups (issue 16, collusion): every answer draws on the analyst's budget,
+each table's it reads and the analyst's group's, atomically; refusals and releases leave all of them as they
+were; processes racing for a cap never overspend it."""
+
+from __future__ import annotations
+
+from concurrent.futures import ProcessPoolExecutor
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import privdb
+from privdb.accounting.ledger import Ledger
+from privdb.cli import app
+from privdb.data.census import METADATA, generate
+from privdb.database import Database
+from privdb.errors import BudgetExhausted, InvalidParameter
+
+runner = CliRunner()
+
+
+def _cap(ledger: Ledger, kind: str, name: str) -> Fraction:
+    return next(b.epsilon_spent for k, b in ledger.caps("d") if k == kind and b.analyst == name)
+
+
+def test_a_spend_draws_on_every_cap_and_a_release_returns_it(tmp_path: Path) -> None:
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        ledger.set_budget("a", "d", epsilon=5)
+        ledger.set_cap("table", "people", "d", epsilon=1)
+        ledger.set_cap("group", "team", "d", epsilon=2)
+        draws = [("table", "people"), ("table", "uncapped"), ("group", "team")]
+        kept = ledger.reserve("a", "d", epsilon=Fraction(3, 10), draws=draws)
+        kept.commit()
+        dropped = ledger.reserve("a", "d", epsilon=Fraction(1, 2), draws=draws)
+        assert _cap(ledger, "table", "people") == Fraction(4, 5)
+        dropped.release()  # refused before reading data: everything returns
+        assert _cap(ledger, "table", "people") == Fraction(3, 10)
+        assert _cap(ledger, "group", "team") == Fraction(3, 10)
+        assert ledger.budget("a", "d").epsilon_spent == Fraction(3, 10)
+        with pytest.raises(BudgetExhausted, match=r"the table 'people' has ε=0\.7"):
+            ledger.reserve("a", "d", epsilon=Fraction(8, 10), draws=draws)
+        # the refused spend changed nothing anywhere
+        assert ledger.budget("a", "d").epsilon_spent == Fraction(3, 10)
+        assert _cap(ledger, "group", "team") == Fraction(3, 10)
+        with pytest.raises(InvalidParameter, match="already drawn"):
+            ledger.set_cap("table", "people", "d", epsilon=Fraction(1, 10))
+
+
+def _race(args: tuple[str, int]) -> int:
+    path, analyst = args
+    answered = 0
+    with Ledger(path) as ledger:
+        for _ in range(40):
+            try:
+                ledger.spend(f"a{analyst}", "d", epsilon=Fraction(1, 10), draws=[("table", "people")])
+                answered += 1
+            except BudgetExhausted:
+                pass
+    return answered
+
+
+def test_processes_racing_for_a_table_cap_never_overspend(tmp_path: Path) -> None:
+    """4 processes × 40 spends of 0.1 (each analyst could pay all 40) against a table cap of 5: exactly 50."""
+    path = str(tmp_path / "l.sqlite")
+    with Ledger(path) as ledger:
+        for i in range(4):
+            ledger.set_budget(f"a{i}", "d", epsilon=10)
+        ledger.set_cap("table", "people", "d", epsilon=5)
+    with ProcessPoolExecutor(4) as pool:
+        answered = sum(pool.map(_race, [(path, i) for i in range(4)]))
+    with Ledger(path) as ledger:
+        assert answered == 50 and _cap(ledger, "table", "people") == 5
+        assert sum(ledger.budget(f"a{i}", "d").epsilon_spent for i in range(4)) == 5
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    with Database(tmp_path / "db") as database:
+        database.backend.load_frame("people", generate(500, seed=5))
+        database.set_metadata("people", METADATA)
+        database.set_shared_budget(table="people", epsilon=1.0)
+        database.set_shared_budget(group="team", epsilon=0.5)
+        database.grant("alice", epsilon=5, group="team")
+        database.grant("bob", epsilon=5, group="team")
+        database.grant("carol", epsilon=5)
+    return tmp_path / "db"
+
+
+def test_analysts_who_pool_their_answers_learn_no_more_than_the_table_cap(db: Path) -> None:
+    carol = privdb.connect(db, analyst="carol")
+    alice = privdb.connect(db, analyst="alice")
+    alice.sql("DP-SELECT 0.3 COUNT(*) FROM people")
+    carol.sql("DP-SELECT 0.6 COUNT(*) FROM people WHERE age > 30")
+    with pytest.raises(BudgetExhausted, match=r"table 'people' has ε=0\.1"):
+        carol.sql("DP-SELECT 0.2 COUNT(*) FROM people WHERE age > 40")
+    assert carol.budget()["epsilon_remaining"] == pytest.approx(4.4)  # the refusal spent nothing
+    again = alice.sql("DP-SELECT 0.3 COUNT(*) FROM people")  # a stored answer is free and draws nothing
+    assert again.cached and again.epsilon_spent == 0
+
+
+def test_a_group_shares_one_budget(db: Path) -> None:
+    privdb.connect(db, analyst="alice").sql("DP-SELECT 0.3 COUNT(*) FROM people")
+    with pytest.raises(BudgetExhausted, match=r"group 'team' has ε=0\.2"):
+        privdb.connect(db, analyst="bob").sql("DP-SELECT 0.3 AVG(age) FROM people")
+    privdb.connect(db, analyst="carol").sql("DP-SELECT 0.3 AVG(age) FROM people")  # not in the group
+    with privdb.connect(db) as owner:
+        shared = {(b["kind"], b["name"]): b for b in owner.shared_budgets()}
+    assert shared[("group", "team")]["members"] == ["alice", "bob"]
+    assert shared[("group", "team")]["epsilon_spent"] == pytest.approx(0.3)
+    assert shared[("table", "people")]["epsilon_spent"] == pytest.approx(0.6)
+
+
+def test_a_query_refused_before_reading_draws_nothing(db: Path) -> None:
+    alice = privdb.connect(db, analyst="alice")
+    with pytest.raises(privdb.errors.PrivdbError):
+        alice.sql("DP-SELECT 0.3 COUNT(*) FROM people WHERE nosuch > 1")
+    with privdb.connect(db) as owner:
+        assert all(b["epsilon_spent"] == 0 for b in owner.shared_budgets())
+
+
+def test_the_cli_sets_and_shows_shared_budgets(db: Path) -> None:
+    shown = runner.invoke(app, ["budgets", "--db", str(db), "--group", "team", "--epsilon", "0.8"])
+    assert shown.exit_code == 0, shown.stderr
+    assert "team" in shown.stdout and "alice, bob" in shown.stdout
+    bad = runner.invoke(app, ["grant", "--db", str(db), "dave", "--epsilon", "1", "--group", "nope"])
+    assert bad.exit_code == 2 and "no budget group 'nope'" in bad.stderr
+    missing = runner.invoke(app, ["budgets", "--db", str(db), "--table", "nosuch", "--epsilon", "1"])
+    assert missing.exit_code == 2 and "nosuch" in missing.stderr
+    lonely = runner.invoke(app, ["budgets", "--db", str(db), "--epsilon", "1"])
+    assert lonely.exit_code == 2 and "--table T or --group G" in lonely.stderr
