@@ -4,6 +4,7 @@ were; processes racing for a cap never overspend it."""
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import ProcessPoolExecutor
 from fractions import Fraction
 from pathlib import Path
@@ -130,3 +131,23 @@ def test_the_cli_sets_and_shows_shared_budgets(db: Path) -> None:
     assert missing.exit_code == 2 and "nosuch" in missing.stderr
     lonely = runner.invoke(app, ["budgets", "--db", str(db), "--epsilon", "1"])
     assert lonely.exit_code == 2 and "--table T or --group G" in lonely.stderr
+
+
+def test_the_metadata_file_declares_shared_budgets(tmp_path: Path) -> None:
+    meta = tmp_path / "m.yaml"
+    meta.write_text(
+        "budgets:\n  tables: {people: {epsilon: 2, delta: 1.0e-6}, other: {epsilon: 9}}\n"
+        "  groups: {team_a: {epsilon: 0.5}}\n"
+        "tables:\n  people:\n    columns:\n      age: {type: int, lower: 0, upper: 100}\n"
+    )
+    with Database(tmp_path / "db") as database:
+        database.load("people", Path(__file__).resolve().parents[1] / "examples" / "people.csv", meta)
+        shared = {(b["kind"], b["name"]): b for b in database.shared_budgets()}
+    assert set(shared) == {("table", "people"), ("group", "team_a")}  # 'other' waits for its own load
+    assert shared[("table", "people")]["delta_total"] == pytest.approx(1e-6)
+    meta.write_text("budgets: {groups: {team_a: {eps: 1}}}\ntables: {people: {columns: {}}}\n")
+    with (
+        pytest.raises(InvalidParameter, match=re.escape("must be {epsilon: E}")),
+        Database(tmp_path / "db2") as database,
+    ):
+        database.load("people", Path(__file__).resolve().parents[1] / "examples" / "people.csv", meta)

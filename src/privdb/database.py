@@ -21,9 +21,17 @@ from sqlglot import exp
 from privdb.accounting.ledger import Budget, Ledger
 from privdb.backends.base import Engine
 from privdb.backends.duckdb import DuckDBBackend, check_name
+from privdb.backends.urls import open_engine
 from privdb.catalog.conformance import Finding, check_conformance
 from privdb.catalog.files import ReadOptions
-from privdb.catalog.metadata import ColumnMeta, StoredType, TableMeta, load_metadata, metadata_from_dict
+from privdb.catalog.metadata import (
+    ColumnMeta,
+    StoredType,
+    TableMeta,
+    load_budgets,
+    load_metadata,
+    metadata_from_dict,
+)
 from privdb.catalog.querylog import LogFilter, LogOptions
 from privdb.catalog.store import Catalog
 from privdb.errors import DatabaseInUse, Forbidden, InvalidParameter, PrivdbError, UnknownTable
@@ -121,13 +129,19 @@ class Database:
         self._writable("loading a table")
         check_name(table)
         spec = load_metadata(metadata, table) if isinstance(metadata, str | Path) else metadata
+        budgets = load_budgets(metadata, table) if isinstance(metadata, str | Path) else []
         self.backend.load(table, source, options)
         try:
             meta = metadata_from_dict(table, spec, self.backend.columns(table))
         except Exception:
             self.backend.raw(f'DROP TABLE IF EXISTS "{table}"')
             raise
-        return self._store_metadata(meta)
+        stored = self._store_metadata(meta)
+        for kind, name, epsilon, delta in budgets:  # the file's shared budgets for this table and its groups
+            self.ledger.set_cap(
+                kind, stored.name if kind == "table" else name, self.name, epsilon=epsilon, delta=delta
+            )
+        return stored
 
     def conformance(self, table: str) -> list[Finding]:
         """For the owner: where the table's data strays from its metadata (values outside a declared domain,
@@ -372,27 +386,6 @@ def _read_only(sql: str) -> bool:
     except sqlglot.errors.SqlglotError:
         return False
     return all(isinstance(s, exp.Query | exp.Describe | exp.Show) for s in statements if s is not None)
-
-
-def open_engine(url: str) -> Engine:
-    """An engine from its URL: ``sqlite:///relative/file.db`` or ``sqlite:////absolute/file.db``
-    ``postgresql://user@host:port/dbname``, ``spark://local[2]`` or ``spark://HOST:7077``."""
-    if url.startswith("sqlite:///"):
-        from privdb.backends.sqlite import SQLiteBackend
-
-        return SQLiteBackend(url.removeprefix("sqlite:///"))  # sqlite:////abs/path or sqlite:///rel/path
-    if url.startswith(("postgresql://", "postgres://")):
-        from privdb.backends.postgres import PostgresBackend
-
-        return PostgresBackend(url)
-    if url.startswith("spark://"):
-        from privdb.backends.spark import SparkBackend
-
-        return SparkBackend(url)
-    raise InvalidParameter(
-        f"unsupported engine URL {url!r}: use sqlite:///path/to/file.db, "
-        "postgresql://user@host:port/dbname or spark://local[2] (or spark://HOST:7077)"
-    )
 
 
 def _quoted(table: str) -> str:

@@ -18,7 +18,7 @@ from privdb.catalog.smartnoise import from_smartnoise, is_smartnoise
 from privdb.errors import InvalidParameter, UnknownColumn
 from privdb.sql.suggest import did_you_mean
 
-__all__ = ["ColumnMeta", "StoredType", "TableMeta", "load_metadata", "metadata_from_dict"]
+__all__ = ["ColumnMeta", "StoredType", "TableMeta", "load_budgets", "load_metadata", "metadata_from_dict"]
 
 COLUMN_TYPES = ("int", "float", "category", "text", "bool", "date")
 NEIGHBOURING = ("add_remove", "substitute")
@@ -339,6 +339,7 @@ def load_metadata(path: str | Path, table: str) -> dict[str, Any]:
         return {}
     if not isinstance(doc, dict):
         raise InvalidParameter(f"metadata file {str(path)!r} must hold a mapping")
+    doc = {k: v for k, v in doc.items() if k != "budgets"}  # shared budgets: load_budgets
     if "tables" in doc:
         tables = doc["tables"]
         if not isinstance(tables, dict):
@@ -351,3 +352,33 @@ def load_metadata(path: str | Path, table: str) -> dict[str, Any]:
     if is_smartnoise(doc):  # SmartNoise SQL's collection → schema → table layout
         return from_smartnoise(doc, table, str(path))
     return doc
+
+
+def load_budgets(path: str | Path, table: str) -> list[tuple[str, str, float, float]]:
+    """The shared budgets a metadata file declares at its top level that apply now: ``table``'s lifetime
+    budget and every group's, as (kind, name, ε, δ). ``budgets: {tables: {people: {epsilon: 10, delta: 1e-6}},
+    groups: {team_a: {epsilon: 5}}}`` (docs/metadata.md)."""
+    doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    budgets = doc.get("budgets") if isinstance(doc, dict) else None
+    if budgets is None:
+        return []
+    where = f"metadata file {str(path)!r}: budgets"
+    if not isinstance(budgets, dict) or set(budgets) - {"tables", "groups"}:
+        raise InvalidParameter(
+            f"{where} must be a mapping with tables and/or groups, e.g. "
+            "budgets: {tables: {people: {epsilon: 10}}, groups: {team_a: {epsilon: 5}}}"
+        )
+    found: list[tuple[str, str, float, float]] = []
+    for key, kind in (("tables", "table"), ("groups", "group")):
+        entries = budgets.get(key) or {}
+        if not isinstance(entries, dict):
+            raise InvalidParameter(f"{where}.{key} must map names to {{epsilon: E, delta: D}}")
+        for name, spec in entries.items():
+            if kind == "table" and str(name).lower() != table.lower():
+                continue  # applied when that table is loaded
+            if not isinstance(spec, dict) or "epsilon" not in spec or set(spec) - {"epsilon", "delta"}:
+                raise InvalidParameter(
+                    f"{where}.{key}.{name} must be {{epsilon: E}} or {{epsilon: E, delta: D}}"
+                )
+            found.append((kind, str(name), float(spec["epsilon"]), float(spec.get("delta", 0.0))))
+    return found
