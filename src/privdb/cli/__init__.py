@@ -1,6 +1,6 @@
 """The ``privdb`` command: a thin face over the library (Typer + Rich)."""
 
-from privdb.cli import analyst, anonymize, budgets, database, linkage, load, log, showcase, survey
+from privdb.cli import analyst, anonymize, budgets, database, epsilon, linkage, load, log, showcase, survey
 from privdb.cli.app import app, arrange
 
 __all__ = ["app", "main"]
@@ -10,6 +10,7 @@ _COMMANDS = (
     anonymize,
     budgets,
     database,
+    epsilon,
     linkage,
     load,
     log,

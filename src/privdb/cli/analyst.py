@@ -65,6 +65,12 @@ def explain(
         f"  ·  neighbours: {plan['neighbouring']}  ·  keys: {plan['keys']}"
     )
     out.print(f"[bold]cost[/bold] ε = {plan['epsilon']:g}, δ = {plan['delta']:g}")
+    if "disclosure" in plan:
+        out.print(
+            f"[bold]disclosure[/bold] an adversary who knows every other record believes a person is in the "
+            f"data at most {plan['disclosure']['posterior_bound']:.1%} after this answer (1/2 before; Lee & "
+            "Clifton; `privdb epsilon` for other settings)"
+        )
     out.print(_columns_table(plan.get("columns", [])))
     if not verbose:
         out.print("[dim]--verbose: the noisy statistics behind each column and the engine SQL[/dim]")

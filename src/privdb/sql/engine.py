@@ -17,6 +17,7 @@ import pandas as pd
 import sqlglot
 from sqlglot import exp
 
+from privdb.accounting.disclosure import presence_disclosure
 from privdb.backends.base import Engine, find_table
 from privdb.backends.duckdb import quote
 from privdb.catalog.metadata import ColumnMeta, TableMeta
@@ -255,8 +256,10 @@ def explain(db: Database, text: str, analyst: str | None = None) -> dict[str, An
     that analyst, so only for a table granted to them (None: the owner)."""
     plan, sql = prepare(db, text, analyst)
     if isinstance(plan, ReleasePlan):
-        return describe_release(plan, sql)
-    return describe(plan, [sql, *histogram_queries(db, plan).values()])
+        described = describe_release(plan, sql)
+    else:
+        described = describe(plan, [sql, *histogram_queries(db, plan).values()])
+    return described | {"disclosure": presence_disclosure(plan.epsilon)}
 
 
 def run(db: Database, analyst: str, text: str) -> Result:
