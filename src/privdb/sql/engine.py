@@ -32,6 +32,7 @@ from privdb.errors import (
     UnsupportedQuery,
 )
 from privdb.result import Result
+from privdb.sql.accuracy import with_chosen_epsilon
 from privdb.sql.explain import describe, describe_release
 from privdb.sql.expr import Expr
 from privdb.sql.noise import NoisyAnswer, add_noise, canonical_key
@@ -136,6 +137,10 @@ def prepare(db: Database, text: str, analyst: str | None = None) -> tuple[Plan |
     tables = _DatabaseTables(db, analyst)
     plan: Plan | ReleasePlan
     if is_record_release(query.select):
+        if query.accuracy is not None:
+            raise UnsupportedQuery(
+                "ACCURACY applies to aggregates; a record release takes an ε: DP-SELECT 1 …"
+            )
         meta = tables.meta(_table_of(query))
         plan = plan_release(query, meta)
         backend, source, unit_rows = target(db, meta)
@@ -144,6 +149,8 @@ def prepare(db: Database, text: str, analyst: str | None = None) -> tuple[Plan |
             backend.bind(sql)
         return plan, sql
     relation = build_relation(query.select, tables)
+    if query.accuracy is not None:  # the smallest ε reaching the accuracy, from plans alone
+        query = with_chosen_epsilon(query, relation, db.evaluate_domain)
     plan = plan_query(query, relation.meta, db.evaluate_domain, relation)
     return plan, statistics_sql(db, plan)
 
@@ -259,6 +266,9 @@ def explain(db: Database, text: str, analyst: str | None = None) -> dict[str, An
         described = describe_release(plan, sql)
     else:
         described = describe(plan, [sql, *histogram_queries(db, plan).values()])
+    if plan.query.accuracy is not None:
+        half, confidence, most = plan.query.accuracy
+        described["accuracy_request"] = {"half_width": half, "confidence": confidence, "max_epsilon": most}
     return described | {"disclosure": presence_disclosure(plan.epsilon)}
 
 

@@ -27,7 +27,7 @@ from privdb.sql.order import ANSWER_SHARE, END_SHARE, bracket
 from privdb.sql.plan import AggregatePlan, Plan
 from privdb.sql.release import ReleasePlan
 
-__all__ = ["STATED_SIZES", "describe", "describe_release"]
+__all__ = ["STATED_SIZES", "columns_of", "describe", "describe_release"]
 
 STATED_SIZES = (100, 1_000, 10_000)  # group sizes at which a ratio's ± is stated
 _RECORD = {"ci95_half_width": None, "note": "each released value is randomised; no interval"}
@@ -102,6 +102,11 @@ def _column(plan: Plan, agg: AggregatePlan, name: str) -> dict[str, Any]:
         return entry
     entry["note"] = "from noisy sufficient statistics; its interval (simulated) comes with the answer"
     return entry
+
+
+def columns_of(plan: Plan) -> list[dict[str, Any]]:
+    """Explain's per-column facts of a plan (also what ACCURACY chooses ε by: privdb.sql.accuracy)."""
+    return _columns(plan)
 
 
 def _columns(plan: Plan) -> list[dict[str, Any]]:

@@ -44,7 +44,10 @@ MAX_QUERY_LENGTH = 100_000  # characters
 # stay far inside Python's limit of 1000 frames in every face (CLI, server thread, library)
 MAX_DEPTH = 16
 MAX_TREE_DEPTH = 4 * MAX_DEPTH  # nodes; sqlglot's generator spends ~3 frames per node
-SYNTAX = "DP-SELECT <epsilon> [DELTA <delta>] <aggregates> FROM <table> [WHERE …] [GROUP BY …]"
+SYNTAX = (
+    "DP-SELECT <epsilon> [DELTA <delta>] <aggregates> FROM <table> [WHERE …] [GROUP BY …] "
+    "(or DP-SELECT ACCURACY <± wanted> [CONFIDENCE <c>] [MAX <epsilon>] …)"
+)
 _DIALECT = "duckdb"
 
 
@@ -56,6 +59,8 @@ class DPQuery:
     delta: float
     select: exp.Select
     text: str
+    # DP-SELECT ACCURACY a [CONFIDENCE c] [MAX m]: (a, c, m); ε is then chosen by privdb.sql.accuracy
+    accuracy: tuple[float, float, float | None] | None = None
 
     @property
     def normalized(self) -> str:
@@ -224,7 +229,12 @@ def _parse(text: str) -> DPQuery:
                 "DP-SELECT 0.5 COUNT(*) FROM people"
             )
         raise ParseError(f"a query must start with DP-SELECT{_where(text, first)}\n  write {SYNTAX}")
-    epsilon, i = _number(text, tokens, 3, "epsilon")
+    accuracy = None
+    if _keyword(tokens, 3, "ACCURACY"):
+        accuracy, i = _accuracy(text, tokens)
+        epsilon = 1.0  # provisional: the engine chooses the smallest ε reaching the accuracy
+    else:
+        epsilon, i = _number(text, tokens, 3, "epsilon")
     if not (epsilon > 0 and math.isfinite(epsilon)):
         raise InvalidParameter(f"epsilon must be > 0 and finite, got {epsilon:g}")
     if epsilon > MAX_EPSILON:
@@ -275,7 +285,30 @@ def _parse(text: str) -> DPQuery:
             top = min(top, int(value.this))
         select = select.limit(top)
     _check_depth(select)
-    return DPQuery(epsilon=epsilon, delta=delta, select=select, text=text)
+    return DPQuery(epsilon=epsilon, delta=delta, select=select, text=text, accuracy=accuracy)
+
+
+def _keyword(tokens: list[Token], i: int, word: str) -> bool:
+    return i < len(tokens) and tokens[i].token_type == TokenType.VAR and tokens[i].text.upper() == word
+
+
+def _accuracy(text: str, tokens: list[Token]) -> tuple[tuple[float, float, float | None], int]:
+    """``ACCURACY a [CONFIDENCE c] [MAX m]`` after DP-SELECT: the wanted half-width of each aggregate's
+    interval at confidence c (default 0.95), and the most ε the analyst will pay."""
+    half, i = _number(text, tokens, 4, "accuracy")
+    if not (half > 0 and math.isfinite(half)):
+        raise InvalidParameter(f"ACCURACY must be a positive half-width (the ± you want), got {half:g}")
+    confidence = 0.95
+    if _keyword(tokens, i, "CONFIDENCE"):
+        confidence, i = _number(text, tokens, i + 1, "confidence")
+        if not 0.5 <= confidence < 1:
+            raise InvalidParameter(f"CONFIDENCE must be in [0.5, 1), e.g. 0.95, got {confidence:g}")
+    most = None
+    if _keyword(tokens, i, "MAX"):
+        most, i = _number(text, tokens, i + 1, "MAX epsilon")
+        if not (0 < most <= MAX_EPSILON):
+            raise InvalidParameter(f"MAX must be an ε in (0, {MAX_EPSILON:g}], got {most:g}")
+    return (half, confidence, most), i
 
 
 def _leading_with(text: str, tokens: list[Token]) -> tuple[str, list[Token]]:
