@@ -314,3 +314,22 @@ def test_surveys_are_shown_with_their_intervals(server: tuple[str, dict[str, str
         expect(surveys).to_be_hidden()
         assert errors == []
         page.close()
+
+
+def test_the_owner_sees_shared_budgets(server: tuple[str, dict[str, str]], browser: Browser) -> None:
+    """Table lifetime budgets and budget groups (issue 16) on the owner's page, with what has been drawn."""
+    from privdb.client import RemoteConnection
+
+    url, tokens = server
+    with RemoteConnection(url, tokens["owner"]) as owner:
+        owner.set_shared_budget(table="people", epsilon=50.0)
+        owner.set_shared_budget(group="web_team", epsilon=3.0)
+        owner.grant("webby", epsilon=1.0, group="web_team")
+    page, errors = open_page(browser, url)
+    sign_in(page, tokens["owner"])
+    shared = page.get_by_test_id("shared")
+    expect(shared.get_by_test_id("shared-row")).to_have_count(2)
+    expect(shared).to_contain_text("web_team")
+    expect(shared).to_contain_text("webby")
+    expect(shared).to_contain_text("/ 50")
+    assert errors == []

@@ -191,7 +191,7 @@
     ]) {
       $(id).hidden = true;
     }
-    for (const id of ["budget", "tables", "history", "analysts", "log", "owner-tables", "chart", "result-table"]) {
+    for (const id of ["budget", "tables", "history", "analysts", "log", "owner-tables", "shared", "chart", "result-table"]) {
       $(id).replaceChildren();
     }
     $("sql").value = "";
@@ -749,15 +749,41 @@
 
   // ---- the owner's view
   async function loadOwner() {
-    const [analysts, tables] = await Promise.all([
+    const [analysts, tables, shared] = await Promise.all([
       api("GET", "/v1/analysts"),
       api("GET", "/v1/tables"),
+      api("GET", "/v1/budgets"),
       showLogPage("log", true),
     ]);
     state.tables = tables;
+    renderShared(shared);
     renderAnalysts(analysts);
     renderTables($("owner-tables"), tables);
     renderTableChoices(tables);
+  }
+
+  // Table lifetime budgets and budget groups: what every analyst (or a team) has drawn together.
+  function renderShared(shared) {
+    $("shared-section").hidden = !shared.length;
+    fill(
+      $("shared"),
+      thead(["Kind", "Name", "ε drawn / total", "δ drawn / total", "Members"]),
+      el(
+        "tbody",
+        {},
+        shared.map((b) =>
+          el(
+            "tr",
+            { "data-testid": "shared-row" },
+            el("td", {}, b.kind),
+            el("th", { scope: "row" }, b.name),
+            el("td", { class: "num" }, `${fmtEps(b.epsilon_spent)} / ${fmtEps(b.epsilon_total)}`),
+            el("td", { class: "num" }, `${fmtEps(b.delta_spent)} / ${fmtEps(b.delta_total)}`),
+            el("td", {}, (b.members || []).join(", ")),
+          ),
+        ),
+      ),
+    );
   }
 
   function renderAnalysts(analysts) {
