@@ -22,7 +22,9 @@ one budget). A draw on a table or group without a cap draws nothing. A spend is 
 budget and every cap it draws on can pay it all; a release returns it to all of them (docs/proofs/ledger.md).
 
 Sequential composition: the spent ε (δ) is the sum of the answers' ε (δ) — the notes' "T answers of ε cost
-Tε". Gaussian answers also carry their zCDP ρ in the log (see :mod:`privdb.accounting.zcdp`).
+Tε" — except that an analyst's Gaussian answers are accounted together in zCDP: each records its ρ, its δ and
+the ε it was charged (``gdelta``, ``gcharge``), and is charged only what their sum of ρ adds after conversion
+(:mod:`privdb.accounting.composition`), never more than plain composition would.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from privdb.accounting.amounts import Budget, _amount, _frac, _text
+from privdb.accounting.composition import GaussianCost, gaussian_charge
 from privdb.accounting.shared import SharedBudgets, cap_row, draw_on
 from privdb.errors import BudgetExhausted, InvalidParameter
 
@@ -60,6 +63,8 @@ CREATE TABLE IF NOT EXISTS spends (
     epsilon    TEXT NOT NULL,
     delta      TEXT NOT NULL,
     rho        REAL,
+    gdelta     TEXT,
+    gcharge    TEXT,
     state      TEXT NOT NULL CHECK (state IN ('reserved', 'committed', 'released')),
     note       TEXT NOT NULL DEFAULT '',
     pid        INTEGER NOT NULL,
@@ -107,11 +112,14 @@ class Spend:
 class Reservation:
     """A reserved spend: ``commit()`` once data was read, ``release()`` if refused before that."""
 
-    def __init__(self, ledger: Ledger, spend_id: int, epsilon: Fraction, delta: Fraction) -> None:
+    def __init__(
+        self, ledger: Ledger, spend_id: int, epsilon: Fraction, delta: Fraction, plain: Fraction | None = None
+    ) -> None:
         self._ledger = ledger
         self.id = spend_id
-        self.epsilon = epsilon
+        self.epsilon = epsilon  # what is charged
         self.delta = delta
+        self.epsilon_plain = epsilon if plain is None else plain  # what plain composition would charge
         self.state = "reserved"
 
     def commit(self) -> None:
@@ -143,6 +151,10 @@ class Ledger(SharedBudgets):
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     cur.execute(statement)
+            have = {row[1] for row in cur.execute("PRAGMA table_info(spends)").fetchall()}
+            for column in ("gdelta", "gcharge"):  # ledgers made before zCDP accounting
+                if column not in have:
+                    cur.execute(f"ALTER TABLE spends ADD COLUMN {column} TEXT")
 
     def close(self) -> None:
         self._conn.close()
@@ -217,10 +229,14 @@ class Ledger(SharedBudgets):
         rho: float | None = None,
         note: str = "",
         draws: Sequence[tuple[str, str]] = (),
+        gaussian: GaussianCost | None = None,
     ) -> Reservation:
         """Check and reserve in one transaction, or raise ``budget_exhausted`` naming what is left. ``draws``:
-        the caps the spend also draws on, as ``(kind, name)``: ``("table", t)``, ``("group", g)``."""
+        the caps the spend also draws on, as ``(kind, name)``: ``("table", t)``, ``("group", g)``.
+        ``gaussian``: the part of ``epsilon`` that is Gaussian noise, charged in zCDP with the analyst's
+        earlier Gaussian answers (module doc); the reservation's ``epsilon`` is what is charged."""
         eps, dlt = _amount("epsilon", epsilon), _amount("delta", delta)
+        plain = eps
         with self._transaction(durable=False) as cur:  # synced by the commit that follows it
             row = self._row(cur, analyst, database)
             if row is None:
@@ -228,6 +244,16 @@ class Ledger(SharedBudgets):
                     f"analyst {analyst!r} has no budget on database {database!r}; "
                     f"the owner grants one with `privdb grant`"
                 )
+            gcharge = None
+            if gaussian is not None:
+                rho = gaussian.rho
+                prior = cur.execute(
+                    "SELECT rho, gdelta, gcharge FROM spends WHERE analyst = ? AND database = ? "
+                    "AND gcharge IS NOT NULL AND state <> 'released'",
+                    (analyst, database),
+                ).fetchall()
+                gcharge = gaussian_charge([(r, _frac(d), _frac(c)) for r, d, c in prior], gaussian)
+                eps = eps - gaussian.epsilon + gcharge
             if eps > row.epsilon_remaining or dlt > row.delta_remaining:
                 raise BudgetExhausted(
                     f"this needs ε={float(eps):g}, δ={float(dlt):g} but analyst {analyst!r} has "
@@ -248,16 +274,18 @@ class Ledger(SharedBudgets):
                 (_text(row.epsilon_spent + eps), _text(row.delta_spent + dlt), analyst, database),
             )
             cur.execute(
-                "INSERT INTO spends (analyst, database, epsilon, delta, rho, state, note, pid, created)"
-                " VALUES (?, ?, ?, ?, ?, 'reserved', ?, ?, ?)",
-                (analyst, database, _text(eps), _text(dlt), rho, note, os.getpid(), time.time()),
-            )
+                "INSERT INTO spends (analyst, database, epsilon, delta, rho, gdelta, gcharge, state, note,"
+                " pid, created) VALUES (?, ?, ?, ?, ?, ?, ?, 'reserved', ?, ?, ?)",
+                (analyst, database, _text(eps), _text(dlt), rho,
+                 None if gaussian is None else _text(gaussian.delta),
+                 None if gcharge is None else _text(gcharge), note, os.getpid(), time.time()),
+            )  # fmt: skip
             spend_id = cur.lastrowid
             for kind, name, cap in capped:
                 draw_on(cur, kind, name, database, cap, eps, dlt)
                 cur.execute("INSERT INTO draws VALUES (?, ?, ?)", (spend_id, kind, name))
         assert spend_id is not None
-        return Reservation(self, spend_id, eps, dlt)
+        return Reservation(self, spend_id, eps, dlt, plain)
 
     def spend(
         self,
@@ -269,10 +297,18 @@ class Ledger(SharedBudgets):
         rho: float | None = None,
         note: str = "",
         draws: Sequence[tuple[str, str]] = (),
+        gaussian: GaussianCost | None = None,
     ) -> Reservation:
         """Reserve and commit at once."""
         reservation = self.reserve(
-            analyst, database, epsilon=epsilon, delta=delta, rho=rho, note=note, draws=draws
+            analyst,
+            database,
+            epsilon=epsilon,
+            delta=delta,
+            rho=rho,
+            note=note,
+            draws=draws,
+            gaussian=gaussian,
         )
         reservation.commit()
         return reservation

@@ -91,31 +91,44 @@ class Gaussian(AdditiveNoise):
     def __init__(
         self,
         *,
-        epsilon: float,
+        epsilon: float | None = None,
         delta: float,
         sensitivity: float,
         changed: int = 1,
+        rho: float | None = None,
         rng: RandomSource | None = None,
     ) -> None:
+        """Give ``epsilon`` (σ from the exact (ε, δ) curve) or ``rho`` (σ = Δ₂/√(2ρ) on the grid: ρ-zCDP,
+        for answers accounted in zCDP; ε is then the conversion at ``delta``)."""
         super().__init__(rng=rng)
-        self._epsilon = _validate.positive("epsilon", epsilon)
+        if (rho is None) == (epsilon is None):
+            raise InvalidParameter("give exactly one of rho= or epsilon= for the Gaussian mechanism")
         self._delta = _validate.probability("delta", delta, open_low=True, open_high=True)
+        if rho is not None:
+            rho = _validate.positive("rho", rho)
+            epsilon = zcdp.epsilon_from_rho(rho, self._delta)
+        assert epsilon is not None
+        self._epsilon = _validate.positive("epsilon", epsilon)
         self.sensitivity = _validate.positive("sensitivity", sensitivity)
         if isinstance(changed, bool) or not isinstance(changed, int) or changed < 1:
             raise InvalidParameter(f"changed must be an integer >= 1, got {changed!r}")
         self.changed = changed
         sigma0 = analytic_gaussian_sigma(self._epsilon, self._delta, self.sensitivity)
         self.granularity = grid_for(self.sensitivity, sigma0, 1) / 2.0 ** math.ceil(math.log2(changed) / 2)
-        # rounded neighbours differ by at most Δ₂/g + 1 grid steps per changed coordinate
+        # rounded neighbours differ by at most |d_i|/g + 1 grid steps in each changed coordinate, so by
+        # at most Δ₂/g + √changed in L2 (Minkowski's inequality)
         steps = math.floor(self.sensitivity / self.granularity) + 1
-        if changed == 1:
+        if rho is not None:
+            l2_steps = self.sensitivity / self.granularity + math.sqrt(changed)
+            self.sigma_steps = round_up(l2_steps / math.sqrt(2.0 * rho))
+        elif changed == 1:
             start = sigma0 / self.granularity
             self.sigma_steps = _bisect_sigma(
                 lambda s: _discrete_delta_bound(s, self._epsilon, steps) > self._delta, start
             )
             l2_steps = float(steps)
         else:
-            l2_steps = math.hypot(self.sensitivity / self.granularity, math.sqrt(changed))
+            l2_steps = self.sensitivity / self.granularity + math.sqrt(changed)
             rho = zcdp.rho_from_epsilon(self._epsilon, self._delta)
             self.sigma_steps = round_up(l2_steps / math.sqrt(2.0 * rho))
         self._rho = l2_steps**2 / (2.0 * self.sigma_steps**2)

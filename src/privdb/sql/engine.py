@@ -17,6 +17,7 @@ import pandas as pd
 import sqlglot
 from sqlglot import exp
 
+from privdb.accounting.composition import GaussianCost
 from privdb.accounting.disclosure import presence_disclosure
 from privdb.backends.base import Engine, find_table
 from privdb.backends.duckdb import quote
@@ -31,13 +32,14 @@ from privdb.errors import (
     UnknownTable,
     UnsupportedQuery,
 )
+from privdb.mechanisms._validate import exact
 from privdb.result import Result
 from privdb.sql.accuracy import with_chosen_epsilon
 from privdb.sql.explain import describe, describe_release
 from privdb.sql.expr import Expr
 from privdb.sql.noise import NoisyAnswer, add_noise, canonical_key
 from privdb.sql.parse import DPQuery, parse_dp_select
-from privdb.sql.plan import DISTINCT_KINDS, Plan, plan_query
+from privdb.sql.plan import DISTINCT_KINDS, Plan, plan_query, zcdp_cost
 from privdb.sql.public import answer_public, is_plain_select
 from privdb.sql.relation import UNIT_ROWS, Relation, Tables, build_relation
 from privdb.sql.release import (
@@ -269,6 +271,13 @@ def explain(db: Database, text: str, analyst: str | None = None) -> dict[str, An
     if plan.query.accuracy is not None:
         half, confidence, most = plan.query.accuracy
         described["accuracy_request"] = {"half_width": half, "confidence": confidence, "max_epsilon": most}
+    if isinstance(plan, Plan) and (cost := zcdp_cost(plan)) is not None:
+        rho, eps_g, delta_g = cost
+        described["composition"] = {
+            "method": "zcdp", "rho": rho, "epsilon_plain": eps_g, "delta": delta_g,
+            "note": "the Gaussian part is charged what this ρ adds to the analyst's Gaussian answers after "
+                    "conversion at their summed δ: at most epsilon_plain, less after the first",
+        }  # fmt: skip
     return described | {"disclosure": presence_disclosure(plan.epsilon)}
 
 
@@ -327,10 +336,14 @@ def _run(db: Database, analyst: str, text: str) -> Result:
 
     extra = {"guarantee": RELEASE_GUARANTEE} if isinstance(plan, ReleasePlan) else {}
     tables = plan.relation.tables if isinstance(plan, Plan) and plan.relation is not None else (base,)
+    gaussian = None
+    if isinstance(plan, Plan) and (cost := zcdp_cost(plan)) is not None:
+        rho, eps_g, delta_g = cost
+        gaussian = GaussianCost(rho=rho, delta=exact(delta_g), epsilon=min(exact(eps_g), exact(plan.epsilon)))
     return charged(
         db, analyst, key=plan.query.normalized, table=base, epsilon=plan.epsilon,
         delta=plan.delta, read=read, respond=respond, extra=extra, note=" ".join(plan.query.text.split()),
-        tables=tables,
+        tables=tables, gaussian=gaussian,
     )  # fmt: skip
 
 
@@ -347,12 +360,15 @@ def charged(
     extra: dict[str, Any] | None = None,
     note: str | None = None,
     tables: Sequence[str] | None = None,
+    gaussian: GaussianCost | None = None,
 ) -> Result:
     """Answer once, in the one order privacy allows: the stored answer to ``key`` if there is one (free);
     else reserve the budget, ``read`` the data (a failure from here on is charged, without detail),
     ``respond`` with noise, commit the spend, store the answer, return it. ``note``: what the log shows
     (the query as written; default the key); ``tables``: every table read (default ``table``), each of
-    whose lifetime budget the spend draws on."""
+    whose lifetime budget the spend draws on; ``gaussian``: the part of ``epsilon`` accounted in zCDP with
+    the analyst's other Gaussian answers (privdb.accounting.composition): the answer states what was charged
+    and what plain composition would have charged."""
     stored = db.catalog.stored_answer(analyst, key)
     if stored is not None:
         result = Result.from_dict(stored)
@@ -363,8 +379,14 @@ def charged(
     group = db.ledger.group_of(analyst, db.name)
     draws = [("table", t) for t in (tables or (table,))] + ([("group", group)] if group else [])
     reservation = db.ledger.reserve(
-        analyst, db.name, epsilon=epsilon, delta=delta, note=(note or key)[:500], draws=draws
-    )
+        analyst, db.name, epsilon=epsilon, delta=delta, note=(note or key)[:500], draws=draws,
+        gaussian=gaussian,
+    )  # fmt: skip
+    if gaussian is not None:
+        extra = dict(extra or {}) | {"composition": {
+            "method": "zcdp", "rho": gaussian.rho, "epsilon_charged": float(reservation.epsilon),
+            "epsilon_plain": float(reservation.epsilon_plain), "delta": float(gaussian.delta),
+        }}  # fmt: skip
     try:
         data = read()
     except TimeoutError:
@@ -388,7 +410,7 @@ def charged(
     result = Result(
         columns=answer.columns,
         rows=answer.rows,
-        epsilon_spent=epsilon,
+        epsilon_spent=float(reservation.epsilon),
         delta_spent=delta,
         budget=_budget(db, analyst),
         accuracy=answer.accuracy,

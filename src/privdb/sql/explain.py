@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import sqlglot
 
-from privdb.mechanisms import Geometric, Laplace
+from privdb.mechanisms.base import AdditiveNoise
 from privdb.sql.noise import _combine
 from privdb.sql.order import ANSWER_SHARE, END_SHARE, bracket
 from privdb.sql.plan import AggregatePlan, Plan
@@ -43,11 +43,11 @@ def _pretty(sql: str) -> str:
         return sql
 
 
-def _mechanism_name(mech: Laplace) -> str:
-    return "geometric" if isinstance(mech, Geometric) else "laplace"
+def _mechanism_name(mech: AdditiveNoise) -> str:
+    return mech.name
 
 
-def _ratio_at(plan: Plan, agg: AggregatePlan, mechs: dict[str, Laplace], n: int) -> float:
+def _ratio_at(plan: Plan, agg: AggregatePlan, mechs: dict[str, AdditiveNoise], n: int) -> float:
     """Half the width of the answer's interval for a group of ``n`` rows spread evenly over the bounds,
     the noise at zero (the answer's own propagation code, ``noise._combine``)."""
     assert agg.column is not None and agg.column.lower is not None and agg.column.upper is not None

@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from privdb.mechanisms import Geometric, Laplace, RandomSource
+from privdb.mechanisms import DiscreteGaussian, Geometric, Laplace, RandomSource
+from privdb.mechanisms.base import AdditiveNoise
 from privdb.sql.intervals import released_count_intervals
 from privdb.sql.keys import canonical_key, canonical_rank, order_key
 from privdb.sql.order import choose, histogram_accuracy
@@ -122,7 +123,7 @@ _VARIANCE_KINDS = ("variance", "stddev", "variance_pop", "stddev_pop")
 def _combine(
     agg: AggregatePlan,
     noisy: dict[str, NDArray[np.float64]],
-    mechs: dict[str, Laplace],
+    mechs: dict[str, AdditiveNoise],
     threshold: Threshold | None = None,
     alpha: float = 0.05,
 ) -> tuple[NDArray[np.float64], list[Interval]]:
@@ -134,7 +135,9 @@ def _combine(
         (name,) = agg.statistics
         values = noisy[name]
         if threshold is not None and threshold.statistic == name:
-            return values, released_count_intervals(values, mechs[name], threshold.tau, 1.0 - alpha)
+            mech = mechs[name]
+            assert isinstance(mech, Laplace)  # the threshold's count keeps Laplace noise (plan._gaussian)
+            return values, released_count_intervals(values, mech, threshold.tau, 1.0 - alpha)
         width = mechs[name].half_width(alpha)  # one width for every group: the same mechanism noised each
         return values, [(v - width, v + width) for v in values.tolist()]
     if agg.kind != "avg" and agg.kind not in _VARIANCE_KINDS:
@@ -203,6 +206,13 @@ _PAIR_KINDS = ("covar", "corr", "regr_slope", "regr_intercept")
 _SIMULATIONS = 4000
 
 
+def _simulate(draws: np.random.Generator, mech: AdditiveNoise) -> NDArray[np.float64]:
+    """Draws of ``mech``'s noise law (a public distribution), for the plug-in intervals below."""
+    if mech.name in ("gaussian", "discrete_gaussian"):
+        return draws.normal(0.0, mech.scale, _SIMULATIONS)
+    return draws.laplace(0.0, mech.scale, _SIMULATIONS)
+
+
 def _pair_value(kind: str, st: dict[str, NDArray[np.float64]]) -> NDArray[np.float64]:
     """The aggregate from (noisy) sufficient statistics; NaN where it is undefined (too few rows)."""
     n, sx, sy, sxy = st["pn"], st["sx"], st["sy"], st["sxy"]
@@ -221,7 +231,10 @@ def _pair_value(kind: str, st: dict[str, NDArray[np.float64]]) -> NDArray[np.flo
 
 
 def _pair(
-    agg: AggregatePlan, noisy: dict[str, NDArray[np.float64]], mechs: dict[str, Laplace], alpha: float = 0.05
+    agg: AggregatePlan,
+    noisy: dict[str, NDArray[np.float64]],
+    mechs: dict[str, AdditiveNoise],
+    alpha: float = 0.05,
 ) -> tuple[NDArray[np.float64], list[Interval]]:
     """CORR, COVAR_POP, REGR_SLOPE, REGR_INTERCEPT from noisy sufficient statistics (post-processing).
 
@@ -236,10 +249,7 @@ def _pair(
     draws = np.random.default_rng()  # simulates public noise distributions: no secret is involved
     intervals: list[Interval] = []
     for i in range(values.size):
-        simulated = {
-            role: released[role][i] + draws.laplace(0.0, mechs[name].scale, _SIMULATIONS)
-            for role, name in roles.items()
-        }
+        simulated = {role: released[role][i] + _simulate(draws, mechs[name]) for role, name in roles.items()}
         sims = _pair_value(agg.kind, simulated)
         sims = sims[np.isfinite(sims)]
         if sims.size < _SIMULATIONS // 2:
@@ -294,11 +304,11 @@ def _formula_leaves(
     return out
 
 
-def _integer_valued(agg: AggregatePlan, mechs: dict[str, Laplace]) -> bool:
+def _integer_valued(agg: AggregatePlan, mechs: dict[str, AdditiveNoise]) -> bool:
     """A count noised by the geometric mechanism (integer noise on an integer count): its values are
     integers, and are returned as such (not 3459.0)."""
     return agg.kind in ("count_star", "count", "count_distinct") and all(
-        isinstance(mechs[s], Geometric) for s in agg.statistics
+        isinstance(mechs[s], (Geometric, DiscreteGaussian)) for s in agg.statistics
     )
 
 
@@ -430,7 +440,7 @@ def _aggregate_accuracy(
     plan: Plan,
     agg: AggregatePlan,
     intervals: list[Interval] | None,
-    mechs: dict[str, Laplace],
+    mechs: dict[str, AdditiveNoise],
     order: list[int],
 ) -> dict[str, Any]:
     if agg.histogram is not None:

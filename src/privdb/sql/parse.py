@@ -61,12 +61,15 @@ class DPQuery:
     text: str
     # DP-SELECT ACCURACY a [CONFIDENCE c] [MAX m]: (a, c, m); ε is then chosen by privdb.sql.accuracy
     accuracy: tuple[float, float, float | None] | None = None
+    # USING GAUSSIAN: counts and sums get (discrete) Gaussian noise, accounted in zCDP
+    noise: str = "laplace"
 
     @property
     def normalized(self) -> str:
         """A canonical form: the same question written differently caches to the same key."""
         body = self.select.sql(dialect=_DIALECT, comments=False)
-        return f"DP-SELECT {self.epsilon!r} DELTA {self.delta!r} {body}"
+        using = "" if self.noise == "laplace" else f" USING {self.noise.upper()}"
+        return f"DP-SELECT {self.epsilon!r} DELTA {self.delta!r}{using} {body}"
 
 
 def _underline(text: str, start: int, end: int) -> str:
@@ -247,6 +250,7 @@ def _parse(text: str) -> DPQuery:
         delta, i = _number(text, tokens, i + 1, "delta")
         if not (0 <= delta < 1):
             raise InvalidParameter(f"delta must be in [0, 1), got {delta:g}")
+    noise, i = _noise(text, tokens, i, delta)
     if i >= len(tokens):
         raise ParseError(f"nothing to select after the privacy parameters; write {SYNTAX}")
     top, body_text = _top(text, tokens, i)
@@ -285,7 +289,28 @@ def _parse(text: str) -> DPQuery:
             top = min(top, int(value.this))
         select = select.limit(top)
     _check_depth(select)
-    return DPQuery(epsilon=epsilon, delta=delta, select=select, text=text, accuracy=accuracy)
+    return DPQuery(epsilon=epsilon, delta=delta, select=select, text=text, accuracy=accuracy, noise=noise)
+
+
+NOISES = ("laplace", "gaussian")
+
+
+def _noise(text: str, tokens: list[Token], i: int, delta: float) -> tuple[str, int]:
+    """``USING GAUSSIAN | LAPLACE`` after the privacy parameters (USING is reserved in SQL, so no select
+    list can start with it): which noise counts and sums get. Gaussian noise needs δ > 0."""
+    if i >= len(tokens) or tokens[i].token_type != TokenType.USING:
+        return "laplace", i
+    word = tokens[i + 1].text.lower() if i + 1 < len(tokens) else ""
+    if word not in NOISES:
+        raise ParseError(
+            f"USING names the noise for counts and sums: USING GAUSSIAN or USING LAPLACE"
+            f"{_where(text, tokens[min(i + 1, len(tokens) - 1)])}"
+        )
+    if word == "gaussian" and delta <= 0:
+        raise InvalidParameter(
+            "USING GAUSSIAN needs δ > 0: write DP-SELECT ε DELTA δ USING GAUSSIAN … (e.g. DELTA 1e-6)"
+        )
+    return word, i + 2
 
 
 def _keyword(tokens: list[Token], i: int, word: str) -> bool:

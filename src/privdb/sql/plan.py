@@ -31,17 +31,26 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from privdb.accounting import zcdp
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.errors import InvalidParameter, UnsupportedQuery
-from privdb.mechanisms import ExponentialMechanism, Geometric, Laplace, RandomSource
+from privdb.mechanisms import (
+    DiscreteGaussian,
+    ExponentialMechanism,
+    Gaussian,
+    Geometric,
+    Laplace,
+    RandomSource,
+)
+from privdb.mechanisms.base import AdditiveNoise
 from privdb.sql.order import answer_share
 from privdb.sql.parse import DPQuery
 from privdb.sql.validate import Resolved, resolve
 
-__all__ = ["Histogram", "Plan", "Statistic", "Threshold", "make_statistic", "plan_query"]
+__all__ = ["Histogram", "Plan", "Statistic", "Threshold", "make_statistic", "plan_query", "zcdp_cost"]
 
 MAX_PUBLIC_GROUPS = 1_000_000
 QUANTILE_CELLS = 2**14  # grid of a float column's range for order statistics
@@ -78,9 +87,26 @@ class Statistic:
     epsilon: float
     integer: bool  # integer counts (no privacy unit, or distinct counts): the geometric mechanism
     column2: ColumnMeta | None = None
+    # USING GAUSSIAN: ρ-zCDP noise at this ρ share, its ε stated at ``delta`` (the query's Gaussian δ)
+    noise: str = "laplace"
+    rho: float = 0.0
+    delta: float = 0.0
 
-    def mechanism(self, rng: RandomSource | None = None) -> Laplace:
-        """The mechanism that noises this statistic (``rng`` only for reproducible tests)."""
+    def mechanism(self, rng: RandomSource | None = None) -> AdditiveNoise:
+        """The mechanism that noises this statistic (``rng`` only for reproducible tests). The sensitivity is
+        an L1 bound over the groups one unit reaches, hence also an L2 bound for the Gaussian."""
+        if self.noise == "gaussian":
+            if self.integer:
+                return DiscreteGaussian(
+                    rho=self.rho, delta=self.delta, sensitivity=int(self.sensitivity), rng=rng
+                )
+            return Gaussian(
+                rho=self.rho, delta=self.delta, sensitivity=self.sensitivity, changed=self.changed, rng=rng
+            )
+        return self.laplace(rng)
+
+    def laplace(self, rng: RandomSource | None = None) -> Laplace:
+        """The Laplace (geometric, for integer counts) mechanism at this statistic's ε."""
         if self.integer:
             return Geometric(epsilon=self.epsilon, sensitivity=int(self.sensitivity), rng=rng)
         return Laplace(epsilon=self.epsilon, sensitivity=self.sensitivity, changed=self.changed, rng=rng)
@@ -399,18 +425,26 @@ def plan_query(query: DPQuery, table: TableMeta, evaluate_domain: Any = None, re
         )
 
     threshold = None
+    stat_name = None
     if needs_threshold:
         stat_name = next((p.statistics[0] for p in plans if p.kind == "count_star"), None) or add(
             "rows", None, eps_each
         )
+    # USING GAUSSIAN: the threshold's count keeps Laplace noise (its δ comes from that law); the query's δ
+    # is then split evenly between the threshold and the Gaussian noise
+    threshold_delta = query.delta / 2 if query.noise == "gaussian" and needs_threshold else query.delta
+    if query.noise == "gaussian":
+        gauss_delta = query.delta - threshold_delta if needs_threshold else query.delta
+        statistics = _gaussian(statistics, skip=stat_name, delta=gauss_delta)
+    if stat_name is not None:
         stat = next(s for s in statistics if s.name == stat_name)
-        mech = stat.mechanism()
+        mech = stat.laplace()
         # a key present in one neighbour only has true count ≤ m in ≤ G groups (2G under substitution);
         # each is released w.p. P(noise ≥ τ − m) = q^⌈(τ−m)/g⌉/(1+q) ≤ e^(−λ(τ−m)/g)/(1+q): sum ≤ δ
         q = math.exp(-mech.rate)
-        t = (mech.granularity / mech.rate) * math.log(changed / (query.delta * (1 + q)))
+        t = (mech.granularity / mech.rate) * math.log(changed / (threshold_delta * (1 + q)))
         tau = m + max(t, 0.0) + mech.granularity
-        threshold = Threshold(stat_name, tau, query.delta)
+        threshold = Threshold(stat_name, tau, threshold_delta)
 
     return Plan(
         query=query,
@@ -420,7 +454,32 @@ def plan_query(query: DPQuery, table: TableMeta, evaluate_domain: Any = None, re
         domains=None if domains is None else tuple(domains),
         threshold=threshold,
         epsilon=query.epsilon,
-        delta=query.delta if threshold is not None else 0.0,
+        delta=query.delta if threshold is not None or query.noise == "gaussian" else 0.0,
         histograms=tuple(histograms),
         relation=relation,
     )
+
+
+def _gaussian(statistics: list[Statistic], *, skip: str | None, delta: float) -> list[Statistic]:
+    """The statistics (all but ``skip``) noised with the (discrete) Gaussian: their ε shares, at ``delta``,
+    become one ρ (the largest whose conversion is at most their sum), split in the same proportions. zCDP
+    composes by adding ρ, so together they are at most (Σε_i, δ)-DP, as the Laplace plan was."""
+    gaussian = [s for s in statistics if s.name != skip]
+    total = sum(s.epsilon for s in gaussian)
+    if not gaussian or total <= 0:
+        return statistics
+    rho = zcdp.rho_from_epsilon(total, delta)
+    return [
+        s if s.name == skip else replace(s, noise="gaussian", rho=rho * s.epsilon / total, delta=delta)
+        for s in statistics
+    ]
+
+
+def zcdp_cost(plan: Plan) -> tuple[float, float, float] | None:
+    """(ρ, ε, δ) of a plan's Gaussian statistics — the ρ their noise has (at most the planned ρ), the ε
+    plain composition charges for them and the δ they convert at — or None without Gaussian noise."""
+    gaussian = [s for s in plan.statistics if s.noise == "gaussian"]
+    if not gaussian:
+        return None
+    rho = sum(s.mechanism().cost.rho or 0.0 for s in gaussian)
+    return rho, sum(s.epsilon for s in gaussian), gaussian[0].delta

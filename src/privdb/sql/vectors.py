@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 import numpy as np
@@ -121,14 +122,27 @@ def _const(kind: str, value: Any) -> Run:
 
 
 def _round(x: F, d: float) -> F:
-    """ROUND(x, d) as DuckDB: half away from zero at 10^-d (x itself where x·10^d overflows)."""
+    """ROUND(x, d) as DuckDB (2.0.1 on): the exact binary value of x rounded half away from zero at 10^-d
+    (x itself where x·10^d overflows). x·10^d in floating point is rounded, so where it lands exactly on a
+    half the true product may lie on either side: those (rare) values are decided exactly with Decimal."""
     m = np.power(10.0, abs(d))
     y = x * m if d >= 0 else x / m
     t = np.trunc(y)
-    y = t + np.where(np.abs(y - t) >= 0.5, np.sign(y), 0.0)
+    with np.errstate(invalid="ignore"):  # ±inf − ±inf: NaN, which no comparison below selects
+        frac = np.abs(y - t)
+    half = frac == 0.5
+    y = t + np.where(frac >= 0.5, np.sign(y), 0.0)
     if d >= 0:
-        return np.where(np.isfinite(y / m), y / m, x)
-    return np.where(np.isnan(y * m) & ~np.isnan(x), np.where(np.isfinite(x), 0.0, x), y * m)
+        out = np.where(np.isfinite(y / m), y / m, x)
+    else:
+        out = np.where(np.isnan(y * m) & ~np.isnan(x), np.where(np.isfinite(x), 0.0, x), y * m)
+    if np.any(half):
+        out = np.array(out, dtype=np.float64, copy=True)
+        step = Decimal(1).scaleb(-int(d))
+        flat, source = out.reshape(-1), np.broadcast_to(x, out.shape).reshape(-1)
+        for i in np.flatnonzero(half.reshape(-1) if np.ndim(half) else np.array([bool(half)])):
+            flat[i] = float(Decimal(float(source[i])).quantize(step, rounding=ROUND_HALF_UP))
+    return out
 
 
 def _to_int(bits: int) -> Callable[[F], F]:
