@@ -323,7 +323,7 @@ def test_the_owner_sees_shared_budgets(server: tuple[str, dict[str, str]], brows
     url, tokens = server
     with RemoteConnection(url, tokens["owner"]) as owner:
         owner.set_shared_budget(table="people", epsilon=50.0)
-        owner.set_shared_budget(group="web_team", epsilon=3.0)
+        owner.set_shared_budget(group="web_team", epsilon=3.0, renew="30d")
         owner.grant("webby", epsilon=1.0, group="web_team")
     page, errors = open_page(browser, url)
     sign_in(page, tokens["owner"])
@@ -332,4 +332,6 @@ def test_the_owner_sees_shared_budgets(server: tuple[str, dict[str, str]], brows
     expect(shared).to_contain_text("web_team")
     expect(shared).to_contain_text("webby")
     expect(shared).to_contain_text("/ 50")
+    expect(shared).to_contain_text("every 30d")  # a renewing budget says so, with its warning as a title
+    expect(shared).to_contain_text("never")
     assert errors == []

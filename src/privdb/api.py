@@ -141,11 +141,17 @@ class Connection:
         )
 
     def set_shared_budget(
-        self, *, table: str | None = None, group: str | None = None, epsilon: float, delta: float = 0.0
+        self,
+        *,
+        table: str | None = None,
+        group: str | None = None,
+        epsilon: float,
+        delta: float = 0.0,
+        renew: str | float | None = None,
     ) -> dict[str, Any]:
-        """Set a table's lifetime budget or a budget group's (owner)."""
+        """Set a table's lifetime budget or a budget group's (owner); ``renew``: a refill period (``30d``)."""
         return self._owner("setting shared budgets").set_shared_budget(
-            table=table, group=group, epsilon=epsilon, delta=delta
+            table=table, group=group, epsilon=epsilon, delta=delta, renew=renew
         )
 
     def shared_budgets(self) -> list[dict[str, Any]]:

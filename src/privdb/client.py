@@ -138,10 +138,16 @@ class RemoteConnection:
         return str(self._call("POST", "/v1/analysts", json=body)["token"])
 
     def set_shared_budget(
-        self, *, table: str | None = None, group: str | None = None, epsilon: float, delta: float = 0.0
+        self,
+        *,
+        table: str | None = None,
+        group: str | None = None,
+        epsilon: float,
+        delta: float = 0.0,
+        renew: str | float | None = None,
     ) -> dict[str, Any]:
-        """Set a table's lifetime budget or a budget group's (owner)."""
-        body = {"table": table, "group": group, "epsilon": epsilon, "delta": delta}
+        """Set a table's lifetime budget or a budget group's (owner); ``renew``: a refill period (``30d``)."""
+        body = {"table": table, "group": group, "epsilon": epsilon, "delta": delta, "renew": renew}
         result: dict[str, Any] = self._call("POST", "/v1/budgets", json=body)
         return result
 

@@ -19,6 +19,7 @@ import sqlglot
 from sqlglot import exp
 
 from privdb.accounting.ledger import Budget, Ledger
+from privdb.accounting.renewal import RENEWAL_WARNING, describe_period, parse_period
 from privdb.backends.base import Engine
 from privdb.backends.duckdb import DuckDBBackend, check_name
 from privdb.backends.urls import open_engine
@@ -137,10 +138,11 @@ class Database:
             self.backend.raw(f'DROP TABLE IF EXISTS "{table}"')
             raise
         stored = self._store_metadata(meta)
-        for kind, name, epsilon, delta in budgets:  # the file's shared budgets for this table and its groups
+        for kind, name, epsilon, delta, renew in budgets:  # the file's shared budgets: this table's, groups'
             self.ledger.set_cap(
-                kind, stored.name if kind == "table" else name, self.name, epsilon=epsilon, delta=delta
-            )
+                kind, stored.name if kind == "table" else name, self.name, epsilon=epsilon, delta=delta,
+                renew=parse_period(renew),
+            )  # fmt: skip
         return stored
 
     def conformance(self, table: str) -> list[Finding]:
@@ -304,24 +306,35 @@ class Database:
         return self.catalog.add_analyst(analyst, tables=tables, expires_in=expires_in)
 
     def set_shared_budget(
-        self, *, table: str | None = None, group: str | None = None, epsilon: float, delta: float = 0.0
+        self,
+        *,
+        table: str | None = None,
+        group: str | None = None,
+        epsilon: float,
+        delta: float = 0.0,
+        renew: str | float | None = None,
     ) -> dict[str, Any]:
         """Set a table's lifetime budget (every analyst's answers about its people draw on it) or a budget
-        group's (its members' answers draw on it, besides their own budgets)."""
+        group's (its members' answers draw on it, besides their own budgets). ``renew`` (``30d``, ``1w``, or
+        seconds): it refills every period — a rate, not a lifetime bound (privdb.accounting.renewal)."""
+        period = parse_period(renew)
         if (table is None) == (group is None):
             raise InvalidParameter("give a table or a group, not both")
         if table is not None:
             name, kind = self.metadata(table).name, "table"
         else:
             name, kind = check_name(str(group), "group"), "group"
-        budget = self.ledger.set_cap(kind, name, self.name, epsilon=epsilon, delta=delta)
-        return {"kind": kind, "name": name} | _shared(budget)
+        budget = self.ledger.set_cap(kind, name, self.name, epsilon=epsilon, delta=delta, renew=period)
+        return {"kind": kind, "name": name} | _shared(
+            budget, self.ledger.renewals(self.name).get((kind, name))
+        )
 
     def shared_budgets(self) -> list[dict[str, Any]]:
         """Every table lifetime budget and budget group, with what is drawn and left (and the members)."""
         members = self.ledger.members(self.name)
+        renewals = self.ledger.renewals(self.name)
         return [
-            {"kind": kind, "name": b.analyst} | _shared(b)
+            {"kind": kind, "name": b.analyst} | _shared(b, renewals.get((kind, b.analyst)))
             | ({"members": members.get(b.analyst, [])} if kind == "group" else {})
             for kind, b in self.ledger.caps(self.name)
         ]  # fmt: skip
@@ -393,6 +406,12 @@ def _quoted(table: str) -> str:
     return exp.to_table(table).sql(dialect="duckdb", identify=True)
 
 
-def _shared(budget: Budget) -> dict[str, Any]:
-    """A shared budget's figures (its name is the table's or group's, not an analyst's)."""
-    return {k: v for k, v in budget.to_dict().items() if k not in ("analyst", "database")}
+def _shared(budget: Budget, renewal: tuple[float, float] | None = None) -> dict[str, Any]:
+    """A shared budget's figures (its name is the table's or group's, not an analyst's); a renewing one's
+    period, the start of its current window (what is drawn counts from then) and its next refill."""
+    out = {k: v for k, v in budget.to_dict().items() if k not in ("analyst", "database")}
+    if renewal is None:
+        return out | {"renew": None}
+    period, start = renewal
+    return out | {"renew": describe_period(period), "renew_seconds": period, "window_start": start,
+                  "refills_at": start + period, "warning": RENEWAL_WARNING}  # fmt: skip

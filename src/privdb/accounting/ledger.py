@@ -41,7 +41,7 @@ from pathlib import Path
 
 from privdb.accounting.amounts import Budget, _amount, _frac, _text
 from privdb.accounting.composition import GaussianCost, gaussian_charge
-from privdb.accounting.shared import SharedBudgets, cap_row, draw_on
+from privdb.accounting.shared import SharedBudgets, cap_row, draw_on, in_window
 from privdb.errors import BudgetExhausted, InvalidParameter
 
 __all__ = ["Budget", "Ledger", "Reservation", "Spend"]
@@ -79,6 +79,8 @@ CREATE TABLE IF NOT EXISTS caps (
     delta_total    TEXT NOT NULL,
     epsilon_spent  TEXT NOT NULL,
     delta_spent    TEXT NOT NULL,
+    period         REAL,
+    window_start   REAL,
     PRIMARY KEY (kind, name, database)
 );
 CREATE TABLE IF NOT EXISTS draws (
@@ -151,10 +153,15 @@ class Ledger(SharedBudgets):
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     cur.execute(statement)
-            have = {row[1] for row in cur.execute("PRAGMA table_info(spends)").fetchall()}
-            for column in ("gdelta", "gcharge"):  # ledgers made before zCDP accounting
-                if column not in have:
-                    cur.execute(f"ALTER TABLE spends ADD COLUMN {column} TEXT")
+            for table, column, kind in (
+                ("spends", "gdelta", "TEXT"),
+                ("spends", "gcharge", "TEXT"),
+                ("caps", "period", "REAL"),
+                ("caps", "window_start", "REAL"),
+            ):
+                have = {row[1] for row in cur.execute(f"PRAGMA table_info({table})").fetchall()}
+                if column not in have:  # a ledger made before zCDP accounting or renewal windows
+                    cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     def close(self) -> None:
         self._conn.close()
@@ -316,12 +323,12 @@ class Ledger(SharedBudgets):
     def _settle(self, spend_id: int, state: str) -> None:
         with self._transaction(durable=state == "committed") as cur:  # a lost release only over-counts
             found = cur.execute(
-                "SELECT analyst, database, epsilon, delta, state FROM spends WHERE id = ?",
+                "SELECT analyst, database, epsilon, delta, state, created FROM spends WHERE id = ?",
                 (spend_id,),
             ).fetchone()
             if found is None or found[4] != "reserved":
                 return
-            analyst, database, eps, dlt, _ = found
+            analyst, database, eps, dlt, _, created = found
             if state == "released":
                 row = self._row(cur, analyst, database)
                 assert row is not None
@@ -338,7 +345,7 @@ class Ledger(SharedBudgets):
                 drawn = cur.execute("SELECT kind, name FROM draws WHERE spend_id = ?", (spend_id,)).fetchall()
                 for kind, name in drawn:
                     cap = cap_row(cur, kind, name, database)
-                    if cap is not None:
+                    if cap is not None and in_window(cur, kind, name, database, created):
                         draw_on(cur, kind, name, database, cap, -_frac(eps), -_frac(dlt))
             cur.execute(
                 "UPDATE spends SET state = ?, settled = ? WHERE id = ?",

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from contextlib import AbstractContextManager
 from fractions import Fraction
 
 from privdb.accounting.amounts import Budget, _amount, _frac, _text
+from privdb.accounting.renewal import window_start
 from privdb.errors import InvalidParameter
 
-__all__ = ["SharedBudgets", "cap_row", "draw_on"]
+__all__ = ["SharedBudgets", "cap_row", "draw_on", "in_window"]
 
 
 class SharedBudgets:
@@ -24,18 +26,33 @@ class SharedBudgets:
         raise NotImplementedError
 
     def set_cap(
-        self, kind: str, name: str, database: str, *, epsilon: float | Fraction, delta: float | Fraction = 0
+        self,
+        kind: str,
+        name: str,
+        database: str,
+        *,
+        epsilon: float | Fraction,
+        delta: float | Fraction = 0,
+        renew: float | None = None,
     ) -> Budget:
-        """Set a table's lifetime budget or a group's budget; it may not drop below what is drawn already."""
+        """Set a table's lifetime budget or a group's budget; it may not drop below what is drawn already.
+        ``renew``: seconds after which it refills, window by window from now (None: never; module
+        privdb.accounting.renewal says what that means for the guarantee)."""
         if kind not in ("table", "group"):
             raise InvalidParameter(f"a shared budget is for a table or a group, not {kind!r}")
         eps, dlt = _amount("epsilon", epsilon), _amount("delta", delta)
         with self._transaction() as cur:
             cap = cap_row(cur, kind, name, database)
+            cur.execute(
+                "UPDATE caps SET period = ?, window_start = ? WHERE kind = ? AND name = ? AND database = ?"
+                " AND period IS NOT ?",
+                (renew, time.time(), kind, name, database, renew),
+            )  # a new period starts its first window now; the same period keeps its windows
             if cap is None:
                 cur.execute(
-                    "INSERT INTO caps VALUES (?, ?, ?, ?, ?, '0/1', '0/1')",
-                    (kind, name, database, _text(eps), _text(dlt)),
+                    "INSERT INTO caps (kind, name, database, epsilon_total, delta_total, epsilon_spent,"
+                    " delta_spent, period, window_start) VALUES (?, ?, ?, ?, ?, '0/1', '0/1', ?, ?)",
+                    (kind, name, database, _text(eps), _text(dlt), renew, time.time()),
                 )
             elif eps < cap.epsilon_spent or dlt < cap.delta_spent:
                 raise InvalidParameter(
@@ -53,14 +70,24 @@ class SharedBudgets:
         return found
 
     def caps(self, database: str) -> list[tuple[str, Budget]]:
-        """Every shared budget of the database, as (kind, budget named after its table or group)."""
+        """Every shared budget of the database, as (kind, budget named after its table or group), what is
+        drawn counted in the current window of a renewing one."""
+        with self._transaction() as cur:
+            names = cur.execute(
+                "SELECT kind, name FROM caps WHERE database = ? ORDER BY kind, name", (database,)
+            ).fetchall()
+            found = [(kind, cap_row(cur, kind, name, database)) for kind, name in names]
+        return [(kind, cap) for kind, cap in found if cap is not None]
+
+    def renewals(self, database: str) -> dict[tuple[str, str], tuple[float, float]]:
+        """(kind, name) → (period, start of the current window) of every renewing shared budget."""
         with self._lock:
             rows = self._conn.execute(
-                "SELECT kind, name, epsilon_total, delta_total, epsilon_spent, delta_spent FROM caps "
-                "WHERE database = ? ORDER BY kind, name",
+                "SELECT kind, name, period, window_start FROM caps WHERE database = ? AND period IS NOT NULL",
                 (database,),
             ).fetchall()
-        return [(r[0], Budget(r[1], database, *(_frac(x) for x in r[2:]))) for r in rows]
+        now = time.time()
+        return {(r[0], r[1]): (float(r[2]), window_start(float(r[3]), float(r[2]), now)) for r in rows}
 
     def set_group(self, analyst: str, database: str, group: str | None) -> None:
         """Make the analyst a member of ``group`` (None: of none): their spends draw on its budget too."""
@@ -89,12 +116,40 @@ class SharedBudgets:
 
 
 def cap_row(cur: sqlite3.Cursor, kind: str, name: str, database: str) -> Budget | None:
+    """The cap, renewed first if its window is over: what is drawn is then recounted from the spends
+    reserved or committed in the current window (inside the caller's transaction)."""
     found = cur.execute(
-        "SELECT epsilon_total, delta_total, epsilon_spent, delta_spent FROM caps "
+        "SELECT epsilon_total, delta_total, epsilon_spent, delta_spent, period, window_start FROM caps "
         "WHERE kind = ? AND name = ? AND database = ?",
         (kind, name, database),
     ).fetchone()
-    return None if found is None else Budget(name, database, *(_frac(x) for x in found))
+    if found is None:
+        return None
+    eps_total, dlt_total, eps_spent, dlt_spent, period, start = found
+    if period is not None and (current := window_start(start, period, time.time())) > start:
+        rows = cur.execute(
+            "SELECT s.epsilon, s.delta FROM draws d JOIN spends s ON s.id = d.spend_id WHERE d.kind = ? AND "
+            "d.name = ? AND s.database = ? AND s.state <> 'released' AND s.created >= ?",
+            (kind, name, database, current),
+        ).fetchall()
+        eps = sum((_frac(e) for e, _ in rows), Fraction(0))
+        dlt = sum((_frac(d) for _, d in rows), Fraction(0))
+        cur.execute(
+            "UPDATE caps SET epsilon_spent = ?, delta_spent = ?, window_start = ? "
+            "WHERE kind = ? AND name = ? AND database = ?",
+            (_text(eps), _text(dlt), current, kind, name, database),
+        )
+        eps_spent, dlt_spent = _text(eps), _text(dlt)
+    return Budget(name, database, *(_frac(x) for x in (eps_total, dlt_total, eps_spent, dlt_spent)))
+
+
+def in_window(cur: sqlite3.Cursor, kind: str, name: str, database: str, created: float) -> bool:
+    """Whether a spend made at ``created`` counts in the cap's current window (always, if it never renews)."""
+    found = cur.execute(
+        "SELECT window_start FROM caps WHERE kind = ? AND name = ? AND database = ? AND period IS NOT NULL",
+        (kind, name, database),
+    ).fetchone()
+    return found is None or created >= float(found[0])
 
 
 def draw_on(

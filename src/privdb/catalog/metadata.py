@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from privdb.accounting.renewal import parse_period
 from privdb.catalog.smartnoise import from_smartnoise, is_smartnoise
 from privdb.errors import InvalidParameter, UnknownColumn
 from privdb.sql.suggest import did_you_mean
@@ -354,10 +355,10 @@ def load_metadata(path: str | Path, table: str) -> dict[str, Any]:
     return doc
 
 
-def load_budgets(path: str | Path, table: str) -> list[tuple[str, str, float, float]]:
+def load_budgets(path: str | Path, table: str) -> list[tuple[str, str, float, float, str | float | None]]:
     """The shared budgets a metadata file declares at its top level that apply now: ``table``'s lifetime
-    budget and every group's, as (kind, name, ε, δ). ``budgets: {tables: {people: {epsilon: 10, delta: 1e-6}},
-    groups: {team_a: {epsilon: 5}}}`` (docs/metadata.md)."""
+    budget and every group's, as (kind, name, ε, δ, renewal period or None). ``budgets: {tables: {people:
+    {epsilon: 10, delta: 1e-6}}, groups: {team_a: {epsilon: 5, renew: 30d}}}`` (docs/metadata.md)."""
     doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     budgets = doc.get("budgets") if isinstance(doc, dict) else None
     if budgets is None:
@@ -368,7 +369,7 @@ def load_budgets(path: str | Path, table: str) -> list[tuple[str, str, float, fl
             f"{where} must be a mapping with tables and/or groups, e.g. "
             "budgets: {tables: {people: {epsilon: 10}}, groups: {team_a: {epsilon: 5}}}"
         )
-    found: list[tuple[str, str, float, float]] = []
+    found: list[tuple[str, str, float, float, str | float | None]] = []
     for key, kind in (("tables", "table"), ("groups", "group")):
         entries = budgets.get(key) or {}
         if not isinstance(entries, dict):
@@ -376,9 +377,17 @@ def load_budgets(path: str | Path, table: str) -> list[tuple[str, str, float, fl
         for name, spec in entries.items():
             if kind == "table" and str(name).lower() != table.lower():
                 continue  # applied when that table is loaded
-            if not isinstance(spec, dict) or "epsilon" not in spec or set(spec) - {"epsilon", "delta"}:
+            if (
+                not isinstance(spec, dict)
+                or "epsilon" not in spec
+                or set(spec) - {"epsilon", "delta", "renew"}
+            ):
                 raise InvalidParameter(
-                    f"{where}.{key}.{name} must be {{epsilon: E}} or {{epsilon: E, delta: D}}"
+                    f"{where}.{key}.{name} must be {{epsilon: E}}, {{epsilon: E, delta: D}} and may add "
+                    "renew: 30d (a refill period)"
                 )
-            found.append((kind, str(name), float(spec["epsilon"]), float(spec.get("delta", 0.0))))
+            renew = spec.get("renew")
+            parse_period(renew)  # refused here, before the table is loaded, if it is not a period
+            entry = (kind, str(name), float(spec["epsilon"]), float(spec.get("delta", 0.0)), renew)
+            found.append(entry)
     return found

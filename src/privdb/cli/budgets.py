@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
+from privdb.accounting.renewal import RENEWAL_WARNING, parse_period
 from privdb.cli.app import app, console, friendly
 from privdb.cli.database import OwnerDb, owner_connection
 from privdb.cli.options import TableOrJson, TokenOption, UrlOption
@@ -29,6 +31,12 @@ def budgets(
     ] = None,
     epsilon: Annotated[float | None, typer.Option(help="the shared budget's total ε")] = None,
     delta: Annotated[float, typer.Option(help="the shared budget's total δ")] = 0.0,
+    renew: Annotated[
+        str | None,
+        typer.Option(
+            help="refill it every period (30d, 12h, 1w): a rate, not a lifetime bound; see the warning"
+        ),
+    ] = None,
     output_format: TableOrJson = "table",
 ) -> None:
     """Show the shared budgets, or set one: a table's lifetime budget (every analyst's answers about its
@@ -38,19 +46,27 @@ def budgets(
         if table is not None or group is not None:
             if epsilon is None:
                 raise InvalidParameter("--epsilon: the shared budget's total ε")
-            conn.set_shared_budget(table=table, group=group, epsilon=epsilon, delta=delta)
-        elif epsilon is not None:
+            conn.set_shared_budget(table=table, group=group, epsilon=epsilon, delta=delta, renew=renew)
+            if parse_period(renew) is not None:
+                sys.stderr.write(f"warning: {RENEWAL_WARNING}\n")
+        elif epsilon is not None or renew is not None:
             raise InvalidParameter("--epsilon sets a shared budget: say whose with --table T or --group G")
         found = conn.shared_budgets()
     if output_format == "json":
         sys.stdout.write(json.dumps(found) + "\n")
         return
     out = Table(title="shared budgets")
-    for col in ("kind", "name", "ε total", "ε spent", "ε left", "δ left", "members"):
+    for col in ("kind", "name", "ε total", "ε spent", "ε left", "δ left", "renews", "members"):
         out.add_column(col)
     for b in found:
+        renews = "never" if not b.get("renew") else f"every {b['renew']}, next {_when(b['refills_at'])}"
+        members = ", ".join(b.get("members", []))
         out.add_row(
             b["kind"], b["name"], f"{b['epsilon_total']:g}", f"{b['epsilon_spent']:g}",
-            f"{b['epsilon_remaining']:g}", f"{b['delta_remaining']:g}", ", ".join(b.get("members", [])),
+            f"{b['epsilon_remaining']:g}", f"{b['delta_remaining']:g}", renews, members,
         )  # fmt: skip
     console().print(out)
+
+
+def _when(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds).strftime("%Y-%m-%d %H:%M")

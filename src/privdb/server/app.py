@@ -68,6 +68,10 @@ class SharedBudgetIn(BaseModel):
     group: str | None = Field(default=None, description="a budget group: its shared budget")
     epsilon: float
     delta: float = 0.0
+    renew: str | float | None = Field(
+        default=None,
+        description="refill every period (30d, 12h, 1w or seconds); null: never (a lifetime budget)",
+    )
 
 
 class TableIn(BaseModel):
@@ -272,7 +276,7 @@ def create_app(
     @app.post("/v1/budgets", summary="Set a table's lifetime budget or a budget group's")
     def set_shared_budget(body: SharedBudgetIn, who: Owner) -> dict[str, Any]:
         return db.set_shared_budget(
-            table=body.table, group=body.group, epsilon=body.epsilon, delta=body.delta
+            table=body.table, group=body.group, epsilon=body.epsilon, delta=body.delta, renew=body.renew
         )
 
     @app.get("/v1/budgets", summary="Every table lifetime budget and budget group (owner)")

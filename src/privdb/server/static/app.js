@@ -767,7 +767,7 @@
     $("shared-section").hidden = !shared.length;
     fill(
       $("shared"),
-      thead(["Kind", "Name", "ε drawn / total", "δ drawn / total", "Members"]),
+      thead(["Kind", "Name", "ε drawn / total", "δ drawn / total", "Renews", "Members"]),
       el(
         "tbody",
         {},
@@ -779,6 +779,11 @@
             el("th", { scope: "row" }, b.name),
             el("td", { class: "num" }, `${fmtEps(b.epsilon_spent)} / ${fmtEps(b.epsilon_total)}`),
             el("td", { class: "num" }, `${fmtEps(b.delta_spent)} / ${fmtEps(b.delta_total)}`),
+            el(
+              "td",
+              b.renew ? { title: b.warning } : {},
+              b.renew ? `every ${b.renew} (next ${new Date(b.refills_at * 1000).toLocaleString()})` : "never",
+            ),
             el("td", {}, (b.members || []).join(", ")),
           ),
         ),
