@@ -267,3 +267,10 @@ def test_the_sample_is_drawn_afresh_for_each_answer(db: Database) -> None:
     for kept in (kept_11, kept_12):
         low, high = clopper_pearson(kept, len(counts), 1e-6)
         assert low <= inclusion(STRICT, 1.0) <= high, kept
+
+
+def test_an_accuracy_request_samples_at_the_epsilon_it_chooses(db: Database) -> None:
+    shown = engine.explain(db, "DP-SELECT ACCURACY 10 COUNT(*) FROM people", "alice")
+    t = shown["epsilon"]
+    assert shown["personalised"]["threshold"] == t
+    assert repr(math.expm1(t)) in shown["engine_sql"] or str(math.expm1(t)) in shown["engine_sql"]

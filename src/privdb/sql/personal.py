@@ -119,9 +119,10 @@ def personal_table(db: Database, plan: Plan | ReleasePlan) -> TableMeta | None:
     relation = getattr(plan, "relation", None)
     if relation is None:
         return None
-    metas = [db.metadata(t) for t in relation.tables]
-    if all(m.personal is None for m in metas):
+    specs = [db.catalog.metadata(t) or {} for t in relation.tables]  # the stored specs: no engine read
+    if not any("epsilon_column" in s or "epsilon_policy" in s for s in specs):
         return None
+    metas = [db.metadata(t) for t in relation.tables]
     return check_tables(metas, db.backend_for(relation.base)[0].dialect)
 
 
