@@ -14,9 +14,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
 from privdb.audit import clopper_pearson
 from privdb.catalog.metadata import metadata_from_dict
+from privdb.cli import app
 from privdb.database import Database
 from privdb.errors import InvalidParameter, PrivdbError, UnknownColumn, UnsupportedQuery
 from privdb.sql import engine
@@ -274,3 +276,15 @@ def test_an_accuracy_request_samples_at_the_epsilon_it_chooses(db: Database) -> 
     t = shown["epsilon"]
     assert shown["personalised"]["threshold"] == t
     assert repr(math.expm1(t)) in shown["engine_sql"] or str(math.expm1(t)) in shown["engine_sql"]
+
+
+def test_the_cli_explain_shows_the_classes(db: Database) -> None:
+    path = db.path
+    db.close()  # the command opens the database itself
+    out = CliRunner(env={"COLUMNS": "200"}).invoke(
+        app, ["explain", "--db", str(path), "DP-SELECT 0.5 COUNT(*) FROM rows"]
+    )
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())
+    assert "personalised each person's ε from consent; threshold t = 0.5" in text
+    assert "restricted ε 0.1: kept 0.162, loses 0.1" in text
