@@ -13,7 +13,7 @@ from privdb.catalog.smartnoise import from_smartnoise, is_smartnoise
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "metadata.md").read_text()
 TABLE_KEYS = [
     "privacy_unit", "max_contributions", "max_groups", "neighbouring", "columns", "quasi_identifiers",
-    "sensitive", "rows", "row_privacy", "public",
+    "sensitive", "rows", "row_privacy", "public", "epsilon_column", "epsilon_policy",
 ]  # fmt: skip
 COLUMN_KEYS = ["type", "lower", "upper", "values", "private_id", "identifier", "nullable", "max_length"]
 

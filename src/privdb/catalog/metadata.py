@@ -15,11 +15,20 @@ from typing import Any
 import yaml
 
 from privdb.accounting.renewal import parse_period
+from privdb.catalog.personal import PersonalEpsilon, with_personal
 from privdb.catalog.smartnoise import from_smartnoise, is_smartnoise
 from privdb.errors import InvalidParameter, UnknownColumn
 from privdb.sql.suggest import did_you_mean
 
-__all__ = ["ColumnMeta", "StoredType", "TableMeta", "load_budgets", "load_metadata", "metadata_from_dict"]
+__all__ = [
+    "ColumnMeta",
+    "PersonalEpsilon",
+    "StoredType",
+    "TableMeta",
+    "load_budgets",
+    "load_metadata",
+    "metadata_from_dict",
+]
 
 COLUMN_TYPES = ("int", "float", "category", "text", "bool", "date")
 NEIGHBOURING = ("add_remove", "substitute")
@@ -122,6 +131,7 @@ class TableMeta:
     sensitive: tuple[str, ...] = ()
     rows: int | None = field(default=None, compare=False)  # public row count, if declared
     public: bool = False  # a public table (lookups): analysts read and join it freely, never charged
+    personal: PersonalEpsilon | None = None  # each unit's own ε (epsilon_column / epsilon_policy)
 
     def qualified(self, qualifier: str | None, name: str) -> ColumnMeta:
         """The column ``qualifier.name`` of a query over this table alone (``qualifier`` its name)."""
@@ -158,6 +168,9 @@ class TableMeta:
             out["rows"] = self.rows
         if self.public:
             out["public"] = True
+        if self.personal is not None:
+            key, value = self.personal.to_dict()
+            out[key] = value
         return out
 
 
@@ -270,6 +283,8 @@ def metadata_from_dict(table: str, spec: dict[str, Any] | None, engine_columns: 
         "rows",
         "row_privacy",
         "public",
+        "epsilon_column",
+        "epsilon_policy",
     }
     unknown = set(spec) - known_keys
     if unknown:
@@ -323,7 +338,8 @@ def metadata_from_dict(table: str, spec: dict[str, Any] | None, engine_columns: 
         if not isinstance(names, list):
             raise InvalidParameter(f"table {table!r}: {key} must be a list of column names")
         lists.append(tuple(meta.column(str(n)).name for n in names))
-    return replace(meta, privacy_unit=unit, quasi_identifiers=lists[0], sensitive=lists[1])
+    meta = replace(meta, privacy_unit=unit, quasi_identifiers=lists[0], sensitive=lists[1])
+    return with_personal(meta, spec)
 
 
 def load_metadata(path: str | Path, table: str) -> dict[str, Any]:

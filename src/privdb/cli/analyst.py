@@ -71,6 +71,18 @@ def explain(
             f"data at most {plan['disclosure']['posterior_bound']:.1%} after this answer (1/2 before; Lee & "
             "Clifton; `privdb epsilon` for other settings)"
         )
+    if "personalised" in plan:  # the Sample mechanism (docs/proofs/personalised.md)
+        shown = plan["personalised"]
+        classes = ", ".join(
+            f"{c['class']} ε {c['epsilon']:g}: kept {c['inclusion']:.3g}, loses {c['epsilon_lost']:g}"
+            for c in shown["classes"]
+        )
+        out.print(
+            f"[bold]personalised[/bold] each person's ε from {shown['column']}; threshold t = "
+            f"{shown['threshold']:g}; {classes}",
+            markup=True,
+            highlight=False,
+        )
     out.print(_columns_table(plan.get("columns", [])))
     if not verbose:
         out.print("[dim]--verbose: the noisy statistics behind each column and the engine SQL[/dim]")

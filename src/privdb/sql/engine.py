@@ -39,6 +39,7 @@ from privdb.sql.explain import describe, describe_release
 from privdb.sql.expr import Expr
 from privdb.sql.noise import NoisyAnswer, add_noise, canonical_key
 from privdb.sql.parse import DPQuery, parse_dp_select
+from privdb.sql.personal import losses_note, mark_accuracy, personal_table, sampled_source, summary
 from privdb.sql.plan import DISTINCT_KINDS, Plan, plan_query, zcdp_cost
 from privdb.sql.public import answer_public, is_plain_select
 from privdb.sql.relation import UNIT_ROWS, Relation, Tables, build_relation
@@ -144,6 +145,11 @@ def prepare(db: Database, text: str, analyst: str | None = None) -> tuple[Plan |
                 "ACCURACY applies to aggregates; a record release takes an ε: DP-SELECT 1 …"
             )
         meta = tables.meta(_table_of(query))
+        if meta.personal is not None:
+            raise UnsupportedQuery(
+                f"table {meta.name!r} gives each person their own ε: it answers aggregates only (the Sample "
+                "mechanism); a record release is not offered for it"
+            )
         plan = plan_release(query, meta)
         backend, source, unit_rows = target(db, meta)
         sql = for_engine(backend, plan, release_sql(plan, source, unit_rows))
@@ -172,9 +178,13 @@ def _plan_target(db: Database, plan: Plan) -> tuple[Engine, str, str | None, str
         return (*target(db, plan.table), None)
     backend, sources = _engine_of(db, relation.tables)
     _, base = db.backend_for(relation.base)
+    personal = personal_table(db, plan)
+    if personal is not None:  # the Sample mechanism: the query reads a sample of the table's units
+        sources[personal.name] = sampled_source(personal, sources[personal.name], plan.epsilon)
     if relation.plain:
         unit = plan.table.privacy_unit
-        return backend, base, backend.unit_rows(base, unit) if unit else None, None
+        sampled = sources[relation.base] if personal is not None else None
+        return backend, base, backend.unit_rows(base, unit) if unit else None, sampled
     unit_rows = None
     if relation.carried_unit is not None and plan.table.privacy_unit is not None:
         unit_rows = backend.unit_rows(base, relation.carried_unit)  # no second read of the metadata
@@ -268,6 +278,8 @@ def explain(db: Database, text: str, analyst: str | None = None) -> dict[str, An
         described = describe_release(plan, sql)
     else:
         described = describe(plan, [sql, *histogram_queries(db, plan).values()])
+    if (personal := personal_table(db, plan)) is not None:
+        described["personalised"] = summary(personal, plan.epsilon)
     if plan.query.accuracy is not None:
         half, confidence, most = plan.query.accuracy
         described["accuracy_request"] = {"half_width": half, "confidence": confidence, "max_epsilon": most}
@@ -312,6 +324,7 @@ def _run(db: Database, analyst: str, text: str) -> Result:
     base = plan.relation.base if isinstance(plan, Plan) and plan.relation is not None else plan.table.name
     backend, _ = db.backend_for(base)
     histograms = histogram_queries(db, plan) if isinstance(plan, Plan) else {}  # bound before any spend
+    personal = personal_table(db, plan)
 
     def read() -> tuple[pd.DataFrame | None, dict[str, pd.DataFrame]]:
         # one deadline for all of the query's engine reads: the server's limit bounds the whole query
@@ -332,9 +345,15 @@ def _run(db: Database, analyst: str, text: str) -> Result:
         if isinstance(plan, ReleasePlan):
             assert frame is not None
             return randomize_records(plan, frame, db.noise_source)
-        return add_noise(plan, frame, db.noise_source, histograms)
+        answer = add_noise(plan, frame, db.noise_source, histograms)
+        return mark_accuracy(answer) if personal is not None else answer
 
-    extra = {"guarantee": RELEASE_GUARANTEE} if isinstance(plan, ReleasePlan) else {}
+    extra: dict[str, Any] = {"guarantee": RELEASE_GUARANTEE} if isinstance(plan, ReleasePlan) else {}
+    note = " ".join(plan.query.text.split())
+    if personal is not None:  # the answer and the ledger's note tell each class's loss
+        extra["personalised"] = summary(personal, plan.epsilon)
+        suffix = losses_note(personal, plan.epsilon)
+        note = note[: 500 - len(suffix)] + suffix
     tables = plan.relation.tables if isinstance(plan, Plan) and plan.relation is not None else (base,)
     gaussian = None
     if isinstance(plan, Plan) and (cost := zcdp_cost(plan)) is not None:
@@ -342,7 +361,7 @@ def _run(db: Database, analyst: str, text: str) -> Result:
         gaussian = GaussianCost(rho=rho, delta=exact(delta_g), epsilon=min(exact(eps_g), exact(plan.epsilon)))
     return charged(
         db, analyst, key=plan.query.normalized, table=base, epsilon=plan.epsilon,
-        delta=plan.delta, read=read, respond=respond, extra=extra, note=" ".join(plan.query.text.split()),
+        delta=plan.delta, read=read, respond=respond, extra=extra, note=note,
         tables=tables, gaussian=gaussian,
     )  # fmt: skip
 
