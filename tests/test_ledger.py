@@ -87,7 +87,7 @@ def test_a_partial_commit_keeps_the_ex_post_part_and_returns_the_rest_everywhere
     assert (held.state, held.epsilon, held.delta) == ("committed", Fraction(3, 8), 0)
     budget = ledger.budget("alice", "db")
     assert (budget.epsilon_spent, budget.delta_spent) == (Fraction(3, 8), 0)
-    caps = {kind: b for kind, b in ledger.caps("db")}
+    caps = dict(ledger.caps("db"))
     assert caps["table"].epsilon_spent == caps["group"].epsilon_spent == Fraction(3, 8)
     assert caps["table"].delta_spent == caps["group"].delta_spent == 0
     (spend,) = ledger.spends("alice", "db")

@@ -114,7 +114,9 @@ class Reservation:
         self.delta = delta
         self.state = "reserved"
 
-    def commit(self, *, epsilon: float | Fraction | None = None, delta: float | Fraction | None = None) -> None:
+    def commit(
+        self, *, epsilon: float | Fraction | None = None, delta: float | Fraction | None = None
+    ) -> None:
         """Commit the spend. With ``epsilon``/``delta`` (at most what was reserved) only that much stands: the
         rest returns to the analyst's budget and to every cap drawn on, in the same transaction (accuracy
         first reserves its MAX and commits the ex-post ε: docs/proofs/accuracy-first.md)."""
@@ -304,10 +306,11 @@ class Ledger(SharedBudgets):
             if back_eps or back_dlt:
                 row = self._row(cur, analyst, database)
                 assert row is not None
+                spent = (_text(row.epsilon_spent - back_eps), _text(row.delta_spent - back_dlt))
                 cur.execute(
                     "UPDATE budgets SET epsilon_spent = ?, delta_spent = ? "
                     "WHERE analyst = ? AND database = ?",
-                    (_text(row.epsilon_spent - back_eps), _text(row.delta_spent - back_dlt), analyst, database),
+                    (*spent, analyst, database),
                 )
                 drawn = cur.execute("SELECT kind, name FROM draws WHERE spend_id = ?", (spend_id,)).fetchall()
                 for kind, name in drawn:

@@ -21,6 +21,7 @@ because the generating function of the discrete Laplace of rate ``λ_t`` over th
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from fractions import Fraction
 
@@ -83,7 +84,7 @@ class NoiseReduction:
         if not epsilons:
             raise InvalidParameter("a noise reduction needs at least one ε")
         eps = [_validate.positive("epsilon", e) for e in epsilons]
-        if any(b <= a for a, b in zip(eps, eps[1:], strict=False)):
+        if any(b <= a for a, b in itertools.pairwise(eps)):
             raise InvalidParameter(f"the ε of a noise reduction must increase step by step, got {eps}")
         self.epsilons = tuple(eps)
         self._source = rng if rng is not None else default_source()
@@ -101,7 +102,7 @@ class NoiseReduction:
             )  # fmt: skip
         self.granularity = self.steps[-1].granularity
         self.rates = tuple(s.rate for s in self.steps)
-        if any(b <= a for a, b in zip(self.rates, self.rates[1:], strict=False)):
+        if any(b <= a for a, b in itertools.pairwise(self.rates)):
             raise InvalidParameter("the ε of a noise reduction are too close together to tell apart")
 
     def cost(self, k: int) -> PrivacyCost:
@@ -111,7 +112,7 @@ class NoiseReduction:
         return PrivacyCost(epsilon=self.epsilons[k - 1])
 
     def noise(self, n: int) -> NDArray[np.int64]:
-        """``(T, n)`` noise in grid steps: row ``t`` is discrete Laplace of rate ``λ_t``, drawn last to first."""
+        """``(T, n)`` noise in grid steps: row ``t`` is discrete Laplace of rate ``λ_t``; drawn last first."""
         t_steps = len(self.rates)
         z = np.empty((t_steps, n), dtype=np.int64)
         z[-1] = _samplers.discrete_laplace(self.rates[-1], n, self._source)

@@ -32,6 +32,7 @@ from privdb.errors import (
     UnsupportedQuery,
 )
 from privdb.result import Result
+from privdb.sql import accuracy_first
 from privdb.sql.accuracy import with_chosen_epsilon
 from privdb.sql.explain import describe, describe_release
 from privdb.sql.expr import Expr
@@ -269,6 +270,8 @@ def explain(db: Database, text: str, analyst: str | None = None) -> dict[str, An
     if plan.query.accuracy is not None:
         half, confidence, most = plan.query.accuracy
         described["accuracy_request"] = {"half_width": half, "confidence": confidence, "max_epsilon": most}
+        if isinstance(plan, Plan) and plan.query.schedule is not None:
+            described["accuracy_first"] = accuracy_first.describe(plan)
     return described | {"disclosure": presence_disclosure(plan.epsilon)}
 
 
@@ -323,6 +326,8 @@ def _run(db: Database, analyst: str, text: str) -> Result:
         if isinstance(plan, ReleasePlan):
             assert frame is not None
             return randomize_records(plan, frame, db.noise_source)
+        if plan.query.schedule is not None:  # accuracy first: MAX reserved, the ex-post ε charged
+            return accuracy_first.respond(plan, frame, db.noise_source)
         return add_noise(plan, frame, db.noise_source, histograms)
 
     extra = {"guarantee": RELEASE_GUARANTEE} if isinstance(plan, ReleasePlan) else {}
@@ -384,15 +389,16 @@ def charged(
     except Exception as err:
         reservation.commit()
         raise InternalError(f"adding noise failed ({type(err).__name__}); the cost was charged") from None
-    reservation.commit()
+    spent = epsilon if answer.epsilon is None else answer.epsilon  # accuracy first: the ex-post ε
+    reservation.commit(epsilon=spent, delta=delta)  # the rest of the reservation returns in this commit
     result = Result(
         columns=answer.columns,
         rows=answer.rows,
-        epsilon_spent=epsilon,
+        epsilon_spent=spent,
         delta_spent=delta,
         budget=_budget(db, analyst),
         accuracy=answer.accuracy,
-        extra=dict(extra or {}),
+        extra=dict(extra or {}) | answer.extra,
     )
     db.catalog.store_answer(analyst, key, table, result.to_dict())
     return result
