@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 from scipy.stats import binom
+from typer.testing import CliRunner
 
 import privdb
+from privdb.cli import app
 from privdb.data.census import METADATA, generate
 from privdb.database import Database
 from privdb.errors import BudgetExhausted, InvalidParameter, PrivdbError
@@ -86,6 +88,26 @@ def test_an_accuracy_never_met_charges_max_and_says_so(db: Path) -> None:
     assert data["accuracy_met"] is False
     assert data["accuracy_first"]["steps_taken"] == len(data["accuracy_first"]["schedule"])
     assert answer.epsilon_spent == 0.5 and [r[0] for r in answer.rows] == ["F", "M"]
+    shown = CliRunner().invoke(
+        app,
+        [
+            "query",
+            "--db",
+            str(db),
+            "--analyst",
+            "alice",
+            "DP-SELECT ACCURACY 0.001 MAX 0.5 AVG(age) FROM people",
+        ],
+    )
+    assert shown.exit_code == 0 and "accuracy NOT met even at MAX" in " ".join(shown.stdout.split())
+
+
+def test_the_cli_explains_the_schedule(db: Path) -> None:
+    shown = CliRunner().invoke(
+        app, ["explain", "--db", str(db), "DP-SELECT ACCURACY 1 MAX 2 AVG(age) FROM people"]
+    )
+    text = " ".join(shown.stdout.split())
+    assert shown.exit_code == 0 and "accuracy first ε steps 0.0625, 0.0883883," in text and "MAX = 2" in text
 
 
 def test_variances_and_groups_stop_when_every_cell_meets_it(db: Path) -> None:

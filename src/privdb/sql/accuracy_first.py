@@ -108,7 +108,7 @@ def _at_step(plan: Plan, epsilon: float) -> Plan:
         plan,
         query=replace(plan.query, epsilon=epsilon),
         statistics=tuple(replace(s, epsilon=round_down(s.epsilon * factor)) for s in plan.statistics),
-        aggregates=tuple(replace(a, epsilon=round_down(a.epsilon * factor)) for a in plan.aggregates),
+        aggregates=tuple(replace(a, epsilon=a.epsilon * epsilon / plan.epsilon) for a in plan.aggregates),
         epsilon=epsilon,
     )
 
