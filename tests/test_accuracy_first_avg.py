@@ -81,6 +81,26 @@ def test_answers_are_within_the_accuracy_as_often_as_promised_and_charged_ex_pos
     assert all(s.state == "committed" for s in log)
 
 
+def test_a_lower_confidence_per_group_is_kept_too(db: Path) -> None:
+    """CONFIDENCE 0.8 with GROUP BY sex: in 300 answers each group's AVG(age) is within ± 1.5 at least
+    binom.ppf(1e-6/2, 300, 0.8) times (false failure ≤ 1e-6 over both groups)."""
+    people = generate(N, seed=11)
+    truth = people.groupby("sex")["age"].mean().to_dict()
+    alice = privdb.connect(db, analyst="alice")
+    runs = 300
+    inside = {"F": 0, "M": 0}
+    for i in range(runs):
+        answer = alice.sql(
+            f"DP-SELECT ACCURACY 1.5 CONFIDENCE 0.8 MAX 4 sex, AVG(age) FROM people WHERE age > -{i + 1} "
+            "GROUP BY sex"
+        )
+        assert answer.to_dict()["accuracy_met"] is True
+        assert answer.to_dict()["accuracy_first"]["check_level_per_step"] == pytest.approx(1 - 0.2 / 11)
+        for sex, value in answer.rows:
+            inside[sex] += abs(value - truth[sex]) <= 1.5
+    assert min(inside.values()) >= binom.ppf(1e-6 / 2, runs, 0.8)
+
+
 def test_an_accuracy_never_met_charges_max_and_says_so(db: Path) -> None:
     alice = privdb.connect(db, analyst="alice")
     answer = alice.sql("DP-SELECT ACCURACY 0.001 MAX 0.5 sex, AVG(age), STDDEV(age) FROM people GROUP BY sex")
