@@ -70,6 +70,33 @@ def test_reservation_release_and_commit(ledger: Ledger) -> None:
     assert states == ["released", "committed"]
 
 
+def test_a_partial_commit_keeps_the_ex_post_part_and_returns_the_rest_everywhere(ledger: Ledger) -> None:
+    """Accuracy first reserves MAX and commits the ex-post ε: the rest goes back to the analyst's budget and
+    to every cap the spend drew on, in the same commit; more than the reservation is refused."""
+    ledger.set_budget("alice", "db", epsilon=2, delta=1e-6)
+    ledger.set_cap("table", "people", "db", epsilon=3, delta=1e-6)
+    ledger.set_cap("group", "team", "db", epsilon=Fraction(3, 2), delta=1e-6)
+    draws = [("table", "people"), ("group", "team")]
+    held = ledger.reserve("alice", "db", epsilon=1.5, delta=1e-6, draws=draws)
+    with pytest.raises(BudgetExhausted):  # MAX is held while the answer is being made
+        ledger.reserve("alice", "db", epsilon=0.6, draws=draws)
+    with pytest.raises(InvalidParameter, match="exceeds its reservation"):
+        held.commit(epsilon=1.6)
+    held.commit(epsilon=0.375, delta=0)
+    held.commit(epsilon=0.1)  # settled already: nothing changes
+    assert (held.state, held.epsilon, held.delta) == ("committed", Fraction(3, 8), 0)
+    budget = ledger.budget("alice", "db")
+    assert (budget.epsilon_spent, budget.delta_spent) == (Fraction(3, 8), 0)
+    caps = dict(ledger.caps("db"))
+    assert caps["table"].epsilon_spent == caps["group"].epsilon_spent == Fraction(3, 8)
+    assert caps["table"].delta_spent == caps["group"].delta_spent == 0
+    (spend,) = ledger.spends("alice", "db")
+    assert (spend.state, spend.epsilon, spend.delta) == ("committed", Fraction(3, 8), 0)
+    full = ledger.reserve("alice", "db", epsilon=0.5, draws=draws)
+    full.commit()  # without amounts: all of it, as before
+    assert ledger.budget("alice", "db").epsilon_spent == Fraction(7, 8)
+
+
 def test_bad_amounts_and_budget_changes(ledger: Ledger) -> None:
     with pytest.raises(InvalidParameter):
         ledger.set_budget("alice", "db", epsilon=float("nan"))

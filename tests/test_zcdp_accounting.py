@@ -21,7 +21,7 @@ from privdb.accounting.composition import GaussianCost, gaussian_charge
 from privdb.accounting.ledger import Ledger
 from privdb.accounting.zcdp import epsilon_from_rho, rho_from_epsilon
 from privdb.database import Database
-from privdb.errors import BudgetExhausted, InvalidParameter, ParseError
+from privdb.errors import BudgetExhausted, InvalidParameter, ParseError, UnsupportedQuery
 from privdb.sql import engine
 
 
@@ -182,3 +182,14 @@ def test_key_selection_with_gaussian_noise_ends_the_same_on_neighbours(tmp_path:
             same_outcome(pair, query)
     finally:
         pair.close()
+
+
+def test_gaussian_noise_with_accuracy_first_is_refused_free_and_counts_work(tmp_path: Path) -> None:
+    with _database(tmp_path / "db") as db:
+        with pytest.raises(UnsupportedQuery, match="remove USING GAUSSIAN"):
+            engine.run(db, "eve", "DP-SELECT ACCURACY 1 MAX 2 DELTA 1e-6 USING GAUSSIAN AVG(age) FROM people")
+        assert db.budget("eve").epsilon_spent == 0
+        counted = engine.run(db, "eve", "DP-SELECT ACCURACY 50 DELTA 1e-6 USING GAUSSIAN COUNT(*) FROM people")
+        assert counted.accuracy[0]["mechanism"] == "discrete_gaussian"
+        low, high = counted.accuracy[0]["ci95"]
+        assert high - low <= 2 * 50 + 2  # ± 50, the integer interval rounded outward by one count a side

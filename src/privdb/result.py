@@ -185,9 +185,16 @@ class Result:
         shown = self.rows[:_SHOW_ROWS]
         more = len(self.rows) - len(shown)
         table = Table()
+        first = self.extra.get("accuracy_first")
         caption = (
             f"ε spent {self.epsilon_spent:g}, δ spent {self.delta_spent:g}"
             + (" (stored answer, no cost)" if self.cached else "")
+            + (
+                f" (accuracy first: step {first['steps_taken']} of {len(first['schedule'])}, ex post; "
+                + ("accuracy met)" if self.extra.get("accuracy_met") else "accuracy NOT met even at MAX)")
+                if isinstance(first, dict)
+                else ""
+            )
             + f" · left ε {self.budget.get('epsilon_remaining', 0):g}, "
             f"δ {self.budget.get('delta_remaining', 0):g}"
             + (f" · {more:,} more rows not shown (use --format csv or json)" if more > 0 else "")

@@ -124,10 +124,23 @@ class Reservation:
         self.epsilon_plain = epsilon if plain is None else plain  # what plain composition would charge
         self.state = "reserved"
 
-    def commit(self) -> None:
-        if self.state == "reserved":
-            self._ledger._settle(self.id, "committed")
-            self.state = "committed"
+    def commit(
+        self, *, epsilon: float | Fraction | None = None, delta: float | Fraction | None = None
+    ) -> None:
+        """Commit the spend. With ``epsilon``/``delta`` (at most what was reserved) only that much stands: the
+        rest returns to the analyst's budget and to every cap drawn on, in the same transaction (accuracy
+        first reserves its MAX and commits the ex-post ε: docs/proofs/accuracy-first.md)."""
+        if self.state != "reserved":
+            return
+        eps = self.epsilon if epsilon is None else _amount("epsilon", epsilon)
+        dlt = self.delta if delta is None else _amount("delta", delta)
+        if eps > self.epsilon or dlt > self.delta:
+            raise InvalidParameter(
+                f"a commit of ε={float(eps):g}, δ={float(dlt):g} exceeds its reservation of "
+                f"ε={float(self.epsilon):g}, δ={float(self.delta):g}"
+            )
+        self._ledger._settle(self.id, "committed", (eps, dlt))
+        self.epsilon, self.delta, self.state = eps, dlt, "committed"
 
     def release(self) -> None:
         if self.state == "reserved":
@@ -320,7 +333,9 @@ class Ledger(SharedBudgets):
         reservation.commit()
         return reservation
 
-    def _settle(self, spend_id: int, state: str) -> None:
+    def _settle(self, spend_id: int, state: str, kept: tuple[Fraction, Fraction] | None = None) -> None:
+        """Settle a reservation: ``released`` returns all of it; ``committed`` keeps ``kept`` (default all)
+        and returns the rest, to the analyst's budget and to every cap the spend drew on."""
         with self._transaction(durable=state == "committed") as cur:  # a lost release only over-counts
             found = cur.execute(
                 "SELECT analyst, database, epsilon, delta, state, created FROM spends WHERE id = ?",
@@ -328,28 +343,30 @@ class Ledger(SharedBudgets):
             ).fetchone()
             if found is None or found[4] != "reserved":
                 return
-            analyst, database, eps, dlt, _, created = found
-            if state == "released":
+            analyst, database, eps, dlt = found[0], found[1], _frac(found[2]), _frac(found[3])
+            created = found[5]
+            keep_eps, keep_dlt = (Fraction(0), Fraction(0)) if state == "released" else (kept or (eps, dlt))
+            back_eps, back_dlt = eps - keep_eps, dlt - keep_dlt
+            if back_eps or back_dlt:
                 row = self._row(cur, analyst, database)
                 assert row is not None
+                spent = (_text(row.epsilon_spent - back_eps), _text(row.delta_spent - back_dlt))
                 cur.execute(
                     "UPDATE budgets SET epsilon_spent = ?, delta_spent = ? "
                     "WHERE analyst = ? AND database = ?",
-                    (
-                        _text(row.epsilon_spent - _frac(eps)),
-                        _text(row.delta_spent - _frac(dlt)),
-                        analyst,
-                        database,
-                    ),
+                    (*spent, analyst, database),
                 )
                 drawn = cur.execute("SELECT kind, name FROM draws WHERE spend_id = ?", (spend_id,)).fetchall()
                 for kind, name in drawn:
                     cap = cap_row(cur, kind, name, database)
+                    # a renewing cap takes back only what was drawn in its current window
                     if cap is not None and in_window(cur, kind, name, database, created):
-                        draw_on(cur, kind, name, database, cap, -_frac(eps), -_frac(dlt))
+                        draw_on(cur, kind, name, database, cap, -back_eps, -back_dlt)
+            if state == "committed":  # the log shows what stands (a release keeps what was reserved)
+                eps, dlt = keep_eps, keep_dlt
             cur.execute(
-                "UPDATE spends SET state = ?, settled = ? WHERE id = ?",
-                (state, time.time(), spend_id),
+                "UPDATE spends SET state = ?, settled = ?, epsilon = ?, delta = ? WHERE id = ?",
+                (state, time.time(), _text(eps), _text(dlt), spend_id),
             )
 
     def spends(self, analyst: str | None, database: str) -> list[Spend]:

@@ -65,6 +65,12 @@ def explain(
         f"  ·  neighbours: {plan['neighbouring']}  ·  keys: {plan['keys']}"
     )
     out.print(f"[bold]cost[/bold] ε = {plan['epsilon']:g}, δ = {plan['delta']:g}")
+    if "accuracy_first" in plan:
+        steps = ", ".join(f"{e:g}" for e in plan["accuracy_first"]["schedule"])
+        out.print(
+            f"[bold]accuracy first[/bold] ε steps {steps}: charged the first step that meets the accuracy "
+            f"(ex post), at worst MAX = {plan['accuracy_first']['max_epsilon']:g}"
+        )
     if "disclosure" in plan:
         out.print(
             f"[bold]disclosure[/bold] an adversary who knows every other record believes a person is in the "

@@ -4,9 +4,9 @@ Analysts think in accuracy, not ε. For every aggregate whose interval follows f
 and sums: the noise scale is a function of the bounds, the contribution limits and ε), the half-width at
 confidence c decreases as ε grows, so the smallest sufficient ε is found by bisection over plans of the same
 query at different ε — each plan reads nothing, so the choice of ε, what explain shows and what is charged are
-functions of the query text and the metadata only (the outcome rule). Aggregates whose interval depends on the
-data (an average's on its private group size; a quantile's on the data's ranks) are refused here, free: the
-accuracy-first noise reduction of Ligett et al. (NeurIPS 2017) that would serve them is not built yet.
+functions of the query text and the metadata only (the outcome rule). Averages and variances, whose interval
+depends on the private group size, go to the accuracy-first noise reduction of Ligett et al. (NeurIPS 2017:
+privdb.sql.accuracy_first); quantiles (their interval depends on the data's ranks) are refused, free.
 
 Confidence other than 95% converts through the mechanism's tail: Laplace and geometric half-widths scale with
 ln(1/(1−c)), Gaussian ones with the normal quantile Φ⁻¹((1+c)/2).
@@ -21,10 +21,10 @@ from typing import Any
 
 from scipy.special import ndtri
 
-from privdb.errors import InvalidParameter
+from privdb.errors import InvalidParameter, UnsupportedQuery
 from privdb.sql.explain import columns_of
 from privdb.sql.parse import MAX_EPSILON, DPQuery
-from privdb.sql.plan import plan_query
+from privdb.sql.plan import Plan, plan_query
 
 __all__ = ["epsilon_for_accuracy", "with_chosen_epsilon"]
 
@@ -98,10 +98,25 @@ def epsilon_for_accuracy(
 
 
 def with_chosen_epsilon(query: DPQuery, relation: Any, evaluate_domain: Any) -> DPQuery:
-    """``query`` with the ε its ACCURACY clause asks for, chosen from plans of ``relation`` (nothing read)."""
+    """``query`` with the ε its ACCURACY clause asks for, chosen from plans of ``relation`` (nothing read);
+    where an aggregate's interval depends on the data (an average's), the accuracy-first schedule up to MAX
+    (privdb.sql.accuracy_first)."""
+    from privdb.sql import accuracy_first  # it builds on this module
+
     assert query.accuracy is not None
 
-    def columns_at(eps: float) -> list[dict[str, Any]]:
-        return columns_of(plan_query(replace(query, epsilon=eps), relation.meta, evaluate_domain, relation))
+    def plan_at(eps: float) -> Plan:
+        return plan_query(replace(query, epsilon=eps), relation.meta, evaluate_domain, relation)
 
+    def columns_at(eps: float) -> list[dict[str, Any]]:
+        return columns_of(plan_at(eps))
+
+    if accuracy_first.is_data_dependent(columns_at(1.0)):
+        if query.noise != "laplace":
+            raise UnsupportedQuery(
+                "ACCURACY for averages and variances releases correlated Laplace noise (noise reduction); "
+                "remove USING GAUSSIAN, or give an ε instead of ACCURACY"
+            )
+        schedule = accuracy_first.schedule_for(query, plan_at)
+        return replace(query, epsilon=schedule[-1], schedule=schedule)
     return replace(query, epsilon=epsilon_for_accuracy(query.accuracy, columns_at))

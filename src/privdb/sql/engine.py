@@ -34,6 +34,7 @@ from privdb.errors import (
 )
 from privdb.mechanisms._validate import exact
 from privdb.result import Result
+from privdb.sql import accuracy_first
 from privdb.sql.accuracy import with_chosen_epsilon
 from privdb.sql.explain import describe, describe_release
 from privdb.sql.expr import Expr
@@ -283,6 +284,8 @@ def explain(db: Database, text: str, analyst: str | None = None) -> dict[str, An
     if plan.query.accuracy is not None:
         half, confidence, most = plan.query.accuracy
         described["accuracy_request"] = {"half_width": half, "confidence": confidence, "max_epsilon": most}
+        if isinstance(plan, Plan) and plan.query.schedule is not None:
+            described["accuracy_first"] = accuracy_first.describe(plan)
     if isinstance(plan, Plan) and (cost := zcdp_cost(plan)) is not None:
         rho, eps_g, delta_g = cost
         described["composition"] = {
@@ -345,7 +348,10 @@ def _run(db: Database, analyst: str, text: str) -> Result:
         if isinstance(plan, ReleasePlan):
             assert frame is not None
             return randomize_records(plan, frame, db.noise_source)
-        answer = add_noise(plan, frame, db.noise_source, histograms)
+        if plan.query.schedule is not None:  # accuracy first: MAX reserved, the ex-post ε charged
+            answer = accuracy_first.respond(plan, frame, db.noise_source)
+        else:
+            answer = add_noise(plan, frame, db.noise_source, histograms)
         return mark_accuracy(answer) if personal is not None else answer
 
     extra: dict[str, Any] = {"guarantee": RELEASE_GUARANTEE} if isinstance(plan, ReleasePlan) else {}
@@ -425,7 +431,10 @@ def charged(
     except Exception as err:
         reservation.commit()
         raise InternalError(f"adding noise failed ({type(err).__name__}); the cost was charged") from None
-    reservation.commit()
+    if answer.epsilon is None:
+        reservation.commit()  # what was reserved: the query's ε, or its zCDP charge for Gaussian answers
+    else:  # accuracy first: the ex-post ε stands, the rest of the reservation returns in this commit
+        reservation.commit(epsilon=answer.epsilon, delta=delta)
     result = Result(
         columns=answer.columns,
         rows=answer.rows,
@@ -433,7 +442,7 @@ def charged(
         delta_spent=delta,
         budget=_budget(db, analyst),
         accuracy=answer.accuracy,
-        extra=dict(extra or {}),
+        extra=dict(extra or {}) | answer.extra,
     )
     db.catalog.store_answer(analyst, key, table, result.to_dict())
     return result

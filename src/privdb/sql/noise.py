@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,7 @@ from privdb.sql.order import choose, histogram_accuracy
 from privdb.sql.plan import DISTINCT_KINDS, AggregatePlan, Plan, Threshold
 from privdb.sql.postprocess import Formula, Values
 
-__all__ = ["NoisyAnswer", "add_noise", "canonical_key", "order_key", "released_count_intervals"]
+__all__ = ["NoisyAnswer", "add_noise", "answer", "canonical_key", "order_key", "released_count_intervals"]
 
 Interval = tuple[float, float]
 
@@ -41,6 +41,8 @@ class NoisyAnswer:
     columns: list[str]
     rows: list[list[Any]]
     accuracy: list[dict[str, Any]]
+    epsilon: float | None = None  # what the answer costs, where less than reserved (accuracy first: ex post)
+    extra: dict[str, Any] = field(default_factory=dict)  # more fields of the result
 
 
 def _py(value: Any) -> Any:
@@ -123,7 +125,7 @@ _VARIANCE_KINDS = ("variance", "stddev", "variance_pop", "stddev_pop")
 def _combine(
     agg: AggregatePlan,
     noisy: dict[str, NDArray[np.float64]],
-    mechs: dict[str, AdditiveNoise],
+    mechs: Mapping[str, AdditiveNoise],
     threshold: Threshold | None = None,
     alpha: float = 0.05,
 ) -> tuple[NDArray[np.float64], list[Interval]]:
@@ -233,7 +235,7 @@ def _pair_value(kind: str, st: dict[str, NDArray[np.float64]]) -> NDArray[np.flo
 def _pair(
     agg: AggregatePlan,
     noisy: dict[str, NDArray[np.float64]],
-    mechs: dict[str, AdditiveNoise],
+    mechs: Mapping[str, AdditiveNoise],
     alpha: float = 0.05,
 ) -> tuple[NDArray[np.float64], list[Interval]]:
     """CORR, COVAR_POP, REGR_SLOPE, REGR_INTERCEPT from noisy sufficient statistics (post-processing).
@@ -276,12 +278,13 @@ def _formula_leaves(
     groups: list[tuple[Any, ...]],
     per_agg: list[tuple[Any, list[Interval] | None]],
     interval_at: Any,
+    level: float = 0.05,
 ) -> list[Values]:
-    """The leaves a formula reads; aggregate leaves with intervals at ``1 − 0.05/k`` for ``k`` aggregate
-    leaves, so the propagated interval keeps 95% coverage (a union bound)."""
+    """The leaves a formula reads; aggregate leaves with intervals at ``1 − level/k`` for ``k`` aggregate
+    leaves, so the propagated interval keeps ``1 − level`` coverage (a union bound)."""
     leaves = plan.resolved.leaves
     k = sum(1 for i in formula.leaves if leaves[i][0] == "aggregate")
-    alpha = 0.05 / max(k, 1)
+    alpha = level / max(k, 1)
     out: list[Values] = []
     nan = np.full(len(groups), np.nan)
     for role, index in leaves:
@@ -304,7 +307,7 @@ def _formula_leaves(
     return out
 
 
-def _integer_valued(agg: AggregatePlan, mechs: dict[str, AdditiveNoise]) -> bool:
+def _integer_valued(agg: AggregatePlan, mechs: Mapping[str, AdditiveNoise]) -> bool:
     """A count noised by the geometric mechanism (integer noise on an integer count): its values are
     integers, and are returned as such (not 3459.0)."""
     return agg.kind in ("count_star", "count", "count_distinct") and all(
@@ -340,6 +343,21 @@ def add_noise(
             noisy[stat.name] = values
             continue
         noisy[stat.name] = mechs[stat.name].release(values)
+    return answer(plan, groups, noisy, mechs, rng, histograms)
+
+
+def answer(
+    plan: Plan,
+    groups: list[tuple[Any, ...]],
+    noisy: dict[str, NDArray[np.float64]],
+    mechs: Mapping[str, AdditiveNoise],
+    rng: RandomSource | None = None,
+    histograms: dict[str, pd.DataFrame] | None = None,
+    alpha: float = 0.05,
+) -> NoisyAnswer:
+    """The answer from noisy statistics (post-processing) released by ``mechs``; every interval at level
+    ``1 − alpha`` (accuracy first asks for more: privdb.sql.accuracy_first)."""
+    mechs = dict(mechs)
     keep = np.ones(len(groups), dtype=bool)
     if plan.threshold is not None:
         keep = noisy[plan.threshold.statistic] >= plan.threshold.tau
@@ -350,7 +368,7 @@ def add_noise(
     per_agg: list[tuple[Any, list[Interval] | None]] = []
     for agg in plan.aggregates:
         if agg.histogram is None:
-            per_agg.append(_combine(agg, noisy, mechs, plan.threshold))
+            per_agg.append(_combine(agg, noisy, mechs, plan.threshold, alpha))
         else:
             assert histograms is not None
             frame_h = histograms[agg.histogram.name]
@@ -363,7 +381,7 @@ def add_noise(
     n = len(kept_groups)
     if resolved.having is not None:  # post-processing: keep the groups whose predicate is TRUE
         verdict = resolved.having.evaluate(
-            _formula_leaves(plan, resolved.having, kept_groups, per_agg, interval_at), n
+            _formula_leaves(plan, resolved.having, kept_groups, per_agg, interval_at, alpha), n
         ).values
         passed = [j for j in range(n) if verdict[j] is True]
         kept_groups = [kept_groups[j] for j in passed]
@@ -377,7 +395,8 @@ def add_noise(
         noisy = {k: v[passed] for k, v in noisy.items()}
         n = len(kept_groups)
     formula_results = [
-        f.evaluate(_formula_leaves(plan, f, kept_groups, per_agg, interval_at), n) for f in resolved.formulas
+        f.evaluate(_formula_leaves(plan, f, kept_groups, per_agg, interval_at, alpha), n)
+        for f in resolved.formulas
     ]
     agg_cells = [
         _integers(cells) if _integer_valued(agg, mechs) else cells
@@ -440,7 +459,7 @@ def _aggregate_accuracy(
     plan: Plan,
     agg: AggregatePlan,
     intervals: list[Interval] | None,
-    mechs: dict[str, AdditiveNoise],
+    mechs: Mapping[str, AdditiveNoise],
     order: list[int],
 ) -> dict[str, Any]:
     if agg.histogram is not None:

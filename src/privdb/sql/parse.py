@@ -63,11 +63,16 @@ class DPQuery:
     accuracy: tuple[float, float, float | None] | None = None
     # USING GAUSSIAN: counts and sums get (discrete) Gaussian noise, accounted in zCDP
     noise: str = "laplace"
+    # accuracy first (privdb.sql.accuracy_first): the increasing ε of its steps, the last its MAX
+    schedule: tuple[float, ...] | None = None
 
     @property
     def normalized(self) -> str:
         """A canonical form: the same question written differently caches to the same key."""
         body = self.select.sql(dialect=_DIALECT, comments=False)
+        if self.schedule is not None and self.accuracy is not None:  # not the ε-query of its MAX
+            half, confidence, _ = self.accuracy
+            return f"DP-SELECT ACCURACY {half!r} CONFIDENCE {confidence!r} MAX {self.epsilon!r} {body}"
         using = "" if self.noise == "laplace" else f" USING {self.noise.upper()}"
         return f"DP-SELECT {self.epsilon!r} DELTA {self.delta!r}{using} {body}"
 
