@@ -189,7 +189,8 @@ def test_gaussian_noise_with_accuracy_first_is_refused_free_and_counts_work(tmp_
         with pytest.raises(UnsupportedQuery, match="remove USING GAUSSIAN"):
             engine.run(db, "eve", "DP-SELECT ACCURACY 1 MAX 2 DELTA 1e-6 USING GAUSSIAN AVG(age) FROM people")
         assert db.budget("eve").epsilon_spent == 0
-        counted = engine.run(db, "eve", "DP-SELECT ACCURACY 50 DELTA 1e-6 USING GAUSSIAN COUNT(*) FROM people")
+        query = "DP-SELECT ACCURACY 50 DELTA 1e-6 USING GAUSSIAN COUNT(*) FROM people"
+        counted = engine.run(db, "eve", query)
         assert counted.accuracy[0]["mechanism"] == "discrete_gaussian"
         low, high = counted.accuracy[0]["ci95"]
         assert high - low <= 2 * 50 + 2  # ± 50, the integer interval rounded outward by one count a side
