@@ -3,7 +3,8 @@
     DIR/data.duckdb     the tables (DuckDB)
     DIR/privdb.sqlite   metadata, analysts, stored answers, budgets and spends (SQLite, WAL)
 
-Created on first use. The owner loads tables and grants budgets; analysts only ask DP-SELECTs.
+(``ledger="postgresql://…"``: the second in PostgreSQL, shared by several hosts). Created on first use.
+The owner loads tables and grants budgets; analysts only ask DP-SELECTs.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import sqlglot
 from sqlglot import exp
 
 from privdb.accounting.ledger import Budget, Ledger
+from privdb.accounting.sqlstore import is_store_url
 from privdb.backends.base import Engine
 from privdb.backends.duckdb import DuckDBBackend, check_name
 from privdb.backends.urls import open_engine
@@ -75,7 +77,7 @@ def _as_declared(columns: dict[str, str], spec: dict[str, Any] | None) -> dict[s
 class Database:
     """Owner-side handle on one database directory."""
 
-    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
+    def __init__(self, path: str | Path, *, read_only: bool = False, ledger: str | None = None) -> None:
         self.path = Path(path)
         if self.path.exists() and not self.path.is_dir():
             raise InvalidParameter(f"{str(self.path)!r} is a file; a privdb database is a directory")
@@ -85,8 +87,11 @@ class Database:
         self._backend: DuckDBBackend | None = None
         self._backend_lock = threading.Lock()
         self._engines: dict[str, Engine] = {}  # attached engines by URL, opened on first use
-        self.catalog = Catalog(self.path / "privdb.sqlite")
-        self.ledger = Ledger(self.path / "privdb.sqlite")
+        if ledger is not None and not is_store_url(ledger):
+            raise InvalidParameter(f"--ledger takes a postgresql://user@host:port/db URL, not {ledger!r}")
+        self.ledger_url = ledger  # None: the directory's SQLite file
+        self.catalog = Catalog(ledger or self.path / "privdb.sqlite")
+        self.ledger = Ledger(ledger or self.path / "privdb.sqlite")
         self.noise_source: RandomSource | None = None  # None: the CSPRNG; tests may inject a seeded one
         self.query_timeout: float | None = None  # seconds an engine query may run (the server sets one)
 

@@ -3,12 +3,11 @@ transactions (privdb.accounting.ledger, "Shared budgets"; docs/proofs/ledger.md)
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 from contextlib import AbstractContextManager
 from fractions import Fraction
 
 from privdb.accounting.amounts import Budget, _amount, _frac, _text
+from privdb.accounting.sqlstore import Cursor, SQLStore
 from privdb.errors import InvalidParameter
 
 __all__ = ["SharedBudgets", "cap_row", "draw_on"]
@@ -17,10 +16,9 @@ __all__ = ["SharedBudgets", "cap_row", "draw_on"]
 class SharedBudgets:
     """The ledger's methods for caps and group membership (mixed into :class:`Ledger`)."""
 
-    _lock: threading.Lock
-    _conn: sqlite3.Connection
+    _store: SQLStore
 
-    def _transaction(self, *, durable: bool = True) -> AbstractContextManager[sqlite3.Cursor]:
+    def _transaction(self, *, durable: bool = True) -> AbstractContextManager[Cursor]:
         raise NotImplementedError
 
     def set_cap(
@@ -54,12 +52,11 @@ class SharedBudgets:
 
     def caps(self, database: str) -> list[tuple[str, Budget]]:
         """Every shared budget of the database, as (kind, budget named after its table or group)."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT kind, name, epsilon_total, delta_total, epsilon_spent, delta_spent FROM caps "
-                "WHERE database = ? ORDER BY kind, name",
-                (database,),
-            ).fetchall()
+        rows = self._store.execute(
+            "SELECT kind, name, epsilon_total, delta_total, epsilon_spent, delta_spent FROM caps "
+            "WHERE database = ? ORDER BY kind, name",
+            (database,),
+        )
         return [(r[0], Budget(r[1], database, *(_frac(x) for x in r[2:]))) for r in rows]
 
     def set_group(self, analyst: str, database: str, group: str | None) -> None:
@@ -71,24 +68,22 @@ class SharedBudgets:
 
     def members(self, database: str) -> dict[str, list[str]]:
         """Each group's members."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT grp, analyst FROM members WHERE database = ? ORDER BY grp, analyst", (database,)
-            ).fetchall()
+        rows = self._store.execute(
+            "SELECT grp, analyst FROM members WHERE database = ? ORDER BY grp, analyst", (database,)
+        )
         out: dict[str, list[str]] = {}
         for grp, analyst in rows:
             out.setdefault(str(grp), []).append(str(analyst))
         return out
 
     def group_of(self, analyst: str, database: str) -> str | None:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT grp FROM members WHERE analyst = ? AND database = ?", (analyst, database)
-            ).fetchone()
-        return None if row is None else str(row[0])
+        rows = self._store.execute(
+            "SELECT grp FROM members WHERE analyst = ? AND database = ?", (analyst, database)
+        )
+        return None if not rows else str(rows[0][0])
 
 
-def cap_row(cur: sqlite3.Cursor, kind: str, name: str, database: str) -> Budget | None:
+def cap_row(cur: Cursor, kind: str, name: str, database: str) -> Budget | None:
     found = cur.execute(
         "SELECT epsilon_total, delta_total, epsilon_spent, delta_spent FROM caps "
         "WHERE kind = ? AND name = ? AND database = ?",
@@ -98,7 +93,7 @@ def cap_row(cur: sqlite3.Cursor, kind: str, name: str, database: str) -> Budget 
 
 
 def draw_on(
-    cur: sqlite3.Cursor, kind: str, name: str, database: str, cap: Budget, eps: Fraction, dlt: Fraction
+    cur: Cursor, kind: str, name: str, database: str, cap: Budget, eps: Fraction, dlt: Fraction
 ) -> None:
     cur.execute(
         "UPDATE caps SET epsilon_spent = ?, delta_spent = ? WHERE kind = ? AND name = ? AND database = ?",
