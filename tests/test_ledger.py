@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from pgfixture import fresh_database, postgres_cluster
 from privdb.accounting.ledger import Ledger
 from privdb.errors import BudgetExhausted, InvalidParameter
-from pgfixture import fresh_database, postgres_cluster
 
 
 @pytest.fixture(scope="module")
