@@ -22,6 +22,7 @@ import pytest
 
 import privdb
 from pgfixture import fresh_database, postgres_cluster
+from privdb.accounting.ledger import Ledger
 from privdb.catalog.querylog import LogFilter
 from privdb.catalog.store import Catalog
 from privdb.database import Database
@@ -98,7 +99,6 @@ def test_catalog_surveys_answers_and_columns_on_both_stores(tmp_path: Path, clus
     assert catalog.revoke_analyst("bob") and catalog.analysts()[0]["revoked"]
     catalog.log_refusal("bob", "DP-SELECT 1 COUNT(*) FROM people_2 p", "budget_exhausted")
     catalog.log_refusal("bob", "DP-SELECT 1 COUNT(*) FROM people", "budget_exhausted")
-    from privdb.accounting.ledger import Ledger
 
     with Ledger(target):  # the log reads the ledger's spends beside the refusals
         pass
@@ -205,3 +205,22 @@ def test_kill_9_of_one_server_mid_load_loses_no_spend(tmp_path: Path, ledger_url
     assert sum(Fraction(e["epsilon"]).limit_denominator(1000) for e in charged) == budget.epsilon_spent
     assert budget.epsilon_spent == budget.epsilon_total == 3  # the budget ran out, and not one query over
     assert len([e for e in charged if e["outcome"] == "interrupted"]) <= 4  # one in flight per A client
+
+
+def test_a_lost_connection_fails_one_call_and_the_next_connects_again(ledger_url: str) -> None:
+    """PostgreSQL restarted, or the network cut: the call that meets it fails (nothing written, no answer),
+    the next one opens a new connection."""
+    import psycopg
+
+    with Ledger(ledger_url) as ledger:
+        ledger.set_budget("alice", "db", epsilon=1)
+        with psycopg.connect(ledger_url, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        with pytest.raises(psycopg.OperationalError):
+            ledger.spend("alice", "db", epsilon=0.5)
+        ledger.spend("alice", "db", epsilon=0.25)
+        assert ledger.budget("alice", "db").epsilon_spent == Fraction(1, 4)
+        assert [s.state for s in ledger.spends("alice", "db")] == ["committed"]

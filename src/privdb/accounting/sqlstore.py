@@ -101,7 +101,7 @@ class SQLStore:
         """One write transaction holding the store's write lock from its first statement to its end; rolled
         back if the block raises."""
         with self.lock:
-            cur = Cursor(self._conn.cursor(), self.dialect)
+            cur = Cursor(self._connection().cursor(), self.dialect)
             self._begin(cur, durable)
             try:
                 yield cur
@@ -116,7 +116,7 @@ class SQLStore:
         """A cursor for statements outside a transaction: each is committed on its own, and a read sees what
         is committed when it runs."""
         with self.lock:
-            yield Cursor(self._conn.cursor(), self.dialect)
+            yield Cursor(self._connection().cursor(), self.dialect)
 
     def execute(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         """One statement on its own (a read, or a write that needs no check first); its rows."""
@@ -136,6 +136,10 @@ class SQLStore:
 
     def ddl(self, statement: str) -> str:
         return statement
+
+    def _connection(self) -> Any:
+        """The connection, opened again first if it was lost (called under ``lock``)."""
+        return self._conn
 
     def word_match(self, text: str) -> str:
         """SQL true when the placeholder's word (letters, digits, _) occurs in ``text`` as a whole word."""
@@ -185,8 +189,9 @@ class PostgresStore(SQLStore):
             raise InvalidParameter(
                 "a PostgreSQL ledger needs psycopg: pip install 'privdb[postgres]'"
             ) from None
+        self._url = url
         try:
-            conn = psycopg.connect(url, autocommit=True, connect_timeout=30)
+            conn = self._open()
         except psycopg.Error as err:
             from privdb.errors import InvalidParameter
 
@@ -194,11 +199,24 @@ class PostgresStore(SQLStore):
                 f"cannot open the ledger at {_without_password(url)!r}: {str(err).strip().splitlines()[0]}"
             ) from None
         super().__init__(conn)
+
+    def _open(self) -> Any:
+        import psycopg
+
+        conn = psycopg.connect(self._url, autocommit=True, connect_timeout=30)
         # a commit waits for its WAL flush whatever the server's default; a transaction left open by a host
         # that died (no FIN reached PostgreSQL) is ended, and its lock freed, after a minute
         conn.execute("SET synchronous_commit = on")
         conn.execute("SET idle_in_transaction_session_timeout = '60s'")
         conn.execute(f"SET lock_timeout = '{_LOCK_WAIT}s'")
+        return conn
+
+    def _connection(self) -> Any:
+        # after PostgreSQL restarted (or a network cut), the request that met the broken connection failed
+        # (its answer was not released); the next one opens a new connection instead of failing too
+        if self._conn.broken or self._conn.closed:
+            self._conn = self._open()
+        return self._conn
 
     def _begin(self, cur: Cursor, durable: bool) -> None:
         cur.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
