@@ -230,7 +230,13 @@ class PostgresStore(SQLStore):
         return re.sub(r"\bREAL\b", "DOUBLE PRECISION", re.sub(r"\bINTEGER\b", "BIGINT", statement))
 
     def _add_column(self, cur: Cursor, table: str, column: str, declaration: str) -> None:
-        cur.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {declaration}")
+        present = cur.execute(  # look first: ALTER TABLE locks the table out even when it changes nothing
+            "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = ? AND column_name = ?",
+            (table, column),
+        ).fetchone()
+        if present is None:
+            cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
 
     def word_match(self, text: str) -> str:
         return f"(' ' || {text} || ' ') ~ ('[^a-z0-9_]' || ? || '[^a-z0-9_]')"  # POSIX regex
