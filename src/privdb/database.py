@@ -20,7 +20,7 @@ import sqlglot
 from sqlglot import exp
 
 from privdb.accounting.ledger import Budget, Ledger
-from privdb.accounting.sqlstore import is_store_url
+from privdb.accounting.sqlstore import store_for
 from privdb.backends.base import Engine
 from privdb.backends.duckdb import DuckDBBackend, check_name
 from privdb.backends.urls import open_engine
@@ -87,11 +87,8 @@ class Database:
         self._backend: DuckDBBackend | None = None
         self._backend_lock = threading.Lock()
         self._engines: dict[str, Engine] = {}  # attached engines by URL, opened on first use
-        if ledger is not None and not is_store_url(ledger):
-            raise InvalidParameter(f"--ledger takes a postgresql://user@host:port/db URL, not {ledger!r}")
-        self.ledger_url = ledger  # None: the directory's SQLite file
-        self.catalog = Catalog(ledger or self.path / "privdb.sqlite")
-        self.ledger = Ledger(ledger or self.path / "privdb.sqlite")
+        store = store_for(self.path, ledger)  # the directory's SQLite file, or the PostgreSQL URL
+        self.catalog, self.ledger = Catalog(store), Ledger(store)
         self.noise_source: RandomSource | None = None  # None: the CSPRNG; tests may inject a seeded one
         self.query_timeout: float | None = None  # seconds an engine query may run (the server sets one)
 

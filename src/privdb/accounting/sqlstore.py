@@ -31,7 +31,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Cursor", "SQLStore", "glob_word_match", "is_store_url", "open_store"]
+from privdb.errors import InvalidParameter
+
+__all__ = ["Cursor", "SQLStore", "glob_word_match", "is_store_url", "open_store", "store_for"]
 
 # the advisory lock every privdb write transaction on a PostgreSQL store takes (one per store, like
 # SQLite's write lock per file): "privdb" in ASCII, a constant no other program is likely to use
@@ -42,6 +44,15 @@ _LOCK_WAIT = 60  # seconds a writer waits for the lock before failing (SQLite's 
 def is_store_url(target: object) -> bool:
     """Whether ``target`` names a PostgreSQL store rather than a SQLite file."""
     return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
+
+
+def store_for(directory: Path, ledger: str | None) -> str | Path:
+    """Where a database directory's catalog and ledger live: its own SQLite file, or ``ledger``'s URL."""
+    if ledger is None:
+        return directory / "privdb.sqlite"
+    if not is_store_url(ledger):
+        raise InvalidParameter(f"--ledger takes a postgresql://user@host:port/db URL, not {ledger!r}")
+    return ledger
 
 
 def open_store(target: str | Path, *, durable: bool = True) -> SQLStore:
@@ -184,8 +195,6 @@ class PostgresStore(SQLStore):
         try:
             import psycopg
         except ImportError:
-            from privdb.errors import InvalidParameter
-
             raise InvalidParameter(
                 "a PostgreSQL ledger needs psycopg: pip install 'privdb[postgres]'"
             ) from None
@@ -193,8 +202,6 @@ class PostgresStore(SQLStore):
         try:
             conn = self._open()
         except psycopg.Error as err:
-            from privdb.errors import InvalidParameter
-
             raise InvalidParameter(
                 f"cannot open the ledger at {_without_password(url)!r}: {str(err).strip().splitlines()[0]}"
             ) from None
