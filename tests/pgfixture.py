@@ -66,3 +66,15 @@ def postgres_cluster() -> Iterator[str]:
     finally:
         subprocess.run([*prefix, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def fresh_database(url: str) -> str:
+    """A new, empty database in the cluster at ``url`` (each test its own); its URL."""
+    import uuid
+
+    import psycopg
+
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return f"{url.rsplit('/', 1)[0]}/{name}"

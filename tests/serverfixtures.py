@@ -26,10 +26,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def make_server_db(path: Path, *, people: int = 3000, budget: float = 5.0) -> dict[str, str]:
+def make_server_db(
+    path: Path, *, people: int = 3000, budget: float = 5.0, ledger: str | None = None
+) -> dict[str, str]:
     """A database with a ``people`` table and ``secret`` table, analysts alice (both tables), bob (people
-    only) and an owner token; returns the tokens."""
-    with Database(path) as db:
+    only) and an owner token (in PostgreSQL with a ``ledger`` URL); returns the tokens."""
+    with Database(path, ledger=ledger) as db:
         db.backend.load_frame("people", generate(people, seed=3))
         db.set_metadata("people", METADATA)
         db.backend.load_frame("secret", generate(200, seed=4))

@@ -1,4 +1,5 @@
-"""The budget ledger: exact arithmetic, refusal, reservations, durability, concurrency, crash safety."""
+"""The budget ledger: exact arithmetic, refusal, reservations, durability, concurrency, crash safety; on
+both stores (a SQLite file, and PostgreSQL in a throw-away cluster: tests/pgfixture.py)."""
 
 from __future__ import annotations
 
@@ -10,18 +11,35 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
+from pgfixture import fresh_database, postgres_cluster
 from privdb.accounting.ledger import Ledger
 from privdb.errors import BudgetExhausted, InvalidParameter
 
 
+@pytest.fixture(scope="module")
+def pg_url() -> Iterator[str]:
+    with postgres_cluster() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a ledger lives: a SQLite file, or a fresh database of the throw-away PostgreSQL cluster."""
+    if request.param == "sqlite":
+        return str(tmp_path / "ledger.sqlite")
+    return fresh_database(request.getfixturevalue("pg_url"))
+
+
 @pytest.fixture
-def ledger(tmp_path: Path) -> Ledger:
-    return Ledger(tmp_path / "ledger.sqlite")
+def ledger(target: str) -> Iterator[Ledger]:
+    with Ledger(target) as opened:
+        yield opened
 
 
 def test_fifty_spends_of_a_tenth_fit_a_budget_of_five(ledger: Ledger) -> None:
@@ -112,15 +130,15 @@ def test_bad_amounts_and_budget_changes(ledger: Ledger) -> None:
     assert ledger.budget("alice", "db").epsilon_remaining == Fraction(3, 2)
 
 
-def test_spends_survive_reopening(tmp_path: Path) -> None:
-    path = tmp_path / "ledger.sqlite"
-    with Ledger(path) as first:
+def test_spends_survive_reopening(target: str) -> None:
+    with Ledger(target) as first:
         first.set_budget("alice", "db", epsilon=1)
         first.spend("alice", "db", epsilon=0.25)
-    with Ledger(path) as second:
+    with Ledger(target) as second:
         assert second.budget("alice", "db").epsilon_remaining == Fraction(3, 4)
-    mode = sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0]
-    assert mode == "wal"
+    if not target.startswith("postgresql://"):
+        mode = sqlite3.connect(target).execute("PRAGMA journal_mode").fetchone()[0]
+        assert mode == "wal"
 
 
 def _spender(path: str, attempts: int, results: mp.Queue) -> None:  # type: ignore[type-arg]
@@ -136,9 +154,9 @@ def _spender(path: str, attempts: int, results: mp.Queue) -> None:  # type: igno
 
 
 @pytest.mark.slow
-def test_parallel_processes_never_overspend(tmp_path: Path) -> None:
+def test_parallel_processes_never_overspend(target: str) -> None:
     """8 processes × 100 spends against a budget for 300: exactly 300 succeed."""
-    path = str(tmp_path / "ledger.sqlite")
+    path = target
     with Ledger(path) as ledger:
         ledger.set_budget("alice", "db", epsilon=300)
     ctx = mp.get_context("spawn")
@@ -175,9 +193,9 @@ _CRASHER = textwrap.dedent(
 
 
 @pytest.mark.slow
-def test_kill_9_leaves_the_ledger_consistent(tmp_path: Path) -> None:
+def test_kill_9_leaves_the_ledger_consistent(target: str) -> None:
     """A process killed at an arbitrary moment: the running total equals the log, and nothing is lost."""
-    path = tmp_path / "ledger.sqlite"
+    path = target
     with Ledger(path) as ledger:
         ledger.set_budget("alice", "db", epsilon=10_000)
     for delay in (0.2, 0.45, 0.7):
@@ -193,8 +211,9 @@ def test_kill_9_leaves_the_ledger_consistent(tmp_path: Path) -> None:
             held = sum((s.epsilon for s in spends if s.state != "released"), Fraction(0))
             assert ledger.budget("alice", "db").epsilon_spent == held
             assert len(spends) > 0
-        check = sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone()[0]
-        assert check == "ok"
+        if not target.startswith("postgresql://"):
+            check = sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone()[0]
+            assert check == "ok"
 
 
 def test_a_re_grant_changes_only_what_it_gives(tmp_path: Path) -> None:

@@ -167,26 +167,32 @@ class Connection:
 
 
 @overload
-def connect(path: Path, *, analyst: str | None = None, token: str | None = None) -> Connection: ...
+def connect(
+    path: Path, *, analyst: str | None = None, token: str | None = None, ledger: str | None = None
+) -> Connection: ...
 @overload
 def connect(
-    path: str, *, analyst: str | None = None, token: str | None = None
+    path: str, *, analyst: str | None = None, token: str | None = None, ledger: str | None = None
 ) -> Connection | RemoteConnection: ...
 
 
 def connect(
-    path: str | Path, *, analyst: str | None = None, token: str | None = None
+    path: str | Path, *, analyst: str | None = None, token: str | None = None, ledger: str | None = None
 ) -> Connection | RemoteConnection:
     """Open a database directory (created on first use) as ``analyst`` or as the owner; or, given an
-    ``http(s)://`` URL and a token, a session with a privdb server (the same methods)."""
+    ``http(s)://`` URL and a token, a session with a privdb server (the same methods). ``ledger``: a
+    ``postgresql://`` URL holding the budgets, analysts and log that several hosts share (default: the
+    directory's own SQLite file)."""
     if isinstance(path, str) and path.startswith(("http://", "https://")):
         from privdb.client import RemoteConnection
 
         if analyst is not None:
             raise InvalidParameter("on a server the token says who you are; pass token=…, not analyst=…")
+        if ledger is not None:
+            raise InvalidParameter("a server keeps its own ledger: pass ledger=… only with a directory")
         return RemoteConnection(path, token or "")
     if token is not None:
-        found = Database(path)
+        found = Database(path, ledger=ledger)
         principal = found.catalog.authenticate(token)
         return Connection(found, None if principal.is_owner else principal.name)
-    return Connection(Database(path), analyst)
+    return Connection(Database(path, ledger=ledger), analyst)

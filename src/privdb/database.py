@@ -3,7 +3,8 @@
     DIR/data.duckdb     the tables (DuckDB)
     DIR/privdb.sqlite   metadata, analysts, stored answers, budgets and spends (SQLite, WAL)
 
-Created on first use. The owner loads tables and grants budgets; analysts only ask DP-SELECTs.
+(``ledger="postgresql://…"``: the second in PostgreSQL, shared by several hosts). Created on first use.
+The owner loads tables and grants budgets; analysts only ask DP-SELECTs.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sqlglot import exp
 
 from privdb.accounting.ledger import Budget, Ledger
 from privdb.accounting.renewal import RENEWAL_WARNING, describe_period, parse_period
+from privdb.accounting.sqlstore import store_for
 from privdb.backends.base import Engine
 from privdb.backends.duckdb import DuckDBBackend, check_name
 from privdb.backends.urls import open_engine
@@ -76,7 +78,7 @@ def _as_declared(columns: dict[str, str], spec: dict[str, Any] | None) -> dict[s
 class Database:
     """Owner-side handle on one database directory."""
 
-    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
+    def __init__(self, path: str | Path, *, read_only: bool = False, ledger: str | None = None) -> None:
         self.path = Path(path)
         if self.path.exists() and not self.path.is_dir():
             raise InvalidParameter(f"{str(self.path)!r} is a file; a privdb database is a directory")
@@ -86,8 +88,8 @@ class Database:
         self._backend: DuckDBBackend | None = None
         self._backend_lock = threading.Lock()
         self._engines: dict[str, Engine] = {}  # attached engines by URL, opened on first use
-        self.catalog = Catalog(self.path / "privdb.sqlite")
-        self.ledger = Ledger(self.path / "privdb.sqlite")
+        store = store_for(self.path, ledger)  # the directory's SQLite file, or the PostgreSQL URL
+        self.catalog, self.ledger = Catalog(store), Ledger(store)
         self.noise_source: RandomSource | None = None  # None: the CSPRNG; tests may inject a seeded one
         self.query_timeout: float | None = None  # seconds an engine query may run (the server sets one)
 

@@ -3,7 +3,10 @@
 * **Exact.** Amounts are rationals (``fractions.Fraction``); a float a user typed is read as the decimal
   they wrote (``0.1`` is 1/10), so fifty spends of 0.1 fit a budget of 5 exactly. Stored as text ``"n/d"``.
 * **Atomic.** Check-and-spend is one SQLite ``BEGIN IMMEDIATE`` transaction: it takes the database's write
-  lock before reading the running total, so parallel processes serialise and can never overspend.
+  lock before reading the running total, so parallel processes serialise and can never overspend. Given a
+  ``postgresql://`` URL the ledger lives in PostgreSQL instead, shared by several servers, and the same
+  transactions take one advisory lock first, so writers on every host serialise alike
+  (:mod:`privdb.accounting.sqlstore`, the only place the two differ).
 * **Durable.** WAL journal with ``synchronous=FULL``: a committed spend survives a crash or power loss. A
   ``kill -9`` at any moment leaves either the whole transaction or none of it. A *reservation* (and a
   release) is written with ``synchronous=NORMAL``: atomic, and seen by every other process at once, but
@@ -30,11 +33,9 @@ the ε it was charged (``gdelta``, ``gcharge``), and is charged only what their 
 from __future__ import annotations
 
 import os
-import sqlite3
-import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -42,6 +43,7 @@ from pathlib import Path
 from privdb.accounting.amounts import Budget, _amount, _frac, _text
 from privdb.accounting.composition import GaussianCost, gaussian_charge
 from privdb.accounting.shared import SharedBudgets, cap_row, draw_on, in_window
+from privdb.accounting.sqlstore import Cursor, is_store_url, open_store
 from privdb.errors import BudgetExhausted, InvalidParameter
 
 __all__ = ["Budget", "Ledger", "Reservation", "Spend"]
@@ -95,6 +97,16 @@ CREATE TABLE IF NOT EXISTS members (
     PRIMARY KEY (analyst, database)
 );
 """
+
+
+# columns added after the first release of the schema, for ledgers made before them: zCDP accounting of
+# Gaussian answers (spends) and renewal windows (caps)
+_ADDED = (
+    ("spends", "gdelta", "TEXT"),
+    ("spends", "gcharge", "TEXT"),
+    ("caps", "period", "REAL"),
+    ("caps", "window_start", "REAL"),
+)
 
 
 @dataclass(frozen=True)
@@ -152,32 +164,16 @@ _WHO_DRAWS = {"table": "every analyst's answers about its people", "group": "all
 
 
 class Ledger(SharedBudgets):
-    """Budgets and spends of one privdb installation, in one SQLite file."""
+    """Budgets and spends of one privdb installation: in one SQLite file, or in the PostgreSQL database a
+    ``postgresql://`` URL names (shared by several servers)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=60.0, check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=FULL")
-        self._conn.execute("PRAGMA busy_timeout=60000")
-        with self._transaction() as cur:
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    cur.execute(statement)
-            for table, column, kind in (
-                ("spends", "gdelta", "TEXT"),
-                ("spends", "gcharge", "TEXT"),
-                ("caps", "period", "REAL"),
-                ("caps", "window_start", "REAL"),
-            ):
-                have = {row[1] for row in cur.execute(f"PRAGMA table_info({table})").fetchall()}
-                if column not in have:  # a ledger made before zCDP accounting or renewal windows
-                    cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+        target = str(path) if is_store_url(path) else Path(path)
+        self._store = open_store(target)
+        self._store.create([s for s in _SCHEMA.split(";") if s.strip()], _ADDED)
 
     def close(self) -> None:
-        self._conn.close()
+        self._store.close()
 
     def __enter__(self) -> Ledger:
         return self
@@ -185,20 +181,10 @@ class Ledger(SharedBudgets):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @contextmanager
-    def _transaction(self, *, durable: bool = True) -> Iterator[sqlite3.Cursor]:
-        """One write transaction holding SQLite's write lock from its first statement; synced to disk
+    def _transaction(self, *, durable: bool = True) -> AbstractContextManager[Cursor]:
+        """One write transaction holding the store's write lock from its first statement; synced to disk
         when it commits if ``durable`` (module doc: only reservations and releases are not)."""
-        with self._lock:
-            cur = self._conn.cursor()
-            cur.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
-            cur.execute("BEGIN IMMEDIATE")
-            try:
-                yield cur
-            except BaseException:
-                cur.execute("ROLLBACK")
-                raise
-            cur.execute("COMMIT")
+        return self._store.transaction(durable=durable)
 
     def set_budget(
         self, analyst: str, database: str, *, epsilon: float | Fraction, delta: float | Fraction = 0
@@ -229,15 +215,15 @@ class Ledger(SharedBudgets):
 
     def budget(self, analyst: str, database: str) -> Budget:
         """The analyst's budget; ``forbidden``-style refusal is the caller's: here, a missing grant is 0."""
-        with self._lock:
-            row = self._row(self._conn.cursor(), analyst, database)
+        with self._store.cursor() as cur:
+            row = self._row(cur, analyst, database)
         if row is None:
             return Budget(analyst, database, Fraction(0), Fraction(0), Fraction(0), Fraction(0))
         return row
 
     def has_budget(self, analyst: str, database: str) -> bool:
-        with self._lock:
-            return self._row(self._conn.cursor(), analyst, database) is not None
+        with self._store.cursor() as cur:
+            return self._row(cur, analyst, database) is not None
 
     def reserve(
         self,
@@ -293,18 +279,16 @@ class Ledger(SharedBudgets):
                 "UPDATE budgets SET epsilon_spent = ?, delta_spent = ? WHERE analyst = ? AND database = ?",
                 (_text(row.epsilon_spent + eps), _text(row.delta_spent + dlt), analyst, database),
             )
-            cur.execute(
+            spend_id = cur.insert(
                 "INSERT INTO spends (analyst, database, epsilon, delta, rho, gdelta, gcharge, state, note,"
                 " pid, created) VALUES (?, ?, ?, ?, ?, ?, ?, 'reserved', ?, ?, ?)",
                 (analyst, database, _text(eps), _text(dlt), rho,
                  None if gaussian is None else _text(gaussian.delta),
                  None if gcharge is None else _text(gcharge), note, os.getpid(), time.time()),
             )  # fmt: skip
-            spend_id = cur.lastrowid
             for kind, name, cap in capped:
                 draw_on(cur, kind, name, database, cap, eps, dlt)
                 cur.execute("INSERT INTO draws VALUES (?, ?, ?)", (spend_id, kind, name))
-        assert spend_id is not None
         return Reservation(self, spend_id, eps, dlt, plain)
 
     def spend(
@@ -375,12 +359,11 @@ class Ledger(SharedBudgets):
         args: tuple[str, ...] = (database,)
         if analyst is not None:
             sql, args = sql + " AND analyst = ?", (database, analyst)
-        with self._lock:
-            rows = self._conn.execute(sql + " ORDER BY id", args).fetchall()
+        rows = self._store.execute(sql + " ORDER BY id", args)
         return [Spend(r[0], _frac(r[1]), _frac(r[2]), r[3], r[4], r[5], r[6], r[7]) for r in rows]
 
     @staticmethod
-    def _row(cur: sqlite3.Cursor, analyst: str, database: str) -> Budget | None:
+    def _row(cur: Cursor, analyst: str, database: str) -> Budget | None:
         found = cur.execute(
             "SELECT epsilon_total, delta_total, epsilon_spent, delta_spent FROM budgets "
             "WHERE analyst = ? AND database = ?",

@@ -3,14 +3,13 @@ transactions (privdb.accounting.ledger, "Shared budgets"; docs/proofs/ledger.md)
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 import time
 from contextlib import AbstractContextManager
 from fractions import Fraction
 
 from privdb.accounting.amounts import Budget, _amount, _frac, _text
 from privdb.accounting.renewal import window_start
+from privdb.accounting.sqlstore import Cursor, SQLStore
 from privdb.errors import InvalidParameter
 
 __all__ = ["SharedBudgets", "cap_row", "draw_on", "in_window"]
@@ -19,10 +18,9 @@ __all__ = ["SharedBudgets", "cap_row", "draw_on", "in_window"]
 class SharedBudgets:
     """The ledger's methods for caps and group membership (mixed into :class:`Ledger`)."""
 
-    _lock: threading.Lock
-    _conn: sqlite3.Connection
+    _store: SQLStore
 
-    def _transaction(self, *, durable: bool = True) -> AbstractContextManager[sqlite3.Cursor]:
+    def _transaction(self, *, durable: bool = True) -> AbstractContextManager[Cursor]:
         raise NotImplementedError
 
     def set_cap(
@@ -43,11 +41,15 @@ class SharedBudgets:
         eps, dlt = _amount("epsilon", epsilon), _amount("delta", delta)
         with self._transaction() as cur:
             cap = cap_row(cur, kind, name, database)
-            cur.execute(
-                "UPDATE caps SET period = ?, window_start = ? WHERE kind = ? AND name = ? AND database = ?"
-                " AND period IS NOT ?",
-                (renew, time.time(), kind, name, database, renew),
-            )  # a new period starts its first window now; the same period keeps its windows
+            period = cur.execute(
+                "SELECT period FROM caps WHERE kind = ? AND name = ? AND database = ?", (kind, name, database)
+            ).fetchone()
+            if period is not None and period[0] != renew:  # a new period starts its windows now
+                cur.execute(
+                    "UPDATE caps SET period = ?, window_start = ? "
+                    "WHERE kind = ? AND name = ? AND database = ?",
+                    (renew, time.time(), kind, name, database),
+                )
             if cap is None:
                 cur.execute(
                     "INSERT INTO caps (kind, name, database, epsilon_total, delta_total, epsilon_spent,"
@@ -81,11 +83,10 @@ class SharedBudgets:
 
     def renewals(self, database: str) -> dict[tuple[str, str], tuple[float, float]]:
         """(kind, name) → (period, start of the current window) of every renewing shared budget."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT kind, name, period, window_start FROM caps WHERE database = ? AND period IS NOT NULL",
-                (database,),
-            ).fetchall()
+        rows = self._store.execute(
+            "SELECT kind, name, period, window_start FROM caps WHERE database = ? AND period IS NOT NULL",
+            (database,),
+        )
         now = time.time()
         return {(r[0], r[1]): (float(r[2]), window_start(float(r[3]), float(r[2]), now)) for r in rows}
 
@@ -98,24 +99,22 @@ class SharedBudgets:
 
     def members(self, database: str) -> dict[str, list[str]]:
         """Each group's members."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT grp, analyst FROM members WHERE database = ? ORDER BY grp, analyst", (database,)
-            ).fetchall()
+        rows = self._store.execute(
+            "SELECT grp, analyst FROM members WHERE database = ? ORDER BY grp, analyst", (database,)
+        )
         out: dict[str, list[str]] = {}
         for grp, analyst in rows:
             out.setdefault(str(grp), []).append(str(analyst))
         return out
 
     def group_of(self, analyst: str, database: str) -> str | None:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT grp FROM members WHERE analyst = ? AND database = ?", (analyst, database)
-            ).fetchone()
-        return None if row is None else str(row[0])
+        rows = self._store.execute(
+            "SELECT grp FROM members WHERE analyst = ? AND database = ?", (analyst, database)
+        )
+        return None if not rows else str(rows[0][0])
 
 
-def cap_row(cur: sqlite3.Cursor, kind: str, name: str, database: str) -> Budget | None:
+def cap_row(cur: Cursor, kind: str, name: str, database: str) -> Budget | None:
     """The cap, renewed first if its window is over: what is drawn is then recounted from the spends
     reserved or committed in the current window (inside the caller's transaction)."""
     found = cur.execute(
@@ -143,7 +142,7 @@ def cap_row(cur: sqlite3.Cursor, kind: str, name: str, database: str) -> Budget 
     return Budget(name, database, *(_frac(x) for x in (eps_total, dlt_total, eps_spent, dlt_spent)))
 
 
-def in_window(cur: sqlite3.Cursor, kind: str, name: str, database: str, created: float) -> bool:
+def in_window(cur: Cursor, kind: str, name: str, database: str, created: float) -> bool:
     """Whether a spend made at ``created`` counts in the cap's current window (always, if it never renews)."""
     found = cur.execute(
         "SELECT window_start FROM caps WHERE kind = ? AND name = ? AND database = ? AND period IS NOT NULL",
@@ -153,7 +152,7 @@ def in_window(cur: sqlite3.Cursor, kind: str, name: str, database: str, created:
 
 
 def draw_on(
-    cur: sqlite3.Cursor, kind: str, name: str, database: str, cap: Budget, eps: Fraction, dlt: Fraction
+    cur: Cursor, kind: str, name: str, database: str, cap: Budget, eps: Fraction, dlt: Fraction
 ) -> None:
     cur.execute(
         "UPDATE caps SET epsilon_spent = ?, delta_spent = ? WHERE kind = ? AND name = ? AND database = ?",

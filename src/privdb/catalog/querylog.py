@@ -2,16 +2,19 @@
 
 The log is not a table of its own: every spend is a row of the ledger's ``spends`` (so the log and the
 budgets cannot disagree) and every query refused before it read data is a row of the catalog's
-``refusals``. Both live in the database's one SQLite file, so one ``UNION ALL`` reads them; filters, order
-and paging are applied there, by SQLite, never by reading the whole log into Python.
+``refusals``. Both live in the same store (the database's SQLite file, or the shared PostgreSQL database),
+so one ``UNION ALL`` reads them; filters, order and paging are applied there, never by reading the whole
+log into Python.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal, NamedTuple, TypedDict, get_args
 
+from privdb.accounting.sqlstore import glob_word_match
 from privdb.errors import InvalidParameter
 
 __all__ = ["OUTCOMES", "LogFilter", "LogOptions", "LogRow", "Outcome"]
@@ -95,15 +98,17 @@ class LogFilter:
             options.get("newest_first", False),
         )
 
-    def where(self) -> tuple[str, list[Any]]:
-        """The ``WHERE`` clause (empty when nothing is filtered) and its arguments."""
+    def where(self, word_match: Callable[[str], str] | None = None) -> tuple[str, list[Any]]:
+        """The ``WHERE`` clause (empty when nothing is filtered) and its arguments; ``word_match`` writes
+        the store's whole-word match (:meth:`privdb.accounting.sqlstore.SQLStore.word_match`; SQLite's by
+        default)."""
         terms: list[str] = []
         args: list[Any] = []
         if self.analyst is not None:
             terms.append("analyst = ?")
             args.append(self.analyst)
         if self.table is not None:  # the name between two non-word characters (the text padded with spaces)
-            terms.append("(' ' || lower(query) || ' ') GLOB ('*[^a-z0-9_]' || ? || '[^a-z0-9_]*')")
+            terms.append((word_match or glob_word_match)("lower(query)"))
             args.append(self.table.lower())
         if self.since is not None:
             terms.append("time >= ?")

@@ -1,22 +1,23 @@
 """The catalog's durable state beside the ledger: table metadata, analysts and their tokens, stored answers.
 
+It lives where the ledger does (:mod:`privdb.accounting.sqlstore`): the database directory's SQLite file, or
+the PostgreSQL database several servers share, so a token granted once works on every one of them.
+
 Tokens are stored as SHA-256 hashes only. Stored answers make a repeated query (same analyst, same
 normalised text) return the same noisy answer at no cost, so repetition cannot average the noise away.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import secrets
-import sqlite3
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from privdb.accounting.sqlstore import is_store_url, open_store
 from privdb.catalog.querylog import LOG_UNION, LogFilter, LogRow
 from privdb.errors import InvalidParameter, Unauthorized, UnknownTable
 
@@ -61,44 +62,33 @@ def _hash(token: str) -> str:
 
 
 class Catalog:
-    """SQLite tables of one database directory (the same file as the ledger, in WAL mode)."""
+    """The catalog's tables: in the same SQLite file as the ledger (WAL mode), or in the same PostgreSQL
+    database (a ``postgresql://`` URL)."""
 
     def __init__(self, path: str | Path) -> None:
-        self._lock = threading.Lock()
-        self._conn = sqlite3.connect(str(path), isolation_level=None, timeout=60.0, check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        # NORMAL, not FULL: in WAL mode a commit still survives a crash of privdb, and the next FULL commit
-        # (the ledger's, on every spend) makes it durable against power loss too; a stored answer lost to
-        # power loss only means the analyst pays again for that repeat, never that a spend goes missing.
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        with self._lock:
-            for statement in _SCHEMA:
-                self._conn.execute(statement)
-            for table, column, declaration in _ADDED:
-                present = {r[1] for r in self._conn.execute(f"PRAGMA table_info({table})")}
-                if column not in present:
-                    with contextlib.suppress(sqlite3.OperationalError):  # another process added it first
-                        self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+        # SQLite at NORMAL, not FULL: in WAL mode a commit still survives a crash of privdb, and the next FULL
+        # commit (the ledger's, on every spend) makes it durable against power loss too; a stored answer lost
+        # to power loss only means the analyst pays again for that repeat, never that a spend goes missing.
+        self._store = open_store(str(path) if is_store_url(path) else Path(path), durable=False)
+        self._store.create(_SCHEMA, _ADDED)
 
     def close(self) -> None:
-        self._conn.close()
+        self._store.close()
 
     # ---- tables
     def set_metadata(self, table: str, metadata: dict[str, Any]) -> None:
-        with self._lock:
-            self._conn.execute(
+        with self._store.transaction(durable=False) as cur:
+            cur.execute(
                 "INSERT INTO tables VALUES (?, ?) "
                 "ON CONFLICT(name) DO UPDATE SET metadata = excluded.metadata",
                 (table, json.dumps(metadata)),
             )
             # answers about a reloaded table are stale
-            self._conn.execute("DELETE FROM answers WHERE lower(tbl) = lower(?)", (table,))
+            cur.execute("DELETE FROM answers WHERE lower(tbl) = lower(?)", (table,))
 
     def metadata(self, table: str) -> dict[str, Any] | None:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT metadata FROM tables WHERE lower(name) = lower(?)", (table,)
-            ).fetchone()
+        with self._store.cursor() as cur:
+            row = cur.execute("SELECT metadata FROM tables WHERE lower(name) = lower(?)", (table,)).fetchone()
         return None if row is None else dict(json.loads(row[0]))
 
     # ---- analysts and tokens
@@ -111,8 +101,8 @@ class Catalog:
         token = secrets.token_urlsafe(32)
         expires = None if expires_in is None else time.time() + expires_in
         scope = None if tables is None else json.dumps(sorted(tables))
-        with self._lock:
-            self._conn.execute(
+        with self._store.cursor() as cur:
+            cur.execute(
                 "INSERT INTO analysts (name, token_sha256, created, revoked, expires, tables) "
                 "VALUES (?, ?, ?, NULL, ?, ?) ON CONFLICT(name) DO UPDATE SET "
                 "token_sha256 = excluded.token_sha256, revoked = NULL, expires = excluded.expires, "
@@ -123,35 +113,37 @@ class Catalog:
 
     def revoke_analyst(self, name: str) -> bool:
         """Revoke the analyst's token at once; False if there is no such analyst."""
-        with self._lock:
-            cur = self._conn.execute("UPDATE analysts SET revoked = ? WHERE name = ?", (time.time(), name))
-        return cur.rowcount > 0
+        with self._store.cursor() as cur:
+            return (
+                cur.execute("UPDATE analysts SET revoked = ? WHERE name = ?", (time.time(), name)).rowcount
+                > 0
+            )
 
     def add_owner_token(self) -> str:
         """A new owner token (the owner may hold several, e.g. one per machine); shown once."""
         token = secrets.token_urlsafe(32)
-        with self._lock:
-            self._conn.execute("INSERT INTO owner_tokens VALUES (?, ?, NULL)", (_hash(token), time.time()))
+        with self._store.cursor() as cur:
+            cur.execute("INSERT INTO owner_tokens VALUES (?, ?, NULL)", (_hash(token), time.time()))
         return token
 
     def has_owner_token(self) -> bool:
-        with self._lock:
-            row = self._conn.execute("SELECT 1 FROM owner_tokens WHERE revoked IS NULL").fetchone()
+        with self._store.cursor() as cur:
+            row = cur.execute("SELECT 1 FROM owner_tokens WHERE revoked IS NULL").fetchone()
         return row is not None
 
     def revoke_owner_tokens(self) -> None:
-        with self._lock:
-            self._conn.execute("UPDATE owner_tokens SET revoked = ? WHERE revoked IS NULL", (time.time(),))
+        with self._store.cursor() as cur:
+            cur.execute("UPDATE owner_tokens SET revoked = ? WHERE revoked IS NULL", (time.time(),))
 
     def authenticate(self, token: str) -> Principal:
         """The principal a bearer token speaks for, or ``unauthorized`` saying why (unknown, revoked,
         expired) without revealing whose token it was."""
         digest = _hash(token)
-        with self._lock:
-            owner = self._conn.execute(
+        with self._store.cursor() as cur:
+            owner = cur.execute(
                 "SELECT revoked FROM owner_tokens WHERE token_sha256 = ?", (digest,)
             ).fetchone()
-            analyst = self._conn.execute(
+            analyst = cur.execute(
                 "SELECT name, revoked, expires, tables FROM analysts WHERE token_sha256 = ?", (digest,)
             ).fetchone()
         if owner is not None:
@@ -171,13 +163,13 @@ class Catalog:
 
     def analyst_tables(self, name: str) -> tuple[str, ...] | None:
         """The tables an analyst may query (None: all)."""
-        with self._lock:
-            row = self._conn.execute("SELECT tables FROM analysts WHERE name = ?", (name,)).fetchone()
+        with self._store.cursor() as cur:
+            row = cur.execute("SELECT tables FROM analysts WHERE name = ?", (name,)).fetchone()
         return None if row is None or row[0] is None else tuple(json.loads(row[0]))
 
     def has_analyst(self, name: str) -> bool:
-        with self._lock:
-            return self._conn.execute("SELECT 1 FROM analysts WHERE name = ?", (name,)).fetchone() is not None
+        with self._store.cursor() as cur:
+            return cur.execute("SELECT 1 FROM analysts WHERE name = ?", (name,)).fetchone() is not None
 
     def analyst_for_token(self, token: str) -> str | None:
         try:
@@ -188,8 +180,8 @@ class Catalog:
 
     def analysts(self) -> list[dict[str, Any]]:
         """Every analyst with the state of their token (never the token)."""
-        with self._lock:
-            rows = self._conn.execute(
+        with self._store.cursor() as cur:
+            rows = cur.execute(
                 "SELECT name, created, revoked, expires, tables FROM analysts ORDER BY name"
             ).fetchall()
         return [
@@ -205,8 +197,8 @@ class Catalog:
 
     # ---- tables that stay in another engine
     def attach(self, name: str, engine: str, source: str) -> None:
-        with self._lock:
-            self._conn.execute(
+        with self._store.cursor() as cur:
+            cur.execute(
                 "INSERT INTO attachments VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
                 "engine = excluded.engine, source = excluded.source",
                 (name, engine, source),
@@ -214,67 +206,58 @@ class Catalog:
 
     def attachments(self) -> dict[str, tuple[str, str]]:
         """Attached table name → (engine URL, the table's name in that engine)."""
-        with self._lock:
-            rows = self._conn.execute("SELECT name, engine, source FROM attachments ORDER BY name").fetchall()
+        with self._store.cursor() as cur:
+            rows = cur.execute("SELECT name, engine, source FROM attachments ORDER BY name").fetchall()
         return {str(r[0]): (str(r[1]), str(r[2])) for r in rows}
 
     # ---- surveys of the local model: a spec, a collection token, and the estimator's state
     def create_survey(self, name: str, spec: dict[str, Any], d: int) -> str:
         """Declare a survey; returns its collection token (for the people's devices), shown once."""
         token = secrets.token_urlsafe(32)
-        with self._lock:
-            try:
-                self._conn.execute(
-                    "INSERT INTO surveys VALUES (?, ?, ?, 0, ?, ?)",
-                    (name, json.dumps(spec), _hash(token), json.dumps([0] * d), time.time()),
-                )
-            except sqlite3.IntegrityError:
-                raise InvalidParameter(f"a survey {name!r} exists already; choose another name") from None
+        with self._store.cursor() as cur:
+            added = cur.execute(
+                "INSERT INTO surveys VALUES (?, ?, ?, 0, ?, ?) ON CONFLICT (name) DO NOTHING",
+                (name, json.dumps(spec), _hash(token), json.dumps([0] * d), time.time()),
+            ).rowcount
+        if added == 0:
+            raise InvalidParameter(f"a survey {name!r} exists already; choose another name")
         return token
 
     def survey(self, name: str) -> tuple[dict[str, Any], int, list[int]]:
         """The survey's spec, number of reports and support counts."""
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT spec, n, support FROM surveys WHERE name = ?", (name,)
-            ).fetchone()
+        with self._store.cursor() as cur:
+            row = cur.execute("SELECT spec, n, support FROM surveys WHERE name = ?", (name,)).fetchone()
         if row is None:
             raise UnknownTable(f"no survey {name!r}; the owner declares surveys with POST /v1/surveys")
         return dict(json.loads(row[0])), int(row[1]), list(json.loads(row[2]))
 
     def surveys(self) -> list[dict[str, Any]]:
-        with self._lock:
-            rows = self._conn.execute("SELECT name, spec, n FROM surveys ORDER BY name").fetchall()
+        with self._store.cursor() as cur:
+            rows = cur.execute("SELECT name, spec, n FROM surveys ORDER BY name").fetchall()
         return [{"name": r[0], "spec": json.loads(r[1]), "n": r[2]} for r in rows]
 
     def is_collector(self, name: str, token: str) -> bool:
-        with self._lock:
-            row = self._conn.execute("SELECT collect_sha256 FROM surveys WHERE name = ?", (name,)).fetchone()
+        with self._store.cursor() as cur:
+            row = cur.execute("SELECT collect_sha256 FROM surveys WHERE name = ?", (name,)).fetchone()
         return row is not None and secrets.compare_digest(str(row[0]), _hash(token))
 
     def add_to_survey(self, name: str, support: list[int], n: int) -> int:
         """Add one batch's support counts, atomically (processes serialise on the write lock)."""
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                row = self._conn.execute("SELECT n, support FROM surveys WHERE name = ?", (name,)).fetchone()
-                if row is None:
-                    raise UnknownTable(f"no survey {name!r}")
-                total = [a + b for a, b in zip(json.loads(row[1]), support, strict=True)]
-                self._conn.execute(
-                    "UPDATE surveys SET n = ?, support = ? WHERE name = ?",
-                    (int(row[0]) + n, json.dumps(total), name),
-                )
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+        with self._store.transaction(durable=False) as cur:
+            row = cur.execute("SELECT n, support FROM surveys WHERE name = ?", (name,)).fetchone()
+            if row is None:
+                raise UnknownTable(f"no survey {name!r}")
+            total = [a + b for a, b in zip(json.loads(row[1]), support, strict=True)]
+            cur.execute(
+                "UPDATE surveys SET n = ?, support = ? WHERE name = ?",
+                (int(row[0]) + n, json.dumps(total), name),
+            )
         return int(row[0]) + n
 
     # ---- the query log: refused queries here, spends in the ledger's table beside them (same file)
     def log_refusal(self, analyst: str, query: str, code: str) -> None:
-        with self._lock:
-            self._conn.execute(
+        with self._store.cursor() as cur:
+            cur.execute(
                 "INSERT INTO refusals (analyst, query, code, created) VALUES (?, ?, ?, ?)",
                 (analyst, query[:500], code, time.time()),
             )
@@ -284,34 +267,34 @@ class Catalog:
     ) -> list[LogRow]:
         """One page of the query log: the ledger's spends on ``database`` and the refused queries, in time
         order (newest first if ``filters.newest_first``), filtered, ordered and paged in SQL."""
-        where, args = filters.where()
+        where, args = filters.where(self._store.word_match)
         order = "DESC" if filters.newest_first else "ASC"
         sql = (
-            f"SELECT time, analyst, query, epsilon, delta, outcome, code FROM ({LOG_UNION}){where} "
+            f"SELECT time, analyst, query, epsilon, delta, outcome, code FROM ({LOG_UNION}) AS log{where} "
             f"ORDER BY time {order}, src {order}, id {order} LIMIT ? OFFSET ?"
         )
-        with self._lock:
-            rows = self._conn.execute(sql, (database, *args, -1 if limit is None else limit, offset))
-            return [LogRow(*r) for r in rows.fetchall()]
+        no_limit = self._store.no_limit
+        rows = self._store.execute(sql, (database, *args, no_limit if limit is None else limit, offset))
+        return [LogRow(*r) for r in rows]
 
     def log_count(self, database: str, filters: LogFilter) -> int:
         """How many entries of the log pass ``filters`` (for paging)."""
-        where, args = filters.where()
-        with self._lock:
-            row = self._conn.execute(f"SELECT COUNT(*) FROM ({LOG_UNION}){where}", (database, *args))
-            return int(row.fetchone()[0])
+        where, args = filters.where(self._store.word_match)
+        return int(
+            self._store.execute(f"SELECT COUNT(*) FROM ({LOG_UNION}) AS log{where}", (database, *args))[0][0]
+        )
 
     # ---- stored answers
     def stored_answer(self, analyst: str, query: str) -> dict[str, Any] | None:
-        with self._lock:
-            row = self._conn.execute(
+        with self._store.cursor() as cur:
+            row = cur.execute(
                 "SELECT result FROM answers WHERE analyst = ? AND query = ?", (analyst, query)
             ).fetchone()
         return None if row is None else dict(json.loads(row[0]))
 
     def store_answer(self, analyst: str, query: str, table: str, result: dict[str, Any]) -> None:
-        with self._lock:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?)",
-                (analyst, query, table, json.dumps(result), time.time()),
-            )
+        self._store.execute(
+            "INSERT INTO answers VALUES (?, ?, ?, ?, ?) ON CONFLICT (analyst, query) DO UPDATE SET "
+            "tbl = excluded.tbl, result = excluded.result, created = excluded.created",
+            (analyst, query, table, json.dumps(result), time.time()),
+        )

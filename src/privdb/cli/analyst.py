@@ -10,7 +10,15 @@ import typer
 from rich.table import Table
 
 from privdb.cli.app import app, console, friendly
-from privdb.cli.options import FormatOption, MaybeDb, TableOrJson, TokenOption, UrlOption, open_connection
+from privdb.cli.options import (
+    FormatOption,
+    LedgerOption,
+    MaybeDb,
+    TableOrJson,
+    TokenOption,
+    UrlOption,
+    open_connection,
+)
 from privdb.errors import InvalidParameter
 
 
@@ -22,12 +30,13 @@ def query(
     analyst: Annotated[str | None, typer.Option(help="the analyst who asks (and pays), with --db")] = None,
     url: UrlOption = None,
     token: TokenOption = None,
+    ledger: LedgerOption = None,
     output_format: FormatOption = "table",
 ) -> None:
     """Answer a DP-SELECT with differential privacy, paid from the analyst's budget."""
     if url is None and analyst is None and token is None:
         raise InvalidParameter("say who asks: --analyst NAME (with --db) or --token T (with --url)")
-    with open_connection(db, url, token, analyst) as conn:
+    with open_connection(db, url, token, analyst, ledger) as conn:
         result = conn.sql(sql)
     if output_format == "json":
         sys.stdout.write(json.dumps(result.to_dict()) + "\n")
@@ -47,6 +56,7 @@ def explain(
     ] = None,
     url: UrlOption = None,
     token: TokenOption = None,
+    ledger: LedgerOption = None,
     output_format: TableOrJson = "table",
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="also the noisy statistics and the engine SQL")
@@ -54,7 +64,7 @@ def explain(
 ) -> None:
     """Show what a DP-SELECT will cost and how accurate each column will be, without reading data or
     spending budget (as the owner by default; as an analyst with --analyst, or with --url and their token)."""
-    with open_connection(db, url, token, analyst) as conn:
+    with open_connection(db, url, token, analyst, ledger) as conn:
         plan = conn.explain(sql)
     if output_format == "json":
         sys.stdout.write(json.dumps(plan) + "\n")
@@ -178,10 +188,11 @@ def budget(
     analyst: Annotated[str | None, typer.Option(help="analyst name")] = None,
     url: UrlOption = None,
     token: TokenOption = None,
+    ledger: LedgerOption = None,
     output_format: TableOrJson = "table",
 ) -> None:
     """Show an analyst's budget: total, spent and remaining (on a server: the token's own)."""
-    with open_connection(db, url, token) as conn:
+    with open_connection(db, url, token, ledger=ledger) as conn:
         if url is not None and analyst is None:
             info = conn.budget()
         elif analyst is None:

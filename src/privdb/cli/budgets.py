@@ -13,7 +13,7 @@ from rich.table import Table
 from privdb.accounting.renewal import RENEWAL_WARNING, parse_period
 from privdb.cli.app import app, console, friendly
 from privdb.cli.database import OwnerDb, owner_connection
-from privdb.cli.options import TableOrJson, TokenOption, UrlOption
+from privdb.cli.options import LedgerOption, TableOrJson, TokenOption, UrlOption
 from privdb.errors import InvalidParameter
 
 
@@ -23,6 +23,7 @@ def budgets(
     db: OwnerDb = None,
     url: UrlOption = None,
     token: TokenOption = None,
+    ledger: LedgerOption = None,
     table: Annotated[
         str | None, typer.Option(help="set this table's lifetime budget (all analysts draw on it)")
     ] = None,
@@ -42,7 +43,7 @@ def budgets(
     """Show the shared budgets, or set one: a table's lifetime budget (every analyst's answers about its
     people draw on it, so analysts pooling their answers learn no more than it allows) or a budget group's
     (a team sharing one budget; `privdb grant NAME --group G` adds members)."""
-    with owner_connection(db, url, token) as conn:
+    with owner_connection(db, url, token, ledger) as conn:
         if table is not None or group is not None:
             if epsilon is None:
                 raise InvalidParameter("--epsilon: the shared budget's total ε")

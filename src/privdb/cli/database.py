@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 
 from privdb.cli.app import app, console, errors, friendly
-from privdb.cli.options import DbOption, FormatOption, TokenOption, UrlOption, open_connection
+from privdb.cli.options import DbOption, FormatOption, LedgerOption, TokenOption, UrlOption, open_connection
 from privdb.errors import InvalidParameter
 
 OwnerDb = Annotated[
@@ -21,16 +21,16 @@ OwnerDb = Annotated[
 ]
 
 
-def owner_connection(db: Path | None, url: str | None, token: str | None) -> Any:
-    """The owner's connection: on --db (created on first use), or over a running server with --url and
-    an owner token (the server refuses an analyst's)."""
+def owner_connection(db: Path | None, url: str | None, token: str | None, ledger: str | None = None) -> Any:
+    """The owner's connection: on --db (created on first use; its ledger in PostgreSQL with --ledger), or
+    over a running server with --url and an owner token (the server refuses an analyst's)."""
     if url is None:
         from privdb import connect
 
         if db is None:
             raise InvalidParameter("give --db DIR (the database) or --url URL --token OWNER_TOKEN (a server)")
-        return connect(db)
-    return open_connection(db, url, token)
+        return connect(db, ledger=ledger)
+    return open_connection(db, url, token, ledger=ledger)
 
 
 @app.command()
@@ -45,10 +45,11 @@ def attach(
     db: OwnerDb = None,
     url: UrlOption = None,
     token: TokenOption = None,
+    ledger: LedgerOption = None,
 ) -> None:
     """Register a table that stays in its own engine; DP-SELECTs on it run there, only aggregates return.
     Over a server (--url, an owner token) the engine URL is opened by the server, on its machine."""
-    with owner_connection(db, url, token) as conn:
+    with owner_connection(db, url, token, ledger) as conn:
         meta = conn.attach(table, engine, source, metadata)
         # where the engine's data strays from the metadata (embedded: the owner's own check, read here)
         findings = [] if isinstance(meta, dict) else conn.conformance(table)
@@ -65,6 +66,7 @@ def grant(
     db: OwnerDb = None,
     url: UrlOption = None,
     token: TokenOption = None,
+    ledger: LedgerOption = None,
     epsilon: Annotated[
         float | None, typer.Option(help="total ε budget (needed for a new analyst; a re-grant keeps it)")
     ] = None,
@@ -83,7 +85,7 @@ def grant(
 ) -> None:
     """Create an analyst with a budget (or change it); prints a new token (the old one stops working)."""
     scope = None if tables is None else [t.strip() for t in tables.split(",") if t.strip()]
-    with owner_connection(db, url, token) as conn:
+    with owner_connection(db, url, token, ledger) as conn:
         issued = conn.grant(
             analyst,
             epsilon=epsilon,
@@ -102,20 +104,21 @@ def revoke(
     db: OwnerDb = None,
     url: UrlOption = None,
     token: TokenOption = None,
+    ledger: LedgerOption = None,
 ) -> None:
     """Revoke an analyst's token at once (their budget and log stay; `privdb grant` issues a new token)."""
-    with owner_connection(db, url, token) as conn:
+    with owner_connection(db, url, token, ledger) as conn:
         conn.revoke(analyst)
     console().print(f"revoked the token of {analyst}")
 
 
 @app.command()
 @friendly
-def token(db: DbOption) -> None:
+def token(db: DbOption, ledger: LedgerOption = None) -> None:
     """Issue a new owner token (for the server's owner-only API and page); prints it once."""
     from privdb.database import Database
 
-    with Database(db) as database:
+    with Database(db, ledger=ledger) as database:
         sys.stdout.write(database.catalog.add_owner_token() + "\n")
 
 
@@ -126,11 +129,12 @@ def owner_sql(
     db: OwnerDb = None,
     url: UrlOption = None,
     token: TokenOption = None,
+    ledger: LedgerOption = None,
     output_format: FormatOption = "table",
 ) -> None:
     """Run raw SQL as the database owner (direct access model; analysts cannot). While `privdb serve`
     holds the database, run it over the server: --url URL --token OWNER_TOKEN."""
-    with owner_connection(db, url, token) as conn:
+    with owner_connection(db, url, token, ledger) as conn:
         frame = conn.owner_sql(statement)
     if frame.attrs.get("truncated"):
         errors().print(f"the server sent the first {len(frame):,} rows only; narrow the query for the rest")
@@ -151,6 +155,7 @@ def owner_sql(
 @friendly
 def serve(
     db: DbOption,
+    ledger: LedgerOption = None,
     host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port to listen on")] = 8000,
     workers: Annotated[int, typer.Option(help="worker processes (more than 1 opens the data read-only)")] = 1,
@@ -174,7 +179,7 @@ def serve(
 
     if workers < 1 or not 0 < port < 65536 or query_timeout <= 0 or max_body < 1024:
         raise InvalidParameter("--workers ≥ 1, --port in 1..65535, --query-timeout > 0, --max-body ≥ 1024")
-    with Database(db) as database:
+    with Database(db, ledger=ledger) as database:
         if not database.catalog.has_owner_token():
             errors().print(
                 f"owner token (shown once; `privdb token` issues more): {database.catalog.add_owner_token()}"
@@ -189,4 +194,5 @@ def serve(
         max_body=max_body,
         access_log=access_log,
         log_config=log_config,
+        ledger=ledger,
     )

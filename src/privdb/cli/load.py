@@ -11,7 +11,7 @@ import typer
 
 from privdb.catalog.files import FileFormat, ReadOptions
 from privdb.cli.app import app, console, errors, friendly
-from privdb.cli.options import TokenOption, UrlOption
+from privdb.cli.options import LedgerOption, TokenOption, UrlOption
 from privdb.errors import InvalidParameter
 
 FileArgument = Annotated[
@@ -71,6 +71,7 @@ def load(
     file_format: Format = None,
     url: UrlOption = None,
     token: TokenOption = None,
+    ledger: LedgerOption = None,
 ) -> None:
     """Load a file into the database with its privacy metadata, and warn where the data strays from it
     (values outside a declared domain, the share clipped at each bound): the owner's check, never shown to
@@ -87,7 +88,7 @@ def load(
         raise InvalidParameter("give --db DIR (a local database) or --url URL --token T (a server)")
     from privdb.database import Database
 
-    with Database(db) as database:
+    with Database(db, ledger=ledger) as database:
         meta = database.load(table, file, metadata, options)
         answer = database.loaded(meta)
     _report(meta.name, answer["rows"], answer, answer["conformance"])

@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from privdb.cli.app import app, console, friendly
-from privdb.cli.options import FormatOption, MaybeDb, TokenOption, UrlOption, open_connection
+from privdb.cli.options import FormatOption, LedgerOption, MaybeDb, TokenOption, UrlOption, open_connection
 from privdb.errors import InvalidParameter
 
 __all__ = ["parse_since"]
@@ -48,6 +48,7 @@ def log(
     db: MaybeDb = None,
     url: UrlOption = None,
     token: TokenOption = None,
+    ledger: LedgerOption = None,
     analyst: Annotated[
         str | None, typer.Option(help="only this analyst's entries (an analyst's token: only their own)")
     ] = None,
@@ -67,7 +68,7 @@ def log(
     """Show the query log: who asked what, when, what it cost and how it ended (the owner: everyone's;
     an analyst's token: their own)."""
     start = None if since is None else parse_since(since)
-    with open_connection(db, url, token) as conn:
+    with open_connection(db, url, token, ledger=ledger) as conn:
         entries: list[dict[str, Any]] = conn.log(
             analyst=analyst,
             limit=limit,

@@ -183,9 +183,11 @@ def create_app(
     read_only: bool = False,
     query_timeout: float | None = 30.0,
     max_body: int = MAX_BODY,
+    ledger: str | None = None,
 ) -> FastAPI:
-    """The application over one database directory."""
-    db = Database(db_dir, read_only=read_only)
+    """The application over one database directory (its ledger and catalog in PostgreSQL if ``ledger``
+    is a ``postgresql://`` URL: several hosts' servers then share budgets, analysts and the log)."""
+    db = Database(db_dir, read_only=read_only, ledger=ledger)
     db.backend  # noqa: B018 (open the data now: the server holds DuckDB's lock from its start, not its first query)
     db.query_timeout = query_timeout
     app = FastAPI(

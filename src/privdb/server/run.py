@@ -24,6 +24,7 @@ from privdb.server.app import MAX_BODY, create_app
 __all__ = ["app_from_env", "serve"]
 
 ENV_DB, ENV_TIMEOUT, ENV_MAX_BODY = "PRIVDB_SERVER_DB", "PRIVDB_SERVER_TIMEOUT", "PRIVDB_SERVER_MAX_BODY"
+ENV_LEDGER = "PRIVDB_SERVER_LEDGER"
 
 
 def app_from_env() -> FastAPI:
@@ -34,6 +35,7 @@ def app_from_env() -> FastAPI:
         read_only=True,
         query_timeout=float(timeout) if timeout else None,
         max_body=int(os.environ.get(ENV_MAX_BODY, MAX_BODY)),
+        ledger=os.environ.get(ENV_LEDGER) or None,
     )
 
 
@@ -69,10 +71,13 @@ def serve(
     max_body: int = MAX_BODY,
     access_log: bool = True,
     log_config: str | Path | None = None,
+    ledger: str | None = None,
 ) -> None:
     """Run the server until interrupted. With ``workers > 1`` each worker process opens the data
     read-only (DuckDB allows one writer per file); budgets stay exact across them (the ledger's SQLite
-    transactions serialise processes). While it runs, ``DIR/serve.json`` names its pid and URL."""
+    transactions serialise processes). ``ledger``: a ``postgresql://`` URL where the budgets, analysts and
+    log live, shared with other hosts' servers (whose transactions serialise alike). While it runs,
+    ``DIR/serve.json`` names its pid and URL."""
     import uvicorn
 
     logs: dict[str, Any] = {"access_log": access_log, "log_config": logging_config(log_config)}
@@ -87,9 +92,10 @@ def serve(
             if query_timeout is not None:
                 os.environ[ENV_TIMEOUT] = str(query_timeout)
             os.environ[ENV_MAX_BODY] = str(max_body)
+            os.environ[ENV_LEDGER] = ledger or ""
             uvicorn.run(
                 "privdb.server.run:app_from_env", factory=True, host=host, port=port, workers=workers, **logs
             )
         else:
-            app = create_app(db_dir, query_timeout=query_timeout, max_body=max_body)
+            app = create_app(db_dir, query_timeout=query_timeout, max_body=max_body, ledger=ledger)
             uvicorn.run(app, host=host, port=port, **logs)
