@@ -288,3 +288,17 @@ def test_the_cli_explain_shows_the_classes(db: Database) -> None:
     text = " ".join(out.output.split())
     assert "personalised each person's ε from consent; threshold t = 0.5" in text
     assert "restricted ε 0.1: kept 0.162, loses 0.1" in text
+
+
+def test_the_ledger_accounts_each_class_over_answers(db: Database) -> None:
+    """Accounted per unit class: each answer at t adds min(ε_class, t) to its class, in the reservation's own
+    transaction; a refused query adds nothing; the owner reads the totals (API, CLI)."""
+    engine.run(db, "alice", "DP-SELECT 1 COUNT(*) FROM people WHERE age > 10")
+    engine.run(db, "alice", "DP-SELECT 0.05 COUNT(*) FROM people WHERE age > 20")
+    with pytest.raises(PrivdbError):
+        engine.run(db, "alice", "DP-SELECT 1 SUM(eps) FROM people")
+    lost = {(c["table"], c["class"]): c["epsilon_lost"] for c in db.class_losses()}
+    assert lost[("people", "smallest")] == pytest.approx(STRICT + 0.05)
+    assert lost[("people", "largest")] == pytest.approx(1.05)
+    shown = CliRunner().invoke(app, ["budgets", "--db", str(db.path)])
+    assert "smallest" in shown.stdout and "1.05" in shown.stdout  # the per-class table (its title wraps)

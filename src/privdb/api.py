@@ -158,6 +158,10 @@ class Connection:
         """Every table lifetime budget and budget group (owner)."""
         return self._owner("reading shared budgets").shared_budgets()
 
+    def class_losses(self) -> list[dict[str, Any]]:
+        """Personalised tables: the ε each class of units has lost so far (owner)."""
+        return self._owner("reading class losses").class_losses()
+
     def revoke(self, analyst: str) -> None:
         """Revoke the analyst's token at once."""
         self._owner("revoking analysts").revoke(analyst)

@@ -156,6 +156,11 @@ class RemoteConnection:
         result: list[dict[str, Any]] = self._call("GET", "/v1/budgets")
         return result
 
+    def class_losses(self) -> list[dict[str, Any]]:
+        """Personalised tables: the ε each class of units has lost so far (owner)."""
+        result: list[dict[str, Any]] = self._call("GET", "/v1/budgets/classes")
+        return result
+
     def revoke(self, analyst: str) -> None:
         self._call("DELETE", f"/v1/analysts/{analyst}")
 

@@ -341,6 +341,14 @@ class Database:
             for kind, b in self.ledger.caps(self.name)
         ]  # fmt: skip
 
+    def class_losses(self) -> list[dict[str, Any]]:
+        """Personalised tables: the ε each class of units has lost over every answer (docs/proofs/
+        personalised.md), beside the class's own ε where the metadata gives one."""
+        out = []
+        for (table, name), lost in self.ledger.class_losses(self.name).items():
+            out.append({"table": table, "class": name, "epsilon_lost": float(lost)})
+        return out
+
     def revoke(self, analyst: str) -> None:
         """Revoke the analyst's token at once (their budget and log stay; `grant` issues a new token)."""
         if not self.catalog.revoke_analyst(analyst):

@@ -96,6 +96,12 @@ CREATE TABLE IF NOT EXISTS members (
     grp       TEXT NOT NULL,
     PRIMARY KEY (analyst, database)
 );
+CREATE TABLE IF NOT EXISTS class_losses (
+    spend_id  INTEGER NOT NULL,
+    tbl       TEXT NOT NULL,
+    class     TEXT NOT NULL,
+    epsilon   TEXT NOT NULL
+);
 """
 
 
@@ -236,6 +242,7 @@ class Ledger(SharedBudgets):
         note: str = "",
         draws: Sequence[tuple[str, str]] = (),
         gaussian: GaussianCost | None = None,
+        classes: Sequence[tuple[str, str, Fraction]] = (),
     ) -> Reservation:
         """Check and reserve in one transaction, or raise ``budget_exhausted`` naming what is left. ``draws``:
         the caps the spend also draws on, as ``(kind, name)``: ``("table", t)``, ``("group", g)``.
@@ -289,6 +296,10 @@ class Ledger(SharedBudgets):
             for kind, name, cap in capped:
                 draw_on(cur, kind, name, database, cap, eps, dlt)
                 cur.execute("INSERT INTO draws VALUES (?, ?, ?)", (spend_id, kind, name))
+            for table, name, lost in classes:  # personalised privacy: what each class of units loses
+                cur.execute(
+                    "INSERT INTO class_losses VALUES (?, ?, ?, ?)", (spend_id, table, name, _text(lost))
+                )
         return Reservation(self, spend_id, eps, dlt, plain)
 
     def spend(
@@ -352,6 +363,19 @@ class Ledger(SharedBudgets):
                 "UPDATE spends SET state = ?, settled = ?, epsilon = ?, delta = ? WHERE id = ?",
                 (state, time.time(), _text(eps), _text(dlt), spend_id),
             )
+
+    def class_losses(self, database: str) -> dict[tuple[str, str], Fraction]:
+        """(table, class) → the ε that class of a personalised table's units has lost over every answer
+        reserved or committed (privdb.sql.personal): each answer at threshold t costs it min(ε_class, t)."""
+        rows = self._store.execute(
+            "SELECT c.tbl, c.class, c.epsilon FROM class_losses c JOIN spends s ON s.id = c.spend_id "
+            "WHERE s.database = ? AND s.state <> 'released' ORDER BY c.tbl, c.spend_id",
+            (database,),
+        )
+        out: dict[tuple[str, str], Fraction] = {}
+        for table, name, lost in rows:
+            out[(table, name)] = out.get((table, name), Fraction(0)) + _frac(lost)
+        return out
 
     def spends(self, analyst: str | None, database: str) -> list[Spend]:
         """The log of an analyst's spends on a database (every analyst's with ``None``), oldest first."""

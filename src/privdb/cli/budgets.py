@@ -53,6 +53,7 @@ def budgets(
         elif epsilon is not None or renew is not None:
             raise InvalidParameter("--epsilon sets a shared budget: say whose with --table T or --group G")
         found = conn.shared_budgets()
+        losses = conn.class_losses()
     if output_format == "json":
         sys.stdout.write(json.dumps(found) + "\n")
         return
@@ -67,6 +68,15 @@ def budgets(
             f"{b['epsilon_remaining']:g}", f"{b['delta_remaining']:g}", renews, members,
         )  # fmt: skip
     console().print(out)
+    if losses:
+        per_class = Table(
+            title="personalised tables: ε lost per class of units (each answer: min(ε_class, t))"
+        )
+        for col in ("table", "class", "ε lost"):
+            per_class.add_column(col)
+        for c in losses:
+            per_class.add_row(c["table"], c["class"], f"{c['epsilon_lost']:g}")
+        console().print(per_class)
 
 
 def _when(seconds: float) -> str:

@@ -285,6 +285,10 @@ def create_app(
     def shared_budgets(who: Owner) -> list[dict[str, Any]]:
         return db.shared_budgets()
 
+    @app.get("/v1/budgets/classes", summary="Personalised tables: the ε each class of units has lost (owner)")
+    def class_losses(who: Owner) -> list[dict[str, Any]]:
+        return db.class_losses()
+
     @app.get("/v1/analysts", summary="Every analyst, their token's state and budget")
     def list_analysts(who: Owner) -> list[dict[str, Any]]:
         return [a | {"budget": db.budget(a["name"]).to_dict()} for a in db.catalog.analysts()]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 from typing import Any, TypeVar
 
 import pandas as pd
@@ -360,6 +361,8 @@ def _run(db: Database, analyst: str, text: str) -> Result:
         extra["personalised"] = summary(personal, plan.epsilon)
         suffix = losses_note(personal, plan.epsilon)
         note = note[: 500 - len(suffix)] + suffix
+        classes = [(personal.name, str(c["class"]), exact(c["epsilon_lost"])) for c in
+                   summary(personal, plan.epsilon)["classes"]]  # fmt: skip
     tables = plan.relation.tables if isinstance(plan, Plan) and plan.relation is not None else (base,)
     gaussian = None
     if isinstance(plan, Plan) and (cost := zcdp_cost(plan)) is not None:
@@ -368,7 +371,7 @@ def _run(db: Database, analyst: str, text: str) -> Result:
     return charged(
         db, analyst, key=plan.query.normalized, table=base, epsilon=plan.epsilon,
         delta=plan.delta, read=read, respond=respond, extra=extra, note=note,
-        tables=tables, gaussian=gaussian,
+        tables=tables, gaussian=gaussian, classes=classes if personal is not None else (),
     )  # fmt: skip
 
 
@@ -386,6 +389,7 @@ def charged(
     note: str | None = None,
     tables: Sequence[str] | None = None,
     gaussian: GaussianCost | None = None,
+    classes: Sequence[tuple[str, str, Fraction]] = (),
 ) -> Result:
     """Answer once, in the one order privacy allows: the stored answer to ``key`` if there is one (free);
     else reserve the budget, ``read`` the data (a failure from here on is charged, without detail),
@@ -405,7 +409,7 @@ def charged(
     draws = [("table", t) for t in (tables or (table,))] + ([("group", group)] if group else [])
     reservation = db.ledger.reserve(
         analyst, db.name, epsilon=epsilon, delta=delta, note=(note or key)[:500], draws=draws,
-        gaussian=gaussian,
+        gaussian=gaussian, classes=classes,
     )  # fmt: skip
     if gaussian is not None:
         extra = dict(extra or {}) | {"composition": {
