@@ -18,6 +18,7 @@ from privdb.audit.auditor import audit
 from privdb.catalog.metadata import metadata_from_dict
 from privdb.cli import app
 from privdb.database import Database
+from privdb.errors import InvalidParameter
 from privdb.publish.histogram import release_histograms
 from privdb.publish.marginals import Measurement, estimate, mechanisms
 
@@ -207,3 +208,41 @@ def test_a_file_is_published_with_its_metadata_and_charged_to_its_name(db: Path,
                                "sex", "--epsilon", "0.5", "-o", str(tmp_path / "h.csv")])  # fmt: skip
     assert done.exit_code == 0, done.stderr
     assert _spent(db) == pytest.approx(0.5)
+
+
+def test_v_optimal_partitions_are_optimal() -> None:
+    """The dynamic programme's least error for k buckets equals brute force over every split."""
+    import itertools
+
+    from privdb.publish.noisefirst import v_optimal
+
+    y = np.random.default_rng(3).normal(0, 5, 9)
+
+    def sse(a: np.ndarray) -> float:
+        return float(((a - a.mean()) ** 2).sum())
+
+    errors, _ = v_optimal(y, 5)
+    for k in range(1, 6):
+        brute = min(
+            sum(sse(y[a:b]) for a, b in itertools.pairwise((0, *cuts, len(y))))
+            for cuts in itertools.combinations(range(1, len(y)), k - 1)
+        )
+        assert errors[k - 1] == pytest.approx(brute, abs=1e-9)
+
+
+def test_noisefirst_merges_flat_runs_and_keeps_valid_intervals() -> None:
+    frame = pd.DataFrame({"age": np.repeat([10, 50, 80], [300, 300, 300]), "sex": "F", "state": "AL",
+                          "name": "x", "note": "x"})  # fmt: skip
+    released = release_histograms(frame, _meta(), marginals=[("age",)], bins={"age": 50}, epsilon=0.2,
+                                  method="noisefirst", rng=seeded(9))  # fmt: skip
+    counts = released.marginals[0][1]
+    raw = release_histograms(
+        frame, _meta(), marginals=[("age",)], bins={"age": 50}, epsilon=0.2, rng=seeded(9)
+    )
+    truth = np.zeros(50)
+    truth[[5, 25, 40]] = 300
+    merged_error = np.abs(counts["count"].to_numpy() - truth).mean()
+    assert counts["count"].nunique() < 50  # bins were merged
+    assert merged_error < np.abs(raw.marginals[0][1]["count"].to_numpy() - truth).mean() * 1.5
+    with pytest.raises(InvalidParameter, match="one 1-D histogram"):
+        release_histograms(frame, _meta(), marginals=[("age", "sex")], epsilon=1, method="noisefirst")

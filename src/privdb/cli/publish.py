@@ -104,6 +104,12 @@ def histogram(
     ] = None,
     delta: Annotated[float, typer.Option(help="δ (gaussian noise)")] = 0.0,
     noise: Annotated[Literal["laplace", "gaussian"], typer.Option(help="integer noise law")] = "laplace",
+    method: Annotated[
+        Literal["consistent", "noisefirst"],
+        typer.Option(
+            help="consistent: least squares over the marginals; noisefirst: one 1-D histogram's bins merged"
+        ),
+    ] = "consistent",
     table: TableName = None,
     metadata: MetadataFile = None,
     report: Annotated[Path | None, typer.Option(help="the utility report, JSON (for the owner)")] = None,
@@ -121,7 +127,8 @@ def histogram(
     with Database(db) as database:
         frame, meta = source_table(database, source, table, metadata)
         options = {"marginals": marginals, "hierarchical": hierarchical, "branching": branching,
-                   "bins": _bins(bins or []), "epsilon": epsilon, "delta": delta, "noise": noise}  # fmt: skip
+                   "bins": _bins(bins or []), "epsilon": epsilon, "delta": delta, "noise": noise,
+                   "method": method}  # fmt: skip
         # every check on parameters and domains runs on an empty frame first: a bad input spends nothing
         release_histograms(frame.iloc[:0], meta, **options)  # type: ignore[arg-type]
         what = " ".join(f"--columns {','.join(m)}" for m in marginals) or f"--hierarchical {hierarchical}"

@@ -29,6 +29,7 @@ from privdb.errors import InvalidParameter
 from privdb.mechanisms import RandomSource
 from privdb.mechanisms.randomness import default_source
 from privdb.publish.marginals import Measurement, consistent, measure, mechanisms
+from privdb.publish.noisefirst import noise_first
 
 __all__ = ["Domain", "HistogramRelease", "domain_of", "release_histograms"]
 
@@ -110,9 +111,16 @@ def release_histograms(
     epsilon: float,
     delta: float = 0.0,
     noise: str = "laplace",
+    method: str = "consistent",
     rng: RandomSource | None = None,
 ) -> HistogramRelease:
-    """Release ``marginals`` (or the ``hierarchical`` histogram of one numeric column) of ``frame``."""
+    """Release ``marginals`` (or the ``hierarchical`` histogram of one numeric column) of ``frame``.
+    ``method``: ``consistent`` (least squares, any marginals) or ``noisefirst`` (one 1-D histogram whose
+    noisy bins are merged into buckets: Xu et al. 2012, privdb.publish.noisefirst)."""
+    if method not in ("consistent", "noisefirst"):
+        raise InvalidParameter(f"--method is consistent or noisefirst, not {method!r}")
+    if method == "noisefirst" and (hierarchical is not None or len(marginals) != 1 or len(marginals[0]) != 1):
+        raise InvalidParameter("--method noisefirst releases one 1-D histogram: give one --columns COLUMN")
     if not (epsilon > 0 and math.isfinite(epsilon)):
         raise InvalidParameter(f"--epsilon must be > 0 and finite, got {epsilon:g}")
     if not 0 <= delta < 1:
@@ -151,7 +159,15 @@ def release_histograms(
         np.add.at(table_counts, tuple(cells[keep].T), 1.0)
     mechs = mechanisms(len(measurements), epsilon, delta, sensitivity, noise, source)
     measured = measure(table_counts, measurements, mechs)
-    answers = consistent(measured, shape)
+    if method == "noisefirst":
+        (only,) = measured
+        merged, _ = noise_first(only.noisy, only.mechanism.variance())
+        half = only.mechanism.half_width(0.05)
+        answers = [
+            (np.maximum(merged, 0.0), np.maximum(only.noisy - half, 0.0), np.maximum(only.noisy + half, 0.0))
+        ]
+    else:
+        answers = consistent(measured, shape)
     out: list[tuple[tuple[str, ...], pd.DataFrame]] = []
     utility: dict[str, float] = {}
     if hierarchical is not None:
