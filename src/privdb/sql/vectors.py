@@ -9,11 +9,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from privdb.sql.expr.rounding import round_half_away
 
 F = NDArray[np.float64]
 B = NDArray[np.bool_]
@@ -138,10 +139,9 @@ def _round(x: F, d: float) -> F:
         out = np.where(np.isnan(y * m) & ~np.isnan(x), np.where(np.isfinite(x), 0.0, x), y * m)
     if np.any(half):
         out = np.array(out, dtype=np.float64, copy=True)
-        step = Decimal(1).scaleb(-int(d))
         flat, source = out.reshape(-1), np.broadcast_to(x, out.shape).reshape(-1)
         for i in np.flatnonzero(half.reshape(-1) if np.ndim(half) else np.array([bool(half)])):
-            flat[i] = float(Decimal(float(source[i])).quantize(step, rounding=ROUND_HALF_UP))
+            flat[i] = round_half_away(float(source[i]), int(d))
     return out
 
 

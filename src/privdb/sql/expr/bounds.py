@@ -25,6 +25,7 @@ from fractions import Fraction
 
 from privdb.catalog.metadata import ColumnMeta
 from privdb.errors import UnsupportedQuery
+from privdb.sql.expr.rounding import round_half_away
 from privdb.sql.expr.types import DEFAULT_MAX_LENGTH, MAX_RESULT_LENGTH, Expr, Type
 
 __all__ = ["Bounded", "bound"]
@@ -152,13 +153,9 @@ def _c_round(y: float) -> float:
 
 
 def _round_at(x: float, digits: int) -> float | None:
-    """DuckDB's ``round(x, digits)`` for ``digits != 0``, or None where DuckDB falls back (overflow)."""
-    modifier = 10.0 ** abs(digits)
-    if digits > 0:
-        scaled = x * modifier
-        result = _c_round(scaled) / modifier if math.isfinite(scaled) else math.inf
-    else:
-        result = _c_round(x / modifier) * modifier
+    """DuckDB's ``round(x, digits)`` for ``digits != 0`` (exact: privdb.sql.expr.rounding), or None where
+    it is not finite."""
+    result = round_half_away(x, digits)
     return result if math.isfinite(result) else None
 
 
