@@ -1,6 +1,18 @@
 """The ``privdb`` command: a thin face over the library (Typer + Rich)."""
 
-from privdb.cli import analyst, anonymize, budgets, database, epsilon, linkage, load, log, showcase, survey
+from privdb.cli import (
+    analyst,
+    anonymize,
+    budgets,
+    database,
+    epsilon,
+    linkage,
+    load,
+    log,
+    publish,
+    showcase,
+    survey,
+)
 from privdb.cli.app import app, arrange
 
 __all__ = ["app", "main"]
@@ -14,6 +26,7 @@ _COMMANDS = (
     linkage,
     load,
     log,
+    publish,
     showcase,
     survey,
 )  # importing them registers their commands on ``app``

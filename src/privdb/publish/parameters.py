@@ -7,9 +7,10 @@ where, with γ = (e^ε_anon − 1 + β) / e^ε_anon,
     δ(k) = max over n ≥ ⌈k/γ − 1⌉ of  Σ_{j > ⌊nγ⌋} Bin(j; n, β).
 
 The maximum is found by walking n upwards until the Chernoff bound e^(−n(γ ln(γ/β) − (γ − β))), which bounds
-every later tail, falls to the running maximum (as ARX does). k is the smallest integer with δ(k) < δ; like ARX
-(whose ``ParameterCalculation`` loop returns one more) privdb uses that k plus one, which only adds protection
-and matches ARX's published values: (1.0, 1e-5) → k 62, (0.5, 1e-5) → 52, (2.0, 1e-5) → 114, (1.0, 1e-6) → 75.
+every later tail, falls to the running maximum (as ARX does). k is the smallest integer with δ(k) < δ; like
+ARX (whose ``ParameterCalculation`` loop returns one more) privdb uses that k plus one, which only adds
+protection and matches ARX's published values: (1.0, 1e-5) → k 62, (0.5, 1e-5) → 52, (2.0, 1e-5) → 114,
+(1.0, 1e-6) → 75.
 """
 
 from __future__ import annotations

@@ -61,7 +61,9 @@ def publication_report(
     qi = list(published.qi)
     gen = pd.DataFrame(
         {
-            c: PublicHierarchy(hierarchies[c]).generalize(original[c].to_numpy(dtype=object), published.node[c])
+            c: PublicHierarchy(hierarchies[c]).generalize(
+                original[c].to_numpy(dtype=object), published.node[c]
+            )
             for c in qi
         }
     )

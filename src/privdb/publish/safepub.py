@@ -41,7 +41,7 @@ from privdb.mechanisms.randomness import RandomSource, default_source
 from privdb.publish.parameters import SafePubParameters, parameters
 from privdb.publish.scores import SCORES, score
 
-__all__ = ["Published", "PublicHierarchy", "check_inputs", "safepub"]
+__all__ = ["PublicHierarchy", "Published", "check_inputs", "safepub"]
 
 EPSILON_SEARCH = 0.1
 
@@ -150,7 +150,7 @@ def _search(
     for _ in range(steps):
         for j, lv in enumerate(pivot):
             if lv > 0:
-                below = pivot[:j] + (lv - 1,) + pivot[j + 1 :]
+                below = (*pivot[:j], lv - 1, *pivot[j + 1 :])
                 if below not in candidates:
                     candidates[below] = value(below)
         candidates.pop(pivot, None)
@@ -204,7 +204,7 @@ def safepub(
         name: np.take(np.asarray(q.labels[lv], dtype=object), q.groups[lv][q.codes])[kept]
         for name, q, lv in zip(qi, lat.qis, node, strict=True)
     }
-    table = pd.DataFrame(out, columns=qi)
+    table = pd.DataFrame(out, columns=list(qi))
     return Published(
         table=table,
         qi=tuple(qi),

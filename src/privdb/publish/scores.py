@@ -6,8 +6,9 @@ removed (Bild, Kuhn, Prasser, PoPETs 2018, Section 5; ARX's ``getScore``), so th
 With d quasi-identifiers and S the suppressed records:
 
 * ``loss``: −(Σ over kept records and QIs of the cell's share (leaves under its label − 1)/(domain − 1)
-  + d·|S|) / (d·(t − 1)). One record added either joins a kept class (+ ≤ d), stays suppressed (+ d) or lifts
-  a class of t − 1 to t (its t − 1 records fall from d each to shares ≥ 0, it adds ≤ d): |Δ| ≤ d·max(1, t − 1).
+  + d·|S|) / (d·(t − 1)). One record added either joins a kept class (+ ≤ d), stays suppressed (+ d) or
+  lifts a class of t − 1 to t (its t − 1 records fall from d each to shares ≥ 0, it adds ≤ d):
+  |Δ| ≤ d·max(1, t − 1).
 * ``precision``: the same with the cell's share replaced by level/height of its QI.
 * ``aecs``: the number of kept classes, plus one if anything is suppressed (Δ ≤ 1 by the same three cases).
 
@@ -52,8 +53,8 @@ def _precision(lat: Lattice, levels: Sequence[int], t: int) -> float:
     kept, n_supp, _ = _kept(lat, levels, t)
     d = len(lat.qis)
     n_kept = int(lat.weight[kept].sum())
-    share = sum(lv / h for lv, h in zip(levels, lat.heights.tolist(), strict=True) if h > 0)
-    return -(n_kept * share + d * n_supp) / (d * max(t - 1, 1))
+    share = sum(float(lv) / float(h) for lv, h in zip(levels, lat.heights.tolist(), strict=True) if h > 0)
+    return float(-(n_kept * share + d * n_supp) / (d * max(t - 1, 1)))
 
 
 def _aecs(lat: Lattice, levels: Sequence[int], t: int) -> float:
@@ -70,4 +71,4 @@ _FUNCTIONS: dict[str, Callable[[Lattice, Sequence[int], int], float]] = {
 
 def score(name: str, lat: Lattice, levels: Sequence[int], threshold: int) -> float:
     """Score ``name`` of the node ``levels``, in units of its sensitivity (higher is better)."""
-    return _FUNCTIONS[name](lat, levels, threshold)
+    return float(_FUNCTIONS[name](lat, levels, threshold))
