@@ -82,24 +82,26 @@ def section(res: dict[str, Any], command: str) -> str:
         f"{len(res['times'])} timed runs after a first one; utility averaged over them.",
         "",
         "| implementation | first run s | best s | median s | dropped by sampling | suppressed | removed "
-        "| 1-way TVD mean / max | 2-way | 3-way |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| NCP | 1-way TVD mean / max | 2-way | 3-way |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
         f"| privdb `safepub` | {res['first']:.3f} | {best:.3f} | {median:.3f} "
         f"| {mean(lambda r: r['dropped_by_sampling']):.1%} | {mean(lambda r: r['suppressed']):.1%} "
-        f"| {mean(lambda r: r['removed']):.1%} | "
+        f"| {mean(lambda r: r['removed']):.1%} | {mean(lambda r: r['ncp']):.1%} | "
         + " | ".join(
             f"{mean(lambda r, w=w: r['marginals_tvd'][w]['mean']):.3f} / "
             f"{mean(lambda r, w=w: r['marginals_tvd'][w]['max']):.3f}"
             for w in "123"
         )
         + " |",
-        f"| ARX 3.9 (RESEARCH.md) | — | {ARX_SECONDS} | — | — | — | about 50 % | not published | — | — |",
+        f"| ARX 3.9 (RESEARCH.md) | — | {ARX_SECONDS} | — | — | — | about 50 % | — | not published | — | — |",
         "",
         "Target:",
         "",
         f"- privdb ≤ {TARGET_SECONDS} s per release (best of the timed runs): {best:.3f} s "
         f"({'met' if best <= TARGET_SECONDS else 'missed'}); ARX {ARX_SECONDS} s.",
         "- The first run also computes k from δ (a walk over binomial tails); later runs reuse it.",
+        "- NCP: the released records' normalised certainty penalty against their originals (what "
+        "generalisation costs); ARX's own figure for this run is not in RESEARCH.md.",
         "- TVD: the original generalised to the released node against the release, so it measures what "
         "sampling and suppression distort, not the generalisation itself.",
         end,

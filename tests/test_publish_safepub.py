@@ -112,6 +112,7 @@ def test_search_and_release_on_adult() -> None:
     assert 0.3 < report["dropped_by_sampling"] < 0.5  # 1 − β = 0.41 of 30,162 rows
     assert report["removed"] == pytest.approx(report["dropped_by_sampling"] + report["suppressed"])
     assert all(0 <= v["max"] <= 1 for v in report["marginals_tvd"].values())
+    assert 0 < report["ncp"] < 1 and set(report["ncp_per_column"]) == set(ADULT_QI)
 
 
 def test_marginal_distance_by_hand() -> None:
@@ -172,7 +173,7 @@ def test_patients_end_to_end_charges_the_owner_each_time(tmp_path: Path) -> None
         "sampled": body["rows"]["sampled"],
         "released": 0,
     }
-    assert body["removed"] == 1.0 and set(body["marginals_tvd"]) == {"1", "2", "3"}
+    assert body["removed"] == 1.0 and set(body["marginals_tvd"]) == {"1", "2", "3"} and body["ncp"] is None
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert _spent(db) == pytest.approx((1.0, 1e-5))
     code, text = _run(*args)  # re-publishing is a new charge

@@ -2,9 +2,10 @@
 
 Every 1-, 2- and 3-way marginal of the quasi-identifiers is compared by total-variation distance
 (½ Σ |p − q| over the cells) between the original table, generalised to the released node, and the release.
-It measures what sampling and suppression distort; what generalisation coarsens is the node's ``loss``
-(ARX's loss of the original at that node). The report reads the private table exactly: it is for the owner
-deciding whether to publish, not part of the DP release.
+It measures what sampling and suppression distort; what generalisation coarsens is ``ncp``, the normalised
+certainty penalty of the released records against their originals (``privdb.anonymize.utility.ncp``, the
+hierarchy's leaves; ``None`` when nothing is released). The report reads the private table exactly: it is
+for the owner deciding whether to publish, not part of the DP release.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from privdb.anonymize.hierarchy import Hierarchy
+from privdb.anonymize.utility import ncp
 from privdb.publish.safepub import PublicHierarchy, Published
 
 __all__ = ["marginal_distances", "publication_report", "report_png"]
@@ -71,6 +73,11 @@ def publication_report(
     n_sampled = int(published.sampled.sum())
     n_kept = int(published.kept.sum())
     p = published.params
+    per_column = (
+        ncp(original.loc[published.kept, qi].reset_index(drop=True), published.table, qi, hierarchies)
+        if n_kept
+        else None
+    )
     return {
         "algorithm": "safepub",
         "privacy": {
@@ -87,6 +94,8 @@ def publication_report(
         "dropped_by_sampling": (n - n_sampled) / n if n else 0.0,
         "suppressed": (n_sampled - n_kept) / n if n else 0.0,
         "removed": (n - n_kept) / n if n else 0.0,
+        "ncp": None if per_column is None else float(np.mean(list(per_column.values()))),
+        "ncp_per_column": per_column,
         "marginals_tvd": marginal_distances(gen, published.table, qi),
         "seconds": published.seconds,
     }
