@@ -189,7 +189,8 @@ def safepub(
     )  # fmt: skip
     rng = rng or default_source()
     hier = {c: h if isinstance(h, PublicHierarchy) else PublicHierarchy(h) for c, h in hierarchies.items()}
-    lat = Lattice(df, qi, {c: hier[c] for c in qi}, params.k, suppression_limit=1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):  # an empty table: the lattice's loss bound is 0/0
+        lat = Lattice(df, qi, {c: hier[c] for c in qi}, params.k, suppression_limit=1.0)
     n_steps = int(lat.heights.sum()) if steps is None else steps
     threshold = math.ceil(params.k / params.beta)
     node, pivots = _search(lat, metric, threshold, n_steps, _share(epsilon_search, n_steps + 1), rng)
