@@ -189,7 +189,9 @@ def test_table_budget_caps_publications(tmp_path: Path) -> None:
     with Database(db) as d:  # the table loaded in the database: IN names it
         d.load("patients", PATIENTS)
         d.set_shared_budget(table="patients", epsilon=1.5, delta=1e-3)
-    args = ["patients", "--qi", "job,sex,age", "--hierarchies", str(hier), "--db", str(db)]
+    args = ["patients", "--qi", "job,sex,age", "--epsilon", "1", "--delta", "1e-5",
+            "--hierarchies", str(hier),
+            "--db", str(db)]  # fmt: skip
     assert _run(*args, "-o", str(tmp_path / "a.csv"))[0] == 0
     code, text = _run(*args, "-o", str(tmp_path / "b.csv"))
     assert code == 2 and "table 'patients'" in text and "budget" in text
@@ -214,7 +216,8 @@ def test_table_budget_caps_publications(tmp_path: Path) -> None:
 )
 def test_bad_input_is_one_line_and_spends_nothing(tmp_path: Path, extra: list[str], needle: str) -> None:
     hier, db = _hierarchies(tmp_path / "h"), _database(tmp_path / "db")
-    base = {"--qi": "job,sex,age", "--hierarchies": str(hier), "--db": str(db), "-o": str(tmp_path / "o.csv")}
+    base = {"--qi": "job,sex,age", "--epsilon": "1", "--delta": "1e-5", "--hierarchies": str(hier),
+            "--db": str(db), "-o": str(tmp_path / "o.csv")}  # fmt: skip
     for opt, value in zip(extra[::2], extra[1::2], strict=True):
         base[opt] = str(tmp_path / value) if value == "MISSING" else value
     code, text = _run(str(PATIENTS), *[x for kv in base.items() for x in kv])
@@ -226,7 +229,9 @@ def test_bad_input_is_one_line_and_spends_nothing(tmp_path: Path, extra: list[st
 
 def test_without_db_or_owner_budget_nothing_is_published(tmp_path: Path) -> None:
     hier = _hierarchies(tmp_path / "h")
-    args = [str(PATIENTS), "--qi", "job,sex,age", "--hierarchies", str(hier), "-o", str(tmp_path / "o.csv")]
+    args = [str(PATIENTS), "--qi", "job,sex,age", "--epsilon", "1", "--delta", "1e-5",
+            "--hierarchies", str(hier),
+            "-o", str(tmp_path / "o.csv")]  # fmt: skip
     code, text = _run(*args)
     assert code == 2 and "give --db DIR" in text
     with Database(tmp_path / "db") as d:

@@ -82,8 +82,8 @@ def safepub_command(
     source: Annotated[str, typer.Argument(help="a table of --db, or a CSV/Parquet file", show_default=False)],
     qi: Annotated[str, typer.Option("--qi", help="comma-separated quasi-identifier columns (all released)")],
     output: Annotated[Path, typer.Option("-o", "--output", help="where to write the released CSV")],
-    epsilon: Annotated[float, typer.Option("--epsilon", help="total ε (ε_anon + ε_search)")] = 1.0,
-    delta: Annotated[float, typer.Option("--delta", help="δ, in (0, 1)")] = 1e-5,
+    epsilon: Annotated[float, typer.Option("--epsilon", help="total ε charged (ε_anon + ε_search), e.g. 1")],
+    delta: Annotated[float, typer.Option("--delta", help="δ charged, in (0, 1), e.g. 1e-5")],
     epsilon_search: Annotated[float, typer.Option(help="the search's share of ε (ARX: 0.1)")] = 0.1,
     hierarchies: Annotated[
         Path | None, typer.Option("--hierarchies", help="directory of public COLUMN.csv hierarchies (ARX)")
