@@ -241,7 +241,7 @@ def test_without_db_or_owner_budget_nothing_is_published(tmp_path: Path) -> None
     assert not (tmp_path / "o.csv").exists()
 
 
-@pytest.mark.parametrize("metric", ["loss", "precision", "aecs"])
+@pytest.mark.parametrize("metric", ["loss", "precision", "aecs", "discernibility", "entropy"])
 def test_scores_move_by_at_most_one_between_neighbours(metric: str) -> None:
     """The exponential mechanism's Δ = 1: on random tables and a random added record, every node's score
     (at several thresholds) changes by at most 1."""

@@ -89,7 +89,9 @@ def safepub_command(
         Path | None, typer.Option("--hierarchies", help="directory of public COLUMN.csv hierarchies (ARX)")
     ] = None,
     fix_labels: Annotated[bool, typer.Option(help="rename lo-hi labels that exclude their values")] = False,
-    metric: Annotated[str, typer.Option(help="the search's score: loss, precision or aecs")] = "loss",
+    metric: Annotated[
+        str, typer.Option(help="the search's score: loss, precision, aecs, discernibility or entropy")
+    ] = "loss",
     steps: Annotated[int | None, typer.Option(help="search steps (default: the lattice's height)")] = None,
     db: Annotated[Path | None, typer.Option("--db", help="the database whose ledger pays")] = None,
     table: Annotated[str | None, typer.Option(help="ledger table name for a file input (its stem)")] = None,

@@ -11,10 +11,17 @@ With d quasi-identifiers and S the suppressed records:
   |Δ| ≤ d·max(1, t − 1).
 * ``precision``: the same with the cell's share replaced by level/height of its QI.
 * ``aecs``: the number of kept classes, plus one if anything is suppressed (Δ ≤ 1 by the same three cases).
+* ``discernibility``: −(|S| + Σ_kept |E|²/n) / c with c = t²/(t − 1) + 1 (5 for t = 1), ARX's form. n varies
+  between add/remove neighbours, so with Q = Σ_kept |E|² (Q ≤ n²): a record joining a kept class of s moves
+  it by (2s + 1)/(n + 1) − Q/(n(n + 1)) ∈ (−1, 2); staying suppressed by 1 − Q/(n(n + 1)) ∈ (0, 1]; lifting
+  a class of t − 1 by −(t − 1) + t²/(n + 1) − Q/(n(n + 1)) ∈ [−t, 1] (t ≤ n + 1). So |Δ| ≤ max(2, t) ≤ c.
 
-Discernibility, non-uniform entropy and classification are SafePub's other three scores; their published
-normalisations divide by the table size n, which add/remove neighbours change, so privdb leaves them out
-until their sensitivity is proven for that neighbourhood (docs/proofs/safepub.md).
+* ``entropy`` (non-uniform entropy, ARX's DP form): per QI, the records suppressed or at ``*`` plus
+  Σ_v c_v²/n over the other records' values v (c_v of them), averaged over the QIs and divided by the same
+  c. Per QI the three cases give (−1, 2), (0, 1] and, lifting a class of t − 1 whose value has c_v kept
+  records, −(t − 1) + (2c_v·t + t²)/(n + 1) − Σc²/(n(n + 1)) ∈ [−t, t + 1) (c_v + t ≤ n + 1): |Δ| ≤ t + 1 ≤ c.
+
+Classification, SafePub's sixth score, needs a target column; privdb leaves it out for now.
 """
 
 from __future__ import annotations
@@ -24,11 +31,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from privdb.anonymize.hierarchy import STAR
 from privdb.anonymize.lattice import Lattice
 
 __all__ = ["SCORES", "score"]
 
-SCORES = ("loss", "precision", "aecs")
+SCORES = ("loss", "precision", "aecs", "discernibility", "entropy")
 
 
 def _kept(lat: Lattice, levels: Sequence[int], t: int) -> tuple[NDArray[np.bool_], int, int]:
@@ -62,10 +70,32 @@ def _aecs(lat: Lattice, levels: Sequence[int], t: int) -> float:
     return float(n_classes + (1 if n_supp else 0))
 
 
+def _discernibility(lat: Lattice, levels: Sequence[int], t: int) -> float:
+    _, sizes = lat.classes(levels)
+    ok = sizes >= t
+    kept = sizes[ok].astype(np.float64)
+    value = float(sizes[~ok].sum()) + (float((kept**2).sum()) / lat.n if lat.n else 0.0)
+    return -value / (5.0 if t <= 1 else t * t / (t - 1) + 1.0)
+
+
+def _entropy(lat: Lattice, levels: Sequence[int], t: int) -> float:
+    kept, _, _ = _kept(lat, levels, t)
+    w = lat.weight.astype(np.float64)
+    total = 0.0
+    for q, tg, lv in zip(lat.qis, lat._tg, levels, strict=True):
+        groups = tg[lv]
+        counted = kept & (np.asarray(q.labels[lv], dtype=object)[groups] != STAR)
+        counts = np.bincount(groups[counted], weights=w[counted])
+        total += float(w[~counted].sum()) + (float((counts**2).sum()) / lat.n if lat.n else 0.0)
+    return -total / len(lat.qis) / (5.0 if t <= 1 else t * t / (t - 1) + 1.0)
+
+
 _FUNCTIONS: dict[str, Callable[[Lattice, Sequence[int], int], float]] = {
     "loss": _loss,
     "precision": _precision,
     "aecs": _aecs,
+    "discernibility": _discernibility,
+    "entropy": _entropy,
 }
 
 
