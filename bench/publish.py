@@ -102,8 +102,9 @@ def section(res: dict[str, Any], command: str) -> str:
         "- The first run also computes k from δ (a walk over binomial tails); later runs reuse it.",
         "- NCP: the released records' normalised certainty penalty against their originals (what "
         "generalisation costs); ARX's own figure for this run is not in RESEARCH.md.",
-        "- TVD: the original generalised to the released node against the release, so it measures what "
-        "sampling and suppression distort, not the generalisation itself.",
+        "- TVD: the original's raw values against the release read as a distribution over raw values "
+        "(each label spread uniformly over its hierarchy leaves), so generalisation, sampling and "
+        "suppression all count; the report also gives it at the released node (sampling and suppression alone).",
         end,
     ]
     return "\n".join(wrap(line) for line in lines)

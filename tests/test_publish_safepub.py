@@ -108,11 +108,39 @@ def test_search_and_release_on_adult() -> None:
     assert out.table.value_counts().min() >= out.params.k
     report = publication_report(df, out, hier)
     assert [len(report["marginals_tvd"][w]["marginals"]) for w in "123"] == [8, 28, 56]
+    assert [len(report["marginals_tvd_at_node"][w]["marginals"]) for w in "123"] == [8, 28, 56]
+    # spreading coarse labels over their leaves costs more than sampling alone
+    assert report["marginals_tvd"]["1"]["mean"] >= report["marginals_tvd_at_node"]["1"]["mean"]
     assert report["rows"]["released"] == len(out.table)
     assert 0.3 < report["dropped_by_sampling"] < 0.5  # 1 − β = 0.41 of 30,162 rows
     assert report["removed"] == pytest.approx(report["dropped_by_sampling"] + report["suppressed"])
-    assert all(0 <= v["max"] <= 1 for v in report["marginals_tvd"].values())
+    assert all(
+        0 <= v["max"] <= 1
+        for v in [*report["marginals_tvd"].values(), *report["marginals_tvd_at_node"].values()]
+    )
     assert 0 < report["ncp"] < 1 and set(report["ncp_per_column"]) == set(ADULT_QI)
+
+
+def test_raw_marginal_distance_spreads_labels_over_leaves() -> None:
+    """A release at '*' is read as uniform over the hierarchy's leaves: x, x, y, y is matched exactly,
+    x, x, x, y is 0.25 away; at the raw level a release of x, x against x, x, y, y is 0.5 away."""
+    from privdb.publish import Published
+    from privdb.publish.report import raw_marginal_distances
+
+    hier = {"a": FlatHierarchy("a", ["x", "y"])}
+
+    def release(labels: list[str], level: int) -> Published:
+        n = len(labels)
+        return Published(
+            table=pd.DataFrame({"a": labels}), qi=("a",), node={"a": level}, params=parameters(1.0, 1e-5),
+            epsilon=1.0, epsilon_search=0.1, steps=1, metric="loss",
+            sampled=np.ones(n, dtype=bool), kept=np.ones(n, dtype=bool),
+        )  # fmt: skip
+
+    even, skewed = pd.DataFrame({"a": ["x", "x", "y", "y"]}), pd.DataFrame({"a": ["x", "x", "x", "y"]})
+    assert raw_marginal_distances(even, release(["*", "*"], 1), hier, (1,))["1"]["max"] == 0.0
+    assert raw_marginal_distances(skewed, release(["*", "*"], 1), hier, (1,))["1"]["max"] == 0.25
+    assert raw_marginal_distances(even, release(["x", "x"], 0), hier, (1,))["1"]["max"] == 0.5
 
 
 def test_marginal_distance_by_hand() -> None:
