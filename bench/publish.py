@@ -104,7 +104,8 @@ def section(res: dict[str, Any], command: str) -> str:
         "generalisation costs); ARX's own figure for this run is not in RESEARCH.md.",
         "- TVD: the original's raw values against the release read as a distribution over raw values "
         "(each label spread uniformly over its hierarchy leaves), so generalisation, sampling and "
-        "suppression all count; the report also gives it at the released node (sampling and suppression alone).",
+        "suppression all count; the report also gives it at the released node (sampling and suppression "
+        "alone).",
         end,
     ]
     return "\n".join(wrap(line) for line in lines)
