@@ -1,0 +1,222 @@
+"""SafePub (Bild, Kuhn, Prasser, PoPETs 2018): a truthful table release with (ε, δ)-differential privacy.
+
+ε = ε_anon + ε_search. Each record is kept with probability β = 1 − e^(−ε_anon) (an exact Bernoulli from the
+CSPRNG); the sampled records are generalised to one node of the lattice of public hierarchy levels, and every
+class with fewer than k sampled records is suppressed (``parameters`` gives β and k from (ε_anon, δ)). Only
+the kept records' quasi-identifiers are released: suppressed and unsampled records are left out, not written
+as ``*`` rows, so the row count is part of the DP output (Li, Qardaji, Su 2012).
+
+The node comes from SafePub's search: from the top of the lattice, each step adds the pivot's direct
+predecessors to the candidates, removes the pivot, and picks the next pivot with the exponential mechanism on
+scores pre-divided by their sensitivity (``scores``). Two choices differ from ARX, for a clean proof
+(docs/proofs/safepub.md): the search scores the whole input table with its own randomness, independent of the
+sample, at the threshold ⌈k/β⌉ (a class's expected sampled size reaches k there); and the node returned is
+picked among the visited pivots by one more exponential-mechanism draw, not by their exact best score. The
+search's ε_search is split evenly over the steps and that final draw.
+
+Values a hierarchy does not list are generalised to ``*`` at every level: the map stays a fixed public
+function, and no error or label can depend on which values the private table holds.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from privdb.anonymize.hierarchy import STAR, Hierarchy, ObjArray
+from privdb.anonymize.lattice import Lattice
+from privdb.errors import InvalidParameter, UnknownColumn
+from privdb.mechanisms import _exact
+from privdb.mechanisms._samplers import bernoulli
+from privdb.mechanisms.exponential import ExponentialMechanism
+from privdb.mechanisms.randomness import RandomSource, default_source
+from privdb.publish.parameters import SafePubParameters, parameters
+from privdb.publish.scores import SCORES, score
+
+__all__ = ["PublicHierarchy", "Published", "check_inputs", "safepub"]
+
+EPSILON_SEARCH = 0.1
+
+
+class PublicHierarchy(Hierarchy):
+    """A public hierarchy that sends values it does not list to ``*`` at every level."""
+
+    def __init__(self, base: Hierarchy) -> None:
+        super().__init__(base.name, base.height)
+        self.base = base
+        self.numeric = base.numeric
+        self.domain = base.domain
+
+    def labels(self, values: Any, level: int) -> ObjArray:
+        out = np.asarray(self.base.labels(values, level), dtype=object)
+        out[pd.isna(out)] = STAR
+        return out
+
+
+@dataclass(frozen=True)
+class Published:
+    """A SafePub release: the kept records' generalised quasi-identifiers, and how they were made.
+
+    ``sampled``/``kept`` are per input record (kept ⊆ sampled); ``table`` holds the kept records in input
+    order. ``pivots`` are the nodes the search visited, ``node`` the one released.
+    """
+
+    table: pd.DataFrame
+    qi: tuple[str, ...]
+    node: dict[str, int]
+    params: SafePubParameters
+    epsilon: float
+    epsilon_search: float
+    steps: int
+    metric: str
+    sampled: NDArray[np.bool_]
+    kept: NDArray[np.bool_]
+    pivots: list[dict[str, int]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def check_inputs(
+    df: pd.DataFrame,
+    qi: Sequence[str],
+    hierarchies: Mapping[str, Hierarchy],
+    *,
+    epsilon: float,
+    delta: float,
+    epsilon_search: float,
+    metric: str,
+    steps: int | None,
+) -> SafePubParameters:
+    """Every check that needs only public inputs (names, parameters, hierarchies); raises before any work."""
+    if isinstance(qi, str) or not qi:
+        raise InvalidParameter("give the quasi-identifiers as a list of column names, e.g. --qi age,sex")
+    cols = [str(c) for c in df.columns]
+    for c in qi:
+        if c not in cols:
+            raise UnknownColumn(f"unknown column '{c}': the table has {', '.join(cols)}")
+    if len(set(qi)) != len(qi):
+        raise InvalidParameter("a quasi-identifier is listed twice: list each column once")
+    missing = [c for c in qi if c not in hierarchies]
+    if missing:
+        raise InvalidParameter(
+            f"no public hierarchy for {', '.join(missing)}: SafePub generalises along public hierarchies "
+            "only (one built from the data would leak it); give --hierarchies DIR with COLUMN.csv for each"
+        )
+    if not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon > 0):
+        raise InvalidParameter(f"--epsilon must be a positive number, e.g. 1, got {epsilon!r}")
+    if not (isinstance(delta, (int, float)) and math.isfinite(delta) and 0 < delta < 1):
+        raise InvalidParameter(f"--delta must be in (0, 1), e.g. 1e-5, got {delta!r}")
+    if not (math.isfinite(epsilon_search) and 0 < epsilon_search < epsilon):
+        raise InvalidParameter(
+            f"--epsilon-search must be positive and below --epsilon ({epsilon:g}), got {epsilon_search!r}"
+        )
+    if metric not in SCORES:
+        raise InvalidParameter(f"unknown score '{metric}': use one of {', '.join(SCORES)}")
+    if steps is not None and not (isinstance(steps, int) and 0 <= steps <= 10_000):
+        raise InvalidParameter(f"--steps must be a whole number in 0..10000, got {steps!r}")
+    return parameters(float(epsilon - epsilon_search), float(delta))
+
+
+def _share(total: float, parts: int) -> float:
+    """``total / parts`` rounded down so that ``parts`` shares never add up to more than ``total``."""
+    share = total / parts
+    while share * parts > total:
+        share = math.nextafter(share, 0.0)
+    return share
+
+
+def _search(
+    lat: Lattice, metric: str, threshold: int, steps: int, eps_step: float, rng: RandomSource
+) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+    """SafePub's walk down the lattice (module doc); returns the released node and the pivots."""
+    cache: dict[tuple[int, ...], float] = {}
+
+    def value(node: tuple[int, ...]) -> float:
+        if node not in cache:
+            cache[node] = score(metric, lat, node, threshold)
+        return cache[node]
+
+    mechanism = ExponentialMechanism(epsilon=eps_step, sensitivity=1.0, rng=rng)
+    pivot = tuple(int(h) for h in lat.heights)
+    pivots = [pivot]
+    candidates: dict[tuple[int, ...], float] = {pivot: value(pivot)}
+    for _ in range(steps):
+        for j, lv in enumerate(pivot):
+            if lv > 0:
+                below = (*pivot[:j], lv - 1, *pivot[j + 1 :])
+                if below not in candidates:
+                    candidates[below] = value(below)
+        candidates.pop(pivot, None)
+        if not candidates:
+            break
+        nodes = list(candidates)
+        pivot = nodes[mechanism.select(np.array([candidates[n] for n in nodes]))]
+        pivots.append(pivot)
+    distinct = list(dict.fromkeys(pivots))
+    chosen = distinct[mechanism.select(np.array([value(n) for n in distinct]))]
+    return chosen, pivots
+
+
+def safepub(
+    df: pd.DataFrame,
+    qi: Sequence[str],
+    hierarchies: Mapping[str, Hierarchy],
+    *,
+    epsilon: float,
+    delta: float,
+    epsilon_search: float = EPSILON_SEARCH,
+    metric: str = "loss",
+    steps: int | None = None,
+    rng: RandomSource | None = None,
+) -> Published:
+    """Release ``df``'s quasi-identifiers ``qi`` with (``epsilon``, ``delta``)-DP (module doc).
+
+    ``hierarchies`` must be public (not built from ``df``); ``steps`` defaults to the lattice's height (the
+    sum of the hierarchies' heights). ``rng``: the CSPRNG unless a test passes a seeded source.
+    """
+    started = time.perf_counter()
+    qi = list(qi) if not isinstance(qi, str) else qi
+    params = check_inputs(
+        df, qi, hierarchies, epsilon=epsilon, delta=delta, epsilon_search=epsilon_search, metric=metric,
+        steps=steps,
+    )  # fmt: skip
+    rng = rng or default_source()
+    hier = {c: h if isinstance(h, PublicHierarchy) else PublicHierarchy(h) for c, h in hierarchies.items()}
+    with np.errstate(divide="ignore", invalid="ignore"):  # an empty table: the lattice's loss bound is 0/0
+        lat = Lattice(df, qi, {c: hier[c] for c in qi}, params.k, suppression_limit=1.0)
+    n_steps = int(lat.heights.sum()) if steps is None else steps
+    threshold = math.ceil(params.k / params.beta)
+    node, pivots = _search(lat, metric, threshold, n_steps, _share(epsilon_search, n_steps + 1), rng)
+    # sampling: keep a record unless a Bernoulli(e^(−ε_anon)) draw says drop (exact, from the CSPRNG)
+    dropped = bernoulli(_exact.exp_neg(Fraction(params.epsilon_anon)), len(df), rng)
+    sampled = ~dropped
+    cls, _ = lat.classes(node)
+    record_class = cls[lat.tuple_of_record]
+    in_sample = np.bincount(record_class[sampled], minlength=int(record_class.max(initial=-1)) + 1)
+    kept = sampled & (in_sample[record_class] >= params.k)
+    out = {
+        name: np.take(np.asarray(q.labels[lv], dtype=object), q.groups[lv][q.codes])[kept]
+        for name, q, lv in zip(qi, lat.qis, node, strict=True)
+    }
+    table = pd.DataFrame(out, columns=list(qi))
+    return Published(
+        table=table,
+        qi=tuple(qi),
+        node=dict(zip(qi, node, strict=True)),
+        params=params,
+        epsilon=float(epsilon),
+        epsilon_search=float(epsilon_search),
+        steps=n_steps,
+        metric=metric,
+        sampled=sampled,
+        kept=kept,
+        pivots=[dict(zip(qi, p, strict=True)) for p in pivots],
+        seconds=time.perf_counter() - started,
+    )

@@ -1,0 +1,104 @@
+"""SafePub's score functions: a node's utility for the exponential mechanism, pre-divided by its sensitivity.
+
+A node of the generalisation lattice is scored on the table as it would be released with classes below the
+threshold ``t`` suppressed; higher is better and every score changes by at most 1 when one record is added or
+removed (Bild, Kuhn, Prasser, PoPETs 2018, Section 5; ARX's ``getScore``), so the mechanism uses Δ = 1.
+With d quasi-identifiers and S the suppressed records:
+
+* ``loss``: −(Σ over kept records and QIs of the cell's share (leaves under its label − 1)/(domain − 1)
+  + d·|S|) / (d·(t − 1)). One record added either joins a kept class (+ ≤ d), stays suppressed (+ d) or
+  lifts a class of t − 1 to t (its t − 1 records fall from d each to shares ≥ 0, it adds ≤ d):
+  |Δ| ≤ d·max(1, t − 1).
+* ``precision``: the same with the cell's share replaced by level/height of its QI.
+* ``aecs``: the number of kept classes, plus one if anything is suppressed (Δ ≤ 1 by the same three cases).
+* ``discernibility``: −(|S| + Σ_kept |E|²/n) / c with c = t²/(t − 1) + 1 (5 for t = 1), ARX's form. n varies
+  between add/remove neighbours, so with Q = Σ_kept |E|² (Q ≤ n²): a record joining a kept class of s moves
+  it by (2s + 1)/(n + 1) − Q/(n(n + 1)) ∈ (−1, 2); staying suppressed by 1 − Q/(n(n + 1)) ∈ (0, 1]; lifting
+  a class of t − 1 by −(t − 1) + t²/(n + 1) − Q/(n(n + 1)) ∈ [−t, 1] (t ≤ n + 1). So |Δ| ≤ max(2, t) ≤ c.
+
+* ``entropy`` (non-uniform entropy, ARX's DP form): per QI, the records suppressed or at ``*`` plus
+  Σ_v c_v²/n over the other records' values v (c_v of them), averaged over the QIs and divided by the same
+  c. Per QI the three cases give (−1, 2), (0, 1] and, lifting a class of t − 1 whose value has c_v kept
+  records, −(t − 1) + (2c_v·t + t²)/(n + 1) − Σc²/(n(n + 1)) ∈ [−t, t + 1) (c_v + t ≤ n + 1): |Δ| ≤ t + 1 ≤ c.
+
+Classification, SafePub's sixth score, needs a target column; privdb leaves it out for now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from privdb.anonymize.hierarchy import STAR
+from privdb.anonymize.lattice import Lattice
+
+__all__ = ["SCORES", "score"]
+
+SCORES = ("loss", "precision", "aecs", "discernibility", "entropy")
+
+
+def _kept(lat: Lattice, levels: Sequence[int], t: int) -> tuple[NDArray[np.bool_], int, int]:
+    """Per distinct tuple: kept or not; the number of suppressed records; the number of kept classes."""
+    cls, sizes = lat.classes(levels)
+    ok = sizes >= t
+    kept = ok[cls]
+    return kept, int(lat.weight[~kept].sum()), int(ok.sum())
+
+
+def _loss(lat: Lattice, levels: Sequence[int], t: int) -> float:
+    kept, n_supp, _ = _kept(lat, levels, t)
+    d = len(lat.qis)
+    total = float(d * n_supp)
+    w = lat.weight[kept].astype(np.float64)
+    for q, tg, lv in zip(lat.qis, lat._tg, levels, strict=True):
+        total += float((q.cost[lv][tg[lv][kept]] * w).sum())
+    return -total / (d * max(t - 1, 1))
+
+
+def _precision(lat: Lattice, levels: Sequence[int], t: int) -> float:
+    kept, n_supp, _ = _kept(lat, levels, t)
+    d = len(lat.qis)
+    n_kept = int(lat.weight[kept].sum())
+    share = sum(float(lv) / float(h) for lv, h in zip(levels, lat.heights.tolist(), strict=True) if h > 0)
+    return float(-(n_kept * share + d * n_supp) / (d * max(t - 1, 1)))
+
+
+def _aecs(lat: Lattice, levels: Sequence[int], t: int) -> float:
+    _, n_supp, n_classes = _kept(lat, levels, t)
+    return float(n_classes + (1 if n_supp else 0))
+
+
+def _discernibility(lat: Lattice, levels: Sequence[int], t: int) -> float:
+    _, sizes = lat.classes(levels)
+    ok = sizes >= t
+    kept = sizes[ok].astype(np.float64)
+    value = float(sizes[~ok].sum()) + (float((kept**2).sum()) / lat.n if lat.n else 0.0)
+    return -value / (5.0 if t <= 1 else t * t / (t - 1) + 1.0)
+
+
+def _entropy(lat: Lattice, levels: Sequence[int], t: int) -> float:
+    kept, _, _ = _kept(lat, levels, t)
+    w = lat.weight.astype(np.float64)
+    total = 0.0
+    for q, tg, lv in zip(lat.qis, lat._tg, levels, strict=True):
+        groups = tg[lv]
+        counted = kept & (np.asarray(q.labels[lv], dtype=object)[groups] != STAR)
+        counts = np.bincount(groups[counted], weights=w[counted])
+        total += float(w[~counted].sum()) + (float((counts**2).sum()) / lat.n if lat.n else 0.0)
+    return -total / len(lat.qis) / (5.0 if t <= 1 else t * t / (t - 1) + 1.0)
+
+
+_FUNCTIONS: dict[str, Callable[[Lattice, Sequence[int], int], float]] = {
+    "loss": _loss,
+    "precision": _precision,
+    "aecs": _aecs,
+    "discernibility": _discernibility,
+    "entropy": _entropy,
+}
+
+
+def score(name: str, lat: Lattice, levels: Sequence[int], threshold: int) -> float:
+    """Score ``name`` of the node ``levels``, in units of its sensitivity (higher is better)."""
+    return float(_FUNCTIONS[name](lat, levels, threshold))
