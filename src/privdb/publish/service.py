@@ -1,0 +1,166 @@
+"""One way to publish, for every face (CLI, Python API, server): check every public input, reserve the charge,
+compute the release, commit the charge, and only then hand the release back to be written or sent.
+
+A check that fails spends nothing; once the private rows have been read, the spend stands even if the work
+fails (DESIGN.md). The charge is privdb.publish.charge's: the owner's publication account and the table's
+lifetime budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from privdb.anonymize.hierarchy import Hierarchy, TaxonomyHierarchy
+from privdb.catalog.metadata import TableMeta
+from privdb.database import Database
+from privdb.errors import InvalidParameter
+from privdb.publish.charge import reserve_release
+from privdb.publish.histogram import HistogramRelease, release_histograms
+from privdb.publish.safepub import Published, check_inputs, safepub
+
+__all__ = ["HistogramOptions", "SafePubOptions", "publish_histogram", "publish_request", "publish_safepub"]
+
+
+@dataclass(frozen=True)
+class HistogramOptions:
+    """``privdb publish histogram``'s options (privdb.publish.histogram.release_histograms)."""
+
+    epsilon: float
+    marginals: tuple[tuple[str, ...], ...] = ()
+    hierarchical: str | None = None
+    branching: int = 4
+    bins: tuple[tuple[str, int], ...] = ()
+    delta: float = 0.0
+    noise: str = "laplace"
+    method: str = "consistent"
+
+    def arguments(self) -> dict[str, Any]:
+        return {
+            "marginals": [list(m) for m in self.marginals], "hierarchical": self.hierarchical,
+            "branching": self.branching, "bins": dict(self.bins), "epsilon": self.epsilon, "delta": self.delta,
+            "noise": self.noise, "method": self.method,
+        }  # fmt: skip
+
+    def note(self, table: str) -> str:
+        what = (
+            " ".join(f"--columns {','.join(m)}" for m in self.marginals)
+            or f"--hierarchical {self.hierarchical}"
+        )
+        return f"publish histogram {table} {what} ε={self.epsilon:g} δ={self.delta:g}"
+
+
+@dataclass(frozen=True)
+class SafePubOptions:
+    """``privdb publish safepub``'s options (privdb.publish.safepub.safepub)."""
+
+    qi: tuple[str, ...]
+    epsilon: float
+    delta: float
+    epsilon_search: float = 0.1
+    metric: str = "loss"
+    steps: int | None = None
+
+    def arguments(self) -> dict[str, Any]:
+        return {"epsilon": self.epsilon, "delta": self.delta, "epsilon_search": self.epsilon_search,
+                "metric": self.metric, "steps": self.steps}  # fmt: skip
+
+
+def publish_histogram(
+    db: Database, frame: pd.DataFrame, meta: TableMeta, options: HistogramOptions
+) -> HistogramRelease:
+    """Marginals or a histogram of ``frame`` (the rows of ``meta``'s table), charged to that table."""
+    # every check on parameters and domains runs first on no rows: a bad input spends nothing
+    release_histograms(frame.iloc[:0], meta, **options.arguments())
+    reservation = reserve_release(db, meta.name, options.epsilon, options.delta, options.note(meta.name))
+    try:
+        return release_histograms(frame, meta, rng=db.noise_source, **options.arguments())
+    finally:
+        reservation.commit()  # the data was read: the spend stands
+
+
+def publish_safepub(
+    db: Database,
+    frame: pd.DataFrame,
+    table: str,
+    hierarchies: Mapping[str, Hierarchy],
+    options: SafePubOptions,
+    note: str | None = None,
+) -> Published:
+    """A SafePub release of ``frame``'s quasi-identifiers, charged to ``table``."""
+    check_inputs(frame, options.qi, hierarchies, **options.arguments())
+    default = f"publish safepub {table} ε={options.epsilon:g} δ={options.delta:g}"
+    reservation = reserve_release(db, table, options.epsilon, options.delta, note or default)
+    try:
+        return safepub(frame, options.qi, hierarchies, rng=db.noise_source, **options.arguments())
+    finally:
+        reservation.commit()  # the data was read: charged even if the run failed
+
+
+def _strings(value: Any, what: str) -> tuple[str, ...]:
+    if (
+        isinstance(value, str)
+        or not isinstance(value, Sequence)
+        or not all(isinstance(v, str) for v in value)
+    ):
+        raise InvalidParameter(f"{what} must be a list of column names")
+    return tuple(value)
+
+
+def publish_request(db: Database, method: str, table: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """A release of a table of ``db`` described as JSON (the server's POST /v1/publish, Connection.publish):
+    ``histogram`` with ``columns`` (a list of marginals) or ``hierarchical``, or ``safepub`` with ``qi`` and
+    ``hierarchies`` ({column: [[value, level 1, …], …]}, public). Returns the released rows and a summary."""
+    meta = db.metadata(table)
+    frame = db.owner_sql(f'SELECT * FROM "{meta.name}"')
+    known = {"histogram": {"columns", "hierarchical", "branching", "bins", "epsilon", "delta", "noise", "method"},
+             "safepub": {"qi", "hierarchies", "epsilon", "delta", "epsilon_search", "metric", "steps"}}  # fmt: skip
+    if method not in known:
+        raise InvalidParameter(f"method must be histogram or safepub, not {method!r}")
+    unknown = set(options) - known[method]
+    if unknown:
+        raise InvalidParameter(f"unknown option(s) for {method}: {', '.join(sorted(unknown))}")
+    if "epsilon" not in options:
+        raise InvalidParameter("epsilon: every release states its ε (and δ where it needs one)")
+    if method == "histogram":
+        marginals = tuple(_strings(m, "each marginal in columns") for m in options.get("columns") or ())
+        bins = options.get("bins") or {}
+        if not isinstance(bins, Mapping) or not all(isinstance(v, int) for v in bins.values()):
+            raise InvalidParameter('bins must map column names to whole numbers of bins, e.g. {"age": 10}')
+        hist = HistogramOptions(
+            epsilon=float(options["epsilon"]), marginals=marginals, hierarchical=options.get("hierarchical"),
+            branching=int(options.get("branching", 4)), bins=tuple(bins.items()),
+            delta=float(options.get("delta", 0.0)), noise=str(options.get("noise", "laplace")),
+            method=str(options.get("method", "consistent")),
+        )  # fmt: skip
+        released = publish_histogram(db, frame, meta, hist)
+        out = released.to_frame()
+        summary: dict[str, Any] = {"marginals": ["|".join(c) for c, _ in released.marginals],
+                                   "hierarchical": released.hierarchical}  # fmt: skip
+    else:
+        qi = _strings(options.get("qi"), "qi")
+        given = options.get("hierarchies") or {}
+        if not isinstance(given, Mapping):
+            raise InvalidParameter(
+                "hierarchies must map each quasi-identifier to its rows [[value, …, '*'], …]"
+            )
+        hierarchies = {str(c): TaxonomyHierarchy(str(c), rows) for c, rows in given.items()}
+        if "delta" not in options:
+            raise InvalidParameter("delta: SafePub needs δ in (0, 1), e.g. 1e-5")
+        steps = options.get("steps")
+        sp = SafePubOptions(
+            qi=qi, epsilon=float(options["epsilon"]), delta=float(options["delta"]),
+            epsilon_search=float(options.get("epsilon_search", 0.1)), metric=str(options.get("metric", "loss")),
+            steps=None if steps is None else int(steps),
+        )  # fmt: skip
+        published = publish_safepub(db, frame, meta.name, hierarchies, sp)
+        out = published.table
+        summary = {"k": published.params.k, "beta": published.params.beta, "node": published.node}
+    return {
+        "method": method, "table": meta.name, "epsilon": float(options["epsilon"]),
+        "delta": float(options.get("delta", 0.0)), "columns": [str(c) for c in out.columns],
+        "rows": out.astype(object).where(out.notna(), None).to_numpy().tolist(), "summary": summary,
+    }  # fmt: skip
