@@ -100,6 +100,9 @@ class DuckDBBackend:
         self._schema: dict[str, dict[str, tuple[str, str | None]]] | None = None
         self._bound: dict[str, list[str]] = {}
         self._verified: set[tuple[str, str]] = set()  # unit counts checked against the table this session
+        # counts the changes of the schema or of any table's rows made here (the only writer while this
+        # connection is open): what was planned from them stays valid while it stands (privdb.sql.prepared)
+        self.generation = 0
         self._local = threading.local()  # each thread's own cursor: queries of threads run in parallel
         self._cursors: list[duckdb.DuckDBPyConnection] = []
 
@@ -123,6 +126,7 @@ class DuckDBBackend:
         return cursor
 
     def _invalidate(self) -> None:
+        self.generation += 1
         self._schema = None
         self._bound.clear()
         self._verified.clear()
