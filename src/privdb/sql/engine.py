@@ -148,18 +148,18 @@ def prepare(db: Database, text: str, analyst: str | None = None) -> tuple[Plan |
         relation = parts.relation
         planned = plan_query(query, relation.meta, db.evaluate_domain, relation, parts.shape)
         return planned, statistics_sql(db, planned)
+    query = parse_dp_select(text)  # before the state is read: a refused text never opens the data
     before = state(db, analyst, (), ()) if shape_of(text, analyst) is not None else None
     tables = _DatabaseTables(db, analyst)
-    plan, sql, shape = _prepare(db, text, tables)
+    plan, sql, shape = _prepare(db, query, tables)
     if before is not None and shape is not None and isinstance(plan, Plan):
         kept.keep(db, text, analyst, plan, shape, before, tables.read)
     return plan, sql
 
 
 def _prepare(
-    db: Database, text: str, tables: _DatabaseTables
+    db: Database, query: DPQuery, tables: _DatabaseTables
 ) -> tuple[Plan | ReleasePlan, str, Shape | None]:
-    query = parse_dp_select(text)
     plan: Plan | ReleasePlan
     if is_record_release(query.select):
         if query.accuracy is not None:

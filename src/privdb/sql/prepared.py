@@ -3,9 +3,10 @@ so that a query asked again at another ε skips the parse, the relation and the 
 
 A *shape* is the query's text with its ε literal taken out, and the analyst asking (the tables they may
 query and their metadata are part of what the plan was made from). Only texts of one plain form have a
-shape: ``DP-SELECT`` at the start (after spaces), then an unsigned decimal literal between ASCII spaces,
-``DP-SELECT 0.5 COUNT(*) …``. Two texts of one shape differ only in that literal, which sqlglot's tokenizer
-reads as one number token whatever its digits (it ends at the space), so their parses differ only in ε.
+shape: ``DP-SELECT`` at the start (after spaces), then an unsigned decimal literal of ASCII digits (``1``,
+``0.5``, ``2.``, ``1e-3``; not ``.5``) between ASCII spaces. Two texts of one shape differ only in that
+literal, which sqlglot's tokenizer reads as one number token whatever its digits (it ends at the space),
+so their parses differ only in ε (a property test checks this on generated literals).
 Everything that depends on ε runs afresh on every query: the ε checks of the parse (``check_epsilon``, the
 same refusal), the sizing of the noise (``plan_query`` with the kept :class:`~privdb.sql.plan.Shape`) and
 the engine SQL. So a prepared plan gives the same answers, refusals and charges as a fresh one.
@@ -43,10 +44,9 @@ if TYPE_CHECKING:
 __all__ = ["MAX_SHAPES", "Prepared", "PreparedShapes", "shape_of", "shapes"]
 
 MAX_SHAPES = 512  # kept per database, least recently used dropped first
-# DP-SELECT, then an unsigned decimal ε between ASCII spaces: one number token, whatever its digits
-_PLAIN = re.compile(
-    r"[ \t\r\n]*DP-SELECT[ \t\r\n]+(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)[ \t\r\n]"
-)
+# DP-SELECT, then an unsigned decimal ε of ASCII digits between ASCII spaces: one number token, whatever
+# its digits (not ".5": sqlglot reads a leading dot as a token of its own, and the parse refuses it)
+_PLAIN = re.compile(r"[ \t\r\n]*DP-SELECT[ \t\r\n]+([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)[ \t\r\n]")
 
 ShapeKey = tuple[str | None, str, str]
 
