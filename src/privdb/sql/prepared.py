@@ -22,14 +22,15 @@ What the kept part was made from is checked on every use, cheaply:
 
 A shape whose tables include an attached engine's is not kept (that engine's schema can change without
 privdb), nor ACCURACY queries, record releases, or anything refused. The state is read before and after
-a fresh prepare and the shape kept only if both agree, so a change during the prepare is never hidden.
+a fresh prepare (each table's metadata before its use) and the shape kept only if both agree, so a change
+made during the prepare is not kept — unless it was undone within the same prepare, which the catalog,
+having no version counter, cannot tell; the plan is then one the owner's metadata held a moment before.
 """
 
 from __future__ import annotations
 
 import re
 import threading
-import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -158,14 +159,6 @@ class PreparedShapes:
                 self._kept.popitem(last=False)
 
 
-_SHAPES: weakref.WeakKeyDictionary[Database, PreparedShapes] = weakref.WeakKeyDictionary()
-_SHAPES_LOCK = threading.Lock()
-
-
 def shapes(db: Database) -> PreparedShapes:
-    """The kept shapes of ``db`` (made on first use; they go with the Database object)."""
-    with _SHAPES_LOCK:
-        kept = _SHAPES.get(db)
-        if kept is None:
-            kept = _SHAPES[db] = PreparedShapes()
-        return kept
+    """The kept shapes of ``db`` (they live and go with the Database object)."""
+    return db.prepared
