@@ -605,6 +605,11 @@ def targets(cells: list[Cell], embedded: list[Embedded]) -> list[str]:
             f"{'' if workers == 1 else 's'} (judged on Q1, the issue's `COUNT(*) … WHERE`): {text} "
             f"({verdict}{'' if all(c.qps >= TARGET_QPS for c in at) else '; the GROUP BY is below it'})"
         )
+    alone = ", ".join(f"{e.query.key} {e.setting} {1000 / e.p50_ms:,.0f}" for e in embedded)
+    lines.append(
+        f"- beside it, the embedded API in one thread, one query after another (1000 ÷ its p50 ms): {alone} "
+        "queries/s"
+    )
     added = [(e, e.server_p50_ms - e.p50_ms) for e in embedded]
     text = ", ".join(f"{e.query.key} {e.setting} {a:+.1f} ms" for e, a in added)
     lines.append(
@@ -662,8 +667,9 @@ def markdown(
     columns = stage_columns(stages)
     lines += [
         "Where one query's time goes: each part of `engine.run` timed alone in one thread on the same "
-        "directory, median ms (the engine SQL with the server's 30 s time limit, which starts a "
-        "`threading.Timer` per query; the token check is what the server adds before it). HTTP floor, "
+        "directory, median ms (the engine SQL with the server's 30 s time limit, armed on the one watchdog "
+        "thread; parse, plan, bind of a query whose shape is kept; the token check is what the server adds "
+        "before it). HTTP floor, "
         f"`GET /healthz` over one kept-alive `httpx` connection (no token, no query): {floor_text(floor)}.",
         "",
         "| " + " | ".join(columns) + " |",
@@ -702,56 +708,39 @@ def findings(cells: list[Cell], stages: list[Stages], tries: dict[str, float], f
         "machine has 2 cores, shared with the clients and with other work (the last column). An fsync "
         f"costs {fsync} here; the ledger's two fsynced transactions are {span('ledger reserve + commit')} "
         "of a query.",
-        "- **One worker uses about one core.** `DuckDBBackend` runs every engine query on one connection "
-        "behind one `threading.Lock` (held by `fetch` for the whole query, and also taken by `_describe` for "
-        "cached schema reads: py-spy shows request threads waiting there), and the rest of a request is "
-        "Python under the GIL. From 8 clients on, q/s stays flat and p50 grows with the clients (Little's "
-        "law: p50 ≈ clients ÷ q/s). `--workers 2` doubles the processes but each worker's DuckDB also "
-        "starts a thread per core, and on this shared machine the second core is mostly taken.",
+        "- **Concurrency.** Each request thread runs its engine query on its own DuckDB cursor (DuckDB "
+        "releases the GIL), so one request's Python overlaps another's engine query; the rest of a request "
+        "is Python under the GIL, so one worker uses at most about one core for it. From 8 clients on, q/s "
+        "stays flat and p50 grows with the clients (Little's law: p50 ≈ clients ÷ q/s). `--workers 2` "
+        "doubles the processes, but each worker's DuckDB also starts a thread per core, and on a shared "
+        "machine the second core is partly taken (the last column).",
         f"- **The engine SQL costs {min(ratios):.1f}–{max(ratios):.1f}× the plain aggregate** (stage "
-        f"table, engine SQL vs raw: {engine}). Timed on the same connection (median): "
-        f"{tried}: `TRY()` around predicates and keys defeats DuckDB's filter pushdown and its string-key "
-        "aggregation; the income clamp (`CASE WHEN income < 0 …`) adds more to Q2. User-level adds a "
-        "second scan (the `parts` branch on `__privdb_rows_per_pid > 1`) although no unit here has more "
-        "than one row.",
-        f"- **Python per query**: sqlglot parse, plan and SQL generation {span('parse, plan, bind')}; noise "
-        f"{span('noise')}, mostly pandas (`.df()` then `DataFrame.from_dict`, for a 1–50-row result); the "
-        f"ledger {span('ledger reserve + commit')} (two `BEGIN IMMEDIATE … COMMIT`, each fsynced, reserve "
-        "and commit, behind one lock per process) plus the stored answer and a budget read on the "
-        "catalog's own connection; a `threading.Timer` thread started per query for the time limit.",
-        "- **HTTP, ~1–3 ms**: uvicorn + Starlette + FastAPI (`GET /healthz` floor above); FastAPI runs the "
-        "sync dependencies `_principal` and `_analyst` and the response-model validation of the `dict[str, "
-        "Any]` return each in the thread pool: four thread hand-offs per query where one would do, each "
-        "a wake-up that waits for a core on a busy machine.",
+        f"table, engine SQL vs raw: {engine}). `TRY()` is emitted only around expressions that can fail "
+        f"(`validate.cannot_fail`); timed on the same connection (median): {tried}. The income clamp "
+        "(`CASE WHEN income < 0 …`) adds to Q2; user-level adds a second scan (the `parts` branch on "
+        "`__privdb_rows_per_pid > 1`) although no unit here has more than one row.",
+        f"- **Python per query**: parse, plan and SQL generation {span('parse, plan, bind')} for a query of "
+        "a kept shape (`privdb.sql.prepared`: the same text but for ε reuses its parse, relation and "
+        "resolution; only the noise sizing and the engine SQL are redone; the first query of a shape costs "
+        f"~1–3 ms); noise {span('noise')}, part of it pandas (`.df()` builds a DataFrame for a 1–50-row "
+        f"result); the ledger {span('ledger reserve + commit')} (two `BEGIN IMMEDIATE … COMMIT`, each "
+        "fsynced) plus the stored answer and a budget read. The time limit arms the process's one watchdog "
+        "thread (`privdb.backends.watchdog`), no thread start per query.",
+        "- **HTTP, ~1–2 ms**: uvicorn + Starlette + FastAPI (`GET /healthz` floor above); the token check "
+        "runs on the event loop and `/v1/query` returns its JSON bytes, so a query costs one hand-off to "
+        "the thread pool.",
         "",
-        "What would fix it, largest gain first (not done here: the benchmark changes no source):",
+        "What would still help, largest gain first:",
         "",
-        "1. Engine SQL: emit `TRY()` only around expressions that can raise (casts, divisions), never around "
-        "a column compared with a literal or a plain column key; skip the `parts` branch when the largest "
-        "unit has at most min(m, G) rows (store that maximum with the per-unit counts, as the row count "
-        "already is). Expected: the engine SQL close to the raw aggregate (the stage table's last two "
-        "columns).",
-        "2. Concurrency inside a worker: one DuckDB cursor per request thread (`con.cursor()`: DuckDB runs "
-        "queries of one database concurrently and releases the GIL), the lock only for DDL, and schema "
-        "reads from the cache without it; so one request's Python overlaps another's engine query.",
-        "3. Less Python per query: cache `prepare` by query shape (the text with its ε taken out: the plan, "
-        "engine SQL and binding do not depend on ε, only the noise scale does); `fetchall()` / "
-        "`fetchnumpy()` instead of `.df()` and noise on NumPy arrays; one watchdog thread for time limits "
-        "instead of a `Timer` per query.",
-        "4. Ledger: after the engine, one transaction instead of three: settle the reservation, store the "
-        "answer and read the budget on one connection (they share the SQLite file); keep the reservation "
-        "fsynced before the data is read. Under load, group-commit reservations (one `BEGIN IMMEDIATE` and "
-        "one fsync for every reservation waiting). Durability is unchanged: every spend is still on disk "
-        "before its answer leaves.",
-        "5. HTTP: `async def` for `_principal` and `_analyst` (an indexed SQLite read, ~0.05 ms) or the "
-        "check inside the endpoint, and a `JSONResponse` return (no response-model validation): one "
-        "thread hand-off per query instead of four.",
-        "6. `--workers N`: `SET threads = 1` in each worker's DuckDB when N > 1, so N processes do not "
-        "oversubscribe the cores.",
+        "1. Ledger: one transaction after the engine instead of three (settle, store the answer, read the "
+        "budget), and group commit of reservations under load; every spend still fsynced before its "
+        "answer leaves (being ported to PostgreSQL separately).",
+        "2. Noise on NumPy arrays (`fetchnumpy()`) instead of a pandas DataFrame per result.",
+        "3. Skip the user-level `parts` branch when no unit has more than min(m, G) rows.",
+        "4. `--workers N`: `SET threads = 1` in each worker's DuckDB when N > 1, so N processes do not "
+        "oversubscribe the cores (not measurable on this shared machine).",
         "",
-        "With 1–4 a Q1 at 1M rows would cost about the raw aggregate (~2 ms) plus ~2 ms of Python and ~1 "
-        "ms of HTTP; two workers on two free cores would then reach roughly the 300 q/s target, not much "
-        "more: on 2 cores the load generator's own CPU (the clients column, ~1 ms per answer) counts too.",
+        "On 2 cores the load generator's own CPU (the clients column, ~1 ms per answer) counts too.",
         "",
         'The machine is shared: other work ran during this benchmark ("other" cores above), so q/s and '
         "especially p99 move by up to ~1.5× between runs; compare rows of one run, not runs.",

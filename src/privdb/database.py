@@ -41,6 +41,7 @@ from privdb.errors import DatabaseInUse, Forbidden, InvalidParameter, PrivdbErro
 from privdb.inuse import in_use
 from privdb.mechanisms import RandomSource
 from privdb.sql.expr.types import Type, column_type
+from privdb.sql.prepared import PreparedShapes
 
 __all__ = ["Database", "log_subject"]
 
@@ -92,6 +93,7 @@ class Database:
         self.catalog, self.ledger = Catalog(store), Ledger(store)
         self.noise_source: RandomSource | None = None  # None: the CSPRNG; tests may inject a seeded one
         self.query_timeout: float | None = None  # seconds an engine query may run (the server sets one)
+        self.prepared = PreparedShapes()  # query shapes planned already (privdb.sql.prepared)
 
     @property
     def backend(self) -> DuckDBBackend:

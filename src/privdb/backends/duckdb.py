@@ -12,12 +12,14 @@ import duckdb
 import pandas as pd
 
 from privdb.backends.base import find_table
+from privdb.backends.watchdog import WATCHDOG
 from privdb.catalog.files import ReadOptions, read_relation, release
 from privdb.errors import DatabaseInUse, InvalidParameter, ParseError
 
 __all__ = ["HIDDEN_PREFIX", "DuckDBBackend", "engine_type", "unit_rows_column"]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_AGAIN = 0.05  # s: a query past its limit is interrupted again at this interval until it stops
 HIDDEN_PREFIX = "__privdb_"  # columns privdb keeps for itself: never in metadata, never in analysts' view
 
 
@@ -100,6 +102,9 @@ class DuckDBBackend:
         self._schema: dict[str, dict[str, tuple[str, str | None]]] | None = None
         self._bound: dict[str, list[str]] = {}
         self._verified: set[tuple[str, str]] = set()  # unit counts checked against the table this session
+        # counts the changes of the schema or of any table's rows made here (the only writer while this
+        # connection is open): what was planned from them stays valid while it stands (privdb.sql.prepared)
+        self.generation = 0
         self._local = threading.local()  # each thread's own cursor: queries of threads run in parallel
         self._cursors: list[duckdb.DuckDBPyConnection] = []
 
@@ -123,6 +128,7 @@ class DuckDBBackend:
         return cursor
 
     def _invalidate(self) -> None:
+        self.generation += 1
         self._schema = None
         self._bound.clear()
         self._verified.clear()
@@ -275,38 +281,34 @@ class DuckDBBackend:
         query is interrupted and ``TimeoutError`` raised; so is a result that came back later than that
         (an interrupt can arrive after the last chunk), so the limit holds whatever the timing."""
         cursor = self._cursor()
-        timer = None if timeout is None else threading.Timer(timeout, cursor.interrupt)
         started = time.monotonic()
-        if timer is not None:
-            timer.start()
+        alarm = None if timeout is None else WATCHDOG.arm(timeout, cursor.interrupt, _AGAIN)
+        fired = False
         try:
             frame = cursor.execute(sql, params or []).df()
         except duckdb.InterruptException:
             raise TimeoutError(f"the engine query ran longer than {timeout} s") from None
         finally:
-            if timer is not None:
-                timer.cancel()
-        if timeout is not None and time.monotonic() - started > timeout:
+            if alarm is not None:  # once cancelled, the interrupt cannot reach this cursor's next query
+                fired = alarm.cancel()
+        if fired or (timeout is not None and time.monotonic() - started > timeout):
             raise TimeoutError(f"the engine query ran longer than {timeout} s")
         return frame
 
     def raw(self, sql: str, *, timeout: float | None = None) -> pd.DataFrame:
         """The owner's direct access: any SQL, result as a DataFrame (empty for statements). After
         ``timeout`` seconds the statement is interrupted and ``TimeoutError`` raised."""
-        timer = None if timeout is None else threading.Timer(timeout, self._con.interrupt)
         try:
             with self._lock:
-                if timer is not None:
-                    timer.start()
+                alarm = None if timeout is None else WATCHDOG.arm(timeout, self._con.interrupt, _AGAIN)
                 try:
                     cursor = self._con.execute(sql)
                     if cursor is None:  # nothing but comments or semicolons
                         raise InvalidParameter("the SQL holds no statement; write one, e.g. SELECT 1")
                     return cursor.df() if cursor.description else pd.DataFrame()
                 finally:
-                    if timer is not None:  # before the lock is released: no late interrupt hits another
-                        timer.cancel()
-                        timer.join()
+                    if alarm is not None:  # before the lock is released: no late interrupt hits another
+                        alarm.cancel()
         except duckdb.InterruptException:
             raise TimeoutError(f"the statement ran longer than {timeout} s") from None
         except duckdb.Error as err:

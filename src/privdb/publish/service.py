@@ -41,8 +41,8 @@ class HistogramOptions:
     def arguments(self) -> dict[str, Any]:
         return {
             "marginals": [list(m) for m in self.marginals], "hierarchical": self.hierarchical,
-            "branching": self.branching, "bins": dict(self.bins), "epsilon": self.epsilon, "delta": self.delta,
-            "noise": self.noise, "method": self.method,
+            "branching": self.branching, "bins": dict(self.bins), "epsilon": self.epsilon,
+            "delta": self.delta, "noise": self.noise, "method": self.method,
         }  # fmt: skip
 
     def note(self, table: str) -> str:
@@ -116,8 +116,10 @@ def publish_request(db: Database, method: str, table: str, options: Mapping[str,
     ``hierarchies`` ({column: [[value, level 1, …], …]}, public). Returns the released rows and a summary."""
     meta = db.metadata(table)
     frame = db.owner_sql(f'SELECT * FROM "{meta.name}"')
-    known = {"histogram": {"columns", "hierarchical", "branching", "bins", "epsilon", "delta", "noise", "method"},
-             "safepub": {"qi", "hierarchies", "epsilon", "delta", "epsilon_search", "metric", "steps"}}  # fmt: skip
+    known = {
+        "histogram": {"columns", "hierarchical", "branching", "bins", "epsilon", "delta", "noise", "method"},
+        "safepub": {"qi", "hierarchies", "epsilon", "delta", "epsilon_search", "metric", "steps"},
+    }
     if method not in known:
         raise InvalidParameter(f"method must be histogram or safepub, not {method!r}")
     unknown = set(options) - known[method]
@@ -153,8 +155,8 @@ def publish_request(db: Database, method: str, table: str, options: Mapping[str,
         steps = options.get("steps")
         sp = SafePubOptions(
             qi=qi, epsilon=float(options["epsilon"]), delta=float(options["delta"]),
-            epsilon_search=float(options.get("epsilon_search", 0.1)), metric=str(options.get("metric", "loss")),
-            steps=None if steps is None else int(steps),
+            epsilon_search=float(options.get("epsilon_search", 0.1)),
+            metric=str(options.get("metric", "loss")), steps=None if steps is None else int(steps),
         )  # fmt: skip
         published = publish_safepub(db, frame, meta.name, hierarchies, sp)
         out = published.table

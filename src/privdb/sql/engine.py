@@ -42,7 +42,8 @@ from privdb.sql.expr import Expr
 from privdb.sql.noise import NoisyAnswer, add_noise, canonical_key
 from privdb.sql.parse import DPQuery, parse_dp_select
 from privdb.sql.personal import losses_note, mark_accuracy, personal_table, sampled_source, summary
-from privdb.sql.plan import DISTINCT_KINDS, Plan, plan_query, zcdp_cost
+from privdb.sql.plan import DISTINCT_KINDS, Plan, Shape, plan_query, plan_shape, zcdp_cost
+from privdb.sql.prepared import shape_of, shapes, state
 from privdb.sql.public import answer_public, is_plain_select
 from privdb.sql.relation import UNIT_ROWS, Relation, Tables, build_relation
 from privdb.sql.release import (
@@ -81,9 +82,11 @@ class _DatabaseTables(Tables):
     def __init__(self, db: Database, analyst: str | None) -> None:
         self.db = db
         self.analyst = analyst
+        self.read: list[tuple[str, Any]] = []  # each table's stored metadata, read before use (prepared.py)
 
     def meta(self, name: str) -> TableMeta:
         table = name if self.analyst is None else authorize(self.db, self.analyst, name)
+        self.read.append((table, self.db.catalog.metadata(table)))
         try:
             return self.db.metadata(table)
         except UnknownTable:
@@ -137,9 +140,29 @@ def _engine_of(db: Database, tables: tuple[str, ...]) -> tuple[Engine, dict[str,
 def prepare(db: Database, text: str, analyst: str | None = None) -> tuple[Plan | ReleasePlan, str]:
     """Parse, plan and bind (the statistics' SQL; order statistics' queries are bound by
     ``histogram_queries``) without touching the data or the budget. With ``analyst``, every table is
-    authorised first: nothing about a table they may not query (its columns, bounds, errors) reaches them."""
-    query = parse_dp_select(text)
+    authorised first: nothing about a table they may not query (its columns, bounds, errors) reaches them.
+
+    A query of a kept shape (the same text and asker but for ε: privdb.sql.prepared) skips the parse, the
+    relation and the resolution; the noise is sized and the engine SQL written afresh."""
+    kept = shapes(db)
+    hit = kept.lookup(db, text, analyst)
+    if hit is not None:
+        query, parts = hit
+        relation = parts.relation
+        planned = plan_query(query, relation.meta, db.evaluate_domain, relation, parts.shape)
+        return planned, statistics_sql(db, planned)
+    query = parse_dp_select(text)  # before the state is read: a refused text never opens the data
+    before = state(db, analyst, (), ()) if shape_of(text, analyst) is not None else None
     tables = _DatabaseTables(db, analyst)
+    plan, sql, shape = _prepare(db, query, tables)
+    if before is not None and shape is not None and isinstance(plan, Plan):
+        kept.keep(db, text, analyst, plan, shape, before, tables.read)
+    return plan, sql
+
+
+def _prepare(
+    db: Database, query: DPQuery, tables: _DatabaseTables
+) -> tuple[Plan | ReleasePlan, str, Shape | None]:
     plan: Plan | ReleasePlan
     if is_record_release(query.select):
         if query.accuracy is not None:
@@ -157,12 +180,13 @@ def prepare(db: Database, text: str, analyst: str | None = None) -> tuple[Plan |
         sql = for_engine(backend, plan, release_sql(plan, source, unit_rows))
         if sql:
             backend.bind(sql)
-        return plan, sql
+        return plan, sql, None
     relation = build_relation(query.select, tables)
     if query.accuracy is not None:  # the smallest ε reaching the accuracy, from plans alone
         query = with_chosen_epsilon(query, relation, db.evaluate_domain)
-    plan = plan_query(query, relation.meta, db.evaluate_domain, relation)
-    return plan, statistics_sql(db, plan)
+    shape = plan_shape(query, relation.meta, db.evaluate_domain)
+    plan = plan_query(query, relation.meta, db.evaluate_domain, relation, shape)
+    return plan, statistics_sql(db, plan), shape
 
 
 def target(db: Database, meta: TableMeta) -> tuple[Engine, str, str | None]:

@@ -17,7 +17,7 @@ text.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sqlglot
 from sqlglot import exp
@@ -33,6 +33,7 @@ __all__ = [
     "MAX_QUERY_LENGTH",
     "MAX_TREE_DEPTH",
     "DPQuery",
+    "check_epsilon",
     "nesting",
     "parse_dp_select",
 ]
@@ -65,11 +66,17 @@ class DPQuery:
     noise: str = "laplace"
     # accuracy first (privdb.sql.accuracy_first): the increasing ε of its steps, the last its MAX
     schedule: tuple[float, ...] | None = None
+    # the SELECT as :meth:`body` writes it, when known already (a prepared query shape: privdb.sql.prepared)
+    written: str | None = field(default=None, compare=False, repr=False)
+
+    def body(self) -> str:
+        """The SELECT in DuckDB's dialect, without comments."""
+        return self.written if self.written is not None else self.select.sql(dialect=_DIALECT, comments=False)
 
     @property
     def normalized(self) -> str:
         """A canonical form: the same question written differently caches to the same key."""
-        body = self.select.sql(dialect=_DIALECT, comments=False)
+        body = self.body()
         if self.schedule is not None and self.accuracy is not None:  # not the ε-query of its MAX
             half, confidence, _ = self.accuracy
             return f"DP-SELECT ACCURACY {half!r} CONFIDENCE {confidence!r} MAX {self.epsilon!r} {body}"
@@ -243,13 +250,7 @@ def _parse(text: str) -> DPQuery:
         epsilon = 1.0  # provisional: the engine chooses the smallest ε reaching the accuracy
     else:
         epsilon, i = _number(text, tokens, 3, "epsilon")
-    if not (epsilon > 0 and math.isfinite(epsilon)):
-        raise InvalidParameter(f"epsilon must be > 0 and finite, got {epsilon:g}")
-    if epsilon > MAX_EPSILON:
-        raise InvalidParameter(
-            f"epsilon {epsilon:g} is above {MAX_EPSILON:g}: such an answer protects no one; "
-            "use a smaller epsilon"
-        )
+    check_epsilon(epsilon)
     delta = 0.0
     if i < len(tokens) and tokens[i].token_type == TokenType.VAR and tokens[i].text.upper() == "DELTA":
         delta, i = _number(text, tokens, i + 1, "delta")
@@ -295,6 +296,17 @@ def _parse(text: str) -> DPQuery:
         select = select.limit(top)
     _check_depth(select)
     return DPQuery(epsilon=epsilon, delta=delta, select=select, text=text, accuracy=accuracy, noise=noise)
+
+
+def check_epsilon(epsilon: float) -> None:
+    """Refuse an ε no answer may be given at (the one message, wherever ε was read)."""
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise InvalidParameter(f"epsilon must be > 0 and finite, got {epsilon:g}")
+    if epsilon > MAX_EPSILON:
+        raise InvalidParameter(
+            f"epsilon {epsilon:g} is above {MAX_EPSILON:g}: such an answer protects no one; "
+            "use a smaller epsilon"
+        )
 
 
 NOISES = ("laplace", "gaussian")

@@ -50,7 +50,17 @@ from privdb.sql.order import answer_share
 from privdb.sql.parse import DPQuery
 from privdb.sql.validate import Resolved, resolve
 
-__all__ = ["Histogram", "Plan", "Statistic", "Threshold", "make_statistic", "plan_query", "zcdp_cost"]
+__all__ = [
+    "Histogram",
+    "Plan",
+    "Shape",
+    "Statistic",
+    "Threshold",
+    "make_statistic",
+    "plan_query",
+    "plan_shape",
+    "zcdp_cost",
+]
 
 MAX_PUBLIC_GROUPS = 1_000_000
 QUANTILE_CELLS = 2**14  # grid of a float column's range for order statistics
@@ -332,15 +342,19 @@ def make_statistic(
     return Statistic(name, kind, column, sens, changed, epsilon, integer, column2)
 
 
-def plan_query(query: DPQuery, table: TableMeta, evaluate_domain: Any = None, relation: Any = None) -> Plan:
-    """Resolve, then size every noisy statistic. ``evaluate_domain(sql, column, values)`` maps public
-    column values through a key expression (the engine evaluates it on the values, not on the data);
-    ``relation`` is the FROM clause's relation (privdb.sql.relation), kept for the rewrite."""
-    resolved = resolve(query.select, table)
-    grouped = bool(resolved.keys)
-    m, g = _bounds_of(table, grouped)
-    substitute = table.neighbouring == "substitute"
+@dataclass(frozen=True)
+class Shape:
+    """What a plan takes from the query's text and the metadata alone, before ε and δ size the noise:
+    the resolved SELECT and the public key domains (None: keys go through the noisy threshold). Queries
+    that differ only in ε share it (privdb.sql.prepared keeps it by query shape)."""
 
+    resolved: Resolved
+    domains: tuple[tuple[Any, ...], ...] | None
+
+
+def plan_shape(query: DPQuery, table: TableMeta, evaluate_domain: Any = None) -> Shape:
+    """Resolve the SELECT and derive its keys' public domains: nothing here depends on ε or δ."""
+    resolved = resolve(query.select, table)
     domains: list[tuple[Any, ...]] | None = []
     for key in resolved.keys:
         dom = _derived_domain(key.sql, key.columns, evaluate_domain)
@@ -353,6 +367,26 @@ def plan_query(query: DPQuery, table: TableMeta, evaluate_domain: Any = None, re
         raise UnsupportedQuery(
             f"the public key domains give more than {MAX_PUBLIC_GROUPS:,} groups; group by fewer columns"
         )
+    return Shape(resolved, None if domains is None else tuple(domains))
+
+
+def plan_query(
+    query: DPQuery,
+    table: TableMeta,
+    evaluate_domain: Any = None,
+    relation: Any = None,
+    shape: Shape | None = None,
+) -> Plan:
+    """Resolve, then size every noisy statistic. ``evaluate_domain(sql, column, values)`` maps public
+    column values through a key expression (the engine evaluates it on the values, not on the data);
+    ``relation`` is the FROM clause's relation (privdb.sql.relation), kept for the rewrite; ``shape``: the
+    query's :func:`plan_shape`, if known already (the sizing below is all that depends on ε and δ)."""
+    shape = shape or plan_shape(query, table, evaluate_domain)
+    resolved = shape.resolved
+    domains = None if shape.domains is None else list(shape.domains)
+    grouped = bool(resolved.keys)
+    m, g = _bounds_of(table, grouped)
+    substitute = table.neighbouring == "substitute"
     needs_threshold = grouped and domains is None
     if needs_threshold and query.delta <= 0:
         listed = ", ".join(k.sql for k in resolved.keys)

@@ -66,6 +66,8 @@ def is_plain_select(text: str) -> bool:
     DP-SELECT parser refuses it with its own message."""
     if not isinstance(text, str) or len(text) > MAX_QUERY_LENGTH:
         return False
+    if text.lstrip(" \t\r\n").startswith("DP-SELECT"):  # its first token is DP: no need to read them all
+        return False
     try:
         tokens = sqlglot.Dialect.get_or_raise(_DIALECT).tokenize(text)
     except SqlglotError:
