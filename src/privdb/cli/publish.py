@@ -26,8 +26,7 @@ from privdb.cli.anonymize import _suffix, qi_columns
 from privdb.cli.app import app, console, friendly
 from privdb.database import Database
 from privdb.errors import InvalidParameter
-from privdb.publish.charge import reserve_release
-from privdb.publish.histogram import release_histograms
+from privdb.publish.service import HistogramOptions, SafePubOptions, publish_histogram, publish_safepub
 
 __all__ = ["publish_app", "source_table"]
 
@@ -103,7 +102,6 @@ def safepub_command(
     below k; (ε, δ)-DP. Only the quasi-identifiers of the kept records are written."""
     from privdb.anonymize import load_hierarchies
     from privdb.publish.report import publication_report, report_png
-    from privdb.publish.safepub import check_inputs, safepub
 
     columns = qi_columns(qi)
     _suffix(output, (".csv",), "-o")
@@ -113,19 +111,12 @@ def safepub_command(
     try:
         frame, name = read_input(database, source, table)
         given = load_hierarchies(hierarchies, columns, fix_labels=fix_labels) if hierarchies else {}
-        check_inputs(
-            frame, columns, given, epsilon=epsilon, delta=delta, epsilon_search=epsilon_search,
-            metric=metric, steps=steps,
+        options = SafePubOptions(
+            qi=tuple(columns), epsilon=epsilon, delta=delta, epsilon_search=epsilon_search, metric=metric,
+            steps=steps,
         )  # fmt: skip
         note = f"publish safepub {name} ε={epsilon:g} δ={delta:g} → {output.name}"
-        reservation = reserve_release(database, name, epsilon, delta, note)
-        try:
-            published = safepub(
-                frame, columns, given, epsilon=epsilon, delta=delta, epsilon_search=epsilon_search,
-                metric=metric, steps=steps, rng=database.noise_source,
-            )  # fmt: skip
-        finally:
-            reservation.commit()  # the data was read: charged even if the run failed
+        published = publish_safepub(database, frame, name, given, options, note)
         published.table.to_csv(output, index=False)
         body = publication_report(frame, published, given) if report or png else None
         if report is not None and body is not None:
@@ -256,19 +247,11 @@ def histogram(
     marginals = [tuple(c.strip() for c in spec.split(",") if c.strip()) for spec in columns or []]
     with open_database(db) as database:
         frame, meta = source_table(database, source, table, metadata)
-        options = {"marginals": marginals, "hierarchical": hierarchical, "branching": branching,
-                   "bins": _bins(bins or []), "epsilon": epsilon, "delta": delta, "noise": noise,
-                   "method": method}  # fmt: skip
-        # every check on parameters and domains runs on an empty frame first: a bad input spends nothing
-        release_histograms(frame.iloc[:0], meta, **options)  # type: ignore[arg-type]
-        what = " ".join(f"--columns {','.join(m)}" for m in marginals) or f"--hierarchical {hierarchical}"
-        reservation = reserve_release(
-            database, meta.name, epsilon, delta, f"publish histogram {source} {what}"
-        )
-        try:
-            released = release_histograms(frame, meta, **options)  # type: ignore[arg-type]
-        finally:
-            reservation.commit()  # the data was read: the spend stands
+        options = HistogramOptions(
+            epsilon=epsilon, marginals=tuple(marginals), hierarchical=hierarchical, branching=branching,
+            bins=tuple(_bins(bins or []).items()), delta=delta, noise=noise, method=method,
+        )  # fmt: skip
+        released = publish_histogram(database, frame, meta, options)
     released.to_frame().to_csv(output, index=False)
     summary = {
         "epsilon": released.epsilon, "delta": released.delta, "noise": released.noise,

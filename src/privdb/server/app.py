@@ -64,6 +64,16 @@ class AnalystIn(BaseModel):
     group: str | None = Field(default=None, description="a budget group to join ('' leaves it)")
 
 
+class PublishIn(BaseModel):
+    method: str = Field(description="histogram or safepub")
+    table: str = Field(description="a table of the database")
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="histogram: columns [[a, b], …] or hierarchical, epsilon, delta, bins, noise, method; "
+        "safepub: qi, hierarchies {column: [[value, …, '*'], …]}, epsilon, delta, epsilon_search, metric",
+    )
+
+
 class SharedBudgetIn(BaseModel):
     table: str | None = Field(default=None, description="a table: its lifetime budget")
     group: str | None = Field(default=None, description="a budget group: its shared budget")
@@ -292,6 +302,14 @@ def create_app(
     @app.get("/v1/budgets", summary="Every table lifetime budget and budget group (owner)")
     def shared_budgets(who: Owner) -> list[dict[str, Any]]:
         return db.shared_budgets()
+
+    @app.post(
+        "/v1/publish", summary="Publish a table once with a DP guarantee, charged to its budget (owner)"
+    )
+    def publish(body: PublishIn, who: Owner) -> dict[str, Any]:
+        from privdb.publish.service import publish_request
+
+        return publish_request(db, body.method, body.table, body.options)
 
     @app.get("/v1/budgets/classes", summary="Personalised tables: the ε each class of units has lost (owner)")
     def class_losses(who: Owner) -> list[dict[str, Any]]:
