@@ -335,3 +335,26 @@ def test_the_owner_sees_shared_budgets(server: tuple[str, dict[str, str]], brows
     expect(shared).to_contain_text("every 30d")  # a renewing budget says so, with its warning as a title
     expect(shared).to_contain_text("never")
     assert errors == []
+
+
+def test_the_owner_publishes_marginals_from_the_page(
+    server: tuple[str, dict[str, str]], browser: Browser
+) -> None:
+    """Issue 17 on the owner's page: a histogram release through POST /v1/publish, its cells with intervals
+    and a CSV download; a bad column is one message."""
+    url, tokens = server
+    page, errors = open_page(browser, url)
+    sign_in(page, tokens["owner"])
+    form = page.get_by_test_id("publish-form")
+    form.get_by_test_id("publish-table-name").fill("people")
+    form.get_by_test_id("publish-columns").fill("nosuch")
+    form.get_by_test_id("publish-submit").click()
+    expect(page.get_by_test_id("publish-error")).to_contain_text("no column 'nosuch'")
+    form.get_by_test_id("publish-columns").fill("sex; sex, state")
+    form.get_by_test_id("publish-epsilon").fill("0.5")
+    form.get_by_test_id("publish-submit").click()
+    expect(page.get_by_test_id("publish-summary")).to_contain_text("charged to people")
+    expect(page.get_by_test_id("publish-table")).to_contain_text("ci95_low")
+    assert page.get_by_test_id("publish-row").count() > 2
+    assert page.get_by_test_id("publish-download").get_attribute("href", timeout=5000)
+    assert errors == []

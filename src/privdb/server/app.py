@@ -371,7 +371,12 @@ def create_app(
     return app
 
 
-_STATIC_TYPES = {"app.js": "text/javascript", "surveys.js": "text/javascript", "style.css": "text/css"}
+_STATIC_TYPES = {
+    "app.js": "text/javascript",
+    "surveys.js": "text/javascript",
+    "publish.js": "text/javascript",
+    "style.css": "text/css",
+}
 
 
 def _static(name: str) -> str:
