@@ -142,13 +142,15 @@ def _spent(path: Path) -> float:
 def test_the_command_charges_the_table_and_logs_the_release(db: Path, tmp_path: Path) -> None:
     runner.invoke(app, ["budgets", "--db", str(db), "--table", "people", "--epsilon", "1.5"])
     args = ["publish", "histogram", "people", "--db", str(db), "--columns", "sex,education", "--epsilon", "1",
-            "-o", str(tmp_path / "h.csv"), "--report", str(tmp_path / "r.json")]  # fmt: skip
+            "-o", str(tmp_path / "h.csv"), "--report", str(tmp_path / "r.json"),
+            "--report-png", str(tmp_path / "r.png")]  # fmt: skip
     done = runner.invoke(app, args)
     assert done.exit_code == 0, done.stderr
     out = pd.read_csv(tmp_path / "h.csv")
     assert len(out) == 12 and set(out.columns) >= {"marginal", "sex", "education", "count", "ci95_low"}
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["epsilon"] == 1.0 and "sex|education" in report["utility"]["tv_distance"]
+    assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
     log = runner.invoke(app, ["log", "--db", str(db), "--format", "json"])
     assert "publish histogram people --columns sex,education" in log.stdout
     again = runner.invoke(app, args)  # re-publishing is a new charge: the table's 1.5 cannot pay it

@@ -234,6 +234,7 @@ def histogram(
     table: TableName = None,
     metadata: MetadataFile = None,
     report: Annotated[Path | None, typer.Option(help="the utility report, JSON (for the owner)")] = None,
+    png: Annotated[Path | None, typer.Option("--report-png", help="the release's chart (.png)")] = None,
 ) -> None:
     """DP marginals (or a hierarchical histogram) over public domains, consistent and non-negative, each
     cell with a 95% interval; charged to the table's lifetime budget and logged as the owner's release."""
@@ -244,6 +245,8 @@ def histogram(
     _writable(output, "--output")
     if report is not None:
         _writable(report, "--report")
+    if png is not None:
+        _writable(png, "--report-png")
     marginals = [tuple(c.strip() for c in spec.split(",") if c.strip()) for spec in columns or []]
     with open_database(db) as database:
         frame, meta = source_table(database, source, table, metadata)
@@ -262,6 +265,10 @@ def histogram(
     }  # fmt: skip
     if report is not None:
         report.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    if png is not None:
+        from privdb.publish.histogram_report import histogram_png
+
+        histogram_png(released, png)
     console().print(
         f"released {summary['cells']:,} cells of {len(released.marginals)} marginal(s) to {output} · "
         f"ε {epsilon:g}, δ {delta:g} charged to table {meta.name!r}"
