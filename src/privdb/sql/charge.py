@@ -1,0 +1,101 @@
+"""Answer once, in the one order privacy allows: the stored answer if there is one (free); else reserve the
+budget (the analyst's, each table's lifetime budget, the group's), read, add noise, commit the spend, store
+the answer. A failure after the engine has read the data is charged and told without detail (DESIGN.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+from typing import Any, TypeVar
+
+from privdb.accounting.composition import GaussianCost
+from privdb.database import Database
+from privdb.errors import InternalError, QueryFailed
+from privdb.result import Result
+from privdb.sql.noise import NoisyAnswer
+
+__all__ = ["charged"]
+
+T = TypeVar("T")
+
+
+def charged(
+    db: Database,
+    analyst: str,
+    *,
+    key: str,
+    table: str,
+    epsilon: float,
+    delta: float,
+    read: Callable[[], T],
+    respond: Callable[[T], NoisyAnswer],
+    extra: dict[str, Any] | None = None,
+    note: str | None = None,
+    tables: Sequence[str] | None = None,
+    gaussian: GaussianCost | None = None,
+    classes: Sequence[tuple[str, str, Fraction]] = (),
+) -> Result:
+    """Answer once, in the one order privacy allows: the stored answer to ``key`` if there is one (free);
+    else reserve the budget, ``read`` the data (a failure from here on is charged, without detail),
+    ``respond`` with noise, commit the spend, store the answer, return it. ``note``: what the log shows
+    (the query as written; default the key); ``tables``: every table read (default ``table``), each of
+    whose lifetime budget the spend draws on; ``gaussian``: the part of ``epsilon`` accounted in zCDP with
+    the analyst's other Gaussian answers (privdb.accounting.composition): the answer states what was charged
+    and what plain composition would have charged."""
+    stored = db.catalog.stored_answer(analyst, key)
+    if stored is not None:
+        result = Result.from_dict(stored)
+        result.epsilon_spent, result.delta_spent, result.cached = 0.0, 0.0, True
+        result.budget = _budget(db, analyst)
+        return result
+    # the spend also draws on each table's lifetime budget and the analyst's group's (where the owner set one)
+    group = db.ledger.group_of(analyst, db.name)
+    draws = [("table", t) for t in (tables or (table,))] + ([("group", group)] if group else [])
+    reservation = db.ledger.reserve(
+        analyst, db.name, epsilon=epsilon, delta=delta, note=(note or key)[:500], draws=draws,
+        gaussian=gaussian, classes=classes,
+    )  # fmt: skip
+    if gaussian is not None:
+        extra = dict(extra or {}) | {"composition": {
+            "method": "zcdp", "rho": gaussian.rho, "epsilon_charged": float(reservation.epsilon),
+            "epsilon_plain": float(reservation.epsilon_plain), "delta": float(gaussian.delta),
+        }}  # fmt: skip
+    try:
+        data = read()
+    except TimeoutError:
+        reservation.commit()
+        raise QueryFailed(
+            f"the query ran longer than this server's limit of {db.query_timeout:g} s and was stopped; its "
+            "cost was charged (the engine had read data). Narrow it with WHERE, or ask the owner"
+        ) from None
+    except Exception:
+        reservation.commit()
+        raise QueryFailed(
+            "the engine failed while reading the data; the query's cost was charged. Check the query "
+            "(e.g. casts or divisions in WHERE) with `privdb explain`"
+        ) from None
+    try:
+        answer = respond(data)
+    except Exception as err:
+        reservation.commit()
+        raise InternalError(f"adding noise failed ({type(err).__name__}); the cost was charged") from None
+    if answer.epsilon is None:
+        reservation.commit()  # what was reserved: the query's ε, or its zCDP charge for Gaussian answers
+    else:  # accuracy first: the ex-post ε stands, the rest of the reservation returns in this commit
+        reservation.commit(epsilon=answer.epsilon, delta=delta)
+    result = Result(
+        columns=answer.columns,
+        rows=answer.rows,
+        epsilon_spent=float(reservation.epsilon),
+        delta_spent=delta,
+        budget=_budget(db, analyst),
+        accuracy=answer.accuracy,
+        extra=dict(extra or {}) | answer.extra,
+    )
+    db.catalog.store_answer(analyst, key, table, result.to_dict())
+    return result
+
+
+def _budget(db: Database, analyst: str) -> dict[str, float]:
+    b = db.budget(analyst)
+    return {"epsilon_remaining": float(b.epsilon_remaining), "delta_remaining": float(b.delta_remaining)}
