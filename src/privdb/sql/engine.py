@@ -39,10 +39,11 @@ from privdb.sql.accuracy import with_chosen_epsilon
 from privdb.sql.charge import charged
 from privdb.sql.explain import describe, describe_release
 from privdb.sql.expr import Expr
+from privdb.sql.gaussian_plan import zcdp_cost
 from privdb.sql.noise import NoisyAnswer, add_noise, canonical_key
 from privdb.sql.parse import DPQuery, parse_dp_select
 from privdb.sql.personal import losses_note, mark_accuracy, personal_table, sampled_source, summary
-from privdb.sql.plan import DISTINCT_KINDS, Plan, Shape, plan_query, plan_shape, zcdp_cost
+from privdb.sql.plan import DISTINCT_KINDS, Plan, Shape, plan_query, plan_shape
 from privdb.sql.prepared import shape_of, shapes, state
 from privdb.sql.public import answer_public, is_plain_select
 from privdb.sql.relation import UNIT_ROWS, Relation, Tables, build_relation

@@ -31,10 +31,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from privdb.accounting import zcdp
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.errors import InvalidParameter, UnsupportedQuery
 from privdb.mechanisms import (
@@ -46,6 +45,7 @@ from privdb.mechanisms import (
     RandomSource,
 )
 from privdb.mechanisms.base import AdditiveNoise
+from privdb.sql.gaussian_plan import gaussian_statistics
 from privdb.sql.order import answer_share
 from privdb.sql.parse import DPQuery
 from privdb.sql.validate import Resolved, resolve
@@ -59,7 +59,6 @@ __all__ = [
     "make_statistic",
     "plan_query",
     "plan_shape",
-    "zcdp_cost",
 ]
 
 MAX_PUBLIC_GROUPS = 1_000_000
@@ -469,7 +468,7 @@ def plan_query(
     threshold_delta = query.delta / 2 if query.noise == "gaussian" and needs_threshold else query.delta
     if query.noise == "gaussian":
         gauss_delta = query.delta - threshold_delta if needs_threshold else query.delta
-        statistics = _gaussian(statistics, skip=stat_name, delta=gauss_delta)
+        statistics = gaussian_statistics(statistics, skip=stat_name, delta=gauss_delta)
     if stat_name is not None:
         stat = next(s for s in statistics if s.name == stat_name)
         mech = stat.laplace()
@@ -492,28 +491,3 @@ def plan_query(
         histograms=tuple(histograms),
         relation=relation,
     )
-
-
-def _gaussian(statistics: list[Statistic], *, skip: str | None, delta: float) -> list[Statistic]:
-    """The statistics (all but ``skip``) noised with the (discrete) Gaussian: their ε shares, at ``delta``,
-    become one ρ (the largest whose conversion is at most their sum), split in the same proportions. zCDP
-    composes by adding ρ, so together they are at most (Σε_i, δ)-DP, as the Laplace plan was."""
-    gaussian = [s for s in statistics if s.name != skip]
-    total = sum(s.epsilon for s in gaussian)
-    if not gaussian or total <= 0:
-        return statistics
-    rho = zcdp.rho_from_epsilon(total, delta)
-    return [
-        s if s.name == skip else replace(s, noise="gaussian", rho=rho * s.epsilon / total, delta=delta)
-        for s in statistics
-    ]
-
-
-def zcdp_cost(plan: Plan) -> tuple[float, float, float] | None:
-    """(ρ, ε, δ) of a plan's Gaussian statistics — the ρ their noise has (at most the planned ρ), the ε
-    plain composition charges for them and the δ they convert at — or None without Gaussian noise."""
-    gaussian = [s for s in plan.statistics if s.noise == "gaussian"]
-    if not gaussian:
-        return None
-    rho = sum(s.mechanism().cost.rho or 0.0 for s in gaussian)
-    return rho, sum(s.epsilon for s in gaussian), gaussian[0].delta
