@@ -25,7 +25,7 @@ $(BASE): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(FULL): pyproject.toml $(BASE)
-	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,spark,excel,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,spark,excel,synthetic,bench]'
 	# pycanon, the independent checker the anonymisation tests compare with, pins old numpy/pandas;
 	# the parts the tests use need only numpy and pandas, so it goes in without its pins
 	$(BIN)/python -m pip install --quiet --no-deps pycanon==1.3.6
