@@ -53,8 +53,9 @@ def test_the_command_writes_rows_in_the_public_domains_charges_and_reports(db: P
         app, ["budgets", "--db", str(db), "--table", "people", "--epsilon", "1.5", "--delta", "1e-6"]
     )
     out, report, png = tmp_path / "s.csv", tmp_path / "r.json", tmp_path / "r.png"
-    args = ["publish", "synthetic", "people", "--db", str(db), "--epsilon", "1", "--delta", "1e-9", "--rows",
-            "777", "-o", str(out), "--report", str(report), "--plot", str(png), "--target", "sex"]  # fmt: skip
+    args = ["publish", "synthetic", "people", "--db", str(db), "--epsilon", "1", "--delta", "1e-9",
+            "--rows", "777", "-o", str(out), "--report", str(report), "--plot", str(png), "--target",
+            "sex"]  # fmt: skip
     done = runner.invoke(app, args)
     assert done.exit_code == 0, done.stderr
     rows = pd.read_csv(out)
@@ -132,7 +133,7 @@ def test_paths_and_domains_that_cannot_work_are_refused_first(db: Path, tmp_path
                 str(tmp_path / "no" / "r.json"),
             ],
             "does not exist",
-        ),  # fmt: skip
+        ),
         ([*base, "peple", "--db", str(db), "-o", str(tmp_path / "s.csv")], "peple"),
         (
             [
@@ -148,7 +149,7 @@ def test_paths_and_domains_that_cannot_work_are_refused_first(db: Path, tmp_path
                 str(tmp_path / "s.csv"),
             ],
             "column 'note' has no public domain",
-        ),  # fmt: skip
+        ),
     ]
     for args, message in cases:
         done = runner.invoke(app, args)
@@ -171,8 +172,9 @@ def _small() -> tuple[pd.DataFrame, object]:
     rng = np.random.default_rng(3)
     n = 400
     a = rng.integers(0, 3, n)
-    frame = pd.DataFrame({"a": np.array(["x", "y", "z"])[a], "b": np.where(rng.random(n) < 0.8, a % 2, 1 - a % 2),
-                          "c": rng.choice(["u", "v", "w"], n), "d": rng.uniform(0, 10, n)})  # fmt: skip
+    b = np.where(rng.random(n) < 0.8, a % 2, 1 - a % 2)
+    frame = pd.DataFrame({"a": np.array(["x", "y", "z"])[a], "b": b, "c": rng.choice(["u", "v", "w"], n),
+                          "d": rng.uniform(0, 10, n)})  # fmt: skip
     spec = {"columns": {"a": {"type": "category", "values": ["x", "y", "z"]}, "b": {"type": "int", "lower": 0,
             "upper": 1}, "c": {"type": "category", "values": ["u", "v"]}, "d": {"type": "float", "lower": 0,
             "upper": 10}}}  # fmt: skip
@@ -229,8 +231,8 @@ def test_selection_is_charged_as_zcdp() -> None:
 @pytest.mark.slow
 def test_adult_end_to_end() -> None:
     """Adult (30,162 rows, ARX's hierarchies as the public domains) at ε = 1: the 1- and 2-way marginals are
-    close, and the salary-class classifier trained on synthetic rows is no worse than the majority class (MST's
-    tree links salary-class to one column, typically marital-status: it does not beat it by much, if at all)."""
+    close, and the salary-class classifier trained on synthetic rows is no worse than the majority class
+    (MST links salary-class to one column, typically marital-status: it beats it by little if at all)."""
     frame = pd.read_csv(ADULT / "adult.csv", sep=";")
     columns: dict[str, dict[str, object]] = {"age": {"type": "int", "lower": 17, "upper": 90}}
     for name in frame.columns.drop("age"):
