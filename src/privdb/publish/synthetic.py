@@ -1,13 +1,13 @@
 """DP synthetic data from noisy marginals (issue 17): ``privdb publish synthetic``.
 
 Every released column needs a public domain (privdb.publish.histogram.domain_of): a category's declared
-values; a number's bounds, cut into cells — an integer column whose bounds are at most 100 apart gets one cell per
-value (ages, years: the synthetic values are real values), any other number ``SYNTHETIC_BINS`` = 16 equal
-bins of its bounds (``bins`` overrides), its synthetic values drawn uniformly within the bin (rounded for
-integers). Values outside the domain are handled as the histograms do: numbers are clamped into the end
-cells, a category outside its declared values (or a NULL) puts its row nowhere — the row is left out of
-every measurement, which is a function of that row alone, so one unit still moves each marginal by at most
-its contribution bound.
+values; a number's bounds, cut into cells — an integer column whose bounds are at most 100 apart gets one cell
+per value (ages, years: the synthetic values are real values), any other number ``SYNTHETIC_BINS`` = 16 equal
+bins of its bounds (``bins`` overrides), its synthetic values drawn uniformly within the bin (rounded down for
+integers). Values outside the domain are handled as the histograms do: numbers are clamped into the end cells,
+a category outside its declared values (or a NULL) puts its row nowhere — the row is left out of every
+measurement, which is a function of that row alone, so one unit still moves each marginal by at most its
+contribution bound.
 
 The measurements (MST, privdb.publish.mst) use privdb's exact samplers at ρ
 from (ε, δ) (privdb.accounting.zcdp); ``mbi`` (private-pgm, the ``synthetic`` extra) fits the graphical
