@@ -68,6 +68,7 @@ bench: $(FULL)
 	$(BIN)/python bench/quantiles.py
 	$(BIN)/python bench/engines.py
 	$(BIN)/python bench/timing.py
+	$(BIN)/python bench/publish_synthetic.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -133,6 +133,7 @@ def main() -> None:
     parser.add_argument("--peer-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="Adult at ε = 1 only")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per run before it is stopped")
+    parser.add_argument("--aim-timeout", type=float, default=120.0, help="seconds per AIM run of the peer")
     parser.add_argument("--no-aim-on-1m", action="store_true", help="skip the peer's AIM on 1,000,000 rows")
     args = parser.parse_args()
     if args.peer_worker:
@@ -171,14 +172,14 @@ def main() -> None:
                                    json.dumps(spec)))  # fmt: skip
                 for tool, argv, stdin in tools:
                     (directory / "out.csv").unlink(missing_ok=True)
-                    seconds, error = _run(argv, args.timeout, stdin)
+                    limit = args.aim_timeout if tool.endswith("AIM") else args.timeout
+                    seconds, error = _run(argv, limit, stdin)
                     row: dict[str, Any] = {"data": size, "rows": len(real), "epsilon": epsilon, "tool": tool,
                                            "seconds": seconds, "error": error}  # fmt: skip
                     if seconds is not None:
                         row |= _score(real, directory / "out.csv", meta)
                     results.append(row)
                     print(json.dumps(row), flush=True)
-    (ROOT / "bench" / "publish_synthetic.json").write_text(json.dumps(results, indent=1) + "\n")
     start, end = markers("publish-synthetic")
     lines = [start, "## DP synthetic data: privdb (MST) against SmartNoise Synth (MST, AIM)", "",
              f"`python bench/publish_synthetic.py` on {cpu_model()} (2 cores shared with other work, "
