@@ -138,12 +138,44 @@ def _score(real: Any, path: Path, meta: Any) -> dict[str, Any]:
             "majority": clf["majority_class"]}  # fmt: skip
 
 
+def section(results: list[dict[str, Any]], peer_note: str = "") -> str:
+    """docs/benchmarks.md's section from the rows measured (``--from-log`` rebuilds it from printed rows)."""
+    from _doc import cpu_model, markers, memory_gib, wrap
+
+    start, end = markers("publish-synthetic")
+    lines = [start, "## DP synthetic data: privdb (MST) against SmartNoise Synth (MST, AIM)", "",
+             f"`python bench/publish_synthetic.py` on {cpu_model()} (2 cores shared with other work, "
+             f"{memory_gib():.0f} GiB), δ = {DELTA:g}, as many rows as the input; time is the wall time of "
+             "the whole command or worker (imports, jax's compilation for privdb, fitting, sampling, "
+             "writing). "
+             "TV: the average total-variation distance of all 2-way (36) and 3-way (84) marginals against "
+             "the original, lower is better. Accuracy: salary-class predicted on 30% held-out real rows by "
+             "gradient-boosted trees trained on the synthetic rows (real rows: trained on the other 70%).",
+             "",
+             "| data | ε | tool | time (s) | TV 2-way | TV 3-way | accuracy (synthetic → real) | "
+             "accuracy (real → real) | majority |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in results:
+        if r["seconds"] is None:
+            lines.append(f"| {r['data']} ({r['rows']:,}) | {r['epsilon']:g} | {r['tool']} | {r['error']} "
+                         "| | | | | |")  # fmt: skip
+            continue
+        lines.append(f"| {r['data']} ({r['rows']:,}) | {r['epsilon']:g} | {r['tool']} | {r['seconds']:.1f} | "
+                     f"{r['tv2']:.4f} | {r['tv3']:.4f} | {r['accuracy']:.3f} | {r['accuracy_real']:.3f} | "
+                     f"{r['majority']:.3f} |")  # fmt: skip
+    lines += ["", NOTES]
+    if peer_note:
+        lines += ["", f"SmartNoise Synth could not be installed here: {peer_note}; privdb measured alone."]
+    lines.append(end)
+    return "\n".join(wrap(line) for line in lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--peer-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="Adult at ε = 1 only")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per run before it is stopped")
     parser.add_argument("--aim-timeout", type=float, default=120.0, help="seconds per AIM run of the peer")
+    parser.add_argument("--from-log", type=Path, help="rebuild the section from a run's printed rows")
     parser.add_argument("--no-aim-on-1m", action="store_true", help="skip the peer's AIM on 1,000,000 rows")
     args = parser.parse_args()
     if args.peer_worker:
@@ -152,7 +184,12 @@ def main() -> None:
     import pandas as pd
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _doc import PEERS, PeerUnavailable, cpu_model, ensure_venv, markers, memory_gib, write_section
+    from _doc import PEERS, PeerUnavailable, ensure_venv, write_section
+
+    if args.from_log is not None:
+        rows = [json.loads(line) for line in args.from_log.read_text().splitlines() if line.startswith("{")]
+        write_section("publish-synthetic", section(rows))
+        return
 
     sizes = ["adult"] if args.quick else ["adult", "1m"]
     epsilons = (1.0,) if args.quick else EPSILONS
@@ -190,31 +227,7 @@ def main() -> None:
                         row |= _score(real, directory / "out.csv", meta)
                     results.append(row)
                     print(json.dumps(row), flush=True)
-    start, end = markers("publish-synthetic")
-    lines = [start, "## DP synthetic data: privdb (MST) against SmartNoise Synth (MST, AIM)", "",
-             f"`python bench/publish_synthetic.py` on {cpu_model()} (2 cores shared with other work, "
-             f"{memory_gib():.0f} GiB), δ = {DELTA:g}, as many rows as the input; time is the wall time of "
-             "the whole command or worker (imports, jax's compilation for privdb, fitting, sampling, "
-             "writing). "
-             "TV: the average total-variation distance of all 2-way (36) and 3-way (84) marginals against "
-             "the original, lower is better. Accuracy: salary-class predicted on 30% held-out real rows by "
-             "gradient-boosted trees trained on the synthetic rows (real rows: trained on the other 70%).",
-             "",
-             "| data | ε | tool | time (s) | TV 2-way | TV 3-way | accuracy (synthetic → real) | "
-             "accuracy (real → real) | majority |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
-    for r in results:
-        if r["seconds"] is None:
-            lines.append(f"| {r['data']} ({r['rows']:,}) | {r['epsilon']:g} | {r['tool']} | {r['error']} "
-                         "| | | | | |")  # fmt: skip
-            continue
-        lines.append(f"| {r['data']} ({r['rows']:,}) | {r['epsilon']:g} | {r['tool']} | {r['seconds']:.1f} | "
-                     f"{r['tv2']:.4f} | {r['tv3']:.4f} | {r['accuracy']:.3f} | {r['accuracy_real']:.3f} | "
-                     f"{r['majority']:.3f} |")  # fmt: skip
-    lines += ["", NOTES]
-    if peer_note:
-        lines += ["", f"SmartNoise Synth could not be installed here: {peer_note}; privdb measured alone."]
-    lines.append(end)
-    write_section("publish-synthetic", "\n".join(lines))
+    write_section("publish-synthetic", section(results, peer_note))
 
 
 if __name__ == "__main__":
