@@ -25,7 +25,7 @@ $(BASE): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(FULL): pyproject.toml $(BASE)
-	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,spark,excel,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,spark,excel,synthetic,bench]'
 	# pycanon, the independent checker the anonymisation tests compare with, pins old numpy/pandas;
 	# the parts the tests use need only numpy and pandas, so it goes in without its pins
 	$(BIN)/python -m pip install --quiet --no-deps pycanon==1.3.6
@@ -68,6 +68,7 @@ bench: $(FULL)
 	$(BIN)/python bench/quantiles.py
 	$(BIN)/python bench/engines.py
 	$(BIN)/python bench/timing.py
+	$(BIN)/python bench/publish_synthetic.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -46,7 +46,7 @@ def test_the_owner_publishes_over_the_server(served: tuple[Server, dict[str, str
         assert cap["epsilon_spent"] == pytest.approx(2.0)
         with pytest.raises(InvalidParameter, match="no column 'nosuch'"):
             owner.publish("histogram", "people", columns=[["nosuch"]], epsilon=0.5)
-        with pytest.raises(InvalidParameter, match="method must be histogram or safepub"):
+        with pytest.raises(InvalidParameter, match="method must be histogram, safepub or synthetic"):
             owner.publish("synthetic-ish", "people", epsilon=0.5)
         with pytest.raises(BudgetExhausted, match="table 'people'"):
             owner.publish("histogram", "people", columns=[["sex"]], epsilon=1.5)
@@ -63,5 +63,8 @@ def test_the_embedded_connection_publishes_and_analysts_may_not(tmp_path: Path) 
     with privdb.connect(tmp_path / "db") as owner:
         out = owner.publish("histogram", "people", hierarchical="age", epsilon=1.0)
         assert out["summary"]["hierarchical"]["column"] == "age"
+        made = owner.publish("synthetic", "people", columns=["sex", "state", "age"], epsilon=1.0, delta=1e-9,
+                             rows=50)  # fmt: skip
+        assert made["columns"] == ["sex", "state", "age"] and len(made["rows"]) == 50
     with privdb.connect(tmp_path / "db", analyst="alice") as alice, pytest.raises(RawAccessDenied):
         alice.publish("histogram", "people", columns=[["sex"]], epsilon=0.1)

@@ -26,6 +26,7 @@ from privdb.cli.anonymize import _suffix, qi_columns
 from privdb.cli.app import app, console, friendly
 from privdb.database import Database
 from privdb.errors import InvalidParameter
+from privdb.publish.charge import reserve_release
 from privdb.publish.service import HistogramOptions, SafePubOptions, publish_histogram, publish_safepub
 
 __all__ = ["publish_app", "source_table"]
@@ -272,4 +273,75 @@ def histogram(
     console().print(
         f"released {summary['cells']:,} cells of {len(released.marginals)} marginal(s) to {output} · "
         f"ε {epsilon:g}, δ {delta:g} charged to table {meta.name!r}"
+    )
+
+
+@publish_app.command("synthetic")
+@friendly
+def synthetic(
+    source: Annotated[str, typer.Argument(metavar="IN", help="a table of --db, or a CSV/Parquet file")],
+    epsilon: Annotated[float, typer.Option(help="ε of the whole release")],
+    delta: Annotated[float, typer.Option(help="δ of the whole release (zCDP measurements), e.g. 1e-9")],
+    rows: Annotated[int, typer.Option(help="how many synthetic rows to write")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="the synthetic rows, CSV")],
+    db: PublishDb = None,
+    columns: Annotated[
+        str | None, typer.Option(help="the columns to synthesise, a,b,c (default: all but identifiers)")
+    ] = None,
+    bins: Annotated[
+        list[str] | None, typer.Option("--bins", help="COLUMN=N equal bins of a number's bounds")
+    ] = None,
+    method: Annotated[str, typer.Option(help="the synthesizer: mst (McKenna et al. 2021)")] = "mst",
+    table: TableName = None,
+    metadata: MetadataFile = None,
+    report: Annotated[Path | None, typer.Option(help="the utility report, JSON (for the owner)")] = None,
+    plot: Annotated[
+        Path | None, typer.Option("--report-png", "--plot", help="the utility report as a PNG (owner)")
+    ] = None,
+    target: Annotated[
+        str | None, typer.Option(help="report: a column to predict (train on synthetic, test on real)")
+    ] = None,
+) -> None:
+    """DP synthetic rows from noisy marginals (MST), with a utility report; charged to the table's lifetime
+    budget and logged as the owner's release."""
+    from privdb.publish.synthetic import check_synthetic, release_synthetic
+
+    for path, what in ((output, "--output"), (report, "--report"), (plot, "--report-png")):
+        if path is not None:
+            _writable(path, what)
+    chosen = [c.strip() for c in (columns or "").split(",") if c.strip()] or None
+    with open_database(db) as database:
+        frame, meta = source_table(database, source, table, metadata)
+        options = {"epsilon": epsilon, "delta": delta, "rows": rows, "method": method, "columns": chosen,
+                   "bins": _bins(bins or [])}  # fmt: skip
+        names = [d.column for d in check_synthetic(meta, **options)]  # type: ignore[arg-type]
+        if target is not None and target not in names:
+            raise InvalidParameter(f"--target {target!r} is not a synthesised column: {', '.join(names)}")
+        reservation = reserve_release(
+            database, meta.name, epsilon, delta, f"publish synthetic {source} --rows {rows} ({method})"
+        )
+        try:
+            released = release_synthetic(frame, meta, **options)  # type: ignore[arg-type]
+        finally:
+            reservation.commit()  # the data was read: the spend stands
+    released.frame.to_csv(output, index=False)
+    if report is not None or plot is not None:
+        from privdb.publish.synthetic import encode
+        from privdb.publish.utility import plot as draw
+        from privdb.publish.utility import utility_report
+
+        sizes = [len(d.labels) for d in released.domains]
+        utility = utility_report(
+            encode(frame, released.domains), released.codes, released.columns, sizes, target
+        )
+        summary = {"method": released.method, "epsilon": epsilon, "delta": delta, "rho": released.rho,
+                   "rows": rows, "columns": released.columns, "sensitivity": released.sensitivity,
+                   "measured": ["|".join(c) for c in released.cliques], "utility": utility}  # fmt: skip
+        if report is not None:
+            report.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        if plot is not None:
+            draw(utility, plot, f"privdb publish synthetic ({released.method}) · ε {epsilon:g}, δ {delta:g}")
+    console().print(
+        f"wrote {rows:,} synthetic rows of {len(released.columns)} columns to {output} · ε {epsilon:g}, "
+        f"δ {delta:g} charged to table {meta.name!r}"
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -22,7 +22,17 @@ from privdb.publish.charge import reserve_release
 from privdb.publish.histogram import HistogramRelease, release_histograms
 from privdb.publish.safepub import Published, check_inputs, safepub
 
-__all__ = ["HistogramOptions", "SafePubOptions", "publish_histogram", "publish_request", "publish_safepub"]
+if TYPE_CHECKING:
+    from privdb.publish.synthetic import SyntheticRelease
+
+__all__ = [
+    "HistogramOptions",
+    "SafePubOptions",
+    "publish_histogram",
+    "publish_request",
+    "publish_safepub",
+    "publish_synthetic",
+]
 
 
 @dataclass(frozen=True)
@@ -100,6 +110,20 @@ def publish_safepub(
         reservation.commit()  # the data was read: charged even if the run failed
 
 
+def publish_synthetic(
+    db: Database, frame: pd.DataFrame, meta: TableMeta, options: Mapping[str, Any], note: str
+) -> SyntheticRelease:
+    """Synthetic rows of ``frame`` (privdb.publish.synthetic: MST), charged to ``meta``'s table."""
+    from privdb.publish.synthetic import check_synthetic, release_synthetic
+
+    check_synthetic(meta, **options)
+    reservation = reserve_release(db, meta.name, float(options["epsilon"]), float(options["delta"]), note)
+    try:
+        return release_synthetic(frame, meta, rng=db.noise_source, **options)
+    finally:
+        reservation.commit()  # the data was read: the spend stands
+
+
 def _strings(value: Any, what: str) -> tuple[str, ...]:
     if (
         isinstance(value, str)
@@ -119,9 +143,10 @@ def publish_request(db: Database, method: str, table: str, options: Mapping[str,
     known = {
         "histogram": {"columns", "hierarchical", "branching", "bins", "epsilon", "delta", "noise", "method"},
         "safepub": {"qi", "hierarchies", "epsilon", "delta", "epsilon_search", "metric", "steps"},
+        "synthetic": {"epsilon", "delta", "rows", "columns", "bins", "method"},
     }
     if method not in known:
-        raise InvalidParameter(f"method must be histogram or safepub, not {method!r}")
+        raise InvalidParameter(f"method must be histogram, safepub or synthetic, not {method!r}")
     unknown = set(options) - known[method]
     if unknown:
         raise InvalidParameter(f"unknown option(s) for {method}: {', '.join(sorted(unknown))}")
@@ -142,6 +167,19 @@ def publish_request(db: Database, method: str, table: str, options: Mapping[str,
         out = released.to_frame()
         summary: dict[str, Any] = {"marginals": ["|".join(c) for c, _ in released.marginals],
                                    "hierarchical": released.hierarchical}  # fmt: skip
+    elif method == "synthetic":
+        if "delta" not in options or "rows" not in options:
+            raise InvalidParameter("synthetic data needs delta (e.g. 1e-9) and rows (how many to make)")
+        columns = options.get("columns")
+        chosen = {"epsilon": float(options["epsilon"]), "delta": float(options["delta"]),
+                  "rows": int(options["rows"]), "method": str(options.get("method", "mst")),
+                  "columns": None if columns is None else list(_strings(columns, "columns")),
+                  "bins": dict(options.get("bins") or {})}  # fmt: skip
+        made = publish_synthetic(
+            db, frame, meta, chosen, f"publish synthetic {meta.name} --rows {chosen['rows']}"
+        )
+        out = made.frame
+        summary = {"method": made.method, "rho": made.rho, "measured": ["|".join(c) for c in made.cliques]}
     else:
         qi = _strings(options.get("qi"), "qi")
         given = options.get("hierarchies") or {}

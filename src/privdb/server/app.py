@@ -65,12 +65,13 @@ class AnalystIn(BaseModel):
 
 
 class PublishIn(BaseModel):
-    method: str = Field(description="histogram or safepub")
+    method: str = Field(description="histogram, safepub or synthetic")
     table: str = Field(description="a table of the database")
     options: dict[str, Any] = Field(
         default_factory=dict,
         description="histogram: columns [[a, b], …] or hierarchical, epsilon, delta, bins, noise, method; "
-        "safepub: qi, hierarchies {column: [[value, …, '*'], …]}, epsilon, delta, epsilon_search, metric",
+        "safepub: qi, hierarchies {column: [[value, …, '*'], …]}, epsilon, delta, epsilon_search, metric; "
+        "synthetic: epsilon, delta, rows, columns, bins",
     )
 
 
