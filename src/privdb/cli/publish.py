@@ -27,7 +27,13 @@ from privdb.cli.app import app, console, friendly
 from privdb.database import Database
 from privdb.errors import InvalidParameter
 from privdb.publish.charge import reserve_release
-from privdb.publish.service import HistogramOptions, SafePubOptions, publish_histogram, publish_safepub
+from privdb.publish.service import (
+    HistogramOptions,
+    SafePubOptions,
+    publish_histogram,
+    publish_safepub,
+    table_rows,
+)
 
 __all__ = ["publish_app", "source_table"]
 
@@ -59,14 +65,14 @@ def read_input(database: Database, source: str, table: str | None) -> tuple[pd.D
     """The rows to publish and the name of the table they are charged to: a table of the database (by
     name), or a CSV/Parquet file (``--table``, default the file's stem)."""
     from privdb.anonymize.tables import read_table
-    from privdb.backends.duckdb import check_name, quote
+    from privdb.backends.duckdb import check_name
 
     names = {n.lower(): n for n in database.table_names()}
     if source.lower() in names and not Path(source).is_file():
         name = names[source.lower()]
         if table is not None and table.lower() != name.lower():
             raise InvalidParameter(f"--table {table!r} differs from the input table {name!r}: drop --table")
-        return database.owner_sql(f"SELECT * FROM {quote(name)}"), name
+        return table_rows(database, name), name
     if not Path(source).is_file():
         known = ", ".join(sorted(names.values())) or "none"
         raise InvalidParameter(
@@ -169,7 +175,7 @@ def source_table(
     with ``--metadata`` (charged as ``--table``, default the file's stem)."""
     if source in set(db.table_names()) or (not Path(source).exists() and metadata is None):
         meta = db.metadata(source)  # unknown_table with a suggestion when it is neither
-        frame = db.backend.fetch(f'SELECT * FROM "{meta.name}"')
+        frame = table_rows(db, meta.name)
         return frame, meta
     from privdb.anonymize.tables import read_table
 

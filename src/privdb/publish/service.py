@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from privdb.anonymize.hierarchy import Hierarchy, TaxonomyHierarchy
+from privdb.backends.duckdb import quote
 from privdb.catalog.metadata import TableMeta
 from privdb.database import Database
 from privdb.errors import InvalidParameter
@@ -32,6 +33,7 @@ __all__ = [
     "publish_request",
     "publish_safepub",
     "publish_synthetic",
+    "table_rows",
 ]
 
 
@@ -124,6 +126,11 @@ def publish_synthetic(
         reservation.commit()  # the data was read: the spend stands
 
 
+def table_rows(db: Database, table: str) -> pd.DataFrame:
+    """Every row of a table of the database (the owner's read: what a release is computed from)."""
+    return db.owner_sql(f"SELECT * FROM {quote(table)}")
+
+
 def _strings(value: Any, what: str) -> tuple[str, ...]:
     if (
         isinstance(value, str)
@@ -136,10 +143,10 @@ def _strings(value: Any, what: str) -> tuple[str, ...]:
 
 def publish_request(db: Database, method: str, table: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """A release of a table of ``db`` described as JSON (the server's POST /v1/publish, Connection.publish):
-    ``histogram`` with ``columns`` (a list of marginals) or ``hierarchical``, or ``safepub`` with ``qi`` and
-    ``hierarchies`` ({column: [[value, level 1, …], …]}, public). Returns the released rows and a summary."""
+    ``histogram`` with ``columns`` (a list of marginals) or ``hierarchical``, ``safepub`` with ``qi`` and
+    ``hierarchies`` ({column: [[value, level 1, …], …]}, public), or ``synthetic`` with ``rows``. Returns the
+    released rows and a summary. The table is read once the request's shape has been checked."""
     meta = db.metadata(table)
-    frame = db.owner_sql(f'SELECT * FROM "{meta.name}"')
     known = {
         "histogram": {"columns", "hierarchical", "branching", "bins", "epsilon", "delta", "noise", "method"},
         "safepub": {"qi", "hierarchies", "epsilon", "delta", "epsilon_search", "metric", "steps"},
@@ -152,6 +159,7 @@ def publish_request(db: Database, method: str, table: str, options: Mapping[str,
         raise InvalidParameter(f"unknown option(s) for {method}: {', '.join(sorted(unknown))}")
     if "epsilon" not in options:
         raise InvalidParameter("epsilon: every release states its ε (and δ where it needs one)")
+    frame = table_rows(db, meta.name)
     if method == "histogram":
         marginals = tuple(_strings(m, "each marginal in columns") for m in options.get("columns") or ())
         bins = options.get("bins") or {}
