@@ -4,12 +4,12 @@ owner's report: it compares with the private table, so it is not part of the rel
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import numpy as np
 
 from privdb.publish.histogram import HistogramRelease
+from privdb.publish.report import save_png
 
 __all__ = ["histogram_png"]
 
@@ -46,10 +46,4 @@ def histogram_png(released: HistogramRelease, path: str | Path) -> Path:
     fig.suptitle(
         f"DP release: ε {released.epsilon:g}, δ {released.delta:g}, {released.noise} noise", fontsize=10
     )
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    plt.close(fig)
-    target = Path(path)
-    target.write_bytes(buffer.getvalue())
-    return target
+    return save_png(fig, path)

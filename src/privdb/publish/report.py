@@ -196,6 +196,13 @@ def report_png(report: dict[str, Any], path: str | Path) -> Path:
     right.bar_label(bars, labels=[f"{s:.1%}" for s in shares], fontsize=8)
     right.set_ylim(0, 1.1)
     right.set_title(f"Records (k = {report['privacy']['k']}, β = {report['privacy']['beta']:.3f})")
+    return save_png(fig, path)
+
+
+def save_png(fig: Any, path: str | Path) -> Path:
+    """Lay out ``fig``, write it to ``path`` as PNG and free it (every publish report's picture)."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
