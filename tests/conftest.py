@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
 from numpy.typing import NDArray
 
+from pgfixture import fresh_database, postgres_cluster
 from privdb.mechanisms.randomness import InsecureRandomWarning, SeededRandom
 
 # Statistical tests in this suite use fixed seeds and a per-test false-failure rate of at most 1e-6.
@@ -45,3 +47,18 @@ class ScriptedSource:
 @pytest.fixture
 def scripted() -> Callable[..., ScriptedSource]:
     return ScriptedSource
+
+
+@pytest.fixture(scope="module")
+def pg_url() -> Iterator[str]:
+    """A throw-away PostgreSQL cluster (tests/pgfixture.py), one per test module that asks for it."""
+    with postgres_cluster() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def ledger_target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a ledger lives, on each store: a SQLite file, or a fresh database of the throw-away cluster."""
+    if request.param == "sqlite":
+        return str(tmp_path / "ledger.sqlite")
+    return fresh_database(request.getfixturevalue("pg_url"))

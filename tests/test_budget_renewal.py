@@ -5,7 +5,6 @@ with a clear message before anything changes. The clock is set by the tests (tim
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 
@@ -13,7 +12,6 @@ import pytest
 from typer.testing import CliRunner
 
 import privdb
-from pgfixture import fresh_database, postgres_cluster
 from privdb.accounting.ledger import Ledger
 from privdb.accounting.renewal import describe_period, parse_period, window_start
 from privdb.cli import app
@@ -30,20 +28,6 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     now = [1_800_000_000.0]
     monkeypatch.setattr(time, "time", lambda: now[0])
     return now
-
-
-@pytest.fixture(scope="module")
-def pg_url() -> Iterator[str]:
-    with postgres_cluster() as url:
-        yield url
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """The ledger on each store: renewal reads and writes the same SQL on both."""
-    if request.param == "sqlite":
-        return str(tmp_path / "l.sqlite")
-    return fresh_database(request.getfixturevalue("pg_url"))
 
 
 def _drawn(ledger: Ledger, name: str) -> Fraction:
@@ -72,8 +56,8 @@ def test_windows_are_aligned_to_when_the_budget_was_set() -> None:
     assert describe_period(30 * DAY) == "30d" and describe_period(7 * DAY) == "1w"
 
 
-def test_a_renewing_cap_refills_each_window_and_only_then(target: str, clock: list[float]) -> None:
-    with Ledger(target) as ledger:
+def test_a_renewing_cap_refills_each_window_and_only_then(ledger_target: str, clock: list[float]) -> None:
+    with Ledger(ledger_target) as ledger:
         ledger.set_budget("a", "d", epsilon=10)
         ledger.set_cap("group", "team", "d", epsilon=1, renew=DAY)
         draws = [("group", "team")]
@@ -91,8 +75,10 @@ def test_a_renewing_cap_refills_each_window_and_only_then(target: str, clock: li
         assert ledger.renewals("d")[("group", "team")] == (DAY, 1_800_000_000.0 + DAY)
 
 
-def test_a_reservation_returns_only_to_the_window_it_was_drawn_in(target: str, clock: list[float]) -> None:
-    with Ledger(target) as ledger:
+def test_a_reservation_returns_only_to_the_window_it_was_drawn_in(
+    ledger_target: str, clock: list[float]
+) -> None:
+    with Ledger(ledger_target) as ledger:
         ledger.set_budget("a", "d", epsilon=10)
         ledger.set_cap("table", "people", "d", epsilon=1, renew=DAY)
         draws = [("table", "people")]
@@ -107,8 +93,8 @@ def test_a_reservation_returns_only_to_the_window_it_was_drawn_in(target: str, c
         assert ledger.budget("a", "d").epsilon_spent == 0  # the analyst got both back
 
 
-def test_setting_a_cap_again_keeps_or_restarts_its_windows(target: str, clock: list[float]) -> None:
-    with Ledger(target) as ledger:
+def test_setting_a_cap_again_keeps_or_restarts_its_windows(ledger_target: str, clock: list[float]) -> None:
+    with Ledger(ledger_target) as ledger:
         ledger.set_cap("group", "team", "d", epsilon=1, renew=DAY)
         clock[0] += 1.5 * DAY
         ledger.set_cap("group", "team", "d", epsilon=2, renew=DAY)  # same period: same windows

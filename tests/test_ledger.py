@@ -17,28 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from pgfixture import fresh_database, postgres_cluster
 from privdb.accounting.ledger import Ledger
 from privdb.errors import BudgetExhausted, InvalidParameter
 
 
-@pytest.fixture(scope="module")
-def pg_url() -> Iterator[str]:
-    with postgres_cluster() as url:
-        yield url
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Where a ledger lives: a SQLite file, or a fresh database of the throw-away PostgreSQL cluster."""
-    if request.param == "sqlite":
-        return str(tmp_path / "ledger.sqlite")
-    return fresh_database(request.getfixturevalue("pg_url"))
-
-
 @pytest.fixture
-def ledger(target: str) -> Iterator[Ledger]:
-    with Ledger(target) as opened:
+def ledger(ledger_target: str) -> Iterator[Ledger]:
+    with Ledger(ledger_target) as opened:
         yield opened
 
 
@@ -130,14 +115,14 @@ def test_bad_amounts_and_budget_changes(ledger: Ledger) -> None:
     assert ledger.budget("alice", "db").epsilon_remaining == Fraction(3, 2)
 
 
-def test_spends_survive_reopening(target: str) -> None:
-    with Ledger(target) as first:
+def test_spends_survive_reopening(ledger_target: str) -> None:
+    with Ledger(ledger_target) as first:
         first.set_budget("alice", "db", epsilon=1)
         first.spend("alice", "db", epsilon=0.25)
-    with Ledger(target) as second:
+    with Ledger(ledger_target) as second:
         assert second.budget("alice", "db").epsilon_remaining == Fraction(3, 4)
-    if not target.startswith("postgresql://"):
-        mode = sqlite3.connect(target).execute("PRAGMA journal_mode").fetchone()[0]
+    if not ledger_target.startswith("postgresql://"):
+        mode = sqlite3.connect(ledger_target).execute("PRAGMA journal_mode").fetchone()[0]
         assert mode == "wal"
 
 
@@ -154,9 +139,9 @@ def _spender(path: str, attempts: int, results: mp.Queue) -> None:  # type: igno
 
 
 @pytest.mark.slow
-def test_parallel_processes_never_overspend(target: str) -> None:
+def test_parallel_processes_never_overspend(ledger_target: str) -> None:
     """8 processes × 100 spends against a budget for 300: exactly 300 succeed."""
-    path = target
+    path = ledger_target
     with Ledger(path) as ledger:
         ledger.set_budget("alice", "db", epsilon=300)
     ctx = mp.get_context("spawn")
@@ -193,9 +178,9 @@ _CRASHER = textwrap.dedent(
 
 
 @pytest.mark.slow
-def test_kill_9_leaves_the_ledger_consistent(target: str) -> None:
+def test_kill_9_leaves_the_ledger_consistent(ledger_target: str) -> None:
     """A process killed at an arbitrary moment: the running total equals the log, and nothing is lost."""
-    path = target
+    path = ledger_target
     with Ledger(path) as ledger:
         ledger.set_budget("alice", "db", epsilon=10_000)
     for delay in (0.2, 0.45, 0.7):
@@ -211,7 +196,7 @@ def test_kill_9_leaves_the_ledger_consistent(target: str) -> None:
             held = sum((s.epsilon for s in spends if s.state != "released"), Fraction(0))
             assert ledger.budget("alice", "db").epsilon_spent == held
             assert len(spends) > 0
-        if not target.startswith("postgresql://"):
+        if not ledger_target.startswith("postgresql://"):
             check = sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone()[0]
             assert check == "ok"
 

@@ -5,7 +5,6 @@ transaction, and the intervals of Gaussian answers (coverage at 95%, false failu
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 
@@ -18,7 +17,6 @@ from scipy.stats import binom
 
 from adversarial.neighbours import neighbours, same_outcome
 from conftest import ALPHA, seeded
-from pgfixture import fresh_database, postgres_cluster
 from privdb.accounting.composition import GaussianCost, gaussian_charge
 from privdb.accounting.ledger import Ledger
 from privdb.accounting.zcdp import epsilon_from_rho, rho_from_epsilon
@@ -62,22 +60,8 @@ def test_charges_always_cover_the_zcdp_guarantee_and_never_exceed_plain(
         assert float(sum(p[2] for p in prior)) >= epsilon_from_rho(rho, dlt) - 1e-12
 
 
-@pytest.fixture(scope="module")
-def pg_url() -> Iterator[str]:
-    with postgres_cluster() as url:
-        yield url
-
-
-@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
-def test_the_ledger_charges_in_zcdp_and_a_release_leaves_the_sums(
-    store: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    target = (
-        str(tmp_path / "ledger.sqlite")
-        if store == "sqlite"
-        else fresh_database(request.getfixturevalue("pg_url"))
-    )
-    with Ledger(target) as ledger:
+def test_the_ledger_charges_in_zcdp_and_a_release_leaves_the_sums(ledger_target: str) -> None:
+    with Ledger(ledger_target) as ledger:
         ledger.set_budget("eve", "db", epsilon=3, delta=1e-3)
         ledger.set_cap("table", "people", "db", epsilon=3, delta=1e-3)
         cost = _cost(1.0, 1e-6)
