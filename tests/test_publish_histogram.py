@@ -17,12 +17,11 @@ from conftest import ALPHA, seeded
 from privdb.audit.auditor import audit
 from privdb.catalog.metadata import metadata_from_dict
 from privdb.cli import app
-from privdb.database import Database
 from privdb.errors import InvalidParameter
 from privdb.publish.histogram import release_histograms
 from privdb.publish.marginals import Measurement, estimate, mechanisms
+from publishfixtures import EXAMPLES, example_people, spent
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 runner = CliRunner()
 SPEC = {
     "columns": {
@@ -123,20 +122,7 @@ def test_the_whole_release_is_epsilon_dp_on_neighbouring_tables() -> None:
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
-    path = tmp_path / "db"
-    loaded = runner.invoke(
-        app, ["load", "--db", str(path), "people", str(EXAMPLES / "people.csv"), "--metadata",
-              str(EXAMPLES / "people.yaml")],
-    )  # fmt: skip
-    assert loaded.exit_code == 0, loaded.stderr
-    return path
-
-
-def _spent(path: Path) -> float:
-    with Database(path) as database:
-        return sum(b["epsilon_spent"] for b in database.shared_budgets()) + float(
-            database.ledger.budget("(owner)", database.name).epsilon_spent
-        )
+    return example_people(tmp_path / "db")
 
 
 def test_the_command_charges_the_table_and_logs_the_release(db: Path, tmp_path: Path) -> None:
@@ -187,7 +173,7 @@ def test_bad_inputs_are_one_line_and_spend_nothing(
         return
     assert done.exit_code == 2, done.output
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
-    assert _spent(db) == 0 and not (tmp_path / "h.csv").exists()
+    assert spent(db) == 0 and not (tmp_path / "h.csv").exists()
 
 
 def test_paths_and_sources_that_cannot_work_are_refused_first(db: Path, tmp_path: Path) -> None:
@@ -201,7 +187,7 @@ def test_paths_and_sources_that_cannot_work_are_refused_first(db: Path, tmp_path
     for args, message in cases:
         done = runner.invoke(app, args)
         assert done.exit_code == 2 and message in done.stderr, (args, done.stderr)
-    assert _spent(db) == 0
+    assert spent(db) == 0
 
 
 def test_a_file_is_published_with_its_metadata_and_charged_to_its_name(db: Path, tmp_path: Path) -> None:
@@ -209,7 +195,7 @@ def test_a_file_is_published_with_its_metadata_and_charged_to_its_name(db: Path,
                                "--metadata", str(EXAMPLES / "people.yaml"), "--table", "people", "--columns",
                                "sex", "--epsilon", "0.5", "-o", str(tmp_path / "h.csv")])  # fmt: skip
     assert done.exit_code == 0, done.stderr
-    assert _spent(db) == pytest.approx(0.5)
+    assert spent(db) == pytest.approx(0.5)
 
 
 def test_v_optimal_partitions_are_optimal() -> None:

@@ -17,34 +17,20 @@ from privdb.accounting import zcdp
 from privdb.audit.auditor import audit
 from privdb.catalog.metadata import metadata_from_dict
 from privdb.cli import app
-from privdb.database import Database
 from privdb.errors import InvalidParameter
 from privdb.publish import synthetic as synthetic_module
 from privdb.publish.mst import mst_measurements, selection_epsilon
 from privdb.publish.synthetic import encode, release_synthetic
 from privdb.publish.utility import utility_report
+from publishfixtures import example_people, spent
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
 runner = CliRunner()
 
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
-    path = tmp_path / "db"
-    loaded = runner.invoke(
-        app, ["load", "--db", str(path), "people", str(EXAMPLES / "people.csv"), "--metadata",
-              str(EXAMPLES / "people.yaml")],
-    )  # fmt: skip
-    assert loaded.exit_code == 0, loaded.stderr
-    return path
-
-
-def _spent(path: Path) -> float:
-    with Database(path) as database:
-        return sum(b["epsilon_spent"] for b in database.shared_budgets()) + float(
-            database.ledger.budget("(owner)", database.name).epsilon_spent
-        )
+    return example_people(tmp_path / "db")
 
 
 @pytest.mark.slow  # mbi compiles its model (jax) on first use: ~20-40 s on the shared 2-core machine
@@ -73,7 +59,7 @@ def test_the_command_writes_rows_in_the_public_domains_charges_and_reports(db: P
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     log = runner.invoke(app, ["log", "--db", str(db), "--format", "json"])
     assert "publish synthetic people --rows 777 (mst)" in log.stdout
-    assert _spent(db) == pytest.approx(2.0)  # the owner's account and the table's lifetime budget
+    assert spent(db) == pytest.approx(2.0)  # the owner's account and the table's lifetime budget
     again = runner.invoke(app, args)  # re-publishing is a new charge: the table's 1.5 cannot pay it
     assert again.exit_code == 2 and "table 'people'" in again.stderr
 
@@ -106,7 +92,7 @@ def test_bad_inputs_are_one_line_and_spend_nothing(
                                "-o", str(tmp_path / "s.csv")])  # fmt: skip
     assert done.exit_code == 2, done.output
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
-    assert _spent(db) == 0 and not (tmp_path / "s.csv").exists()
+    assert spent(db) == 0 and not (tmp_path / "s.csv").exists()
 
 
 def test_paths_and_domains_that_cannot_work_are_refused_first(db: Path, tmp_path: Path) -> None:
@@ -155,17 +141,17 @@ def test_paths_and_domains_that_cannot_work_are_refused_first(db: Path, tmp_path
         done = runner.invoke(app, args)
         assert done.exit_code == 2 and message in done.stderr, (args, done.stderr)
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
-    assert _spent(db) == 0
+    assert spent(db) == 0
 
 
-def test_a_missing_extra_is_named_before_anything_is_spent(
+def test_a_missing_extra_is_named_before_anything_isspent(
     db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(synthetic_module, "_missing", lambda module: module == "mbi")
     done = runner.invoke(app, ["publish", "synthetic", "people", "--db", str(db), "--epsilon", "1", "--delta",
                                "1e-9", "--rows", "5", "-o", str(tmp_path / "s.csv")])  # fmt: skip
     assert done.exit_code == 2 and "pip install 'privdb[synthetic]'" in done.stderr, done.stderr
-    assert _spent(db) == 0
+    assert spent(db) == 0
 
 
 def _small() -> tuple[pd.DataFrame, object]:
