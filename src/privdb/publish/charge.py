@@ -30,9 +30,9 @@ def reserve_release(db: Database, table: str, epsilon: float, delta: float, note
         or budget.epsilon_remaining < eps
         or (budget.delta_remaining < dlt)
     ):
-        db.ledger.set_budget(
-            OWNER_ACCOUNT, db.name, epsilon=budget.epsilon_spent + eps + budget.epsilon_remaining,
-            delta=min(Fraction(999_999, 1_000_000), budget.delta_spent + dlt + budget.delta_remaining),
+        db.ledger.set_budget(  # the account grows by what this release needs (δ kept below 1)
+            OWNER_ACCOUNT, db.name, epsilon=budget.epsilon_total + eps,
+            delta=min(Fraction(999_999, 1_000_000), budget.delta_total + dlt),
         )  # fmt: skip
     return db.ledger.reserve(
         OWNER_ACCOUNT, db.name, epsilon=eps, delta=dlt, note=note[:500], draws=[("table", table)]
