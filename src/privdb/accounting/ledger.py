@@ -96,6 +96,7 @@ CREATE TABLE IF NOT EXISTS members (
     grp       TEXT NOT NULL,
     PRIMARY KEY (analyst, database)
 );
+CREATE INDEX IF NOT EXISTS spends_of_analyst ON spends (analyst, database);
 CREATE TABLE IF NOT EXISTS class_losses (
     spend_id  INTEGER NOT NULL,
     tbl       TEXT NOT NULL,
