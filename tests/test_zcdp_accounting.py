@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 
-from adversarial.neighbours import neighbours, same_outcome
 from conftest import ALPHA, seeded
 from privdb.accounting.composition import GaussianCost, gaussian_charge
 from privdb.accounting.ledger import Ledger
@@ -168,20 +167,6 @@ def test_gaussian_intervals_cover_at_95_percent(tmp_path: Path) -> None:
             covered += sum_acc["ci95"][0] <= s <= sum_acc["ci95"][1]
     # each interval covers with probability ≥ 0.95; the two per run are independent
     assert covered >= binom.ppf(ALPHA, 2 * runs, 0.95), covered
-
-
-def test_key_selection_with_gaussian_noise_ends_the_same_on_neighbours(tmp_path: Path) -> None:
-    pair = neighbours(tmp_path)
-    try:
-        for query in (
-            "DP-SELECT 1 DELTA 1e-6 USING GAUSSIAN disease, COUNT(*), SUM(income) FROM people "
-            "GROUP BY disease",
-            "DP-SELECT 1 DELTA 1e-6 USING GAUSSIAN COUNT(*) FROM people WHERE disease = 'HIV'",
-            "DP-SELECT 1 USING GAUSSIAN COUNT(*) FROM people WHERE disease = 'HIV'",
-        ):
-            same_outcome(pair, query)
-    finally:
-        pair.close()
 
 
 def test_gaussian_noise_with_accuracy_first_is_refused_free_and_counts_work(tmp_path: Path) -> None:
