@@ -1,7 +1,7 @@
 """USING GAUSSIAN and its zCDP charge on neighbouring databases (issue 16): besides the noisy values, an
-analyst sees whether the query answered, its rows and columns, and what it was charged. Each is the same whether or
-not Alice is in the table: the noise law is fixed by the query text, and the charge depends only on the
-analyst's own earlier Gaussian answers (docs/proofs/ledger.md, "Gaussian answers in zCDP")."""
+analyst sees whether the query answered, its rows and columns, and what it was charged. Each is the same
+whether or not Alice is in the table: the noise law is fixed by the query text, and the charge depends only
+on the analyst's own earlier Gaussian answers (docs/proofs/ledger.md, "Gaussian answers in zCDP")."""
 
 from __future__ import annotations
 
