@@ -13,6 +13,7 @@ import pytest
 import privdb
 from privdb.client import RemoteConnection
 from privdb.errors import BudgetExhausted, InvalidParameter, RawAccessDenied
+from publishfixtures import spent
 from serverfixtures import Server, make_server_db
 
 SEX = [["F", "*"], ["M", "*"]]
@@ -68,3 +69,21 @@ def test_the_embedded_connection_publishes_and_analysts_may_not(tmp_path: Path) 
         assert made["columns"] == ["sex", "state", "age"] and len(made["rows"]) == 50
     with privdb.connect(tmp_path / "db", analyst="alice") as alice, pytest.raises(RawAccessDenied):
         alice.publish("histogram", "people", columns=[["sex"]], epsilon=0.1)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"columns": [["sex"]], "epsilon": "x"}, "epsilon must be a number, got 'x'"),
+        ({"columns": [["sex"]], "epsilon": True}, "epsilon must be a number"),
+        ({"hierarchical": "age", "epsilon": 1, "branching": "x"}, "branching must be a whole number"),
+        ({"hierarchical": "age", "epsilon": 1, "branching": 2.5}, "branching must be a whole number"),
+    ],
+)
+def test_a_request_with_numbers_of_the_wrong_kind_is_refused_naming_the_option(
+    tmp_path: Path, options: dict[str, object], message: str
+) -> None:
+    make_server_db(tmp_path / "db", people=50)
+    with privdb.connect(tmp_path / "db") as owner, pytest.raises(InvalidParameter, match=message):
+        owner.publish("histogram", "people", **options)
+    assert spent(tmp_path / "db") == 0  # nothing charged to the owner's account

@@ -131,6 +131,27 @@ def table_rows(db: Database, table: str) -> pd.DataFrame:
     return db.owner_sql(f"SELECT * FROM {quote(table)}")
 
 
+_NUMBERS: dict[str, type] = {
+    "epsilon": float, "delta": float, "epsilon_search": float, "branching": int, "rows": int, "steps": int,
+}  # fmt: skip
+
+
+def _typed(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The request's options with its numbers checked and converted (a JSON request may send anything):
+    a value that is not a number of the right kind is refused naming the option."""
+    out = dict(options)
+    for name, kind in _NUMBERS.items():
+        value = out.get(name)
+        if value is None:
+            continue
+        whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        if isinstance(value, bool) or not isinstance(value, int | float) or (kind is int and not whole):
+            what = "a whole number" if kind is int else "a number"
+            raise InvalidParameter(f"{name} must be {what}, got {value!r}")
+        out[name] = kind(value)
+    return out
+
+
 def _strings(value: Any, what: str) -> tuple[str, ...]:
     if (
         isinstance(value, str)
@@ -159,6 +180,7 @@ def publish_request(db: Database, method: str, table: str, options: Mapping[str,
         raise InvalidParameter(f"unknown option(s) for {method}: {', '.join(sorted(unknown))}")
     if "epsilon" not in options:
         raise InvalidParameter("epsilon: every release states its ε (and δ where it needs one)")
+    options = _typed(options)
     frame = table_rows(db, meta.name)
     if method == "histogram":
         marginals = tuple(_strings(m, "each marginal in columns") for m in options.get("columns") or ())
