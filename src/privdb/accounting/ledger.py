@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from fractions import Fraction
@@ -144,11 +144,17 @@ class Reservation:
         self.state = "reserved"
 
     def commit(
-        self, *, epsilon: float | Fraction | None = None, delta: float | Fraction | None = None
+        self,
+        *,
+        epsilon: float | Fraction | None = None,
+        delta: float | Fraction | None = None,
+        then: Callable[[Cursor], None] | None = None,
     ) -> None:
         """Commit the spend. With ``epsilon``/``delta`` (at most what was reserved) only that much stands: the
         rest returns to the analyst's budget and to every cap drawn on, in the same transaction (accuracy
-        first reserves its MAX and commits the ex-post ε: docs/proofs/accuracy-first.md)."""
+        first reserves its MAX and commits the ex-post ε: docs/proofs/accuracy-first.md). ``then`` runs in
+        that transaction after the spend is settled (the answer stored with its spend: one synced commit);
+        if it raises, nothing of the transaction stands and the reservation stays reserved."""
         if self.state != "reserved":
             return
         eps = self.epsilon if epsilon is None else _amount("epsilon", epsilon)
@@ -158,7 +164,7 @@ class Reservation:
                 f"a commit of ε={float(eps):g}, δ={float(dlt):g} exceeds its reservation of "
                 f"ε={float(self.epsilon):g}, δ={float(self.delta):g}"
             )
-        self._ledger._settle(self.id, "committed", (eps, dlt))
+        self._ledger._settle(self.id, "committed", (eps, dlt), then)
         self.epsilon, self.delta, self.state = eps, dlt, "committed"
 
     def release(self) -> None:
@@ -220,9 +226,13 @@ class Ledger(SharedBudgets):
         assert budget is not None
         return budget
 
-    def budget(self, analyst: str, database: str) -> Budget:
-        """The analyst's budget; ``forbidden``-style refusal is the caller's: here, a missing grant is 0."""
-        with self._store.cursor() as cur:
+    def budget(self, analyst: str, database: str, cur: Cursor | None = None) -> Budget:
+        """The analyst's budget (read in ``cur``'s transaction if given); ``forbidden``-style refusal is the
+        caller's: here, a missing grant is 0."""
+        if cur is None:
+            with self._store.cursor() as own:
+                row = self._row(own, analyst, database)
+        else:
             row = self._row(cur, analyst, database)
         if row is None:
             return Budget(analyst, database, Fraction(0), Fraction(0), Fraction(0), Fraction(0))
@@ -329,7 +339,13 @@ class Ledger(SharedBudgets):
         reservation.commit()
         return reservation
 
-    def _settle(self, spend_id: int, state: str, kept: tuple[Fraction, Fraction] | None = None) -> None:
+    def _settle(
+        self,
+        spend_id: int,
+        state: str,
+        kept: tuple[Fraction, Fraction] | None = None,
+        then: Callable[[Cursor], None] | None = None,
+    ) -> None:
         """Settle a reservation: ``released`` returns all of it; ``committed`` keeps ``kept`` (default all)
         and returns the rest, to the analyst's budget and to every cap the spend drew on."""
         with self._transaction(durable=state == "committed") as cur:  # a lost release only over-counts
@@ -364,6 +380,8 @@ class Ledger(SharedBudgets):
                 "UPDATE spends SET state = ?, settled = ?, epsilon = ?, delta = ? WHERE id = ?",
                 (state, time.time(), _text(eps), _text(dlt), spend_id),
             )
+            if then is not None:
+                then(cur)
 
     def class_losses(self, database: str) -> dict[tuple[str, str], Fraction]:
         """(table, class) → the ε that class of a personalised table's units has lost over every answer

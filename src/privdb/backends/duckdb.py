@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import re
 import threading
 import time
+from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 import pandas as pd
@@ -18,8 +22,11 @@ from privdb.errors import DatabaseInUse, InvalidParameter, ParseError
 
 __all__ = ["HIDDEN_PREFIX", "DuckDBBackend", "engine_type", "unit_rows_column"]
 
+T = TypeVar("T")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _AGAIN = 0.05  # s: a query past its limit is interrupted again at this interval until it stops
+_PREPARED_PER_CURSOR = 256  # prepared statements kept per thread's cursor, least recently used dropped
+_STATEMENT_NUMBERS = itertools.count()  # names of prepared statements (unique in the process)
 HIDDEN_PREFIX = "__privdb_"  # columns privdb keeps for itself: never in metadata, never in analysts' view
 
 
@@ -114,6 +121,32 @@ class DuckDBBackend:
                 cursor.close()
             self._cursors.clear()
         self._con.close()
+
+    def _prepared(self, cursor: duckdb.DuckDBPyConnection, sql: str) -> str:
+        """``EXECUTE name`` for ``sql``, prepared once on this thread's cursor: a query text that comes
+        back (the same shape at another ε, a dashboard) skips DuckDB's parse, bind and optimise (about
+        0.7 ms of a 2 ms count on 1M rows). DuckDB re-binds a prepared statement when the catalog changes
+        and reads the data afresh at every EXECUTE; privdb's own writes (``generation``) drop them too."""
+        local = self._local
+        statements: OrderedDict[str, str] | None = getattr(local, "statements", None)
+        if statements is None or local.generation != self.generation:
+            if statements:
+                with contextlib.suppress(duckdb.Error):
+                    for name in statements.values():
+                        cursor.execute(f"DEALLOCATE {name}")
+            statements = local.statements = OrderedDict()
+            local.generation = self.generation
+        known = statements.get(sql)
+        if known is not None:
+            statements.move_to_end(sql)
+            return f"EXECUTE {known}"
+        name = f"__privdb_q{next(_STATEMENT_NUMBERS)}"
+        cursor.execute(f"PREPARE {name} AS {sql}")
+        statements[sql] = name
+        if len(statements) > _PREPARED_PER_CURSOR:
+            _, oldest = statements.popitem(last=False)
+            cursor.execute(f"DEALLOCATE {oldest}")
+        return f"EXECUTE {name}"
 
     def _cursor(self) -> duckdb.DuckDBPyConnection:
         """This thread's cursor on the database (DuckDB connections are not shared between threads;
@@ -280,12 +313,36 @@ class DuckDBBackend:
         """Run ``sql`` and return its result (the engine reads data here). After ``timeout`` seconds the
         query is interrupted and ``TimeoutError`` raised; so is a result that came back later than that
         (an interrupt can arrive after the last chunk), so the limit holds whatever the timing."""
+        return self._timed(sql, params, timeout, lambda result: result.df())
+
+    def fetch_columns(self, sql: str, *, timeout: float | None = None) -> dict[str, list[Any]]:
+        """``fetch`` as column name → Python values, without building a DataFrame (a third of a small
+        aggregate's cost): what the noise step reads (privdb.sql.noise)."""
+
+        def columns(result: duckdb.DuckDBPyConnection) -> dict[str, list[Any]]:
+            names = [d[0] for d in result.description or ()]
+            rows = result.fetchall()
+            return {name: [row[i] for row in rows] for i, name in enumerate(names)}
+
+        return self._timed(sql, None, timeout, columns)
+
+    def _timed(
+        self,
+        sql: str,
+        params: list[Any] | None,
+        timeout: float | None,
+        take: Callable[[duckdb.DuckDBPyConnection], T],
+    ) -> T:
+        """Run ``sql`` on this thread's cursor under the time limit and ``take`` its result."""
         cursor = self._cursor()
         started = time.monotonic()
         alarm = None if timeout is None else WATCHDOG.arm(timeout, cursor.interrupt, _AGAIN)
         fired = False
         try:
-            frame = cursor.execute(sql, params or []).df()
+            if params:
+                out = take(cursor.execute(sql, params))
+            else:
+                out = take(cursor.execute(self._prepared(cursor, sql)))
         except duckdb.InterruptException:
             raise TimeoutError(f"the engine query ran longer than {timeout} s") from None
         finally:
@@ -293,7 +350,7 @@ class DuckDBBackend:
                 fired = alarm.cancel()
         if fired or (timeout is not None and time.monotonic() - started > timeout):
             raise TimeoutError(f"the engine query ran longer than {timeout} s")
-        return frame
+        return out
 
     def raw(self, sql: str, *, timeout: float | None = None) -> pd.DataFrame:
         """The owner's direct access: any SQL, result as a DataFrame (empty for statements). After

@@ -27,7 +27,6 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 
 from privdb.errors import InvalidParameter
@@ -36,7 +35,7 @@ from privdb.mechanisms.base import AdditiveNoise, round_down
 from privdb.mechanisms.noise_reduction import NoiseReduction
 from privdb.sql.accuracy import epsilon_for_accuracy
 from privdb.sql.explain import columns_of
-from privdb.sql.noise import NoisyAnswer, _combine, _groups, answer
+from privdb.sql.noise import NoisyAnswer, Statistics, _combine, _groups, answer
 from privdb.sql.parse import DPQuery
 from privdb.sql.plan import Plan
 
@@ -129,7 +128,7 @@ def _met(
     return True
 
 
-def respond(plan: Plan, frame: pd.DataFrame | None, rng: RandomSource | None = None) -> NoisyAnswer:
+def respond(plan: Plan, frame: Statistics | None, rng: RandomSource | None = None) -> NoisyAnswer:
     """Release every step's statistics with correlated noise, stop at the first step that meets the
     accuracy (or at MAX), and answer from that step alone; the answer carries its ex-post ε."""
     schedule, accuracy = plan.query.schedule, plan.query.accuracy

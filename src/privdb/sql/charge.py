@@ -8,9 +8,12 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any, TypeVar
 
+from privdb.accounting.amounts import Budget
 from privdb.accounting.composition import GaussianCost
+from privdb.accounting.sqlstore import Cursor
 from privdb.database import Database
 from privdb.errors import InternalError, QueryFailed
+from privdb.mechanisms._validate import exact
 from privdb.result import Result
 from privdb.sql.noise import NoisyAnswer
 
@@ -79,23 +82,37 @@ def charged(
     except Exception as err:
         reservation.commit()
         raise InternalError(f"adding noise failed ({type(err).__name__}); the cost was charged") from None
-    if answer.epsilon is None:
-        reservation.commit()  # what was reserved: the query's ε, or its zCDP charge for Gaussian answers
-    else:  # accuracy first: the ex-post ε stands, the rest of the reservation returns in this commit
-        reservation.commit(epsilon=answer.epsilon, delta=delta)
+    # what was reserved (the query's ε, or its zCDP charge for Gaussian answers) or, accuracy first, the
+    # ex-post ε: the rest of the reservation returns in this commit
+    kept = reservation.epsilon if answer.epsilon is None else exact(answer.epsilon)
     result = Result(
         columns=answer.columns,
         rows=answer.rows,
-        epsilon_spent=float(reservation.epsilon),
+        epsilon_spent=float(kept),
         delta_spent=delta,
-        budget=_budget(db, analyst),
+        budget={},
         accuracy=answer.accuracy,
         extra=dict(extra or {}) | answer.extra,
     )
-    db.catalog.store_answer(analyst, key, table, result.to_dict())
+
+    def store(cur: Cursor) -> None:  # in the spend's transaction: one synced commit for both
+        result.budget = _remaining(db.ledger.budget(analyst, db.name, cur))
+        db.catalog.store_answer(analyst, key, table, result.to_dict(), cur)
+
+    dlt = reservation.delta if answer.epsilon is None else delta
+    try:
+        reservation.commit(epsilon=kept, delta=dlt, then=store)
+    except Exception as err:
+        reservation.commit(epsilon=kept, delta=dlt)  # the spend stands whatever failed in storing the answer
+        raise InternalError(
+            f"the answer could not be stored ({type(err).__name__}); its cost was charged"
+        ) from None
     return result
 
 
 def _budget(db: Database, analyst: str) -> dict[str, float]:
-    b = db.budget(analyst)
+    return _remaining(db.budget(analyst))
+
+
+def _remaining(b: Budget) -> dict[str, float]:
     return {"epsilon_remaining": float(b.epsilon_remaining), "delta_remaining": float(b.delta_remaining)}

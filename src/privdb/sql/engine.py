@@ -20,7 +20,7 @@ from sqlglot import exp
 from privdb.accounting.composition import GaussianCost
 from privdb.accounting.disclosure import presence_disclosure
 from privdb.backends.base import Engine, find_table
-from privdb.backends.duckdb import quote
+from privdb.backends.duckdb import DuckDBBackend, quote
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.database import Database
 from privdb.errors import (
@@ -40,7 +40,7 @@ from privdb.sql.charge import charged
 from privdb.sql.explain import describe, describe_release
 from privdb.sql.expr import Expr
 from privdb.sql.gaussian_plan import zcdp_cost
-from privdb.sql.noise import NoisyAnswer, add_noise, canonical_key
+from privdb.sql.noise import NoisyAnswer, Statistics, add_noise, canonical_key
 from privdb.sql.parse import DPQuery, parse_dp_select
 from privdb.sql.personal import losses_note, mark_accuracy, personal_table, sampled_source, summary
 from privdb.sql.plan import DISTINCT_KINDS, Plan, Shape, plan_query, plan_shape
@@ -325,6 +325,11 @@ def run(db: Database, analyst: str, text: str) -> Result:
 
     A plain SELECT reads public tables only, free (privdb.sql.public). A refusal is written to the
     catalog's log of refused queries; answers are in the ledger's spends."""
+    with db.catalog.snapshot():  # one catalog for the whole query, read once
+        return _answer(db, analyst, text)
+
+
+def _answer(db: Database, analyst: str, text: str) -> Result:
     if not db.catalog.has_analyst(analyst):
         raise Unauthorized(f"unknown analyst {analyst!r}; the owner creates analysts with `privdb grant`")
     try:
@@ -353,7 +358,7 @@ def _run(db: Database, analyst: str, text: str) -> Result:
     histograms = histogram_queries(db, plan) if isinstance(plan, Plan) else {}  # bound before any spend
     personal = personal_table(db, plan)
 
-    def read() -> tuple[pd.DataFrame | None, dict[str, pd.DataFrame]]:
+    def read() -> tuple[Statistics | None, dict[str, pd.DataFrame]]:
         # one deadline for all of the query's engine reads: the server's limit bounds the whole query
         deadline = None if db.query_timeout is None else time.monotonic() + db.query_timeout
 
@@ -364,13 +369,17 @@ def _run(db: Database, analyst: str, text: str) -> Result:
                 raise TimeoutError("the query's engine reads ran past the limit")
             return remaining
 
-        frame = backend.fetch(sql, timeout=left()) if sql else None
+        frame: Statistics | None = None
+        if sql and isinstance(backend, DuckDBBackend) and isinstance(plan, Plan):
+            frame = backend.fetch_columns(sql, timeout=left())  # the noise step reads Python values
+        elif sql:
+            frame = backend.fetch(sql, timeout=left())
         return frame, {name: backend.fetch(h, timeout=left()) for name, h in histograms.items()}
 
-    def respond(data: tuple[pd.DataFrame | None, dict[str, pd.DataFrame]]) -> NoisyAnswer:
+    def respond(data: tuple[Statistics | None, dict[str, pd.DataFrame]]) -> NoisyAnswer:
         frame, histograms = data
         if isinstance(plan, ReleasePlan):
-            assert frame is not None
+            assert isinstance(frame, pd.DataFrame)
             return randomize_records(plan, frame, db.noise_source)
         if plan.query.schedule is not None:  # accuracy first: MAX reserved, the ex-post ε charged
             answer = accuracy_first.respond(plan, frame, db.noise_source)

@@ -31,9 +31,19 @@ from privdb.sql.order import choose, histogram_accuracy
 from privdb.sql.plan import DISTINCT_KINDS, AggregatePlan, Plan, Threshold
 from privdb.sql.postprocess import Formula, Values
 
-__all__ = ["NoisyAnswer", "add_noise", "answer", "canonical_key", "order_key", "released_count_intervals"]
+__all__ = [
+    "NoisyAnswer",
+    "Statistics",
+    "add_noise",
+    "answer",
+    "canonical_key",
+    "order_key",
+    "released_count_intervals",
+]
 
 Interval = tuple[float, float]
+# the engine's result of the statistics query: a DataFrame, or column name → values (DuckDB's fetch_columns)
+Statistics = pd.DataFrame | Mapping[str, list[Any]]
 
 
 @dataclass(frozen=True)
@@ -60,22 +70,28 @@ def _number(value: Any) -> float:
 
 
 def _groups(
-    plan: Plan, frame: pd.DataFrame | None, extra: Mapping[str, pd.DataFrame] | None = None
+    plan: Plan, frame: Statistics | None, extra: Mapping[str, pd.DataFrame] | None = None
 ) -> tuple[list[tuple[Any, ...]], dict[str, NDArray[np.float64]]]:
     """The groups to consider and each statistic's true value per group (0 where a group has no rows).
+    ``frame``: the engine's result, as a DataFrame or as column name → values (``fetch_columns``).
     ``extra``: statistics computed by their own query (distinct counts), as frames ``k0 …, n``."""
     nkeys = len(plan.resolved.keys)
     key_cols = [f"k{i}" for i in range(nkeys)]
     separate = [s.name for s in plan.statistics if s.kind in DISTINCT_KINDS]
     names = [s.name for s in plan.statistics if s.kind not in DISTINCT_KINDS]
-    if frame is None:  # no noisy sums: only order statistics, modes or distinct counts
-        frame = pd.DataFrame(columns=key_cols + names)
     # whole columns to Python objects at once (itertuples goes through pandas' indexing row by row)
-    cols = [frame[c].tolist() for c in key_cols + names]
+    if frame is None:  # no noisy sums: only order statistics, modes or distinct counts
+        cols: list[list[Any]] = [[] for _ in key_cols + names]
+        nrows = 0
+    elif isinstance(frame, pd.DataFrame):
+        cols, nrows = [frame[c].tolist() for c in key_cols + names], len(frame)
+    else:
+        cols = [list(frame[c]) for c in key_cols + names]
+        nrows = len(next(iter(frame.values()), ()))
     # Keys the engine keeps apart can be one key here (NaN and NULL both become None): their statistics,
     # all sums and counts, are added, never overwritten (which row came last would decide the answer)
     data: dict[tuple[Any, ...], list[float]] = {}
-    for r in range(len(frame)):
+    for r in range(nrows):
         key = tuple(canonical_key(cols[j][r]) for j in range(nkeys))
         values = [_number(cols[j][r]) for j in range(nkeys, len(cols))]
         known = data.get(key)
@@ -327,7 +343,7 @@ def _cells(values: Any) -> list[Any]:
 
 def add_noise(
     plan: Plan,
-    frame: pd.DataFrame | None,
+    frame: Statistics | None,
     rng: RandomSource | None = None,
     histograms: dict[str, pd.DataFrame] | None = None,
 ) -> NoisyAnswer:
