@@ -233,11 +233,20 @@ def histogram(
     delta: Annotated[float, typer.Option(help="δ (gaussian noise)")] = 0.0,
     noise: Annotated[Literal["laplace", "gaussian"], typer.Option(help="integer noise law")] = "laplace",
     method: Annotated[
-        Literal["consistent", "noisefirst"],
+        Literal["consistent", "noisefirst", "structurefirst"],
         typer.Option(
-            help="consistent: least squares over the marginals; noisefirst: one 1-D histogram's bins merged"
+            help="consistent: least squares over the marginals; noisefirst: one 1-D histogram's noisy bins "
+            "merged; structurefirst: one numeric column's bins grouped into --buckets chosen privately"
         ),
     ] = "consistent",
+    buckets: Annotated[int | None, typer.Option(help="structurefirst: how many buckets (1..100)")] = None,
+    count_bound: Annotated[
+        int | None,
+        typer.Option(help="structurefirst: public bound on any bin's count (default: the table's rows: N)"),
+    ] = None,
+    structure_share: Annotated[
+        float, typer.Option(help="structurefirst: the share of ε spent choosing the buckets")
+    ] = 0.5,
     table: TableName = None,
     metadata: MetadataFile = None,
     report: Annotated[Path | None, typer.Option(help="the utility report, JSON (for the owner)")] = None,
@@ -259,14 +268,16 @@ def histogram(
         frame, meta = source_table(database, source, table, metadata)
         options = HistogramOptions(
             epsilon=epsilon, marginals=tuple(marginals), hierarchical=hierarchical, branching=branching,
-            bins=tuple(_bins(bins or []).items()), delta=delta, noise=noise, method=method,
+            bins=tuple(_bins(bins or []).items()), delta=delta, noise=noise, method=method, buckets=buckets,
+            count_bound=count_bound, structure_share=structure_share,
         )  # fmt: skip
         released = publish_histogram(database, frame, meta, options)
     released.to_frame().to_csv(output, index=False)
     summary = {
         "epsilon": released.epsilon, "delta": released.delta, "noise": released.noise,
         "sensitivity": released.sensitivity, "marginals": ["|".join(c) for c, _ in released.marginals],
-        "hierarchical": released.hierarchical, "cells": sum(len(f) for _, f in released.marginals),
+        "hierarchical": released.hierarchical, "structure": released.structure,
+        "cells": sum(len(f) for _, f in released.marginals),
         "utility": {"tv_distance": released.utility,
                     "note": "total-variation distance to the private data's marginals: for the owner only"},
     }  # fmt: skip
