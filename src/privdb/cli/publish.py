@@ -97,8 +97,15 @@ def safepub_command(
     ] = None,
     fix_labels: Annotated[bool, typer.Option(help="rename lo-hi labels that exclude their values")] = False,
     metric: Annotated[
-        str, typer.Option(help="the search's score: loss, precision, aecs, discernibility or entropy")
+        str,
+        typer.Option(
+            help="the search's score: loss, precision, aecs, discernibility, entropy or classification"
+        ),
     ] = "loss",
+    target: Annotated[
+        str | None,
+        typer.Option(help="classification: the column to predict (not a quasi-identifier; not released)"),
+    ] = None,
     steps: Annotated[int | None, typer.Option(help="search steps (default: the lattice's height)")] = None,
     db: Annotated[Path | None, typer.Option("--db", help="the database whose ledger pays")] = None,
     table: Annotated[str | None, typer.Option(help="ledger table name for a file input (its stem)")] = None,
@@ -120,7 +127,7 @@ def safepub_command(
         given = load_hierarchies(hierarchies, columns, fix_labels=fix_labels) if hierarchies else {}
         options = SafePubOptions(
             qi=tuple(columns), epsilon=epsilon, delta=delta, epsilon_search=epsilon_search, metric=metric,
-            steps=steps,
+            steps=steps, target=target,
         )  # fmt: skip
         note = f"publish safepub {name} ε={epsilon:g} δ={delta:g} → {output.name}"
         published = publish_safepub(database, frame, name, given, options, note)

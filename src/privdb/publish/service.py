@@ -80,10 +80,11 @@ class SafePubOptions:
     epsilon_search: float = 0.1
     metric: str = "loss"
     steps: int | None = None
+    target: str | None = None  # the classification score's column to predict
 
     def arguments(self) -> dict[str, Any]:
         return {"epsilon": self.epsilon, "delta": self.delta, "epsilon_search": self.epsilon_search,
-                "metric": self.metric, "steps": self.steps}  # fmt: skip
+                "metric": self.metric, "steps": self.steps, "target": self.target}  # fmt: skip
 
 
 def publish_histogram(
@@ -188,7 +189,7 @@ def publish_request(db: Database, method: str, table: str, options: Mapping[str,
             "count_bound",
             "structure_share",
         },
-        "safepub": {"qi", "hierarchies", "epsilon", "delta", "epsilon_search", "metric", "steps"},
+        "safepub": {"qi", "hierarchies", "epsilon", "delta", "epsilon_search", "metric", "steps", "target"},
         "synthetic": {"epsilon", "delta", "rows", "columns", "bins", "method"},
     }
     if method not in known:
@@ -241,15 +242,19 @@ def publish_request(db: Database, method: str, table: str, options: Mapping[str,
         hierarchies = {str(c): TaxonomyHierarchy(str(c), rows) for c, rows in given.items()}
         if "delta" not in options:
             raise InvalidParameter("delta: SafePub needs δ in (0, 1), e.g. 1e-5")
-        steps = options.get("steps")
+        steps, target = options.get("steps"), options.get("target")
+        if target is not None and not isinstance(target, str):
+            raise InvalidParameter("target must be a column name")
         sp = SafePubOptions(
             qi=qi, epsilon=float(options["epsilon"]), delta=float(options["delta"]),
             epsilon_search=float(options.get("epsilon_search", 0.1)),
             metric=str(options.get("metric", "loss")), steps=None if steps is None else int(steps),
+            target=target,
         )  # fmt: skip
         published = publish_safepub(db, frame, meta.name, hierarchies, sp)
         out = published.table
-        summary = {"k": published.params.k, "beta": published.params.beta, "node": published.node}
+        summary = {"k": published.params.k, "beta": published.params.beta, "node": published.node,
+                   "metric": published.metric, "target": published.target}  # fmt: skip
     return {
         "method": method, "table": meta.name, "epsilon": float(options["epsilon"]),
         "delta": float(options.get("delta", 0.0)), "columns": [str(c) for c in out.columns],
