@@ -217,6 +217,7 @@ def test_the_largest_count_bound_keeps_the_scores_exact() -> None:
     for bins in (1, 10, 101, 1000):
         top = largest_count_bound(bins)
         assert bins * float(top) ** 2 <= 2.0**52 and bins * top <= 2e9
-        ok = structure_first(np.full(bins, float(top)), min(bins, 3), epsilon=1.0, count_bound=top,
-                             sensitivity=1, rng=seeded(bins))  # fmt: skip
+        worst = np.where(np.arange(bins) % 2 == 0, float(top), 0.0)  # the largest spread of the scores
+        ok = structure_first(worst, min(bins, 3), epsilon=1.0, count_bound=top, sensitivity=1,
+                             rng=seeded(bins))  # fmt: skip
         assert len(ok.bounds) == min(bins, 3) + 1
