@@ -156,7 +156,7 @@ class RemoteConnection:
         result: list[dict[str, Any]] = self._call("GET", "/v1/budgets")
         return result
 
-    def publish(self, method: str, table: str, **options: Any) -> dict[str, Any]:
+    def publish(self, method: str, table: str, /, **options: Any) -> dict[str, Any]:
         """Publish a table once with a DP guarantee (owner; the server's POST /v1/publish)."""
         result: dict[str, Any] = self._call(
             "POST", "/v1/publish", json={"method": method, "table": table, "options": options}

@@ -97,8 +97,15 @@ def safepub_command(
     ] = None,
     fix_labels: Annotated[bool, typer.Option(help="rename lo-hi labels that exclude their values")] = False,
     metric: Annotated[
-        str, typer.Option(help="the search's score: loss, precision, aecs, discernibility or entropy")
+        str,
+        typer.Option(
+            help="the search's score: loss, precision, aecs, discernibility, entropy or classification"
+        ),
     ] = "loss",
+    target: Annotated[
+        str | None,
+        typer.Option(help="classification: the column to predict (not a quasi-identifier; not released)"),
+    ] = None,
     steps: Annotated[int | None, typer.Option(help="search steps (default: the lattice's height)")] = None,
     db: Annotated[Path | None, typer.Option("--db", help="the database whose ledger pays")] = None,
     table: Annotated[str | None, typer.Option(help="ledger table name for a file input (its stem)")] = None,
@@ -120,7 +127,7 @@ def safepub_command(
         given = load_hierarchies(hierarchies, columns, fix_labels=fix_labels) if hierarchies else {}
         options = SafePubOptions(
             qi=tuple(columns), epsilon=epsilon, delta=delta, epsilon_search=epsilon_search, metric=metric,
-            steps=steps,
+            steps=steps, target=target,
         )  # fmt: skip
         note = f"publish safepub {name} ε={epsilon:g} δ={delta:g} → {output.name}"
         published = publish_safepub(database, frame, name, given, options, note)
@@ -233,11 +240,20 @@ def histogram(
     delta: Annotated[float, typer.Option(help="δ (gaussian noise)")] = 0.0,
     noise: Annotated[Literal["laplace", "gaussian"], typer.Option(help="integer noise law")] = "laplace",
     method: Annotated[
-        Literal["consistent", "noisefirst"],
+        Literal["consistent", "noisefirst", "structurefirst"],
         typer.Option(
-            help="consistent: least squares over the marginals; noisefirst: one 1-D histogram's bins merged"
+            help="consistent: least squares over the marginals; noisefirst: one 1-D histogram's noisy bins "
+            "merged; structurefirst: one numeric column's bins grouped into --buckets chosen privately"
         ),
     ] = "consistent",
+    buckets: Annotated[int | None, typer.Option(help="structurefirst: how many buckets (1..100)")] = None,
+    count_bound: Annotated[
+        int | None,
+        typer.Option(help="structurefirst: public bound on any bin's count (default: the table's rows: N)"),
+    ] = None,
+    structure_share: Annotated[
+        float, typer.Option(help="structurefirst: the share of ε spent choosing the buckets")
+    ] = 0.5,
     table: TableName = None,
     metadata: MetadataFile = None,
     report: Annotated[Path | None, typer.Option(help="the utility report, JSON (for the owner)")] = None,
@@ -259,14 +275,16 @@ def histogram(
         frame, meta = source_table(database, source, table, metadata)
         options = HistogramOptions(
             epsilon=epsilon, marginals=tuple(marginals), hierarchical=hierarchical, branching=branching,
-            bins=tuple(_bins(bins or []).items()), delta=delta, noise=noise, method=method,
+            bins=tuple(_bins(bins or []).items()), delta=delta, noise=noise, method=method, buckets=buckets,
+            count_bound=count_bound, structure_share=structure_share,
         )  # fmt: skip
         released = publish_histogram(database, frame, meta, options)
     released.to_frame().to_csv(output, index=False)
     summary = {
         "epsilon": released.epsilon, "delta": released.delta, "noise": released.noise,
         "sensitivity": released.sensitivity, "marginals": ["|".join(c) for c, _ in released.marginals],
-        "hierarchical": released.hierarchical, "cells": sum(len(f) for _, f in released.marginals),
+        "hierarchical": released.hierarchical, "structure": released.structure,
+        "cells": sum(len(f) for _, f in released.marginals),
         "utility": {"tv_distance": released.utility,
                     "note": "total-variation distance to the private data's marginals: for the owner only"},
     }  # fmt: skip

@@ -10,8 +10,10 @@ Both are functions of public metadata, so they cost nothing.
 One unit (a row, or a privacy unit's rows cut to ``max_contributions`` m, chosen at random) changes each
 measurement by at most m in L1 (2m under ``substitute``); ε is split evenly among the measurements
 (privdb.publish.marginals). The released counts are consistent and non-negative, each cell with a 95%
-interval. The utility report's total-variation distances compare with the private data: they are for the
-owner, not for publication. docs/proofs/histograms.md.
+interval. One 1-D histogram can instead be bucketed: NoiseFirst (noisy bins merged afterwards) or
+StructureFirst (buckets chosen privately on the true counts, then noisy bucket totals). The utility
+report's total-variation distances compare with the private data: they are for the owner, not for
+publication. docs/proofs/histograms.md.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from privdb.mechanisms import RandomSource
 from privdb.mechanisms.randomness import default_source
 from privdb.publish.marginals import Measurement, consistent, measure, mechanisms
 from privdb.publish.noisefirst import noise_first
+from privdb.publish.structurefirst import check_structure_first, structure_first
 
 __all__ = ["Domain", "HistogramRelease", "domain_of", "release_histograms"]
 
@@ -89,6 +92,7 @@ class HistogramRelease:
     sensitivity: int
     hierarchical: dict[str, Any] | None = None
     utility: dict[str, float] = field(default_factory=dict)
+    structure: dict[str, Any] | None = None  # StructureFirst: buckets, boundaries, ε₁ and ε₂ (public)
 
     def to_frame(self) -> pd.DataFrame:
         """Every marginal in one long frame: which marginal, its cells, count and interval."""
@@ -112,15 +116,23 @@ def release_histograms(
     delta: float = 0.0,
     noise: str = "laplace",
     method: str = "consistent",
+    buckets: int | None = None,
+    count_bound: int | None = None,
+    structure_share: float = 0.5,
     rng: RandomSource | None = None,
 ) -> HistogramRelease:
     """Release ``marginals`` (or the ``hierarchical`` histogram of one numeric column) of ``frame``.
-    ``method``: ``consistent`` (least squares, any marginals) or ``noisefirst`` (one 1-D histogram whose
-    noisy bins are merged into buckets: Xu et al. 2012, privdb.publish.noisefirst)."""
-    if method not in ("consistent", "noisefirst"):
-        raise InvalidParameter(f"--method is consistent or noisefirst, not {method!r}")
-    if method == "noisefirst" and (hierarchical is not None or len(marginals) != 1 or len(marginals[0]) != 1):
-        raise InvalidParameter("--method noisefirst releases one 1-D histogram: give one --columns COLUMN")
+    ``method``: ``consistent`` (least squares, any marginals), ``noisefirst`` (one 1-D histogram whose
+    noisy bins are merged into buckets: Xu et al. 2012, privdb.publish.noisefirst) or ``structurefirst``
+    (one numeric column's bins grouped into ``buckets`` chosen privately on the true counts clipped at
+    ``count_bound``, then noisy bucket totals: privdb.publish.structurefirst)."""
+    if method not in ("consistent", "noisefirst", "structurefirst"):
+        raise InvalidParameter(f"--method is consistent, noisefirst or structurefirst, not {method!r}")
+    one_d = hierarchical is None and len(marginals) == 1 and len(marginals[0]) == 1
+    if method in ("noisefirst", "structurefirst") and not one_d:
+        raise InvalidParameter(f"--method {method} releases one 1-D histogram: give one --columns COLUMN")
+    if buckets is not None and method != "structurefirst":
+        raise InvalidParameter("--buckets is StructureFirst's: add --method structurefirst")
     if not (epsilon > 0 and math.isfinite(epsilon)):
         raise InvalidParameter(f"--epsilon must be > 0 and finite, got {epsilon:g}")
     if not 0 <= delta < 1:
@@ -133,6 +145,17 @@ def release_histograms(
             raise InvalidParameter(f"a marginal has 1 to 3 different columns, not {'|'.join(m)!r}")
     names = list(dict.fromkeys(c for m in wanted for c in m))
     domains = {c: domain_of(_column(table, c), (bins or {}).get(c)) for c in names}
+    if method == "structurefirst":
+        chosen = _column(table, names[0])
+        if not chosen.numeric or domains[names[0]].lower is None:
+            raise InvalidParameter(
+                f"--method structurefirst needs an ordered numeric column with bounds; {chosen.name!r} is a "
+                f"{chosen.type}: use --method consistent or noisefirst for it"
+            )
+        if noise != "laplace":
+            raise InvalidParameter("--method structurefirst uses laplace (geometric) noise: drop --noise")
+        count_bound = count_bound if count_bound is not None else table.rows
+        check_structure_first(len(domains[names[0]].labels), buckets, count_bound, structure_share)
     for c in bins or {}:
         if c not in domains:
             raise InvalidParameter(
@@ -157,6 +180,9 @@ def release_histograms(
     if len(rows):
         keep = (cells >= 0).all(axis=1)
         np.add.at(table_counts, tuple(cells[keep].T), 1.0)
+    if method == "structurefirst":
+        return _structure_first(table_counts, domains[names[0]], sensitivity, epsilon, delta, buckets,
+                                count_bound, structure_share, source)  # fmt: skip
     mechs = mechanisms(len(measurements), epsilon, delta, sensitivity, noise, source)
     measured = measure(table_counts, measurements, mechs)
     if method == "noisefirst":
@@ -193,6 +219,34 @@ def release_histograms(
         described = {"column": names[0], "branching": branching, "levels": len(levels),
                      "epsilon_per_level": epsilon / len(levels)}  # fmt: skip
     return HistogramRelease(out, epsilon, delta, noise, sensitivity, described, utility)
+
+
+def _structure_first(
+    counts: np.ndarray,
+    domain: Domain,
+    sensitivity: int,
+    epsilon: float,
+    delta: float,
+    buckets: int | None,
+    count_bound: int | None,
+    share: float,
+    source: RandomSource,
+) -> HistogramRelease:
+    """A StructureFirst release of one column's bins, as a HistogramRelease with its bucket column."""
+    assert buckets is not None and count_bound is not None  # checked by check_structure_first
+    done = structure_first(counts, buckets, epsilon=epsilon, count_bound=count_bound, sensitivity=sensitivity,
+                           share=share, rng=source)  # fmt: skip
+    frame = pd.DataFrame({domain.column: list(domain.labels), "count": done.counts, "ci95_low": done.low,
+                          "ci95_high": done.high, "bucket": done.bucket_of_bins()})  # fmt: skip
+    structure = {
+        "column": domain.column, "buckets": buckets, "bounds": list(done.bounds), "count_bound": count_bound,
+        "epsilon_structure": done.epsilon_structure, "epsilon_counts": done.epsilon_counts,
+        "score_sensitivity": done.score_sensitivity,
+        "interval": "each bin's interval covers its bucket's mean count (noise only, not the averaging bias)",
+    }  # fmt: skip
+    utility = {domain.column: _tv(done.counts, counts)}
+    marginal: list[tuple[tuple[str, ...], pd.DataFrame]] = [((domain.column,), frame)]
+    return HistogramRelease(marginal, epsilon, delta, "laplace", sensitivity, None, utility, structure)
 
 
 def _column(table: TableMeta, name: str) -> ColumnMeta:

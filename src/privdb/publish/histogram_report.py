@@ -1,6 +1,7 @@
 """The picture of a histogram release (``privdb publish histogram --report-png``): each marginal's released
 counts with their 95% intervals, and its total-variation distance to the private data in the title (the
-owner's report: it compares with the private table, so it is not part of the release)."""
+owner's report: it compares with the private table, so it is not part of the release). A StructureFirst
+release also shows its bucket boundaries, and says that its intervals cover each bucket's mean count."""
 
 from __future__ import annotations
 
@@ -41,7 +42,12 @@ def histogram_png(released: HistogramRelease, path: str | Path) -> Path:
         tv = released.utility.get(name)
         cut = f", the {_MOST_CELLS} largest of {len(frame)} cells" if len(frame) > _MOST_CELLS else ""
         distance = f" · TV distance to the data {tv:.3f}" if tv is not None else ""
-        ax.set_title(f"{name}: released counts with 95% intervals{cut}{distance}", fontsize=9)
+        what = "95% intervals"
+        if released.structure is not None and len(frame) <= _MOST_CELLS:
+            for edge in released.structure["bounds"][1:-1]:
+                ax.axvline(edge - 0.5, color="#c0392b", linewidth=0.8, linestyle="--")
+            what = f"{released.structure['buckets']} buckets (dashed), 95% intervals of each bucket's mean"
+        ax.set_title(f"{name}: released counts with {what}{cut}{distance}", fontsize=9)
         ax.set_ylabel("count")
     fig.suptitle(
         f"DP release: ε {released.epsilon:g}, δ {released.delta:g}, {released.noise} noise", fontsize=10

@@ -21,14 +21,14 @@ from numpy.typing import NDArray
 
 from privdb.errors import InvalidParameter
 
-__all__ = ["MAX_BINS", "noise_first", "v_optimal"]
+__all__ = ["MAX_BINS", "bucket_costs", "noise_first", "v_optimal", "v_optimal_tables"]
 
 F = NDArray[np.float64]
 MAX_BINS = 1_000
 _MAX_BUCKETS = 100
 
 
-def _costs(y: F) -> F:
+def bucket_costs(y: F) -> F:
     """cost[i, j] = the squared error of one bucket holding bins i..j−1 (i < j), from prefix sums."""
     s = np.concatenate([[0.0], np.cumsum(y)])
     q = np.concatenate([[0.0], np.cumsum(y * y)])
@@ -39,20 +39,27 @@ def _costs(y: F) -> F:
     return np.where(j > i, np.maximum(cost, 0.0), np.inf)
 
 
-def v_optimal(y: F, most: int) -> tuple[list[float], list[NDArray[np.int64]]]:
-    """The least squared error of y split into k = 1..``most`` buckets of adjacent bins, and for each k the
-    last cut of the best split of every prefix (dynamic programming, O(most · n²))."""
+def v_optimal_tables(y: F, most: int) -> tuple[list[F], list[NDArray[np.int64]]]:
+    """For k = 1..``most``: the least squared error of every prefix of y (bins 0..j−1, j = 0..n) split into k
+    buckets of adjacent bins, and the last cut of that best split (dynamic programming, O(most · n²))."""
     n = len(y)
-    cost = _costs(y)
+    cost = bucket_costs(y)
     best = cost[0].copy()  # best[j]: least error of bins 0..j−1 in k buckets (k = 1 here)
-    errors, choices = [float(best[n])], [np.zeros(n + 1, dtype=np.int64)]
+    tables, choices = [best], [np.zeros(n + 1, dtype=np.int64)]
     for _ in range(2, most + 1):
         totals = best[:, None] + cost  # cut at i: bins 0..i−1 in k−1 buckets, bins i..j−1 in the last
         cut = np.argmin(totals, axis=0)
         best = totals[cut, np.arange(n + 1)]
-        errors.append(float(best[n]))
+        tables.append(best)
         choices.append(cut)
-    return errors, choices
+    return tables, choices
+
+
+def v_optimal(y: F, most: int) -> tuple[list[float], list[NDArray[np.int64]]]:
+    """The least squared error of y split into k = 1..``most`` buckets of adjacent bins, and for each k the
+    last cut of the best split of every prefix."""
+    tables, choices = v_optimal_tables(y, most)
+    return [float(best[len(y)]) for best in tables], choices
 
 
 def noise_first(noisy: F, variance: float) -> tuple[F, int]:

@@ -11,8 +11,10 @@ Every 1-, 2- and 3-way marginal of the quasi-identifiers is compared by total-va
 
 What generalisation coarsens per cell is ``ncp``, the normalised
 certainty penalty of the released records against their originals (``privdb.anonymize.utility.ncp``, the
-hierarchy's leaves; ``None`` when nothing is released). The report reads the private table exactly: it is
-for the owner deciding whether to publish, not part of the DP release.
+hierarchy's leaves; ``None`` when nothing is released). With the ``classification`` score, ``classification``
+says how well a majority vote within each released class predicts the target column (which is not
+released) against always predicting the released records' most frequent target value. The report reads the
+private table exactly: it is for the owner deciding whether to publish, not part of the DP release.
 """
 
 from __future__ import annotations
@@ -32,7 +34,13 @@ from privdb.anonymize.hierarchy import Hierarchy, raw_strings
 from privdb.anonymize.utility import ncp
 from privdb.publish.safepub import PublicHierarchy, Published
 
-__all__ = ["marginal_distances", "publication_report", "raw_marginal_distances", "report_png"]
+__all__ = [
+    "majority_accuracy",
+    "marginal_distances",
+    "publication_report",
+    "raw_marginal_distances",
+    "report_png",
+]
 
 WAYS = (1, 2, 3)
 MAX_CELLS = 4_000_000  # a raw marginal with more cells is left out (None)
@@ -127,6 +135,22 @@ def raw_marginal_distances(
     return out
 
 
+def majority_accuracy(released: pd.DataFrame, target: pd.Series) -> dict[str, Any]:
+    """For the released records (``released``'s rows, ``target`` their target values in the same order): the
+    share a majority vote within their class predicts right, and the share of the most frequent value."""
+    n = len(released)
+    if n == 0:
+        return {"released_records": 0, "majority_in_class": None, "majority_overall": None}
+    labels = pd.Series(target.to_numpy(dtype=object)).astype(str)
+    classes = released.reset_index(drop=True).astype(str).agg("\x1f".join, axis=1)
+    counts = pd.crosstab(classes, labels)
+    return {
+        "released_records": n,
+        "majority_in_class": float(counts.max(axis=1).sum()) / n,
+        "majority_overall": float(labels.value_counts().iloc[0]) / n,
+    }
+
+
 def publication_report(
     original: pd.DataFrame, published: Published, hierarchies: Mapping[str, Hierarchy]
 ) -> dict[str, Any]:
@@ -159,7 +183,18 @@ def publication_report(
             "beta": p.beta,
             "k": p.k,
         },
-        "search": {"metric": published.metric, "steps": published.steps, "pivots": published.pivots},
+        "search": {
+            "metric": published.metric,
+            "target": published.target,
+            "steps": published.steps,
+            "pivots": published.pivots,
+        },
+        "classification": None
+        if published.target is None
+        else {
+            "target": published.target,
+            **majority_accuracy(published.table, original.loc[published.kept, published.target]),
+        },
         "node": published.node,
         "rows": {"input": n, "sampled": n_sampled, "released": n_kept},
         "dropped_by_sampling": (n - n_sampled) / n if n else 0.0,

@@ -39,7 +39,7 @@ from privdb.mechanisms._samplers import bernoulli
 from privdb.mechanisms.exponential import ExponentialMechanism
 from privdb.mechanisms.randomness import RandomSource, default_source
 from privdb.publish.parameters import SafePubParameters, parameters
-from privdb.publish.scores import SCORES, score
+from privdb.publish.scores import SCORES, ClassTarget, class_target, score
 
 __all__ = ["PublicHierarchy", "Published", "check_inputs", "safepub"]
 
@@ -81,6 +81,7 @@ class Published:
     kept: NDArray[np.bool_]
     pivots: list[dict[str, int]] = field(default_factory=list)
     seconds: float = 0.0
+    target: str | None = None  # the classification score's target column (read for the search, not released)
 
 
 def check_inputs(
@@ -93,6 +94,7 @@ def check_inputs(
     epsilon_search: float,
     metric: str,
     steps: int | None,
+    target: str | None = None,
 ) -> SafePubParameters:
     """Every check that needs only public inputs (names, parameters, hierarchies); raises before any work."""
     if isinstance(qi, str) or not qi:
@@ -119,6 +121,20 @@ def check_inputs(
         )
     if metric not in SCORES:
         raise InvalidParameter(f"unknown score '{metric}': use one of {', '.join(SCORES)}")
+    if metric == "classification":
+        if target is None:
+            raise InvalidParameter(
+                "--metric classification needs the column to predict: give --target COLUMN (not a "
+                "quasi-identifier)"
+            )
+        if target not in cols:
+            raise UnknownColumn(f"--target: unknown column '{target}': the table has {', '.join(cols)}")
+        if target in qi:
+            raise InvalidParameter(
+                f"--target {target!r} is a quasi-identifier: the target must be another column of the table"
+            )
+    elif target is not None:
+        raise InvalidParameter("--target is the classification score's: add --metric classification")
     if steps is not None and not (isinstance(steps, int) and 0 <= steps <= 10_000):
         raise InvalidParameter(f"--steps must be a whole number in 0..10000, got {steps!r}")
     return parameters(float(epsilon - epsilon_search), float(delta))
@@ -133,14 +149,20 @@ def _share(total: float, parts: int) -> float:
 
 
 def _search(
-    lat: Lattice, metric: str, threshold: int, steps: int, eps_step: float, rng: RandomSource
+    lat: Lattice,
+    metric: str,
+    threshold: int,
+    steps: int,
+    eps_step: float,
+    rng: RandomSource,
+    target: ClassTarget | None = None,
 ) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
     """SafePub's walk down the lattice (module doc); returns the released node and the pivots."""
     cache: dict[tuple[int, ...], float] = {}
 
     def value(node: tuple[int, ...]) -> float:
         if node not in cache:
-            cache[node] = score(metric, lat, node, threshold)
+            cache[node] = score(metric, lat, node, threshold, target)
         return cache[node]
 
     mechanism = ExponentialMechanism(epsilon=eps_step, sensitivity=1.0, rng=rng)
@@ -174,18 +196,20 @@ def safepub(
     epsilon_search: float = EPSILON_SEARCH,
     metric: str = "loss",
     steps: int | None = None,
+    target: str | None = None,
     rng: RandomSource | None = None,
 ) -> Published:
     """Release ``df``'s quasi-identifiers ``qi`` with (``epsilon``, ``delta``)-DP (module doc).
 
     ``hierarchies`` must be public (not built from ``df``); ``steps`` defaults to the lattice's height (the
-    sum of the hierarchies' heights). ``rng``: the CSPRNG unless a test passes a seeded source.
+    sum of the hierarchies' heights); ``target`` is the column the ``classification`` score predicts (it
+    steers the search only and is not released). ``rng``: the CSPRNG unless a test passes a seeded source.
     """
     started = time.perf_counter()
     qi = list(qi) if not isinstance(qi, str) else qi
     params = check_inputs(
         df, qi, hierarchies, epsilon=epsilon, delta=delta, epsilon_search=epsilon_search, metric=metric,
-        steps=steps,
+        steps=steps, target=target,
     )  # fmt: skip
     rng = rng or default_source()
     hier = {c: h if isinstance(h, PublicHierarchy) else PublicHierarchy(h) for c, h in hierarchies.items()}
@@ -193,7 +217,8 @@ def safepub(
         lat = Lattice(df, qi, {c: hier[c] for c in qi}, params.k, suppression_limit=1.0)
     n_steps = int(lat.heights.sum()) if steps is None else steps
     threshold = math.ceil(params.k / params.beta)
-    node, pivots = _search(lat, metric, threshold, n_steps, _share(epsilon_search, n_steps + 1), rng)
+    goal = class_target(lat, target, df[target].tolist()) if target is not None else None
+    node, pivots = _search(lat, metric, threshold, n_steps, _share(epsilon_search, n_steps + 1), rng, goal)
     # sampling: keep a record unless a Bernoulli(e^(−ε_anon)) draw says drop (exact, from the CSPRNG)
     dropped = bernoulli(_exact.exp_neg(Fraction(params.epsilon_anon)), len(df), rng)
     sampled = ~dropped
@@ -219,4 +244,5 @@ def safepub(
         kept=kept,
         pivots=[dict(zip(qi, p, strict=True)) for p in pivots],
         seconds=time.perf_counter() - started,
+        target=target,
     )

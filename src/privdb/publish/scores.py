@@ -21,22 +21,53 @@ With d quasi-identifiers and S the suppressed records:
   c. Per QI the three cases give (−1, 2), (0, 1] and, lifting a class of t − 1 whose value has c_v kept
   records, −(t − 1) + (2c_v·t + t²)/(n + 1) − Σc²/(n(n + 1)) ∈ [−t, t + 1) (c_v + t ≤ n + 1): |Δ| ≤ t + 1 ≤ c.
 
-Classification, SafePub's sixth score, needs a target column; privdb leaves it out for now.
+* ``classification`` (SafePub Section 5.5; ARX's ``MetricSDClassification`` for a target that is not a
+  quasi-identifier): Σ over kept classes of the count of the class's most frequent target value — the
+  records a majority vote within their class labels correctly — divided by t. One record added joins a kept
+  class (that class's top count moves by 0 or 1), stays suppressed (0), or lifts a class of t − 1 to t (+ its
+  top count, ≤ t): |Δ| ≤ max(1, t) = t (ARX divides by k, its threshold; privdb's search uses t). The target
+  is read for the score only, never released.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 
 from privdb.anonymize.hierarchy import STAR
 from privdb.anonymize.lattice import Lattice
+from privdb.errors import InvalidParameter
 
-__all__ = ["SCORES", "score"]
+__all__ = ["SCORES", "ClassTarget", "class_target", "score"]
 
-SCORES = ("loss", "precision", "aecs", "discernibility", "entropy")
+SCORES = ("loss", "precision", "aecs", "discernibility", "entropy", "classification")
+
+
+@dataclass(frozen=True)
+class ClassTarget:
+    """A target column for ``classification``, folded onto a lattice's distinct QI tuples: one entry per
+    (tuple, target value) pair that occurs, with its number of records."""
+
+    column: str
+    tuples: NDArray[np.int64]
+    values: NDArray[np.int64]
+    counts: NDArray[np.int64]
+    distinct: int
+
+
+def class_target(lat: Lattice, column: str, values: Sequence[Any] | pd.Series) -> ClassTarget:
+    """Fold the target ``values`` (one per record of the lattice's table, NULL a value of its own) onto
+    ``lat``'s distinct tuples."""
+    codes = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)[0].astype(np.int64)
+    distinct = int(codes.max(initial=-1)) + 1
+    pairs, counts = np.unique(lat.tuple_of_record * max(distinct, 1) + codes, return_counts=True)
+    width = max(distinct, 1)
+    return ClassTarget(column, pairs // width, pairs % width, counts.astype(np.int64), distinct)
 
 
 def _kept(lat: Lattice, levels: Sequence[int], t: int) -> tuple[NDArray[np.bool_], int, int]:
@@ -78,6 +109,20 @@ def _discernibility(lat: Lattice, levels: Sequence[int], t: int) -> float:
     return -value / (5.0 if t <= 1 else t * t / (t - 1) + 1.0)
 
 
+def _classification(lat: Lattice, levels: Sequence[int], t: int, target: ClassTarget) -> float:
+    cls, sizes = lat.classes(levels)
+    kept = (sizes >= t)[cls[target.tuples]]
+    if not kept.any():
+        return 0.0
+    width = max(target.distinct, 1)
+    key = cls[target.tuples][kept] * width + target.values[kept]
+    cells, inverse = np.unique(key, return_inverse=True)
+    per_value = np.bincount(inverse, weights=target.counts[kept].astype(np.float64))
+    top = np.zeros(len(sizes))
+    np.maximum.at(top, cells // width, per_value)
+    return float(top.sum()) / max(t, 1)
+
+
 def _entropy(lat: Lattice, levels: Sequence[int], t: int) -> float:
     kept, _, _ = _kept(lat, levels, t)
     w = lat.weight.astype(np.float64)
@@ -99,6 +144,13 @@ _FUNCTIONS: dict[str, Callable[[Lattice, Sequence[int], int], float]] = {
 }
 
 
-def score(name: str, lat: Lattice, levels: Sequence[int], threshold: int) -> float:
-    """Score ``name`` of the node ``levels``, in units of its sensitivity (higher is better)."""
+def score(
+    name: str, lat: Lattice, levels: Sequence[int], threshold: int, target: ClassTarget | None = None
+) -> float:
+    """Score ``name`` of the node ``levels``, in units of its sensitivity (higher is better);
+    ``classification`` needs the ``target`` (``class_target``)."""
+    if name == "classification":
+        if target is None:
+            raise InvalidParameter("the classification score needs a target column: give --target COLUMN")
+        return _classification(lat, levels, threshold, target)
     return float(_FUNCTIONS[name](lat, levels, threshold))

@@ -49,12 +49,16 @@ class HistogramOptions:
     delta: float = 0.0
     noise: str = "laplace"
     method: str = "consistent"
+    buckets: int | None = None  # StructureFirst
+    count_bound: int | None = None
+    structure_share: float = 0.5
 
     def arguments(self) -> dict[str, Any]:
         return {
             "marginals": [list(m) for m in self.marginals], "hierarchical": self.hierarchical,
             "branching": self.branching, "bins": dict(self.bins), "epsilon": self.epsilon,
-            "delta": self.delta, "noise": self.noise, "method": self.method,
+            "delta": self.delta, "noise": self.noise, "method": self.method, "buckets": self.buckets,
+            "count_bound": self.count_bound, "structure_share": self.structure_share,
         }  # fmt: skip
 
     def note(self, table: str) -> str:
@@ -62,7 +66,8 @@ class HistogramOptions:
             " ".join(f"--columns {','.join(m)}" for m in self.marginals)
             or f"--hierarchical {self.hierarchical}"
         )
-        return f"publish histogram {table} {what} ε={self.epsilon:g} δ={self.delta:g}"
+        how = f" --method {self.method}" if self.method != "consistent" else ""
+        return f"publish histogram {table} {what}{how} ε={self.epsilon:g} δ={self.delta:g}"
 
 
 @dataclass(frozen=True)
@@ -75,10 +80,11 @@ class SafePubOptions:
     epsilon_search: float = 0.1
     metric: str = "loss"
     steps: int | None = None
+    target: str | None = None  # the classification score's column to predict
 
     def arguments(self) -> dict[str, Any]:
         return {"epsilon": self.epsilon, "delta": self.delta, "epsilon_search": self.epsilon_search,
-                "metric": self.metric, "steps": self.steps}  # fmt: skip
+                "metric": self.metric, "steps": self.steps, "target": self.target}  # fmt: skip
 
 
 def publish_histogram(
@@ -133,6 +139,7 @@ def table_rows(db: Database, table: str) -> pd.DataFrame:
 
 _NUMBERS: dict[str, type] = {
     "epsilon": float, "delta": float, "epsilon_search": float, "branching": int, "rows": int, "steps": int,
+    "buckets": int, "count_bound": int, "structure_share": float,
 }  # fmt: skip
 
 
@@ -169,8 +176,20 @@ def publish_request(db: Database, method: str, table: str, options: Mapping[str,
     released rows and a summary. The table is read once the request's shape has been checked."""
     meta = db.metadata(table)
     known = {
-        "histogram": {"columns", "hierarchical", "branching", "bins", "epsilon", "delta", "noise", "method"},
-        "safepub": {"qi", "hierarchies", "epsilon", "delta", "epsilon_search", "metric", "steps"},
+        "histogram": {
+            "columns",
+            "hierarchical",
+            "branching",
+            "bins",
+            "epsilon",
+            "delta",
+            "noise",
+            "method",
+            "buckets",
+            "count_bound",
+            "structure_share",
+        },
+        "safepub": {"qi", "hierarchies", "epsilon", "delta", "epsilon_search", "metric", "steps", "target"},
         "synthetic": {"epsilon", "delta", "rows", "columns", "bins", "method"},
     }
     if method not in known:
@@ -191,12 +210,15 @@ def publish_request(db: Database, method: str, table: str, options: Mapping[str,
             epsilon=float(options["epsilon"]), marginals=marginals, hierarchical=options.get("hierarchical"),
             branching=int(options.get("branching", 4)), bins=tuple(bins.items()),
             delta=float(options.get("delta", 0.0)), noise=str(options.get("noise", "laplace")),
-            method=str(options.get("method", "consistent")),
+            method=str(options.get("method", "consistent")), buckets=options.get("buckets"),
+            count_bound=options.get("count_bound"),
+            structure_share=float(options.get("structure_share", 0.5)),
         )  # fmt: skip
         released = publish_histogram(db, frame, meta, hist)
         out = released.to_frame()
         summary: dict[str, Any] = {"marginals": ["|".join(c) for c, _ in released.marginals],
-                                   "hierarchical": released.hierarchical}  # fmt: skip
+                                   "hierarchical": released.hierarchical,
+                                   "structure": released.structure}  # fmt: skip
     elif method == "synthetic":
         if "delta" not in options or "rows" not in options:
             raise InvalidParameter("synthetic data needs delta (e.g. 1e-9) and rows (how many to make)")
@@ -220,15 +242,19 @@ def publish_request(db: Database, method: str, table: str, options: Mapping[str,
         hierarchies = {str(c): TaxonomyHierarchy(str(c), rows) for c, rows in given.items()}
         if "delta" not in options:
             raise InvalidParameter("delta: SafePub needs δ in (0, 1), e.g. 1e-5")
-        steps = options.get("steps")
+        steps, target = options.get("steps"), options.get("target")
+        if target is not None and not isinstance(target, str):
+            raise InvalidParameter("target must be a column name")
         sp = SafePubOptions(
             qi=qi, epsilon=float(options["epsilon"]), delta=float(options["delta"]),
             epsilon_search=float(options.get("epsilon_search", 0.1)),
             metric=str(options.get("metric", "loss")), steps=None if steps is None else int(steps),
+            target=target,
         )  # fmt: skip
         published = publish_safepub(db, frame, meta.name, hierarchies, sp)
         out = published.table
-        summary = {"k": published.params.k, "beta": published.params.beta, "node": published.node}
+        summary = {"k": published.params.k, "beta": published.params.beta, "node": published.node,
+                   "metric": published.metric, "target": published.target}  # fmt: skip
     return {
         "method": method, "table": meta.name, "epsilon": float(options["epsilon"]),
         "delta": float(options.get("delta", 0.0)), "columns": [str(c) for c in out.columns],
