@@ -23,8 +23,8 @@ checked to be fresh (not ``cached``) and charged exactly its ε. The ledger runs
 ``synchronous=FULL``: each spend is fsynced before the answer leaves), on the machine's disk, not tmpfs.
 
 A stage table times, in one thread on the same directory, the parts of one query (token check, parse/plan/
-bind, engine SQL, noise, ledger reservation + commit, stored answer, budget read) and the HTTP floor (``GET
-/healthz`` over the same kind of client), to show where a query's time goes.
+bind, engine SQL, noise, ledger reservation, the commit that stores the answer and reads the budget) and the
+HTTP floor (``GET /healthz`` over the same kind of client), to show where a query's time goes.
 
 Run: ``.venv/bin/python bench/server.py [--rows N] [--seconds S] [--quick]``. A full run rewrites the section
 of docs/benchmarks.md between the ``server`` markers; ``--quick`` (100,000 rows, short windows) only prints.
@@ -61,6 +61,8 @@ from _doc import DOC, cpu_model, markers, memory_gib, wrap, write_section
 if TYPE_CHECKING:
     from rich.progress import Progress
 
+    from privdb.accounting.ledger import Reservation
+    from privdb.accounting.sqlstore import Cursor
     from privdb.database import Database
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -461,24 +463,25 @@ def stage_times(
 
     plan, sql = engine.prepare(db, query.dp(EPS))
     assert isinstance(plan, Plan)
-    frame = db.backend.fetch(sql)
+    columns = db.backend.fetch_columns(sql)
     result = engine.run(db, ANALYST, query.dp(epsilons.next())).to_dict()
     counter = itertools.count()
+    pending: list[Reservation] = []
 
-    def ledger() -> None:
-        db.ledger.reserve(ANALYST, db.name, epsilon=epsilons.next(), note="bench stage").commit()
+    def settle(cur: Cursor) -> None:  # what engine.run does in the spend's transaction
+        db.ledger.budget(ANALYST, db.name, cur)
+        db.catalog.store_answer(ANALYST, f"bench stage {next(counter)}", TABLE, result, cur)
 
     parts: dict[str, Callable[[], object]] = {
         "token check": lambda: db.catalog.authenticate(token),
         "parse, plan, bind": lambda: engine.prepare(db, query.dp(epsilons.next())),
         "stored-answer lookup": lambda: db.catalog.stored_answer(ANALYST, f"bench stage {next(counter)}"),
-        "engine SQL": lambda: db.backend.fetch(sql, timeout=QUERY_TIMEOUT),
-        "noise": lambda: add_noise(plan, frame),
-        "ledger reserve + commit": ledger,
-        "store answer": lambda: db.catalog.store_answer(
-            ANALYST, f"bench stage {next(counter)}", TABLE, result
+        "engine SQL": lambda: db.backend.fetch_columns(sql, timeout=QUERY_TIMEOUT),
+        "noise": lambda: add_noise(plan, columns),
+        "ledger reserve": lambda: pending.append(
+            db.ledger.reserve(ANALYST, db.name, epsilon=epsilons.next(), note="bench stage")
         ),
-        "budget read": lambda: db.budget(ANALYST),
+        "ledger commit + stored answer + budget": lambda: pending.pop().commit(then=settle),
         "answer to JSON": lambda: json.dumps(result),
         "raw": lambda: db.backend.fetch(query.raw()),
     }
@@ -706,39 +709,42 @@ def findings(cells: list[Cell], stages: list[Stages], tries: dict[str, float], f
         "- **CPU per answer, not I/O, is the limit.** The server's CPU per answered Q1 (its threads and "
         f"processes, from /proc) times {TARGET_QPS:.0f} q/s, at {TARGET_CLIENTS} clients: {cpu}; the "
         "machine has 2 cores, shared with the clients and with other work (the last column). An fsync "
-        f"costs {fsync} here; the ledger's two fsynced transactions are {span('ledger reserve + commit')} "
-        "of a query.",
+        f"costs {fsync} here; a query has one: the reservation is written unsynced (a crash loses nothing "
+        "that was answered), and the spend, the stored answer and the budget read are one synced "
+        f"transaction ({span('ledger commit + stored answer + budget')}).",
         "- **Concurrency.** Each request thread runs its engine query on its own DuckDB cursor (DuckDB "
         "releases the GIL), so one request's Python overlaps another's engine query; the rest of a request "
         "is Python under the GIL, so one worker uses at most about one core for it. From 8 clients on, q/s "
-        "stays flat and p50 grows with the clients (Little's law: p50 ≈ clients ÷ q/s). `--workers 2` "
-        "doubles the processes, but each worker's DuckDB also starts a thread per core, and on a shared "
-        "machine the second core is partly taken (the last column).",
+        "stays flat and p50 grows with the clients (Little's law: p50 ≈ clients ÷ q/s). DuckDB does not "
+        "split a count over 1M rows across threads (its CPU time equals its wall time with 1, 2 or 4 "
+        "threads), so `SET threads` changes nothing here.",
         f"- **The engine SQL costs {min(ratios):.1f}–{max(ratios):.1f}× the plain aggregate** (stage "
-        f"table, engine SQL vs raw: {engine}). `TRY()` is emitted only around expressions that can fail "
-        f"(`validate.cannot_fail`); timed on the same connection (median): {tried}. The income clamp "
-        "(`CASE WHEN income < 0 …`) adds to Q2; user-level adds a second scan (the `parts` branch on "
-        "`__privdb_rows_per_pid > 1`) although no unit here has more than one row.",
+        f"table, engine SQL vs raw: {engine}). Its text is the same for every ε, so each thread's DuckDB "
+        "cursor prepares it once (`PREPARE`/`EXECUTE`: parse, bind and optimise skipped, ~0.7 ms of a "
+        "count; dropped when privdb writes the data). `TRY()` is emitted only around expressions that can "
+        f"fail (`validate.cannot_fail`); timed on the same connection (median): {tried}. The income clamp "
+        "(`CASE WHEN income < 0 …`) adds to Q2; user-level adds a second, pruned scan (the `parts` branch "
+        "on `__privdb_rows_per_pid > 1`, ~0.5 ms) although no unit here has more than one row: leaving it "
+        "out when no unit has several rows would make a query's time tell whether one such unit exists, "
+        "so it stays.",
         f"- **Python per query**: parse, plan and SQL generation {span('parse, plan, bind')} for a query of "
         "a kept shape (`privdb.sql.prepared`: the same text but for ε reuses its parse, relation and "
         "resolution; only the noise sizing and the engine SQL are redone; the first query of a shape costs "
-        f"~1–3 ms); noise {span('noise')}, part of it pandas (`.df()` builds a DataFrame for a 1–50-row "
-        f"result); the ledger {span('ledger reserve + commit')} (two `BEGIN IMMEDIATE … COMMIT`, each "
-        "fsynced) plus the stored answer and a budget read. The time limit arms the process's one watchdog "
-        "thread (`privdb.backends.watchdog`), no thread start per query.",
+        f"~1–3 ms); noise {span('noise')} on the engine's values as Python lists (no DataFrame); the "
+        f"ledger's reservation {span('ledger reserve')}; one catalog read per query (the table's metadata, "
+        "attachments and the analyst, read once in `Catalog.snapshot`; 19 ledger and catalog statements "
+        "per COUNT, 29 before). The time limit arms the process's one watchdog thread "
+        "(`privdb.backends.watchdog`), no thread start per query.",
         "- **HTTP, ~1–2 ms**: uvicorn + Starlette + FastAPI (`GET /healthz` floor above); the token check "
         "runs on the event loop and `/v1/query` returns its JSON bytes, so a query costs one hand-off to "
         "the thread pool.",
         "",
         "What would still help, largest gain first:",
         "",
-        "1. Ledger: one transaction after the engine instead of three (settle, store the answer, read the "
-        "budget), and group commit of reservations under load; every spend still fsynced before its "
-        "answer leaves (being ported to PostgreSQL separately).",
-        "2. Noise on NumPy arrays (`fetchnumpy()`) instead of a pandas DataFrame per result.",
-        "3. Skip the user-level `parts` branch when no unit has more than min(m, G) rows.",
-        "4. `--workers N`: `SET threads = 1` in each worker's DuckDB when N > 1, so N processes do not "
-        "oversubscribe the cores (not measurable on this shared machine).",
+        "1. HTTP: the framework's share is now the largest part of a query that is not the engine's; a "
+        "plain Starlette route for `/v1/query` (same JSON, same errors) would save part of it.",
+        "2. Group commit: several spends settled in one synced transaction under load (each answer still "
+        "leaves only after its spend is synced).",
         "",
         "On 2 cores the load generator's own CPU (the clients column, ~1 ms per answer) counts too.",
         "",
