@@ -25,7 +25,7 @@ __all__ = ["HIDDEN_PREFIX", "DuckDBBackend", "engine_type", "unit_rows_column"]
 T = TypeVar("T")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _AGAIN = 0.05  # s: a query past its limit is interrupted again at this interval until it stops
-_PREPARED_PER_CURSOR = 256  # prepared statements kept per thread's cursor, least recently used dropped
+_PREPARED_PER_CURSOR = 64  # prepared statements kept per thread's cursor, least recently used dropped
 _STATEMENT_NUMBERS = itertools.count()  # names of prepared statements (unique in the process)
 HIDDEN_PREFIX = "__privdb_"  # columns privdb keeps for itself: never in metadata, never in analysts' view
 
