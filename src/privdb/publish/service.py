@@ -133,8 +133,14 @@ def publish_synthetic(
 
 
 def table_rows(db: Database, table: str) -> pd.DataFrame:
-    """Every row of a table of the database (the owner's read: what a release is computed from)."""
-    return db.owner_sql(f"SELECT * FROM {quote(table)}")
+    """Every row of a table of the database (the owner's read: what a release is computed from), from
+    the engine that holds it: DuckDB, or the SQLite file, PostgreSQL database or Spark it is attached from."""
+    engine, source = db.backend_for(table)
+    if engine is db.backend:
+        return db.owner_sql(f"SELECT * FROM {quote(table)}")
+    from privdb.sql.engine import for_engine
+
+    return engine.fetch(for_engine(engine, None, f"SELECT * FROM {quote(source)}"), timeout=db.query_timeout)
 
 
 _NUMBERS: dict[str, type] = {
