@@ -107,6 +107,8 @@ def charged(
         raise InternalError(
             f"the answer could not be stored ({type(err).__name__}); its cost was charged"
         ) from None
+    if not result.budget:  # the spend was settled elsewhere already (``then`` did not run)
+        result.budget = _budget(db, analyst)
     return result
 
 
