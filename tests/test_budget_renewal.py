@@ -105,6 +105,23 @@ def test_setting_a_cap_again_keeps_or_restarts_its_windows(ledger_target: str, c
         assert ledger.renewals("d") == {}
 
 
+def test_the_listing_shows_the_window_its_figures_were_counted_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The window of each shared budget is found once, where its drawn figure is counted: a window that
+    ends while the listing is made cannot pair the old window's figure with the new window's dates."""
+    start = 1_800_000_000.0
+    times = [start]
+    monkeypatch.setattr(time, "time", lambda: times.pop(0) if len(times) > 1 else times[0])
+    with Database(tmp_path / "db") as database:
+        database.set_shared_budget(group="team", epsilon=1, renew="1d")
+        database.ledger.set_budget("a", database.name, epsilon=10)
+        database.ledger.spend("a", database.name, epsilon=Fraction(8, 10), draws=[("group", "team")])
+        times[:] = [start + DAY - 1, start + DAY]  # the first window's last second, then the second window
+        (team,) = database.shared_budgets()
+    assert (team["epsilon_spent"], team["window_start"], team["refills_at"]) == (0.8, start, start + DAY)
+
+
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     with Database(tmp_path / "db") as database:

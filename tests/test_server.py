@@ -5,6 +5,7 @@ under concurrency (one and two worker processes), kill -9 in the middle of a loa
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -158,6 +159,19 @@ def test_oversized_bodies_get_413(served: tuple[Server, dict[str, str]]) -> None
         headers={"Authorization": f"Bearer {tokens['alice']}", "Content-Type": "application/json"},
     )
     assert streamed.status_code == 413
+
+
+def test_the_page_loads_its_shared_helpers_first_and_every_file_it_names_is_served(
+    served: tuple[Server, dict[str, str]],
+) -> None:
+    server, _ = served
+    page = httpx.get(server.url + "/", timeout=30).text
+    scripts = re.findall(r'<script src="/static/([^"]+)"', page)
+    assert scripts[0] == "common.js" and {"app.js", "surveys.js", "publish.js"} <= set(scripts)
+    for name in [*scripts, *re.findall(r'href="/static/([^"]+)"', page)]:
+        served_file = httpx.get(server.url + "/static/" + name, timeout=30)
+        assert served_file.status_code == 200 and served_file.text, name
+    assert httpx.get(server.url + "/static/app.py", timeout=30).status_code == 404  # only the allow-list
 
 
 def test_cli_speaks_to_the_server(served: tuple[Server, dict[str, str]]) -> None:

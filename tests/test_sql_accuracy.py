@@ -210,7 +210,7 @@ def test_avg_intervals_are_ordered_within_bounds_and_cover(
 
 def _population_kinds(monkeypatch: pytest.MonkeyPatch) -> None:
     """Until validate.py's resolver emits variance_pop/stddev_pop for VAR_POP/STDDEV_POP, map them here
-    (a no-op once it does): what plan.py and noise.py do with those kinds is under test."""
+    (a no-op once it does): what plan.py and combine.py do with those kinds is under test."""
     pops = {"VariancePop": "variance_pop", "StddevPop": "stddev_pop"}
 
     def patched(select: Any, table: TableMeta) -> Any:

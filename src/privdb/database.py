@@ -336,11 +336,10 @@ class Database:
     def shared_budgets(self) -> list[dict[str, Any]]:
         """Every table lifetime budget and budget group, with what is drawn and left (and the members)."""
         members = self.ledger.members(self.name)
-        renewals = self.ledger.renewals(self.name)
         return [
-            {"kind": kind, "name": b.analyst} | _shared(b, renewals.get((kind, b.analyst)))
+            {"kind": kind, "name": b.analyst} | _shared(b, window)
             | ({"members": members.get(b.analyst, [])} if kind == "group" else {})
-            for kind, b in self.ledger.caps(self.name)
+            for kind, b, window in self.ledger.caps_with_windows(self.name)
         ]  # fmt: skip
 
     def class_losses(self) -> list[dict[str, Any]]:

@@ -50,7 +50,8 @@ from privdb.database import Database
 from privdb.errors import UnsupportedQuery
 from privdb.sql import engine
 from privdb.sql.noise import add_noise
-from privdb.sql.plan import DISTINCT_KINDS, Plan
+from privdb.sql.plan import Plan
+from privdb.sql.sensitivity import DISTINCT_KINDS
 
 EXTREME = 999
 SAMPLES = 4000  # estimation draws per neighbour (plus SAMPLES / 4 to choose the event)

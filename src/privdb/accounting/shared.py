@@ -12,7 +12,10 @@ from privdb.accounting.renewal import window_start
 from privdb.accounting.sqlstore import Cursor, SQLStore
 from privdb.errors import InvalidParameter
 
-__all__ = ["SharedBudgets", "cap_row", "draw_on", "in_window"]
+__all__ = ["SharedBudgets", "Window", "cap_row", "draw_on", "in_window", "renewed_cap"]
+
+# a renewing budget's (period, start of its current window), in seconds; None for one that never renews
+Window = tuple[float, float] | None
 
 
 class SharedBudgets:
@@ -74,12 +77,18 @@ class SharedBudgets:
     def caps(self, database: str) -> list[tuple[str, Budget]]:
         """Every shared budget of the database, as (kind, budget named after its table or group), what is
         drawn counted in the current window of a renewing one."""
+        return [(kind, cap) for kind, cap, _ in self.caps_with_windows(database)]
+
+    def caps_with_windows(self, database: str) -> list[tuple[str, Budget, Window]]:
+        """:meth:`caps`, each with its :data:`Window`: the window its drawn figure is counted in, found once
+        where the cap is renewed (asking :meth:`renewals` afterwards finds it again, and a window that ends
+        in between would not be the one the figure was counted in)."""
         with self._transaction() as cur:
             names = cur.execute(
                 "SELECT kind, name FROM caps WHERE database = ? ORDER BY kind, name", (database,)
             ).fetchall()
-            found = [(kind, cap_row(cur, kind, name, database)) for kind, name in names]
-        return [(kind, cap) for kind, cap in found if cap is not None]
+            found = [(kind, renewed_cap(cur, kind, name, database)) for kind, name in names]
+        return [(kind, *cap) for kind, cap in found if cap is not None]
 
     def renewals(self, database: str) -> dict[tuple[str, str], tuple[float, float]]:
         """(kind, name) → (period, start of the current window) of every renewing shared budget."""
@@ -117,6 +126,12 @@ class SharedBudgets:
 def cap_row(cur: Cursor, kind: str, name: str, database: str) -> Budget | None:
     """The cap, renewed first if its window is over: what is drawn is then recounted from the spends
     reserved or committed in the current window (inside the caller's transaction)."""
+    found = renewed_cap(cur, kind, name, database)
+    return None if found is None else found[0]
+
+
+def renewed_cap(cur: Cursor, kind: str, name: str, database: str) -> tuple[Budget, Window] | None:
+    """:func:`cap_row` and the window it counted in (None if the cap never renews)."""
     found = cur.execute(
         "SELECT epsilon_total, delta_total, epsilon_spent, delta_spent, period, window_start FROM caps "
         "WHERE kind = ? AND name = ? AND database = ?",
@@ -139,7 +154,9 @@ def cap_row(cur: Cursor, kind: str, name: str, database: str) -> Budget | None:
             (_text(eps), _text(dlt), current, kind, name, database),
         )
         eps_spent, dlt_spent = _text(eps), _text(dlt)
-    return Budget(name, database, *(_frac(x) for x in (eps_total, dlt_total, eps_spent, dlt_spent)))
+        start = current
+    budget = Budget(name, database, *(_frac(x) for x in (eps_total, dlt_total, eps_spent, dlt_spent)))
+    return budget, None if period is None else (float(period), float(start))
 
 
 def in_window(cur: Cursor, kind: str, name: str, database: str, created: float) -> bool:

@@ -373,6 +373,7 @@ def create_app(
 
 
 _STATIC_TYPES = {
+    "common.js": "text/javascript",  # the helpers the three page scripts share: loaded first
     "app.js": "text/javascript",
     "surveys.js": "text/javascript",
     "publish.js": "text/javascript",

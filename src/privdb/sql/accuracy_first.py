@@ -34,8 +34,9 @@ from privdb.mechanisms import Laplace, RandomSource
 from privdb.mechanisms.base import AdditiveNoise, round_down
 from privdb.mechanisms.noise_reduction import NoiseReduction
 from privdb.sql.accuracy import epsilon_for_accuracy
+from privdb.sql.combine import combine
 from privdb.sql.explain import columns_of
-from privdb.sql.noise import NoisyAnswer, Statistics, _combine, _groups, answer
+from privdb.sql.noise import NoisyAnswer, Statistics, _groups, answer
 from privdb.sql.parse import DPQuery
 from privdb.sql.plan import Plan
 
@@ -121,7 +122,7 @@ def _met(
     assert plan.query.accuracy is not None
     half = plan.query.accuracy[0]
     for agg in plan.aggregates:
-        values, intervals = _combine(agg, noisy, mechs, None, beta)
+        values, intervals = combine(agg, noisy, mechs, None, beta)
         for v, (lo, hi) in zip(values.tolist(), intervals, strict=True):
             if not max(v - lo, hi - v) <= half:
                 return False

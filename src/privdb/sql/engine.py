@@ -43,7 +43,7 @@ from privdb.sql.gaussian_plan import zcdp_cost
 from privdb.sql.noise import NoisyAnswer, Statistics, add_noise, canonical_key
 from privdb.sql.parse import DPQuery, parse_dp_select
 from privdb.sql.personal import losses_note, mark_accuracy, personal_table, sampled_source, summary
-from privdb.sql.plan import DISTINCT_KINDS, Plan, Shape, plan_query, plan_shape
+from privdb.sql.plan import Plan, Shape, plan_query, plan_shape
 from privdb.sql.prepared import shape_of, shapes, state
 from privdb.sql.public import answer_public, is_plain_select
 from privdb.sql.relation import UNIT_ROWS, Relation, Tables, build_relation
@@ -56,6 +56,7 @@ from privdb.sql.release import (
     release_sql,
 )
 from privdb.sql.rewrite import distinct_sql, engine_sql, histogram_sql
+from privdb.sql.sensitivity import DISTINCT_KINDS
 
 __all__ = ["authorize", "charged", "explain", "prepare", "run", "statistics_sql", "target"]
 

@@ -22,7 +22,7 @@ import numpy as np
 import sqlglot
 
 from privdb.mechanisms.base import AdditiveNoise
-from privdb.sql.noise import _combine
+from privdb.sql.combine import combine
 from privdb.sql.order import ANSWER_SHARE, END_SHARE, bracket
 from privdb.sql.plan import AggregatePlan, Plan
 from privdb.sql.release import ReleasePlan
@@ -49,12 +49,12 @@ def _mechanism_name(mech: AdditiveNoise) -> str:
 
 def _ratio_at(plan: Plan, agg: AggregatePlan, mechs: dict[str, AdditiveNoise], n: int) -> float:
     """Half the width of the answer's interval for a group of ``n`` rows spread evenly over the bounds,
-    the noise at zero (the answer's own propagation code, ``noise._combine``)."""
+    the noise at zero (the answer's own propagation code, ``privdb.sql.combine.combine``)."""
     assert agg.column is not None and agg.column.lower is not None and agg.column.upper is not None
     lo, hi = agg.column.lower, agg.column.upper
     even = {"sum": n * (lo + hi) / 2, "sumsq": n * (lo * lo + lo * hi + hi * hi) / 3}
     noisy = {s: np.array([float(even.get(plan.statistic(s).kind, n))]) for s in agg.statistics}
-    _, ((a, b),) = _combine(agg, noisy, mechs)
+    _, ((a, b),) = combine(agg, noisy, mechs)
     return (b - a) / 2
 
 

@@ -23,7 +23,8 @@ from privdb.backends.duckdb import quote
 from privdb.catalog.metadata import ColumnMeta
 from privdb.sql.expr import render
 from privdb.sql.expr.render import clamp_sql, column_sql
-from privdb.sql.plan import DISTINCT_KINDS, Histogram, Plan, Statistic
+from privdb.sql.plan import Plan
+from privdb.sql.sensitivity import DISTINCT_KINDS, Histogram, Statistic
 
 __all__ = ["distinct_sql", "engine_sql", "from_item", "histogram_sql"]
 

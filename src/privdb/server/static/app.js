@@ -3,8 +3,7 @@
 "use strict";
 
 (() => {
-  const TOKEN_KEY = "privdb.token";
-  const SVG_NS = "http://www.w3.org/2000/svg";
+  const { TOKEN_KEY, $, el, svg, fill, authFetch } = window.privdbCommon;
   const MAX_TABLE_ROWS = 500;
   const MAX_CHART_BARS = 60;
   const LOG_PAGE = 50; // log entries per page: the page stays short however long the log grows
@@ -22,23 +21,7 @@
   };
 
   const state = { token: null, role: null, tables: [], result: null, logOffset: {} };
-  const $ = (id) => document.getElementById(id);
 
-  // ---- building DOM safely
-  function build(node, attrs, children) {
-    for (const [key, value] of Object.entries(attrs || {})) {
-      if (value === null || value === undefined || value === false) continue;
-      if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-      else node.setAttribute(key, value === true ? "" : String(value));
-    }
-    for (const child of children.flat(Infinity)) {
-      if (child === null || child === undefined || child === false) continue;
-      node.append(child instanceof Node ? child : String(child));
-    }
-    return node;
-  }
-  const el = (tag, attrs, ...children) => build(document.createElement(tag), attrs, children);
-  const svg = (tag, attrs, ...children) => build(document.createElementNS(SVG_NS, tag), attrs, children);
   // A table head; `numeric` names the right-aligned columns.
   const thead = (names, numeric = () => false) =>
     el(
@@ -50,11 +33,6 @@
         names.map((h) => el("th", { scope: "col", class: numeric(h) ? "num" : null }, h)),
       ),
     );
-  // Replaces a node's children (arrays flattened, null and false skipped, strings as text).
-  const fill = (node, ...children) => {
-    node.replaceChildren();
-    return build(node, {}, children);
-  };
 
   // ---- formatting
   function fmt(x) {
@@ -86,11 +64,9 @@
   }
 
   async function request(method, path, body) {
-    const headers = { Authorization: `Bearer ${state.token}` };
-    if (body !== undefined) headers["Content-Type"] = "application/json";
     let response;
     try {
-      response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      response = await authFetch(path, { method, body, token: state.token });
     } catch (err) {
       throw new ApiError(0, "network_error", `the server cannot be reached (${err.message})`);
     }

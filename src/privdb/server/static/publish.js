@@ -4,25 +4,12 @@
 (() => {
   "use strict";
 
-  const TOKEN_KEY = "privdb.token";
-  const $ = (id) => document.getElementById(id);
-
-  function el(tag, attrs, ...children) {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
-    for (const c of children.flat()) if (c !== null && c !== undefined) node.append(c);
-    return node;
-  }
+  const { $, el, authFetch } = window.privdbCommon;
 
   const fmt = (x) => (typeof x === "number" ? x.toLocaleString(undefined, { maximumFractionDigits: 1 }) : String(x));
 
   async function post(body) {
-    const token = sessionStorage.getItem(TOKEN_KEY);
-    const response = await fetch("/v1/publish", {
-      method: "POST",
-      headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
-      body: JSON.stringify(body),
-    });
+    const response = await authFetch("/v1/publish", { method: "POST", body });
     const data = await response.json();
     if (!response.ok) throw new Error(data.error ? data.error.message : `publishing failed (${response.status})`);
     return data;

@@ -4,25 +4,10 @@
 (() => {
   "use strict";
 
-  const TOKEN_KEY = "privdb.token";
-  const $ = (id) => document.getElementById(id);
-
-  function el(tag, attrs, ...children) {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
-    for (const c of children.flat()) if (c !== null && c !== undefined) node.append(c);
-    return node;
-  }
-
-  function svg(tag, attrs) {
-    const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
-    for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
-    return node;
-  }
+  const { $, el, svg, authFetch } = window.privdbCommon;
 
   async function get(path) {
-    const token = sessionStorage.getItem(TOKEN_KEY);
-    const response = await fetch(path, { headers: { Authorization: `Bearer ${token}` } });
+    const response = await authFetch(path);
     if (!response.ok) throw new Error(`${path}: ${response.status}`);
     return response.json();
   }

@@ -1,0 +1,177 @@
+"""Each aggregate's noisy values and intervals from the noisy per-group statistics (post-processing).
+
+Counts and sums are released as noised; their interval is the mechanism's. Ratios are post-processing:
+``AVG = S/N`` clipped to the column bounds, ``VARIANCE = (Q/N − (S/N)²)·N/(N−1)`` and
+``VAR_POP = Q/N − (S/N)²`` clipped to ``[0, ((U − L)/2)²]``, ``STDDEV``/``STDDEV_POP`` their square roots.
+Their intervals propagate the parts' intervals (each at ``1 − 0.05/k`` for ``k`` parts, a union bound) and
+are clipped to the value's range, so they cover the truth at least 95% of the time, always satisfy
+``L ≤ a ≤ b ≤ U`` (``0 ≤ a ≤ b ≤ ((U − L)/2)²`` for variances), and are as wide as the noise makes them:
+with income bounds 0..500,000 a small group's variance interval is large, and says so. CORR, COVAR_POP and
+REGR_* come from noisy sufficient statistics, with a simulated (plug-in) interval.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+from numpy.typing import NDArray
+
+from privdb.mechanisms import Laplace
+from privdb.mechanisms.base import AdditiveNoise
+from privdb.sql.intervals import released_count_intervals
+from privdb.sql.plan import PAIR_STATISTICS, AggregatePlan, Threshold
+
+__all__ = ["PAIR_KINDS", "VARIANCE_KINDS", "Interval", "combine"]
+
+Interval = tuple[float, float]
+VARIANCE_KINDS = ("variance", "stddev", "variance_pop", "stddev_pop")
+PAIR_KINDS = ("covar", "corr", "regr_slope", "regr_intercept")
+_SIMULATIONS = 4000
+
+
+def _clip(value: float, lo: float, hi: float) -> float:
+    return min(max(value, lo), hi)
+
+
+def _ratio(s: Interval, n: Interval, lo: float, hi: float) -> Interval:
+    """Where ``S/N`` lies when ``S`` and ``N`` lie in their intervals, within ``[lo, hi]``.
+
+    Over a box with ``N > 0`` the ratio is extreme at the corners; both ends are clipped to ``[lo, hi]``
+    (clipping each end on its own side only gave ``a > b`` when every corner lay beyond one bound)."""
+    if n[0] <= 0:
+        return (lo, hi)
+    corners = (s[0] / n[0], s[0] / n[1], s[1] / n[0], s[1] / n[1])
+    return (_clip(min(corners), lo, hi), _clip(max(corners), lo, hi))
+
+
+def combine(
+    agg: AggregatePlan,
+    noisy: dict[str, NDArray[np.float64]],
+    mechs: Mapping[str, AdditiveNoise],
+    threshold: Threshold | None = None,
+    alpha: float = 0.05,
+) -> tuple[NDArray[np.float64], list[Interval]]:
+    """The aggregate's noisy values and ``1 − alpha`` intervals, per group (``threshold``: the key
+    selection, whose count's interval is conditional on release)."""
+    if agg.kind in PAIR_KINDS:
+        return _pair(agg, noisy, mechs, alpha)
+    if agg.kind in ("count_star", "count", "sum", "count_distinct"):
+        (name,) = agg.statistics
+        values = noisy[name]
+        if threshold is not None and threshold.statistic == name:
+            mech = mechs[name]
+            assert isinstance(
+                mech, Laplace
+            )  # the threshold's count keeps Laplace noise (privdb.sql.gaussian_plan)
+            return values, released_count_intervals(values, mech, threshold.tau, 1.0 - alpha)
+        width = mechs[name].half_width(alpha)  # one width for every group: the same mechanism noised each
+        return values, [(v - width, v + width) for v in values.tolist()]
+    if agg.kind != "avg" and agg.kind not in VARIANCE_KINDS:
+        raise ValueError(f"no noisy combination for aggregate kind {agg.kind!r}")
+    assert agg.column is not None and agg.column.lower is not None and agg.column.upper is not None
+    lo, hi = agg.column.lower, agg.column.upper
+    k = len(agg.statistics)
+    beta = alpha / k
+    widths = {n: mechs[n].half_width(beta) for n in agg.statistics}
+
+    def interval(name: str, i: int) -> Interval:
+        return (noisy[name][i] - widths[name], noisy[name][i] + widths[name])
+
+    out = np.empty(len(noisy[agg.statistics[0]]))
+    intervals: list[Interval] = []
+    if agg.kind == "avg":
+        s, n = agg.statistics
+        for i in range(out.size):
+            count = noisy[n][i]
+            out[i] = _clip(noisy[s][i] / count, lo, hi) if count >= 1 else (lo + hi) / 2
+            intervals.append(_ratio(interval(s, i), interval(n, i), lo, hi))
+        return out, intervals
+    # VARIANCE (sample, N − 1) or VAR_POP (population, N) from Q = Σx², S = Σx, N
+    population = agg.kind in ("variance_pop", "stddev_pop")
+    least = 1 if population else 2  # rows the estimate needs
+    q, s, n = agg.statistics
+    square_lo = 0.0 if lo <= 0 <= hi else min(lo * lo, hi * hi)
+    square_hi = max(lo * lo, hi * hi)
+    cap = ((hi - lo) / 2) ** 2
+    for i in range(out.size):
+        count = noisy[n][i]
+        if count >= least:
+            mean = _clip(noisy[s][i] / count, lo, hi)
+            second = _clip(noisy[q][i] / count, square_lo, square_hi)
+            var = second - mean * mean
+            out[i] = _clip(var if population else var * count / (count - 1), 0.0, cap)
+        else:
+            out[i] = cap / 2
+        n_int = interval(n, i)
+        if n_int[0] <= 0:  # the count may be 0: nothing is known
+            intervals.append((0.0, cap))
+            continue
+        m_lo, m_hi = _ratio(interval(s, i), n_int, lo, hi)
+        e_lo, e_hi = _ratio(interval(q, i), n_int, square_lo, square_hi)
+        mean_sq_lo = 0.0 if m_lo <= 0 <= m_hi else min(m_lo * m_lo, m_hi * m_hi)
+        mean_sq_hi = max(m_lo * m_lo, m_hi * m_hi)
+        # the population variance lies in [e_lo − m²_hi, e_hi − m²_lo]; the sample variance is it times
+        # N/(N − 1) ≥ 1, at most n_lo/(n_lo − 1) (no bound while N may be 1)
+        v_lo = _clip(e_lo - mean_sq_hi, 0.0, cap)
+        if population:
+            v_hi = e_hi - mean_sq_lo
+        else:
+            v_hi = (e_hi - mean_sq_lo) * n_int[0] / (n_int[0] - 1) if n_int[0] > 1 else cap
+        intervals.append((v_lo, _clip(v_hi, v_lo, cap)))
+    if agg.kind in ("stddev", "stddev_pop"):
+        return np.sqrt(out), [(math.sqrt(a), math.sqrt(b)) for a, b in intervals]
+    return out, intervals
+
+
+def _simulate(draws: np.random.Generator, mech: AdditiveNoise) -> NDArray[np.float64]:
+    """Draws of ``mech``'s noise law (a public distribution), for the plug-in intervals below."""
+    if mech.name in ("gaussian", "discrete_gaussian"):
+        return draws.normal(0.0, mech.scale, _SIMULATIONS)
+    return draws.laplace(0.0, mech.scale, _SIMULATIONS)
+
+
+def _pair_value(kind: str, st: dict[str, NDArray[np.float64]]) -> NDArray[np.float64]:
+    """The aggregate from (noisy) sufficient statistics; NaN where it is undefined (too few rows)."""
+    n, sx, sy, sxy = st["pn"], st["sx"], st["sy"], st["sxy"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if kind == "covar":
+            out = sxy / n - (sx / n) * (sy / n)
+        elif kind == "corr":
+            num = n * sxy - sx * sy
+            den = np.sqrt((n * st["sxx"] - sx * sx) * (n * st["syy"] - sy * sy))
+            out = np.clip(num / den, -1.0, 1.0)
+        else:
+            slope = (n * sxy - sx * sy) / (n * st["sxx"] - sx * sx)
+            out = slope if kind == "regr_slope" else (sy - slope * sx) / n
+    result: NDArray[np.float64] = np.where(n >= 2, out, np.nan)
+    return result
+
+
+def _pair(
+    agg: AggregatePlan,
+    noisy: dict[str, NDArray[np.float64]],
+    mechs: Mapping[str, AdditiveNoise],
+    alpha: float = 0.05,
+) -> tuple[NDArray[np.float64], list[Interval]]:
+    """CORR, COVAR_POP, REGR_SLOPE, REGR_INTERCEPT from noisy sufficient statistics (post-processing).
+
+    The interval is a parametric bootstrap: the known noise distributions are simulated around the
+    released statistics and the aggregate recomputed; its 2.5 and 97.5 percentiles (approximate: a
+    plug-in, unlike the exact intervals of counts and sums)."""
+    roles = dict(zip(PAIR_STATISTICS[agg.kind], agg.statistics, strict=True))
+    released = {role: noisy[name] for role, name in roles.items()}
+    values = _pair_value(agg.kind, released)
+    draws = np.random.default_rng()  # simulates public noise distributions: no secret is involved
+    intervals: list[Interval] = []
+    for i in range(values.size):
+        simulated = {role: released[role][i] + _simulate(draws, mechs[name]) for role, name in roles.items()}
+        sims = _pair_value(agg.kind, simulated)
+        sims = sims[np.isfinite(sims)]
+        if sims.size < _SIMULATIONS // 2:
+            intervals.append((-math.inf, math.inf))
+        else:
+            lo, hi = np.percentile(sims, [50 * alpha, 100 - 50 * alpha])
+            intervals.append((float(lo), float(hi)))
+    return values, intervals

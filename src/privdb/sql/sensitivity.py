@@ -1,0 +1,235 @@
+"""The noisy statistics a plan is made of and their sensitivities: per-group sums (Laplace, geometric or
+Gaussian noise) and the histograms of order statistics and modes (the exponential mechanism).
+
+Sensitivities (docs/proofs/sql.md), with ``m`` = max_contributions, ``G`` = max_groups (both 1 without a
+privacy unit), bounds ``[L, U]``, ``B = max(|L|, |U|)``:
+
+| statistic | add/remove | substitute, no GROUP BY | substitute, GROUP BY |
+|-----------|-----------|--------------------------|----------------------|
+| count     | m         | m                        | 2m                   |
+| sum       | m·B       | m·max(U − L, B)          | 2m·B                 |
+| sum of squares | m·B²  | m·B²                     | 2m·B²                |
+
+The L1 sensitivity covers the whole vector of groups: a unit's rows are bounded to ``m`` in total over at
+most ``G`` groups, so at most ``G`` coordinates change (``2G`` under substitution).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from privdb.catalog.metadata import ColumnMeta, TableMeta
+from privdb.errors import InvalidParameter, UnsupportedQuery
+from privdb.mechanisms import (
+    DiscreteGaussian,
+    ExponentialMechanism,
+    Gaussian,
+    Geometric,
+    Laplace,
+    RandomSource,
+)
+from privdb.mechanisms.base import AdditiveNoise
+from privdb.sql.order import answer_share
+
+__all__ = [
+    "DISTINCT_KINDS",
+    "Histogram",
+    "Statistic",
+    "make_histogram",
+    "make_statistic",
+    "numeric_bounds",
+    "unit_reach",
+]
+
+QUANTILE_CELLS = 2**14  # grid of a float column's range for order statistics
+MAX_INT_CELLS = 2**16  # int columns of at most this span get one cell per integer
+MAX_MODE_VALUES = 100_000
+DISTINCT_KINDS = ("distinct", "distinct_unit")
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """One noisy per-group sum."""
+
+    name: str
+    kind: (
+        str  # rows | nonnull | sum | sumsq; over rows where column2 is not null too: pn | psum | psq | pprod
+    )
+    column: ColumnMeta | None
+    sensitivity: float
+    changed: int
+    epsilon: float
+    integer: bool  # integer counts (no privacy unit, or distinct counts): the geometric mechanism
+    column2: ColumnMeta | None = None
+    # USING GAUSSIAN: ρ-zCDP noise at this ρ share, its ε stated at ``delta`` (the query's Gaussian δ)
+    noise: str = "laplace"
+    rho: float = 0.0
+    delta: float = 0.0
+
+    def mechanism(self, rng: RandomSource | None = None) -> AdditiveNoise:
+        """The mechanism that noises this statistic (``rng`` only for reproducible tests). The sensitivity is
+        an L1 bound over the groups one unit reaches, hence also an L2 bound for the Gaussian."""
+        if self.noise == "gaussian":
+            if self.integer:
+                return DiscreteGaussian(
+                    rho=self.rho, delta=self.delta, sensitivity=int(self.sensitivity), rng=rng
+                )
+            return Gaussian(
+                rho=self.rho, delta=self.delta, sensitivity=self.sensitivity, changed=self.changed, rng=rng
+            )
+        return self.laplace(rng)
+
+    def laplace(self, rng: RandomSource | None = None) -> Laplace:
+        """The Laplace (geometric, for integer counts) mechanism at this statistic's ε."""
+        if self.integer:
+            return Geometric(epsilon=self.epsilon, sensitivity=int(self.sensitivity), rng=rng)
+        return Laplace(epsilon=self.epsilon, sensitivity=self.sensitivity, changed=self.changed, rng=rng)
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Per-group counts of one column over cells, for an order statistic or a mode (exponential mechanism).
+
+    Quantiles: the clamped value's cell on a grid of ``[L, U]`` (width 1 for int columns of span up to
+    ``MAX_INT_CELLS``, else ``(U − L)/QUANTILE_CELLS``); candidates are the grid points. Modes: one cell per
+    public domain value. ``epsilon`` is per group, ``sensitivity`` the utility's Δ.
+    """
+
+    name: str
+    column: ColumnMeta
+    lo: float
+    width: float
+    cells: int
+    values: tuple[Any, ...] | None
+    epsilon: float
+    sensitivity: float
+    monotone: bool
+
+    @property
+    def integer(self) -> bool:
+        return self.values is None and self.width == 1.0 and self.column.type == "int"
+
+    @property
+    def points(self) -> int:
+        """How many candidates the mechanism chooses among."""
+        if self.values is not None or self.integer:
+            return self.cells
+        return self.cells + 1
+
+    def mechanism(self, rng: RandomSource | None = None) -> ExponentialMechanism:
+        """The answer's mechanism, at its share of ``epsilon`` (a quantile's interval gets the rest)."""
+        return ExponentialMechanism(
+            epsilon=self.epsilon * answer_share(self),
+            sensitivity=self.sensitivity,
+            monotone=self.monotone,
+            rng=rng,
+        )
+
+
+def numeric_bounds(column: ColumnMeta, aggregate: str) -> tuple[float, float]:
+    """A numeric column's public ``[L, U]``, or the error naming what ``aggregate`` needs."""
+    if not column.numeric:
+        raise UnsupportedQuery(f"{aggregate}({column.name}): {column.name!r} is {column.type}, not numeric")
+    if column.lower is None or column.upper is None:
+        raise InvalidParameter(
+            f"{aggregate}({column.name}) needs public bounds for {column.name!r}: add lower and upper to its "
+            "metadata (privdb load … --metadata M.yaml); privdb never takes bounds from the data"
+        )
+    return column.lower, column.upper
+
+
+def make_histogram(
+    name: str, kind: str, column: ColumnMeta, epsilon: float, m: int, substitute: bool, q: float | None = None
+) -> Histogram:
+    """The cells of an order statistic (a grid of the bounds) or a mode (the public domain).
+
+    The utility of a quantile candidate ``y`` is minus the distance from ``q·n`` to its rank interval
+    ``[#{x < y}, #{x ≤ y}]`` (Smith 2011, with ties scored fairly). Adding a unit's ``w ≤ m`` rows moves
+    both ends by ``0 … w`` and ``q·n`` by ``q·w``: Δ = m·max(q, 1 − q) under add/remove; a substituted unit
+    moves the ends by up to ``m`` with ``n`` fixed: Δ = m. A mode's utility is a value's count (Δ = m),
+    which only grows when a unit is added: monotone under add/remove, so ``exp(ε·u/Δ)`` applies there."""
+    if kind == "mode":
+        domain = (
+            column.values if column.values is not None else ((False, True) if column.type == "bool" else None)
+        )
+        if domain is None and column.type == "int" and column.bounded:
+            assert column.lower is not None and column.upper is not None
+            first, last = math.ceil(column.lower), math.floor(column.upper)
+            if last - first + 1 <= MAX_MODE_VALUES:
+                domain = tuple(range(first, last + 1))
+        if domain is None:
+            raise InvalidParameter(
+                f"MODE({column.name}) chooses among public values: declare `values: [...]` for "
+                f"{column.name!r} in its metadata (or bounds, for an int column)"
+            )
+        return Histogram(
+            name, column, 0.0, 1.0, len(domain), tuple(domain), epsilon, float(m), not substitute
+        )
+    lo, hi = numeric_bounds(column, "QUANTILE")
+    assert q is not None
+    delta = float(m) if substitute else m * max(q, 1.0 - q)
+    if column.type == "int" and float(lo).is_integer() and float(hi).is_integer() and hi - lo < MAX_INT_CELLS:
+        return Histogram(name, column, lo, 1.0, int(hi - lo) + 1, None, epsilon, delta, False)
+    if hi == lo:
+        return Histogram(name, column, lo, 1.0, 1, None, epsilon, delta, False)
+    return Histogram(
+        name, column, lo, (hi - lo) / QUANTILE_CELLS, QUANTILE_CELLS, None, epsilon, delta, False
+    )
+
+
+def unit_reach(table: TableMeta, grouped: bool) -> tuple[int, int]:
+    """``(m, G)``: rows and groups one unit reaches. Without a privacy unit a row is a unit, and a row
+    joined with ``k`` public rows (the relation's multiplicity) reaches ``k`` rows in up to ``k`` groups."""
+    k = int(getattr(table, "multiplicity", 1))
+    if table.privacy_unit is not None:
+        return table.max_contributions, table.max_groups if grouped else 1
+    return k, k if grouped else 1
+
+
+def make_statistic(
+    name: str,
+    kind: str,
+    column: ColumnMeta | None,
+    epsilon: float,
+    table: TableMeta,
+    grouped: bool,
+    column2: ColumnMeta | None = None,
+) -> Statistic:
+    """One noisy per-group sum with its sensitivity (the table in the module doc) for ``table``'s privacy
+    unit and neighbouring relation."""
+    unit = table.privacy_unit is not None
+    m, g = unit_reach(table, grouped)
+    substitute = table.neighbouring == "substitute"
+
+    def sum_sens(lo: float, hi: float, squared: bool) -> float:
+        if squared:
+            lo, hi = (0.0 if lo <= 0 <= hi else min(lo * lo, hi * hi)), max(lo * lo, hi * hi)
+        big = max(abs(lo), abs(hi))
+        if not substitute:
+            return m * big
+        # a substituted unit may pass WHERE with any of 0..m rows before and after, so its contribution
+        # lies in [min(0, m·L), max(0, m·U)]: the change is at most m·max(U − L, B)
+        return 2 * m * big if grouped else m * max(hi - lo, big)
+
+    if kind in ("rows", "nonnull", "pn", "distinct"):
+        sens = float(2 * m if substitute and grouped else m)
+    elif kind == "distinct_unit":  # COUNT(DISTINCT unit): one per group, in at most min(m, G) groups
+        reach = min(m, g) if grouped else 1
+        sens = float(2 * reach if substitute and grouped else reach)
+    elif kind == "pprod":
+        assert column is not None and column2 is not None
+        (lo1, hi1), (lo2, hi2) = numeric_bounds(column, "CORR"), numeric_bounds(column2, "CORR")
+        corners = (lo1 * lo2, lo1 * hi2, hi1 * lo2, hi1 * hi2)
+        sens = sum_sens(min(corners), max(corners), False)
+    else:
+        assert column is not None
+        lo, hi = numeric_bounds(column, "SUM" if kind in ("sum", "psum") else "VARIANCE")
+        sens = sum_sens(lo, hi, kind in ("sumsq", "psq"))
+    if sens == 0:
+        sens = 1e-300  # a constant column: any noise is fine; keep the mechanisms' validation happy
+    changed = 2 * g if substitute and grouped else g
+    # distinct counts are sampled, never scaled: integers with a privacy unit too
+    integer = (kind in ("rows", "nonnull", "pn") and not unit) or kind in DISTINCT_KINDS
+    return Statistic(name, kind, column, sens, changed, epsilon, integer, column2)
