@@ -4,6 +4,7 @@ were; processes racing for a cap never overspend it."""
 
 from __future__ import annotations
 
+import multiprocessing
 import re
 from concurrent.futures import ProcessPoolExecutor
 from fractions import Fraction
@@ -69,7 +70,9 @@ def test_processes_racing_for_a_table_cap_never_overspend(tmp_path: Path) -> Non
         for i in range(4):
             ledger.set_budget(f"a{i}", "d", epsilon=10)
         ledger.set_cap("table", "people", "d", epsilon=5)
-    with ProcessPoolExecutor(4) as pool:
+    # spawned, not forked: a forked child of a multithreaded process (JAX, loaded by other tests in the same
+    # worker) can deadlock
+    with ProcessPoolExecutor(4, mp_context=multiprocessing.get_context("spawn")) as pool:
         answered = sum(pool.map(_race, [(path, i) for i in range(4)]))
     with Ledger(path) as ledger:
         assert answered == 50 and _cap(ledger, "table", "people") == 5
