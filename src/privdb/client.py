@@ -156,8 +156,9 @@ class RemoteConnection:
         result: list[dict[str, Any]] = self._call("GET", "/v1/budgets")
         return result
 
-    def publish(self, method: str, table: str, **options: Any) -> dict[str, Any]:
-        """Publish a table once with a DP guarantee (owner; the server's POST /v1/publish)."""
+    def publish(self, method: str, table: str, /, **options: Any) -> dict[str, Any]:
+        """Publish a table once with a DP guarantee (owner; the server's POST /v1/publish); ``method=`` among
+        the options is the release's own method option (e.g. synthetic's mst or aim)."""
         result: dict[str, Any] = self._call(
             "POST", "/v1/publish", json={"method": method, "table": table, "options": options}
         )
