@@ -121,14 +121,16 @@ def aim(
         measured.append(((names[a],), mech.release(exact), float(mech.scale)))
     used = d / (2 * sigma**2)
     model = _fit(mbi, domain, measured, ROUND_ITERATIONS, None)
-    exacts = [marginal(codes, sizes, r) for r in setup.candidates]
+    # a marginal larger than the cap on its own can never be allowed: it is not even counted
+    small = [i for i, r in enumerate(setup.candidates) if len(r) == 1 or _megabytes(sizes, r) <= MAX_MODEL_MB]
+    exacts = {i: marginal(codes, sizes, setup.candidates[i]) for i in small}
     cliques = [c for c, _, _ in measured]
     rounds, last = 0, False
     while not last:
         rounds += 1
         used += 1 / (2 * sigma**2) + epsilon**2 / 8
         cap = MAX_MODEL_MB * used / budget
-        allowed = [i for i, r in enumerate(setup.candidates) if _fits(mbi, domain, cliques, r, names, cap)]
+        allowed = [i for i in small if _fits(mbi, domain, cliques, setup.candidates[i], names, cap)]
         keys = [tuple(names[a] for a in setup.candidates[i]) for i in allowed]
         before = model_marginals(mbi, model, keys)
         pick, noisy, std = aim_round(
@@ -149,8 +151,7 @@ def aim(
     if last:  # the final round, at what was left
         rounds += 1
         used += 1 / (2 * sigma**2) + epsilon**2 / 8
-        allowed = [i for i, r in enumerate(setup.candidates)
-                   if _fits(mbi, domain, cliques, r, names, MAX_MODEL_MB)]  # fmt: skip
+        allowed = [i for i in small if _fits(mbi, domain, cliques, setup.candidates[i], names, MAX_MODEL_MB)]
         keys = [tuple(names[a] for a in setup.candidates[i]) for i in allowed]
         pick, noisy, std = aim_round(
             [exacts[i] for i in allowed], model_marginals(mbi, model, keys),
@@ -158,6 +159,10 @@ def aim(
         )  # fmt: skip
         measured.append((keys[pick], noisy, std))
     return measured, _fit(mbi, domain, measured, iterations, model), rounds
+
+
+def _megabytes(sizes: Sequence[int], r: Axes) -> float:
+    return math.prod(sizes[a] for a in r) * 8 / 2**20
 
 
 def _fits(
