@@ -112,6 +112,7 @@ def test_the_rounds_spend_rho_and_no_more(monkeypatch: pytest.MonkeyPatch) -> No
     assert len(released.frame) == 200 and set(released.frame["c"]) <= {"u", "v"}
 
 
+@pytest.mark.slow  # ~20 s: 6,000 rounds on each table
 def test_a_round_is_dp_on_neighbouring_tables() -> None:
     """The 1-way measurements and one round (the exponential mechanism's pick, the measurement of the picked
     marginal) at ρ from (ε, δ) = (8, 1e-3), on tables with and without one person (cell (1, 1, 1)): the
