@@ -94,8 +94,9 @@ class Connection:
     def publish(self, method: str, table: str, /, **options: Any) -> dict[str, Any]:
         """Publish a table once with a DP guarantee (owner): ``histogram`` (columns=[["a", "b"]], epsilon=…),
         ``safepub`` (qi=[…], hierarchies={column: rows}, epsilon=…, delta=…) or ``synthetic`` (epsilon=…,
-        delta=…, rows=N); charged to the table's lifetime budget. The released rows and a summary
-        (privdb.publish.service.publish_request)."""
+        delta=…, rows=N, method="mst" or "aim"); charged to the table's lifetime budget. ``method`` and
+        ``table`` are positional only, so ``method=`` names a release's own method option. The released rows
+        and a summary (privdb.publish.service.publish_request)."""
         from privdb.publish.service import publish_request
 
         return publish_request(self._owner("publishing"), method, table, options)

@@ -157,7 +157,8 @@ class RemoteConnection:
         return result
 
     def publish(self, method: str, table: str, /, **options: Any) -> dict[str, Any]:
-        """Publish a table once with a DP guarantee (owner; the server's POST /v1/publish)."""
+        """Publish a table once with a DP guarantee (owner; the server's POST /v1/publish); ``method=`` among
+        the options is the release's own method option (e.g. synthetic's mst or aim)."""
         result: dict[str, Any] = self._call(
             "POST", "/v1/publish", json={"method": method, "table": table, "options": options}
         )

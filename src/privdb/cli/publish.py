@@ -315,7 +315,9 @@ def synthetic(
     bins: Annotated[
         list[str] | None, typer.Option("--bins", help="COLUMN=N equal bins of a number's bounds")
     ] = None,
-    method: Annotated[str, typer.Option(help="the synthesizer: mst (McKenna et al. 2021)")] = "mst",
+    method: Annotated[
+        str, typer.Option(help="the synthesizer: mst (McKenna et al. 2021) or aim (McKenna et al. 2022)")
+    ] = "mst",
     table: TableName = None,
     metadata: MetadataFile = None,
     report: Annotated[Path | None, typer.Option(help="the utility report, JSON (for the owner)")] = None,
@@ -326,8 +328,8 @@ def synthetic(
         str | None, typer.Option(help="report: a column to predict (train on synthetic, test on real)")
     ] = None,
 ) -> None:
-    """DP synthetic rows from noisy marginals (MST), with a utility report; charged to the table's lifetime
-    budget and logged as the owner's release."""
+    """DP synthetic rows from noisy marginals (MST, or AIM), with a utility report; charged to the table's
+    lifetime budget and logged as the owner's release."""
     from privdb.publish.synthetic import check_synthetic, release_synthetic
 
     for path, what in ((output, "--output"), (report, "--report"), (plot, "--report-png")):
@@ -361,6 +363,8 @@ def synthetic(
         summary = {"method": released.method, "epsilon": epsilon, "delta": delta, "rho": released.rho,
                    "rows": rows, "columns": released.columns, "sensitivity": released.sensitivity,
                    "measured": ["|".join(c) for c in released.cliques], "utility": utility}  # fmt: skip
+        if released.method == "aim":
+            summary["rounds"] = released.rounds
         if report is not None:
             report.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         if plot is not None:

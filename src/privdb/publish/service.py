@@ -121,7 +121,7 @@ def publish_safepub(
 def publish_synthetic(
     db: Database, frame: pd.DataFrame, meta: TableMeta, options: Mapping[str, Any], note: str
 ) -> SyntheticRelease:
-    """Synthetic rows of ``frame`` (privdb.publish.synthetic: MST), charged to ``meta``'s table."""
+    """Synthetic rows of ``frame`` (privdb.publish.synthetic: MST or AIM), charged to ``meta``'s table."""
     from privdb.publish.synthetic import check_synthetic, release_synthetic
 
     check_synthetic(meta, **options)
@@ -178,8 +178,9 @@ def _strings(value: Any, what: str) -> tuple[str, ...]:
 def publish_request(db: Database, method: str, table: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """A release of a table of ``db`` described as JSON (the server's POST /v1/publish, Connection.publish):
     ``histogram`` with ``columns`` (a list of marginals) or ``hierarchical``, ``safepub`` with ``qi`` and
-    ``hierarchies`` ({column: [[value, level 1, …], …]}, public), or ``synthetic`` with ``rows``. Returns the
-    released rows and a summary. The table is read once the request's shape has been checked."""
+    ``hierarchies`` ({column: [[value, level 1, …], …]}, public), or ``synthetic`` with ``rows`` (``method``
+    mst or aim). Returns the released rows and a summary. The table is read once the request's shape has been
+    checked."""
     meta = db.metadata(table)
     known = {
         "histogram": {
@@ -238,6 +239,8 @@ def publish_request(db: Database, method: str, table: str, options: Mapping[str,
         )
         out = made.frame
         summary = {"method": made.method, "rho": made.rho, "measured": ["|".join(c) for c in made.cliques]}
+        if made.method == "aim":
+            summary["rounds"] = made.rounds
     else:
         qi = _strings(options.get("qi"), "qi")
         given = options.get("hierarchies") or {}

@@ -9,9 +9,9 @@ a category outside its declared values (or a NULL) puts its row nowhere — the 
 measurement, which is a function of that row alone, so one unit still moves each marginal by at most its
 contribution bound.
 
-The measurements (MST, privdb.publish.mst) use privdb's exact samplers at ρ
-from (ε, δ) (privdb.accounting.zcdp); ``mbi`` (private-pgm, the ``synthetic`` extra) fits the graphical
-model to the noisy marginals and samples rows from it — post-processing. docs/proofs/synthetic.md.
+The measurements (MST, privdb.publish.mst, the default; or AIM, privdb.publish.aim) use privdb's exact
+samplers at ρ from (ε, δ) (privdb.accounting.zcdp); ``mbi`` (private-pgm, the ``synthetic`` extra) fits the
+graphical model to the noisy marginals and samples rows from it — post-processing. docs/proofs/synthetic.md.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from privdb.catalog.metadata import TableMeta
 from privdb.errors import InvalidParameter
 from privdb.mechanisms import RandomSource
 from privdb.mechanisms.randomness import default_source
+from privdb.publish.aim import aim
 from privdb.publish.histogram import Domain, _bounded, _column, domain_of
 from privdb.publish.mst import mst_measurements
 
@@ -45,7 +46,7 @@ __all__ = [
 ]
 
 SYNTHETIC_BINS = 16
-METHODS = ("mst",)  # AIM (McKenna et al. 2022) is not implemented yet: docs/proofs/synthetic.md
+METHODS = ("mst", "aim")  # McKenna et al. 2021 (the default) and 2022
 MAX_ROWS = 100_000_000
 _ITERATIONS = 1_000
 
@@ -88,6 +89,7 @@ class SyntheticRelease:
     rho: float
     sensitivity: int
     cliques: list[tuple[str, ...]] = field(default_factory=list)
+    rounds: int = 0  # AIM: the rounds after the 1-way measurements
 
 
 def domains_for(table: TableMeta, columns: Sequence[str] | None, bins: dict[str, int] | None) -> list[Domain]:
@@ -193,8 +195,12 @@ def release_synthetic(
     sensitivity = 2 * most if table.neighbouring == "substitute" else most
     codes = encode(bounded, domains)
     rho = zcdp.rho_from_epsilon(epsilon, delta)
-    measured = mst_measurements(codes, names, sizes, rho, sensitivity, delta, source)
-    model = fit_model(mbi, names, sizes, measured, iterations)
+    rounds = 0
+    if method == "aim":
+        measured, model, rounds = aim(mbi, codes, names, sizes, rho, sensitivity, delta, source, iterations)
+    else:
+        measured = mst_measurements(codes, names, sizes, rho, sensitivity, delta, source)
+        model = fit_model(mbi, names, sizes, measured, iterations)
     seed = int(source.words(1)[0] % (2**32))  # sampling is post-processing: its randomness is not secret
     state = np.random.get_state()
     try:
@@ -205,7 +211,9 @@ def release_synthetic(
     synthetic = np.stack([np.asarray(sampled.data[n], dtype=np.int64) for n in names], axis=1)
     out = decode(synthetic, domains, table, seed)
     cliques = [clique for clique, _, _ in measured]
-    return SyntheticRelease(out, synthetic, names, domains, method, epsilon, delta, rho, sensitivity, cliques)
+    return SyntheticRelease(
+        out, synthetic, names, domains, method, epsilon, delta, rho, sensitivity, cliques, rounds
+    )
 
 
 def fit_model(

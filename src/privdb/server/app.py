@@ -71,7 +71,7 @@ class PublishIn(BaseModel):
         default_factory=dict,
         description="histogram: columns [[a, b], …] or hierarchical, epsilon, delta, bins, noise, method; "
         "safepub: qi, hierarchies {column: [[value, …, '*'], …]}, epsilon, delta, epsilon_search, metric; "
-        "synthetic: epsilon, delta, rows, columns, bins",
+        "synthetic: epsilon, delta, rows, columns, bins, method (mst or aim)",
     )
 
 
