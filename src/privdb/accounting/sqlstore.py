@@ -171,10 +171,40 @@ class SQLiteStore(SQLStore):
 
     def __init__(self, path: Path, *, durable: bool = True) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        super().__init__(sqlite3.connect(path, isolation_level=None, timeout=60.0, check_same_thread=False))
+        self._path, self._durable = path, durable
+        super().__init__(self._open())
         self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
-        self._conn.execute(f"PRAGMA busy_timeout={_LOCK_WAIT * 1000}")
+        self._own = threading.local()  # each thread's connection for statements outside a transaction
+        self._opened: list[sqlite3.Connection] = []
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self._path, isolation_level=None, timeout=60.0, check_same_thread=False)
+        conn.execute(f"PRAGMA synchronous={'FULL' if self._durable else 'NORMAL'}")
+        conn.execute(f"PRAGMA busy_timeout={_LOCK_WAIT * 1000}")
+        return conn
+
+    @contextlib.contextmanager
+    def cursor(self) -> Iterator[Cursor]:
+        """A cursor on this thread's own connection (WAL: a read never waits for a writer, nor for this
+        process's write transaction and its fsync); each statement commits on its own, and SQLite's lock
+        orders a write with every other (``busy_timeout``)."""
+        conn: sqlite3.Connection | None = getattr(self._own, "conn", None)
+        if conn is None:
+            conn = self._own.conn = self._open()
+            with self.lock:
+                self._opened.append(conn)
+        raw = conn.cursor()
+        try:
+            yield Cursor(raw, self.dialect)
+        finally:
+            raw.close()  # no statement left open: the next read starts a fresh snapshot
+
+    def close(self) -> None:
+        with self.lock:
+            for conn in self._opened:
+                conn.close()
+            self._opened.clear()
+        super().close()
 
     def _begin(self, cur: Cursor, durable: bool) -> None:
         cur.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
