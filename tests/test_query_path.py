@@ -203,3 +203,28 @@ def test_the_catalog_snapshot_ends_with_the_query(db: Database) -> None:
             assert db.catalog.metadata("people") is not None
         assert db.catalog._snapshot.rows
     assert db.catalog._snapshot.rows is None
+
+
+def test_writers_queue_on_the_file_lock_and_give_up_as_sqlite_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second writer waits for the first (one at a time, across processes alike) and, after the wait
+    SQLite would allow, fails with SQLite's own busy error rather than hanging."""
+    import fcntl
+    import os
+    import sqlite3
+
+    store = sqlstore.open_store(tmp_path / "l.sqlite")
+    holder = os.open(f"{tmp_path / 'l.sqlite'}.lock", os.O_RDWR)  # another open file: another process's lock
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        monkeypatch.setattr(sqlstore, "_LOCK_WAIT", 0.05)
+        with pytest.raises(sqlite3.OperationalError, match="locked"), store.transaction() as cur:
+            cur.execute("SELECT 1")
+        fcntl.flock(holder, fcntl.LOCK_UN)
+        with store.transaction() as cur:  # free again: the lock was not left taken by the failed attempt
+            cur.execute("CREATE TABLE t (x INTEGER)")
+        fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)  # and the store released it after COMMIT
+    finally:
+        os.close(holder)
+        store.close()

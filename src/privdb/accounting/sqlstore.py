@@ -9,6 +9,11 @@ SQL with ``?`` placeholders, and runs unchanged on both. What differs is here:
   (``pg_advisory_xact_lock``) taken as the transaction's first statement, at ``READ COMMITTED``, so every
   later statement reads what every earlier lock holder committed (docs/proofs/ledger.md, "Several hosts").
   Writers on every host therefore run one at a time, exactly as processes sharing one SQLite file do.
+  On SQLite, privdb's processes first queue on a file lock beside the database (``privdb.sqlite.lock``),
+  held from ``BEGIN IMMEDIATE`` to the end of the transaction: SQLite's busy handler makes a waiting
+  process sleep 1, 2, 5 … ms between tries, far longer than a spend's transaction (under a millisecond with
+  its fsync), so two server workers left the cores idle waiting for each other. The file lock is released
+  by the kernel when a process dies.
 * **Durability.** ``durable=True``: SQLite ``synchronous=FULL``, PostgreSQL ``synchronous_commit=on`` (the
   commit returns once its WAL is flushed). ``durable=False`` (reservations, releases): ``NORMAL`` and
   ``off``, atomic and visible to every other writer at once, flushed by the next durable commit, which in
@@ -24,9 +29,12 @@ does not need it.
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import os
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,6 +47,22 @@ __all__ = ["Cursor", "SQLStore", "glob_word_match", "is_store_url", "open_store"
 # SQLite's write lock per file): "privdb" in ASCII, a constant no other program is likely to use
 _LOCK_KEY = int.from_bytes(b"privdb", "big")
 _LOCK_WAIT = 60  # seconds a writer waits for the lock before failing (SQLite's busy_timeout below)
+
+
+def _writers_lock(fd: int) -> None:
+    """Take the writers' file lock, waiting at most ``_LOCK_WAIT`` seconds as SQLite would (then SQLite's
+    own busy error): a holder ends its transaction within a millisecond or two, so the waiter polls at
+    50 µs, backing off to 1 ms, and never sleeps long past the release."""
+    deadline, pause = time.monotonic() + _LOCK_WAIT, 5e-5
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise sqlite3.OperationalError("database is locked") from None
+            time.sleep(pause)
+            pause = min(pause * 2, 1e-3)
 
 
 def is_store_url(target: object) -> bool:
@@ -115,12 +139,15 @@ class SQLStore:
             cur = Cursor(self._connection().cursor(), self.dialect)
             self._begin(cur, durable)
             try:
-                yield cur
-            except BaseException:
-                with contextlib.suppress(Exception):  # a broken connection has rolled back already
-                    cur.execute("ROLLBACK")
-                raise
-            cur.execute("COMMIT")
+                try:
+                    yield cur
+                except BaseException:
+                    with contextlib.suppress(Exception):  # a broken connection has rolled back already
+                        cur.execute("ROLLBACK")
+                    raise
+                cur.execute("COMMIT")
+            finally:
+                self._end()
 
     @contextlib.contextmanager
     def cursor(self) -> Iterator[Cursor]:
@@ -159,6 +186,9 @@ class SQLStore:
     def _begin(self, cur: Cursor, durable: bool) -> None:
         raise NotImplementedError
 
+    def _end(self) -> None:
+        """After a write transaction ended (committed or rolled back)."""
+
     def _add_column(self, cur: Cursor, table: str, column: str, declaration: str) -> None:
         raise NotImplementedError
 
@@ -176,6 +206,9 @@ class SQLiteStore(SQLStore):
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._own = threading.local()  # each thread's connection for statements outside a transaction
         self._opened: list[sqlite3.Connection] = []
+        # privdb's writers queue on this file's lock before SQLite's: a waiting process wakes when the lock is
+        # free, where SQLite's busy handler sleeps 1, 2, 5, 10 … ms between tries (module doc)
+        self._writers = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
 
     def _open(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self._path, isolation_level=None, timeout=60.0, check_same_thread=False)
@@ -204,11 +237,20 @@ class SQLiteStore(SQLStore):
             for conn in self._opened:
                 conn.close()
             self._opened.clear()
+            os.close(self._writers)
         super().close()
 
     def _begin(self, cur: Cursor, durable: bool) -> None:
-        cur.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
-        cur.execute("BEGIN IMMEDIATE")
+        _writers_lock(self._writers)
+        try:
+            cur.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+            cur.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            fcntl.flock(self._writers, fcntl.LOCK_UN)
+            raise
+
+    def _end(self) -> None:
+        fcntl.flock(self._writers, fcntl.LOCK_UN)
 
     def _add_column(self, cur: Cursor, table: str, column: str, declaration: str) -> None:
         if column not in {r[1] for r in cur.execute(f"PRAGMA table_info({table})").fetchall()}:
