@@ -228,3 +228,12 @@ def test_writers_queue_on_the_file_lock_and_give_up_as_sqlite_would(
     finally:
         os.close(holder)
         store.close()
+
+
+def test_a_store_closes_twice_without_touching_other_files(tmp_path: Path) -> None:
+    store = sqlstore.open_store(tmp_path / "l.sqlite")
+    store.close()
+    with (tmp_path / "other").open("w") as other:  # may take the number the lock file had
+        store.close()
+        other.write("still open")
+    assert (tmp_path / "other").read_text() == "still open"

@@ -237,7 +237,9 @@ class SQLiteStore(SQLStore):
             for conn in self._opened:
                 conn.close()
             self._opened.clear()
-            os.close(self._writers)
+            if self._writers >= 0:  # closed once only: the number may be another file's by now
+                os.close(self._writers)
+                self._writers = -1
         super().close()
 
     def _begin(self, cur: Cursor, durable: bool) -> None:
