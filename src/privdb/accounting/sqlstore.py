@@ -208,7 +208,9 @@ class SQLiteStore(SQLStore):
         self._opened: list[sqlite3.Connection] = []
         # privdb's writers queue on this file's lock before SQLite's: a waiting process wakes when the lock is
         # free, where SQLite's busy handler sleeps 1, 2, 5, 10 … ms between tries (module doc)
-        self._writers = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        # a file object: closed in close(), or when the store is collected
+        self._lockfile = os.fdopen(os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600), "r+b")
+        self._writers = self._lockfile.fileno()
 
     def _open(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self._path, isolation_level=None, timeout=60.0, check_same_thread=False)
@@ -237,9 +239,7 @@ class SQLiteStore(SQLStore):
             for conn in self._opened:
                 conn.close()
             self._opened.clear()
-            if self._writers >= 0:  # closed once only: the number may be another file's by now
-                os.close(self._writers)
-                self._writers = -1
+            self._lockfile.close()  # once only (a file object): the number may be another file's by now
         super().close()
 
     def _begin(self, cur: Cursor, durable: bool) -> None:
