@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from privdb.mechanisms import DiscreteGaussian, ExponentialMechanism, RandomSource
-from privdb.publish.mst import marginal
+from privdb.publish.mst import Measured, fit_model, marginal
 
 __all__ = ["AimPlan", "aim", "aim_round", "plan", "score"]
 
@@ -45,7 +44,6 @@ ROUND_ITERATIONS = 100  # mirror-descent steps per round, warm-started from the 
 _SLACK = 1.0 - 1e-9  # the rounds' float sums stay below ρ
 
 Axes = tuple[int, ...]
-Measured = tuple[tuple[str, ...], NDArray[np.float64], float]
 
 
 @dataclass(frozen=True)
@@ -120,7 +118,7 @@ def aim(
         exact = marginal(codes, sizes, (a,))
         measured.append(((names[a],), mech.release(exact), float(mech.scale)))
     used = d / (2 * sigma**2)
-    model = _fit(mbi, domain, measured, ROUND_ITERATIONS, None)
+    model = fit_model(mbi, domain, measured, ROUND_ITERATIONS)
     # a marginal larger than the cap on its own can never be allowed: it is not even counted
     small = [i for i, r in enumerate(setup.candidates) if len(r) == 1 or _megabytes(sizes, r) <= MAX_MODEL_MB]
     exacts = {i: marginal(codes, sizes, setup.candidates[i]) for i in small}
@@ -139,7 +137,7 @@ def aim(
         )  # fmt: skip
         measured.append((keys[pick], noisy, std))
         cliques.append(keys[pick])
-        model = _fit(mbi, domain, measured, ROUND_ITERATIONS, model)
+        model = fit_model(mbi, domain, measured, ROUND_ITERATIONS, model)
         after = model_marginals(mbi, model, [keys[pick]])[0]
         if float(np.abs(after - before[pick]).sum()) <= math.sqrt(2 / math.pi) * std * after.size:
             sigma, epsilon = sigma / 2, epsilon * 2
@@ -158,7 +156,7 @@ def aim(
             [setup.weights[i] for i in allowed], sigma, epsilon, sensitivity, delta, rng,
         )  # fmt: skip
         measured.append((keys[pick], noisy, std))
-    return measured, _fit(mbi, domain, measured, iterations, model), rounds
+    return measured, fit_model(mbi, domain, measured, iterations, model), rounds
 
 
 def _megabytes(sizes: Sequence[int], r: Axes) -> float:
@@ -172,18 +170,6 @@ def _fits(
     if any(set(clique) <= set(c) for c in cliques):
         return True  # already inside the model: its size does not change
     return bool(mbi.junction_tree.hypothetical_model_size(domain, [*cliques, clique]) <= cap)
-
-
-def _fit(mbi: Any, domain: Any, measured: Sequence[Measured], iterations: int, start: Any) -> Any:
-    """The model fitted to the noisy marginals (mbi's mirror descent, warm-started; post-processing)."""
-    measurements = [
-        mbi.LinearMeasurement(np.asarray(noisy, dtype=np.float64).reshape(-1), clique, stddev=std)
-        for clique, noisy, std in measured
-    ]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        estimator = mbi.estimation.MirrorDescent(marginal_oracle=mbi.marginal_oracles.message_passing_stable)
-        return estimator.estimate(domain, measurements, iters=iterations, warm_start=start)
 
 
 def model_marginals(mbi: Any, model: Any, cliques: Sequence[tuple[str, ...]]) -> list[NDArray[np.float64]]:

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -29,6 +31,7 @@ from privdb.mechanisms import DiscreteGaussian, ExponentialMechanism, RandomSour
 __all__ = ["measure_marginal", "mst_measurements", "selection_epsilon"]
 
 Codes = NDArray[np.int64]
+Measured = tuple[tuple[str, ...], NDArray[np.float64], float]  # (clique, noisy counts, noise std)
 
 
 def marginal(codes: Codes, sizes: Sequence[int], axes: Sequence[int]) -> NDArray[np.float64]:
@@ -103,3 +106,17 @@ def _spanning_tree(
         chosen.append(pick)
         component[root(pick[0])] = root(pick[1])
     return chosen
+
+
+def fit_model(mbi: Any, domain: Any, measured: Sequence[Measured], iterations: int, start: Any = None) -> Any:
+    """The graphical model that best fits the noisy marginals (mbi's mirror descent with its numerically
+    stable message passing, which compiles faster than its default here; warm-started from ``start``, an
+    earlier model, as AIM's rounds are; post-processing). Used by MST and AIM alike."""
+    measurements = [
+        mbi.LinearMeasurement(np.asarray(noisy, dtype=np.float64).reshape(-1), clique, stddev=std)
+        for clique, noisy, std in measured
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimator = mbi.estimation.MirrorDescent(marginal_oracle=mbi.marginal_oracles.message_passing_stable)
+        return estimator.estimate(domain, measurements, iters=iterations, warm_start=start)

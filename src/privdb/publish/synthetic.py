@@ -33,7 +33,7 @@ from privdb.mechanisms import RandomSource
 from privdb.mechanisms.randomness import default_source
 from privdb.publish.aim import aim
 from privdb.publish.histogram import Domain, _bounded, _column, domain_of
-from privdb.publish.mst import mst_measurements
+from privdb.publish.mst import fit_model, mst_measurements
 
 __all__ = [
     "METHODS",
@@ -200,7 +200,7 @@ def release_synthetic(
         measured, model, rounds = aim(mbi, codes, names, sizes, rho, sensitivity, delta, source, iterations)
     else:
         measured = mst_measurements(codes, names, sizes, rho, sensitivity, delta, source)
-        model = fit_model(mbi, names, sizes, measured, iterations)
+        model = fit_model(mbi, mbi.Domain(tuple(names), tuple(sizes)), measured, iterations)
     seed = int(source.words(1)[0] % (2**32))  # sampling is post-processing: its randomness is not secret
     state = np.random.get_state()
     try:
@@ -214,23 +214,3 @@ def release_synthetic(
     return SyntheticRelease(
         out, synthetic, names, domains, method, epsilon, delta, rho, sensitivity, cliques, rounds
     )
-
-
-def fit_model(
-    mbi: Any,
-    names: Sequence[str],
-    sizes: Sequence[int],
-    measured: Sequence[tuple[tuple[str, ...], NDArray[np.float64], float]],
-    iterations: int,
-) -> Any:
-    """The graphical model that best fits the noisy marginals (mbi's mirror descent with its numerically
-    stable message passing, which compiles faster than its default here; post-processing)."""
-    domain = mbi.Domain(tuple(names), tuple(sizes))
-    measurements = [
-        mbi.LinearMeasurement(np.asarray(noisy, dtype=np.float64).reshape(-1), clique, stddev=std)
-        for clique, noisy, std in measured
-    ]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        estimator = mbi.estimation.MirrorDescent(marginal_oracle=mbi.marginal_oracles.message_passing_stable)
-        return estimator.estimate(domain, measurements, iters=iterations)
