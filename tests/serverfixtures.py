@@ -8,16 +8,19 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from privdb.data.census import METADATA, generate
 from privdb.database import Database
 
-__all__ = ["Server", "free_port", "make_server_db"]
+__all__ = ["Server", "ask_concurrently", "free_port", "make_server_db"]
 
 
 def free_port() -> int:
@@ -89,3 +92,20 @@ class Server:
                 self.process.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+def ask_concurrently(
+    url: str, token: str, queries: list[str], clients: int
+) -> list[tuple[str, int, dict[str, Any]]]:
+    """Send ``queries`` to one server from ``clients`` threads, each with its own keep-alive connection:
+    (query, status, JSON answer) each."""
+    local = threading.local()
+
+    def one(query: str) -> tuple[str, int, dict[str, Any]]:
+        if not hasattr(local, "client"):
+            local.client = httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        response = local.client.post(url + "/v1/query", json={"sql": query})
+        return query, response.status_code, response.json()
+
+    with ThreadPoolExecutor(clients) as pool:
+        return list(pool.map(one, queries))

@@ -27,7 +27,7 @@ from privdb.catalog.querylog import LogFilter
 from privdb.catalog.store import Catalog
 from privdb.database import Database
 from privdb.errors import BudgetExhausted, InvalidParameter, Unauthorized
-from serverfixtures import Server, make_server_db
+from serverfixtures import Server, ask_concurrently, make_server_db
 
 
 @pytest.fixture(scope="module")
@@ -111,20 +111,6 @@ def test_catalog_surveys_answers_and_columns_on_both_stores(tmp_path: Path, clus
 # ---------------------------------------------------------------- two servers, one ledger
 
 
-def _ask(url: str, token: str, queries: list[str], clients: int) -> list[tuple[str, int, dict[str, Any]]]:
-    """Send ``queries`` to one server from ``clients`` threads, each with its own keep-alive connection."""
-    local = threading.local()
-
-    def one(query: str) -> tuple[str, int, dict[str, Any]]:
-        if not hasattr(local, "client"):
-            local.client = httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=60)
-        response = local.client.post(url + "/v1/query", json={"sql": query})
-        return query, response.status_code, response.json()
-
-    with ThreadPoolExecutor(clients) as pool:
-        return list(pool.map(one, queries))
-
-
 @pytest.mark.slow
 def test_400_queries_on_two_servers_against_a_budget_for_100(tmp_path: Path, ledger_url: str) -> None:
     a, b, _ = _two_hosts(tmp_path, ledger_url)
@@ -138,7 +124,9 @@ def test_400_queries_on_two_servers_against_a_budget_for_100(tmp_path: Path, led
     try:
         queries = [f"DP-SELECT 0.1 COUNT(*) FROM people WHERE age > {i}" for i in range(400)]
         with ThreadPoolExecutor(2) as both:  # 10 clients on each server at once
-            halves = [both.submit(_ask, s.url, token, queries[i::2], 10) for i, s in enumerate(servers)]
+            halves = [
+                both.submit(ask_concurrently, s.url, token, queries[i::2], 10) for i, s in enumerate(servers)
+            ]
             per_server = [half.result() for half in halves]
     finally:
         for server in servers:

@@ -11,7 +11,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ import privdb
 from privdb.client import RemoteConnection
 from privdb.database import Database
 from privdb.errors import Forbidden, PrivdbError, RawAccessDenied, Unauthorized, UnknownTable
-from serverfixtures import Server, make_server_db
+from serverfixtures import Server, ask_concurrently, make_server_db
 
 
 @pytest.fixture(scope="module")
@@ -195,20 +194,6 @@ def test_cli_speaks_to_the_server(served: tuple[Server, dict[str, str]]) -> None
 # ---------------------------------------------------------------- budgets under concurrency and faults
 
 
-def _load(url: str, token: str, queries: list[str], clients: int) -> list[tuple[str, int, dict[str, Any]]]:
-    """Send ``queries`` from ``clients`` threads, each with its own keep-alive connection."""
-    local = threading.local()
-
-    def one(query: str) -> tuple[str, int, dict[str, Any]]:
-        if not hasattr(local, "client"):
-            local.client = httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=60)
-        response = local.client.post(url + "/v1/query", json={"sql": query})
-        return query, response.status_code, response.json()
-
-    with ThreadPoolExecutor(clients) as pool:
-        return list(pool.map(one, queries))
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("workers", [1, 2])
 def test_200_concurrent_queries_against_a_budget_for_50(tmp_path: Path, workers: int) -> None:
@@ -217,7 +202,7 @@ def test_200_concurrent_queries_against_a_budget_for_50(tmp_path: Path, workers:
     server = Server(path, workers=workers).start()
     try:
         queries = [f"DP-SELECT 0.1 COUNT(*) FROM people WHERE age > {i}" for i in range(200)]
-        results = _load(server.url, tokens["alice"], queries, clients=20)
+        results = ask_concurrently(server.url, tokens["alice"], queries, clients=20)
     finally:
         server.stop()
     statuses = [s for _, s, _ in results]
