@@ -29,9 +29,8 @@ from privdb.publish.aim import MAX_WORKLOAD, aim_round, model_marginals, plan
 from privdb.publish.mst import marginal
 from privdb.publish.synthetic import encode, load_mbi, release_synthetic
 from privdb.publish.utility import utility_report
-from publishfixtures import example_people, spent
+from publishfixtures import adult_with_domains, example_people, spent
 
-ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
 runner = CliRunner()
 
 
@@ -211,14 +210,7 @@ def test_adult_end_to_end() -> None:
     """Adult (30,162 rows, ARX's hierarchies as public domains) at ε = 1: AIM's 3-way marginals are close and,
     unlike MST's tree, its cliques link salary-class to several columns, so the classifier trained on its rows
     clearly beats the majority class."""
-    frame = pd.read_csv(ADULT / "adult.csv", sep=";")
-    columns: dict[str, dict[str, object]] = {"age": {"type": "int", "lower": 17, "upper": 90}}
-    for name in frame.columns.drop("age"):
-        values = pd.read_csv(ADULT / "hierarchies" / f"{name}.csv", sep=";", header=None)[0]
-        columns[name] = {"type": "category", "values": [str(v) for v in values]}
-    meta = metadata_from_dict(
-        "adult", {"columns": columns}, {c: "int" if c == "age" else "text" for c in frame}
-    )
+    frame, meta = adult_with_domains()
     released = release_synthetic(
         frame, meta, epsilon=1.0, delta=1e-9, rows=len(frame), method="aim", rng=seeded(5)
     )

@@ -22,9 +22,8 @@ from privdb.publish import synthetic as synthetic_module
 from privdb.publish.mst import mst_measurements, selection_epsilon
 from privdb.publish.synthetic import encode, release_synthetic
 from privdb.publish.utility import utility_report
-from publishfixtures import example_people, spent
+from publishfixtures import adult_with_domains, example_people, spent
 
-ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
 runner = CliRunner()
 
 
@@ -219,14 +218,7 @@ def test_adult_end_to_end() -> None:
     """Adult (30,162 rows, ARX's hierarchies as the public domains) at ε = 1: the 1- and 2-way marginals are
     close, and the salary-class classifier trained on synthetic rows is no worse than the majority class
     (MST links salary-class to one column, typically marital-status: it beats it by little if at all)."""
-    frame = pd.read_csv(ADULT / "adult.csv", sep=";")
-    columns: dict[str, dict[str, object]] = {"age": {"type": "int", "lower": 17, "upper": 90}}
-    for name in frame.columns.drop("age"):
-        values = pd.read_csv(ADULT / "hierarchies" / f"{name}.csv", sep=";", header=None)[0]
-        columns[name] = {"type": "category", "values": [str(v) for v in values]}
-    meta = metadata_from_dict(
-        "adult", {"columns": columns}, {c: "int" if c == "age" else "text" for c in frame}
-    )
+    frame, meta = adult_with_domains()
     released = release_synthetic(frame, meta, epsilon=1.0, delta=1e-9, rows=len(frame), rng=seeded(5))
     assert len(released.frame) == len(frame) and set(released.frame.columns) == set(frame.columns)
     report = utility_report(encode(frame, released.domains), released.codes, released.columns,
