@@ -136,7 +136,7 @@ class SQLStore:
         """One write transaction holding the store's write lock from its first statement to its end; rolled
         back if the block raises."""
         with self.lock:
-            cur = Cursor(self._connection().cursor(), self.dialect)
+            cur = Cursor(self._writer(durable).cursor(), self.dialect)
             self._begin(cur, durable)
             try:
                 try:
@@ -179,6 +179,10 @@ class SQLStore:
         """The connection, opened again first if it was lost (called under ``lock``)."""
         return self._conn
 
+    def _writer(self, durable: bool) -> Any:
+        """The connection a write transaction runs on (called under ``lock``)."""
+        return self._connection()
+
     def word_match(self, text: str) -> str:
         """SQL true when the placeholder's word (letters, digits, _) occurs in ``text`` as a whole word."""
         return glob_word_match(text)
@@ -202,8 +206,12 @@ class SQLiteStore(SQLStore):
     def __init__(self, path: Path, *, durable: bool = True) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._path, self._durable = path, durable
-        super().__init__(self._open())
+        super().__init__(self._open(durable=True))
         self._conn.execute("PRAGMA journal_mode=WAL")
+        # write transactions that need no sync (reservations, releases) have a connection of their own, so
+        # no transaction spends a statement setting ``synchronous``; a sync flushes the whole WAL file, with
+        # what this connection wrote before it
+        self._relaxed = self._open(durable=False)
         self._own = threading.local()  # each thread's connection for statements outside a transaction
         self._opened: list[sqlite3.Connection] = []
         # privdb's writers queue on this file's lock before SQLite's: a waiting process wakes when the lock is
@@ -212,9 +220,10 @@ class SQLiteStore(SQLStore):
         self._lockfile = os.fdopen(os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600), "r+b")
         self._writers = self._lockfile.fileno()
 
-    def _open(self) -> sqlite3.Connection:
+    def _open(self, *, durable: bool | None = None) -> sqlite3.Connection:
         conn = sqlite3.connect(self._path, isolation_level=None, timeout=60.0, check_same_thread=False)
-        conn.execute(f"PRAGMA synchronous={'FULL' if self._durable else 'NORMAL'}")
+        durable = self._durable if durable is None else durable
+        conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
         conn.execute(f"PRAGMA busy_timeout={_LOCK_WAIT * 1000}")
         return conn
 
@@ -239,13 +248,16 @@ class SQLiteStore(SQLStore):
             for conn in self._opened:
                 conn.close()
             self._opened.clear()
+            self._relaxed.close()
             self._lockfile.close()  # once only (a file object): the number may be another file's by now
         super().close()
+
+    def _writer(self, durable: bool) -> sqlite3.Connection:
+        return self._conn if durable else self._relaxed
 
     def _begin(self, cur: Cursor, durable: bool) -> None:
         _writers_lock(self._writers)
         try:
-            cur.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
             cur.execute("BEGIN IMMEDIATE")
         except BaseException:
             fcntl.flock(self._writers, fcntl.LOCK_UN)
