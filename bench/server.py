@@ -734,8 +734,10 @@ def findings(cells: list[Cell], stages: list[Stages], tries: dict[str, float], f
         "resolution; only the noise sizing and the engine SQL are redone; the first query of a shape costs "
         f"~1–3 ms); noise {span('noise')} on the engine's values as Python lists (no DataFrame); the "
         f"ledger's reservation {span('ledger reserve')}; one catalog read per query (the table's metadata, "
-        "attachments and the analyst, read once in `Catalog.snapshot`; 19 ledger and catalog statements "
-        "per COUNT, 29 before). The time limit arms the process's one watchdog thread "
+        "attachments and the analyst, read once in `Catalog.snapshot`; 16 ledger and catalog statements "
+        "per COUNT, 29 and then 19 before: write transactions run on connections already synced as each "
+        "needs, and a spend settles by one guarded `UPDATE`). The time limit arms the process's one "
+        "watchdog thread "
         "(`privdb.backends.watchdog`), no thread start per query.",
         "- **HTTP, ~1–2 ms**: uvicorn + Starlette + FastAPI (`GET /healthz` floor above); the token check "
         "runs on the event loop and `/v1/query` returns its JSON bytes, so a query costs one hand-off to "
@@ -752,8 +754,10 @@ def findings(cells: list[Cell], stages: list[Stages], tries: dict[str, float], f
         "",
         "On 2 cores the load generator's own CPU (the clients column, ~1 ms per answer) counts too.",
         "",
-        'The machine is shared: other work ran during this benchmark ("other" cores above), so q/s and '
-        "especially p99 move by up to ~1.5× between runs; compare rows of one run, not runs.",
+        'The machine is shared (a 2-vCPU virtual machine): other work ran during this benchmark ("other" '
+        "cores above), and its speed changes through the day by up to ~2× (the raw SQL column, a plain "
+        "aggregate with no privdb in it, is the yardstick), so q/s and especially p99 move between runs; "
+        "compare rows of one run, not runs.",
     ]
 
 

@@ -3,6 +3,7 @@ both stores (a SQLite file, and PostgreSQL in a throw-away cluster: tests/pgfixt
 
 from __future__ import annotations
 
+import copy
 import multiprocessing as mp
 import os
 import signal
@@ -71,6 +72,22 @@ def test_reservation_release_and_commit(ledger: Ledger) -> None:
     assert ledger.budget("alice", "db").epsilon_remaining == Fraction(2, 5)
     states = [s.state for s in ledger.spends("alice", "db")]
     assert states == ["released", "committed"]
+
+
+def test_a_spend_settles_once_whichever_handle_settles_it(ledger: Ledger) -> None:
+    """The row itself guards the settle (``UPDATE … WHERE state = 'reserved'``): a second handle on a spend
+    already settled (a stale copy, another process's) changes neither the log nor any budget."""
+    ledger.set_budget("alice", "db", epsilon=2)
+    ledger.set_cap("table", "people", "db", epsilon=3)
+    held = ledger.reserve("alice", "db", epsilon=1, draws=[("table", "people")])
+    stale = copy.copy(held)
+    held.commit(epsilon=0.25)
+    stale.release()  # would return all of it, were the row still reserved
+    stale.commit(epsilon=0.5)
+    assert ledger.budget("alice", "db").epsilon_spent == Fraction(1, 4)
+    assert dict(ledger.caps("db"))["table"].epsilon_spent == Fraction(1, 4)
+    (spend,) = ledger.spends("alice", "db")
+    assert (spend.state, spend.epsilon) == ("committed", Fraction(1, 4))
 
 
 def test_a_partial_commit_keeps_the_ex_post_part_and_returns_the_rest_everywhere(ledger: Ledger) -> None:
