@@ -26,6 +26,7 @@ from privdb.sql import expr
 from privdb.sql.expr import Type
 from privdb.sql.expr.bounds import bound
 from privdb.sql.expr.render import render_num
+from privdb.sql.expr.totality import check_summable
 
 __all__ = ["SUPPORTED", "AggregateRef", "Arguments", "aggregate_kind", "is_aggregate"]
 
@@ -111,6 +112,34 @@ def _quantile_level(node: exp.Expression) -> float:
     return q
 
 
+def _magnitude(column: ColumnMeta) -> float | None:
+    if column.lower is None or column.upper is None:
+        return None  # refused where the bounds are needed, with its own message
+    return max(abs(column.lower), abs(column.upper))
+
+
+def _check_summable(
+    node: exp.Expression, kind: str, column: ColumnMeta, column2: ColumnMeta | None = None
+) -> None:
+    """Refuse, before reading, an aggregate whose engine sums could overflow (privdb.sql.expr.totality):
+    SUM and AVG add values, the variances squares, the pair statistics squares and products."""
+    if kind in _COUNTS or kind in ("quantile", "mode"):
+        return
+    what = node.sql(dialect="duckdb")[:80]
+    first = _magnitude(column)
+    second = None if column2 is None else _magnitude(column2)
+    if kind in ("sum", "avg"):
+        if first is not None:
+            check_summable(first, what)
+        return
+    for magnitude in (first, second):
+        if magnitude is not None:
+            check_summable(magnitude, what)
+            check_summable(magnitude * magnitude, what, squared=True)
+    if first is not None and second is not None:
+        check_summable(first * second, what, squared=True)
+
+
 class Arguments:
     """Checks aggregate arguments against one relation; expressions become hidden computed columns."""
 
@@ -170,6 +199,7 @@ class Arguments:
         if kind in _PAIRS.values():
             first = self.column(node, node.this, False)
             second = self.column(node, node.args.get("expression"), False)
+            _check_summable(node, kind, first, second)
             return AggregateRef(output, kind, first, node, None, second, visible=visible)
         arg = node.expressions[0] if isinstance(node, exp.Anonymous) and node.expressions else node.this
         if isinstance(node, exp.Anonymous) and len(node.expressions) != 1:
@@ -190,6 +220,7 @@ class Arguments:
             q = _QUANTILES[type(node)]  # MEDIAN, MIN, MAX: their level; QUANTILE(x, q): its argument
             q = _quantile_level(node) if q is None else q
         column = self.column(node, arg, kind in _COUNTS)
+        _check_summable(node, kind, column)
         return AggregateRef(
             output, kind, column, node, q, of_unit=kind == "count_distinct" and self.is_unit(column),
             visible=visible,

@@ -17,7 +17,7 @@ from privdb.mechanisms._validate import exact
 from privdb.result import Result
 from privdb.sql.noise import NoisyAnswer
 
-__all__ = ["charged"]
+__all__ = ["after_reading", "charged"]
 
 T = TypeVar("T")
 
@@ -64,24 +64,10 @@ def charged(
             "epsilon_plain": float(reservation.epsilon_plain), "delta": float(gaussian.delta),
         }}  # fmt: skip
     try:
-        data = read()
-    except TimeoutError:
+        answer = respond(read())
+    except Exception:  # the post-read barrier: one outcome, whatever the data did
         reservation.commit()
-        raise QueryFailed(
-            f"the query ran longer than this server's limit of {db.query_timeout:g} s and was stopped; its "
-            "cost was charged (the engine had read data). Narrow it with WHERE, or ask the owner"
-        ) from None
-    except Exception:
-        reservation.commit()
-        raise QueryFailed(
-            "the engine failed while reading the data; the query's cost was charged. Check the query "
-            "(e.g. casts or divisions in WHERE) with `privdb explain`"
-        ) from None
-    try:
-        answer = respond(data)
-    except Exception as err:
-        reservation.commit()
-        raise InternalError(f"adding noise failed ({type(err).__name__}); the cost was charged") from None
+        raise QueryFailed(after_reading(db)) from None
     # what was reserved (the query's ε, or its zCDP charge for Gaussian answers) or, accuracy first, the
     # ex-post ε: the rest of the reservation returns in this commit
     kept = reservation.epsilon if answer.epsilon is None else exact(answer.epsilon)
@@ -110,6 +96,22 @@ def charged(
     if not result.budget:  # the spend was settled elsewhere already (``then`` did not run)
         result.budget = _budget(db, analyst)
     return result
+
+
+def after_reading(db: Database) -> str:
+    """The one message of every failure after the engine has read the data (the post-read barrier).
+
+    Once the data is read, nothing it holds may change what the analyst observes but the noisy values
+    (DESIGN.md, the outcome rule): an engine error, a time-out, a non-finite value, a fault in the noise or
+    in post-processing all end here, with code ``query_failed`` and this text, which depends on the
+    server's public time limit alone. Totality (privdb.sql.expr) makes every such failure impossible but
+    the time-out; the barrier is what holds if a proof has a gap. docs/proofs/sql.md, "Outcomes"."""
+    limit = "" if db.query_timeout is None else f" (the limit is {db.query_timeout:g} s)"
+    return (
+        "the query was stopped after the engine had read the data: it ran past the time limit"
+        f"{limit}, or failed; its cost was charged, and the failure says nothing about the data. Narrow "
+        "the query with WHERE, check it with `privdb explain`, or ask the owner"
+    )
 
 
 def _budget(db: Database, analyst: str) -> dict[str, float]:

@@ -31,6 +31,7 @@ from privdb.mechanisms import (
     RandomSource,
 )
 from privdb.mechanisms.base import AdditiveNoise
+from privdb.sql.expr.totality import check_summable
 from privdb.sql.order import answer_share
 
 __all__ = [
@@ -174,6 +175,11 @@ def make_histogram(
         return Histogram(name, column, lo, 1.0, int(hi - lo) + 1, None, epsilon, delta, False)
     if hi == lo:
         return Histogram(name, column, lo, 1.0, 1, None, epsilon, delta, False)
+    if not math.isfinite(hi - lo):  # the grid's width: (U − L) must be a DOUBLE
+        raise UnsupportedQuery(
+            f"QUANTILE({column.name}): the bounds [{lo:.3g}, {hi:.3g}] span more than a DOUBLE holds; narrow "
+            "them in the metadata (or the expression's literals)"
+        )
     return Histogram(
         name, column, lo, (hi - lo) / QUANTILE_CELLS, QUANTILE_CELLS, None, epsilon, delta, False
     )
@@ -207,6 +213,10 @@ def make_statistic(
         if squared:
             lo, hi = (0.0 if lo <= 0 <= hi else min(lo * lo, hi * hi)), max(lo * lo, hi * hi)
         big = max(abs(lo), abs(hi))
+        # the engine adds up to MAX_ROWS such values: refused here if that could overflow (the aggregate's
+        # own check names its SQL; this one guards every other caller, e.g. privdb.stats)
+        assert column is not None
+        check_summable(big, f"the sum of {column.name!r}" + (" (squared)" if squared else ""), squared)
         if not substitute:
             return m * big
         # a substituted unit may pass WHERE with any of 0..m rows before and after, so its contribution
