@@ -30,6 +30,7 @@ from privdb.sql import expr
 from privdb.sql.expr import Type
 from privdb.sql.expr.bounds import bound
 from privdb.sql.expr.render import clamp_sql, render_num
+from privdb.sql.expr.totality import check_summable
 from privdb.sql.relation import Relation, RelationMeta, Tables, _derived, _unit_columns, derived_meta, hidden
 
 __all__ = ["per_unit_relation"]
@@ -68,6 +69,8 @@ def _aggregate(node: exp.Expression, meta: RelationMeta, m: int, name: str) -> t
         "column",
         "clamp",
     )
+    if kind in ("sum", "avg"):  # the engine adds up the unit's rows, as many as MAX_ROWS
+        check_summable(max(abs(b.lower), abs(b.upper)), where)
     if kind == "sum":
         lo, hi = m * min(b.lower, 0.0), m * max(b.upper, 0.0)
         sql = clamp_sql(f"SUM({value})", lo, hi)
