@@ -16,6 +16,11 @@ answer (ρ, δ, plain ε e) is charged
 ledger is a valid guarantee at every moment. A reservation that is released drops out of the sums: the
 charges of later answers were computed with it, which can only over-count. docs/proofs/ledger.md,
 "Gaussian answers in zCDP".
+
+The same rule runs once per budget an answer draws on: the analyst's own over the analyst's Gaussian
+answers, and each table's lifetime budget, budget group and renewing window over the Gaussian answers (of
+every analyst) drawn on it, in its current window (privdb.accounting.shared). A budget's charges thus cover
+the zCDP conversion of the answers it bounds, whatever else those analysts asked elsewhere.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from fractions import Fraction
 
 from privdb.accounting.zcdp import epsilon_from_rho
 
-__all__ = ["GaussianCost", "gaussian_charge"]
+__all__ = ["GaussianCost", "gaussian_charge", "returnable"]
 
 _GRID = 10**12  # charges are rounded up to 1e-12
 
@@ -48,5 +53,25 @@ def gaussian_charge(prior: Iterable[tuple[float, Fraction, Fraction]], cost: Gau
         rho, delta, charged = rho + r, delta + d, charged + c
     if not 0 < delta < 1:
         return cost.epsilon
-    converted = Fraction(math.ceil(epsilon_from_rho(rho, float(delta)) * _GRID), _GRID)
-    return min(cost.epsilon, max(Fraction(0), converted - charged))
+    return min(cost.epsilon, max(Fraction(0), _converted(rho, delta) - charged))
+
+
+def returnable(rest: Iterable[tuple[float, Fraction, Fraction]], charge: Fraction) -> Fraction:
+    """How much of ``charge``, a released Gaussian answer's charge to a budget, may return to it when the
+    budget's other Gaussian answers are ``rest`` (ρ_i, δ_i, c_i; a released one's residue as (0, 0, c)).
+
+    Later answers were charged only the marginal over a sum that counted the released one, so returning all
+    of it could leave their charges short of their own conversion (ε of ρ-zCDP is concave in ρ). What returns
+    is what leaves Σc_i ≥ ε(Σρ_i, Σδ_i) over the rest; the remainder stays charged as the release's residue."""
+    rho, delta, charged = 0.0, Fraction(0), charge
+    for r, d, c in rest:
+        rho, delta, charged = rho + r, delta + d, charged + c
+    if delta >= 1:
+        return Fraction(0)
+    needed = _converted(rho, delta) if delta > 0 else Fraction(0)
+    return min(charge, max(Fraction(0), charged - needed))
+
+
+def _converted(rho: float, delta: Fraction) -> Fraction:
+    """ε(ρ, δ) rounded up to the ledger's grid."""
+    return Fraction(math.ceil(epsilon_from_rho(rho, float(delta)) * _GRID), _GRID)
