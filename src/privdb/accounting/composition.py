@@ -61,8 +61,8 @@ def returnable(rest: Iterable[tuple[float, Fraction, Fraction]], charge: Fractio
     budget's other Gaussian answers are ``rest`` (ρ_i, δ_i, c_i; a released one's residue as (0, 0, c)).
 
     Later answers were charged only the marginal over a sum that counted the released one, so returning all
-    of it could leave their charges short of their own conversion (ε of ρ-zCDP is concave in ρ). What returns
-    is what leaves Σc_i ≥ ε(Σρ_i, Σδ_i) over the rest; the remainder stays charged as the release's residue."""
+    of it could leave their charges short of their own conversion (ε of ρ-zCDP is concave in ρ). What
+    returns is what leaves Σc_i ≥ ε(Σρ_i, Σδ_i) over the rest; the remainder stays charged (its residue)."""
     rho, delta, charged = 0.0, Fraction(0), charge
     for r, d, c in rest:
         rho, delta, charged = rho + r, delta + d, charged + c

@@ -298,7 +298,8 @@ def return_draws(
             if gaussian is not None:
                 rest = gaussian_draws(cur, kind, name, database, window, besides=spend_id)
                 residue = gaussian - returnable(rest, gaussian)
-            back, stands, gstands = (drawn - residue, reserved[1]), residue, None if gaussian is None else residue
+            gstands = None if gaussian is None else residue
+            back, stands = (drawn - residue, reserved[1]), residue
         else:
             back, stands, gstands = (drawn - kept[0], reserved[1] - kept[1]), kept[0], gaussian
         draw_on(cur, kind, name, database, cap, -back[0], -back[1])
