@@ -32,7 +32,7 @@ from fractions import Fraction
 
 from privdb.accounting.zcdp import epsilon_from_rho
 
-__all__ = ["GaussianCost", "gaussian_charge", "returnable"]
+__all__ = ["GaussianCost", "gaussian_charge"]
 
 _GRID = 10**12  # charges are rounded up to 1e-12
 
@@ -54,22 +54,6 @@ def gaussian_charge(prior: Iterable[tuple[float, Fraction, Fraction]], cost: Gau
     if not 0 < delta < 1:
         return cost.epsilon
     return min(cost.epsilon, max(Fraction(0), _converted(rho, delta) - charged))
-
-
-def returnable(rest: Iterable[tuple[float, Fraction, Fraction]], charge: Fraction) -> Fraction:
-    """How much of ``charge``, a released Gaussian answer's charge to a budget, may return to it when the
-    budget's other Gaussian answers are ``rest`` (ρ_i, δ_i, c_i; a released one's residue as (0, 0, c)).
-
-    Later answers were charged only the marginal over a sum that counted the released one, so returning all
-    of it could leave their charges short of their own conversion (ε of ρ-zCDP is concave in ρ). What
-    returns is what leaves Σc_i ≥ ε(Σρ_i, Σδ_i) over the rest; the remainder stays charged (its residue)."""
-    rho, delta, charged = 0.0, Fraction(0), charge
-    for r, d, c in rest:
-        rho, delta, charged = rho + r, delta + d, charged + c
-    if delta >= 1:
-        return Fraction(0)
-    needed = _converted(rho, delta) if delta > 0 else Fraction(0)
-    return min(charge, max(Fraction(0), charged - needed))
 
 
 def _converted(rho: float, delta: Fraction) -> Fraction:

@@ -153,10 +153,10 @@ class Reservation:
         analyst: str,
         database: str,
         created: float,
-        gaussian: bool = False,
+        gdelta: Fraction | None = None,
     ) -> None:
         self._ledger = ledger
-        self.gaussian = gaussian  # a Gaussian answer's charges stand whole: it cannot commit less
+        self.gdelta = gdelta  # a Gaussian answer's δ: its charges stand whole, it cannot commit less
         self.id = spend_id
         # the spend's row as reserved: settling it need not read it back (one statement fewer under the lock)
         self.analyst, self.database, self.created = analyst, database, created
@@ -186,7 +186,7 @@ class Reservation:
                 f"a commit of ε={float(eps):g}, δ={float(dlt):g} exceeds its reservation of "
                 f"ε={float(self.epsilon):g}, δ={float(self.delta):g}"
             )
-        if self.gaussian and (eps, dlt) != (self.epsilon, self.delta):
+        if self.gdelta is not None and (eps, dlt) != (self.epsilon, self.delta):
             raise InvalidParameter("a Gaussian answer's reservation is committed whole or released")
         self._ledger._settle(self, "committed", (eps, dlt), then)
         self.epsilon, self.delta, self.state = eps, dlt, "committed"
@@ -326,7 +326,7 @@ class Ledger(SharedBudgets):
                 )
         return Reservation(
             self, spend_id, eps, dlt, plain, analyst=analyst, database=database, created=created,
-            gaussian=gaussian is not None,
+            gdelta=None if gaussian is None else gaussian.delta,
         )  # fmt: skip
 
     def spend(
@@ -391,7 +391,7 @@ class Ledger(SharedBudgets):
             if back_eps or back_dlt or state == "released":  # each cap's draw has its own figures
                 return_draws(
                     cur, r.id, r.database, created=r.created, reserved=(eps, dlt),
-                    kept=None if state == "released" else (keep_eps, keep_dlt),
+                    kept=None if state == "released" else (keep_eps, keep_dlt), gdelta=r.gdelta,
                 )  # fmt: skip
             if then is not None:
                 then(cur)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from privdb.accounting.amounts import Budget, _amount, _frac, _text
-from privdb.accounting.composition import GaussianCost, gaussian_charge, returnable
+from privdb.accounting.composition import GaussianCost, gaussian_charge
 from privdb.accounting.renewal import window_start
 from privdb.accounting.sqlstore import Cursor, SQLStore
 from privdb.errors import BudgetExhausted, InvalidParameter
@@ -179,16 +179,17 @@ def renewed_cap(cur: Cursor, kind: str, name: str, database: str) -> tuple[Budge
         # what each draw charged this cap and still stands there (a release's residue only); a draw made
         # before draws recorded their own charge drew its spend's ε
         rows = cur.execute(
-            "SELECT d.epsilon, s.epsilon, s.delta, s.state FROM draws d JOIN spends s ON s.id = d.spend_id "
+            "SELECT d.epsilon, d.gcharge, s.epsilon, s.delta, s.gdelta, s.state FROM draws d "
+            "JOIN spends s ON s.id = d.spend_id "
             "WHERE d.kind = ? AND d.name = ? AND s.database = ? AND s.created >= ?",
             (kind, name, database, current),
         ).fetchall()
         eps, dlt = Fraction(0), Fraction(0)
-        for drawn, spent, delta, state in rows:
+        for drawn, gaussian, spent, delta, gdelta, state in rows:
             if state != "released":
                 eps, dlt = eps + _frac(spent if drawn is None else drawn), dlt + _frac(delta)
-            elif drawn is not None:
-                eps += _frac(drawn)
+            elif drawn is not None and gaussian is not None:  # a release whose Gaussian part stands
+                eps, dlt = eps + _frac(drawn), dlt + _frac(gdelta)
         cur.execute(
             "UPDATE caps SET epsilon_spent = ?, delta_spent = ?, window_start = ? "
             "WHERE kind = ? AND name = ? AND database = ?",
@@ -201,11 +202,12 @@ def renewed_cap(cur: Cursor, kind: str, name: str, database: str) -> tuple[Budge
 
 
 def gaussian_draws(
-    cur: Cursor, kind: str, name: str, database: str, window: Window, *, besides: int | None = None
-) -> list[tuple[float, Fraction, Fraction]]:
-    """(ρ_i, δ_i, c_i) of the Gaussian answers drawn on the cap in its current window (all, if it never
-    renews), other than spend ``besides``: c_i is what each charged this cap (a draw made before draws
-    recorded it: its spend's charge, which is what it drew); a released one counts its residue, (0, 0, c)."""
+    cur: Cursor, kind: str, name: str, database: str, window: Window
+) -> list[tuple[int, float, Fraction, Fraction]]:
+    """(spend id, ρ_i, δ_i, c_i) of the Gaussian answers drawn on the cap in its current window (all, if it
+    never renews): c_i is what each charged this cap (a draw made before draws recorded it: its spend's
+    charge, which is what it drew). A released one still counts whole while its draw keeps its charge (a
+    later answer was charged with it: :func:`return_draws`)."""
     sql = (
         "SELECT s.id, s.rho, s.gdelta, s.gcharge, s.state, d.gcharge FROM draws d "
         "JOIN spends s ON s.id = d.spend_id WHERE d.kind = ? AND d.name = ? AND s.database = ? "
@@ -214,14 +216,10 @@ def gaussian_draws(
     args: tuple[object, ...] = (kind, name, database)
     if window is not None:
         sql, args = sql + " AND s.created >= ?", (*args, window[1])
-    out: list[tuple[float, Fraction, Fraction]] = []
+    out: list[tuple[int, float, Fraction, Fraction]] = []
     for spend_id, rho, gdelta, spent, state, drawn in cur.execute(sql, args).fetchall():
-        if spend_id == besides:
-            continue
-        if state != "released":
-            out.append((float(rho), _frac(gdelta), _frac(spent if drawn is None else drawn)))
-        elif drawn is not None:  # a release from before draws recorded charges returned everything
-            out.append((0.0, Fraction(0), _frac(drawn)))
+        if state != "released" or drawn is not None:  # a release that returned its charge counts nothing
+            out.append((int(spend_id), float(rho), _frac(gdelta), _frac(spent if drawn is None else drawn)))
     return out
 
 
@@ -246,7 +244,8 @@ def charge_caps(
         cap, window = found
         gcharge = None
         if gaussian is not None:
-            gcharge = gaussian_charge(gaussian_draws(cur, kind, name, database, window), gaussian)
+            prior = [g[1:] for g in gaussian_draws(cur, kind, name, database, window)]
+            gcharge = gaussian_charge(prior, gaussian)
         eps = rest + (gcharge or 0)
         if eps > cap.epsilon_remaining or delta > cap.delta_remaining:
             raise BudgetExhausted(
@@ -276,11 +275,14 @@ def return_draws(
     created: float,
     reserved: tuple[Fraction, Fraction],
     kept: tuple[Fraction, Fraction] | None,
+    gdelta: Fraction | None = None,
 ) -> None:
     """Give each cap the settled spend drew on what returns to it, in its current window only (an older
-    window is over): a release (``kept`` None) returns the draw but the residue of its Gaussian part that
-    the cap's later answers were charged with (composition.returnable); a commit of less than was reserved
-    (an answer with no Gaussian part) returns the difference. The draw then records what stands."""
+    window is over); the draw then records what stands. A commit of less than was reserved (an answer with
+    no Gaussian part) returns the difference. A release (``kept`` None) returns the whole draw, except that
+    the Gaussian part of one a later Gaussian answer on the cap was charged with stays whole — its charge
+    and its Gaussian δ ``gdelta`` — and keeps counting in the cap's zCDP sums: the later charges were
+    marginals over sums that held it (docs/proofs/ledger.md, "Gaussian answers in zCDP")."""
     rows = cur.execute(
         "SELECT kind, name, epsilon, gcharge FROM draws WHERE spend_id = ?", (spend_id,)
     ).fetchall()
@@ -293,15 +295,16 @@ def return_draws(
             continue
         drawn = reserved[0] if drawn_text is None else _frac(drawn_text)
         gaussian = None if gaussian_text is None else _frac(gaussian_text)
-        if kept is None:
-            residue = Fraction(0)
-            if gaussian is not None:
-                rest = gaussian_draws(cur, kind, name, database, window, besides=spend_id)
-                residue = gaussian - returnable(rest, gaussian)
-            gstands = None if gaussian is None else residue
-            back, stands = (drawn - residue, reserved[1]), residue
-        else:
+        if kept is not None:
             back, stands, gstands = (drawn - kept[0], reserved[1] - kept[1]), kept[0], gaussian
+        elif (
+            gaussian is not None
+            and gdelta is not None
+            and any(g[0] > spend_id for g in gaussian_draws(cur, kind, name, database, window))
+        ):
+            back, stands, gstands = (drawn - gaussian, reserved[1] - gdelta), gaussian, gaussian
+        else:
+            back, stands, gstands = (drawn, reserved[1]), Fraction(0), None
         draw_on(cur, kind, name, database, cap, -back[0], -back[1])
         cur.execute(
             "UPDATE draws SET epsilon = ?, gcharge = ? WHERE spend_id = ? AND kind = ? AND name = ?",
