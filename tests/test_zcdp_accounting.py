@@ -166,6 +166,32 @@ def test_the_ledger_made_before_zcdp_accounting_still_opens(tmp_path: Path) -> N
         assert float(ledger.budget("eve", "db").epsilon_spent) == pytest.approx(1.0, abs=1e-11)
 
 
+def test_a_ledger_whose_draws_have_no_charges_of_their_own_still_works(ledger_target: str) -> None:
+    """A ledger made before draws recorded their own charges (both stores): the columns are added on
+    opening, and an old draw counts what it drew then, its spend's ε and Gaussian charge."""
+    cost = _cost(1.0, 1e-6)
+    with Ledger(ledger_target) as ledger:
+        ledger.set_budget("eve", "db", epsilon=10, delta=1e-2)
+        ledger.set_cap("table", "people", "db", epsilon=3, delta=1e-3, renew=86_400)
+        ledger.spend("eve", "db", epsilon=1, delta=1e-6, gaussian=cost, draws=[("table", "people")])
+    drop = "ALTER TABLE draws DROP COLUMN epsilon; ALTER TABLE draws DROP COLUMN gcharge"
+    if ledger_target.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(ledger_target, autocommit=True) as admin:
+            admin.execute(drop)
+    else:
+        import sqlite3
+
+        with sqlite3.connect(ledger_target) as old:
+            old.executescript(drop)
+    with Ledger(ledger_target) as ledger:
+        # the cap composes the old draw (charged 1) with the new answer: the second answer's marginal
+        second = ledger.spend("eve", "db", epsilon=1, delta=1e-6, gaussian=cost, draws=[("table", "people")])
+        assert _drawn(ledger, "table", "people") == 1 + second.epsilon < Fraction(3, 2)
+        assert float(_drawn(ledger, "table", "people")) >= epsilon_from_rho(2 * cost.rho, 2e-6)
+
+
 def _database(path: Path) -> Database:
     rng = np.random.default_rng(5)
     n = 5_000

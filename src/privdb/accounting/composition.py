@@ -13,9 +13,9 @@ answer (ρ, δ, plain ε e) is charged
 (⌈·⌉ rounds up to 10⁻¹² so the ledger stays exact). By induction Σc_i ≥ ε(Σρ_i, Σδ_i) after every answer
 (when c = e, plain composition already covers the answer), so the Gaussian answers together are
 (Σc_i, Σδ_i)-DP and, composed sequentially with every other answer, the analyst's spent (ε, δ) in the
-ledger is a valid guarantee at every moment. A reservation that is released drops out of the sums: the
-charges of later answers were computed with it, which can only over-count. docs/proofs/ledger.md,
-"Gaussian answers in zCDP".
+ledger is a valid guarantee at every moment. A shared budget keeps a released answer that a later one was
+charged with in its sums (privdb.accounting.shared.return_draws): dropping it could leave the later
+marginals short. docs/proofs/ledger.md, "Gaussian answers in zCDP".
 
 The same rule runs once per budget an answer draws on: the analyst's own over the analyst's Gaussian
 answers, and each table's lifetime budget, budget group and renewing window over the Gaussian answers (of
