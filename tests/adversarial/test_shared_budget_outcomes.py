@@ -35,16 +35,17 @@ def test_a_large_gaussian_answer_elsewhere_does_not_open_a_table_cap(tmp_path: P
         db.set_shared_budget(table="people", epsilon=1, delta=1e-4)
         db.grant("eve", epsilon=1_000, delta=1e-2)
         engine.run(db, "eve", "DP-SELECT 50 DELTA 1e-6 USING GAUSSIAN COUNT(*) FROM visits")
-        rhos = []
+        rhos, refusal = [], ""
         for i in range(400):
+            query = f"DP-SELECT 0.2 DELTA 1e-7 USING GAUSSIAN COUNT(*) FROM people WHERE age > {i % 100} "
             try:
-                result = engine.run(db, "eve", f"DP-SELECT 0.2 DELTA 1e-7 USING GAUSSIAN COUNT(*) FROM people "
-                                               f"WHERE age > {i % 100} AND visits >= {i // 100}")  # fmt: skip
+                result = engine.run(db, "eve", query + f"AND visits >= {i // 100}")
             except BudgetExhausted as refused:
-                assert "too little left" in refused.message
+                refusal = refused.message
                 break
             rhos.append(result.to_dict()["composition"]["rho"])
             assert result.epsilon_spent < 0.2  # the analyst's own zCDP marginal: less than plain
+        assert "table 'people' has too little left" in refusal
         (cap,) = [b for b in db.shared_budgets() if b["name"] == "people"]
         pooled = epsilon_from_rho(sum(rhos), len(rhos) * 1e-7)
         assert pooled <= cap["epsilon_spent"] + 1e-9 and cap["epsilon_spent"] <= 1
