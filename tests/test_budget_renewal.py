@@ -12,8 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 import privdb
+from privdb.accounting.composition import GaussianCost
 from privdb.accounting.ledger import Ledger
 from privdb.accounting.renewal import describe_period, parse_period, window_start
+from privdb.accounting.zcdp import epsilon_from_rho, rho_from_epsilon
 from privdb.cli import app
 from privdb.data.census import METADATA, generate
 from privdb.database import Database
@@ -91,6 +93,33 @@ def test_a_reservation_returns_only_to_the_window_it_was_drawn_in(
         new.release()
         assert _drawn(ledger, "people") == 0
         assert ledger.budget("a", "d").epsilon_spent == 0  # the analyst got both back
+
+
+def test_a_renewing_window_composes_its_own_gaussian_answers(ledger_target: str, clock: list[float]) -> None:
+    """Each window's Gaussian answers are charged by that window's own zCDP sums: the answers of earlier
+    windows (and the analyst's answers elsewhere) discount nothing in it. Before issue 25 a window charged
+    the analyst's marginal: 0.849 for answers whose conversion was 1.72."""
+    cost = GaussianCost(rho_from_epsilon(1.0, 1e-6), Fraction(1, 10**6), Fraction(1))
+    draws = [("table", "people")]
+    with Ledger(ledger_target) as ledger:
+        ledger.set_budget("a", "d", epsilon=100, delta=1e-2)
+        ledger.set_cap("table", "people", "d", epsilon=2, delta=1e-3, renew=DAY)
+        for window in range(3):
+            answered = 0
+            while answered < 50:
+                try:
+                    ledger.spend("a", "d", epsilon=1, delta=1e-6, gaussian=cost, draws=draws)
+                except BudgetExhausted:
+                    break
+                answered += 1
+                if answered == 1:  # the window's first answer is charged in full
+                    assert float(_drawn(ledger, "people")) == pytest.approx(1.0, abs=1e-11)
+            drawn = _drawn(ledger, "people")
+            assert epsilon_from_rho(answered * cost.rho, answered * 1e-6) <= float(drawn) <= 2, window
+            assert answered == 4, window  # 1 + 0.40 + 0.31 + 0.26 = 1.97; a fifth would pass 2
+            clock[0] += DAY
+        # the analyst's own budget composes all twelve answers in one family: far less than 3 × 1.97
+        assert float(ledger.budget("a", "d").epsilon_spent) < 4
 
 
 def test_setting_a_cap_again_keeps_or_restarts_its_windows(ledger_target: str, clock: list[float]) -> None:

@@ -5,6 +5,7 @@ transaction, and the intervals of Gaussian answers (coverage at 95%, false failu
 from __future__ import annotations
 
 import itertools
+import math
 from fractions import Fraction
 from pathlib import Path
 
@@ -87,6 +88,67 @@ def test_the_ledger_charges_in_zcdp_and_a_release_leaves_the_sums(ledger_target:
         assert ledger.budget("eve", "db").epsilon_spent == before
 
 
+def _gaussian_until_refused(
+    ledger: Ledger, analyst: str, cost: GaussianCost, draws: list[tuple[str, str]], limit: int = 400
+) -> int:
+    """Gaussian spends of ``cost`` drawing on ``draws`` until one is refused (at most ``limit``): how many."""
+    for answered in range(limit):
+        try:
+            ledger.spend(analyst, "db", epsilon=cost.epsilon, delta=cost.delta, gaussian=cost, draws=draws)
+        except BudgetExhausted:
+            return answered
+    return limit
+
+
+def _drawn(ledger: Ledger, kind: str, name: str) -> Fraction:
+    return next(b.epsilon_spent for k, b in ledger.caps("db") if (k, b.analyst) == (kind, name))
+
+
+def test_a_table_cap_is_not_made_free_by_a_large_gaussian_answer_elsewhere(ledger_target: str) -> None:
+    """The attack of issue 25: one ε = 50 Gaussian answer on another table made every later Gaussian answer
+    nearly free at the analyst's zCDP marginal, and the table's cap of 1 was charged that marginal: 400
+    answers on it were each charged 0 (together ε ≈ 25.7 at the cap's δ). The cap composes its own answers."""
+    with Ledger(ledger_target) as ledger:
+        ledger.set_budget("eve", "db", epsilon=1_000, delta=1e-2)
+        ledger.set_cap("table", "people", "db", epsilon=1, delta=1e-3)
+        big = _cost(50.0, 1e-6)
+        ledger.spend("eve", "db", epsilon=50, delta=1e-6, gaussian=big, draws=[("table", "other")])
+        cost = _cost(0.2, 1e-6)
+        first = ledger.spend("eve", "db", epsilon=cost.epsilon, delta=cost.delta, gaussian=cost,
+                             draws=[("table", "people")])  # fmt: skip
+        assert first.epsilon < Fraction(1, 1000)  # the analyst's own marginal stays as it was: tiny
+        assert float(_drawn(ledger, "table", "people")) == pytest.approx(0.2, abs=1e-11)  # the cap: in full
+        answered = 1 + _gaussian_until_refused(ledger, "eve", cost, [("table", "people")])
+        drawn = _drawn(ledger, "table", "people")
+        # the cap's charges cover the zCDP conversion of the answers on it, and stay within the cap
+        assert epsilon_from_rho(answered * cost.rho, answered * 1e-6) <= float(drawn) <= 1
+        assert 25 < answered < 35  # plain composition: 5; zCDP at the cap's own sums: 29; before: 400
+        # a later Gaussian answer elsewhere draws nothing on the cap
+        ledger.spend("eve", "db", epsilon=1, delta=1e-6, gaussian=_cost(1.0, 1e-6), draws=[("table", "x")])
+        assert _drawn(ledger, "table", "people") == drawn
+
+
+def test_a_group_joined_after_gaussian_answers_composes_its_own(ledger_target: str) -> None:
+    """Answers before joining a group do not draw on it, so they must not discount what it is charged."""
+    with Ledger(ledger_target) as ledger:
+        ledger.set_budget("eve", "db", epsilon=1_000, delta=1e-2)
+        cost = _cost(1.0, 1e-6)
+        for _ in range(20):  # before the group: the analyst's own marginal falls to ~0.1
+            ledger.spend("eve", "db", epsilon=1, delta=1e-6, gaussian=cost, draws=[("table", "t")])
+        ledger.set_cap("group", "team", "db", epsilon=2, delta=1e-3)
+        ledger.set_group("eve", "db", "team")
+        ledger.spend("eve", "db", epsilon=Fraction(1, 10), draws=[("group", "team")])  # Laplace, in full
+        answered = _gaussian_until_refused(ledger, "eve", cost, [("table", "t"), ("group", "team")])
+        drawn = _drawn(ledger, "group", "team")
+        assert (
+            Fraction(1, 10)
+            + Fraction(math.ceil(epsilon_from_rho(answered * cost.rho, answered * 1e-6) * 1e12), 10**12)
+            <= drawn
+            <= 2
+        )
+        assert answered == 3  # ε(3ρ) ≈ 1.71 fits the 1.9 left, ε(4ρ) ≈ 1.97 does not
+
+
 def test_the_ledger_made_before_zcdp_accounting_still_opens(tmp_path: Path) -> None:
     import sqlite3
 
@@ -102,6 +164,32 @@ def test_the_ledger_made_before_zcdp_accounting_still_opens(tmp_path: Path) -> N
         ledger.set_budget("eve", "db", epsilon=2, delta=1e-3)
         ledger.spend("eve", "db", epsilon=1, delta=1e-6, gaussian=_cost(1.0, 1e-6))
         assert float(ledger.budget("eve", "db").epsilon_spent) == pytest.approx(1.0, abs=1e-11)
+
+
+def test_a_ledger_whose_draws_have_no_charges_of_their_own_still_works(ledger_target: str) -> None:
+    """A ledger made before draws recorded their own charges (both stores): the columns are added on
+    opening, and an old draw counts what it drew then, its spend's ε and Gaussian charge."""
+    cost = _cost(1.0, 1e-6)
+    with Ledger(ledger_target) as ledger:
+        ledger.set_budget("eve", "db", epsilon=10, delta=1e-2)
+        ledger.set_cap("table", "people", "db", epsilon=3, delta=1e-3, renew=86_400)
+        ledger.spend("eve", "db", epsilon=1, delta=1e-6, gaussian=cost, draws=[("table", "people")])
+    drop = "ALTER TABLE draws DROP COLUMN epsilon; ALTER TABLE draws DROP COLUMN gcharge"
+    if ledger_target.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(ledger_target, autocommit=True) as admin:
+            admin.execute(drop)
+    else:
+        import sqlite3
+
+        with sqlite3.connect(ledger_target) as old:
+            old.executescript(drop)
+    with Ledger(ledger_target) as ledger:
+        # the cap composes the old draw (charged 1) with the new answer: the second answer's marginal
+        second = ledger.spend("eve", "db", epsilon=1, delta=1e-6, gaussian=cost, draws=[("table", "people")])
+        assert _drawn(ledger, "table", "people") == 1 + second.epsilon < Fraction(3, 2)
+        assert float(_drawn(ledger, "table", "people")) >= epsilon_from_rho(2 * cost.rho, 2e-6)
 
 
 def _database(path: Path) -> Database:

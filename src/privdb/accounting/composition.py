@@ -13,9 +13,14 @@ answer (ρ, δ, plain ε e) is charged
 (⌈·⌉ rounds up to 10⁻¹² so the ledger stays exact). By induction Σc_i ≥ ε(Σρ_i, Σδ_i) after every answer
 (when c = e, plain composition already covers the answer), so the Gaussian answers together are
 (Σc_i, Σδ_i)-DP and, composed sequentially with every other answer, the analyst's spent (ε, δ) in the
-ledger is a valid guarantee at every moment. A reservation that is released drops out of the sums: the
-charges of later answers were computed with it, which can only over-count. docs/proofs/ledger.md,
-"Gaussian answers in zCDP".
+ledger is a valid guarantee at every moment. A shared budget keeps a released answer that a later one was
+charged with in its sums (privdb.accounting.shared.return_draws): dropping it could leave the later
+marginals short. docs/proofs/ledger.md, "Gaussian answers in zCDP".
+
+The same rule runs once per budget an answer draws on: the analyst's own over the analyst's Gaussian
+answers, and each table's lifetime budget, budget group and renewing window over the Gaussian answers (of
+every analyst) drawn on it, in its current window (privdb.accounting.shared). A budget's charges thus cover
+the zCDP conversion of the answers it bounds, whatever else those analysts asked elsewhere.
 """
 
 from __future__ import annotations
@@ -48,5 +53,9 @@ def gaussian_charge(prior: Iterable[tuple[float, Fraction, Fraction]], cost: Gau
         rho, delta, charged = rho + r, delta + d, charged + c
     if not 0 < delta < 1:
         return cost.epsilon
-    converted = Fraction(math.ceil(epsilon_from_rho(rho, float(delta)) * _GRID), _GRID)
-    return min(cost.epsilon, max(Fraction(0), converted - charged))
+    return min(cost.epsilon, max(Fraction(0), _converted(rho, delta) - charged))
+
+
+def _converted(rho: float, delta: Fraction) -> Fraction:
+    """ε(ρ, δ) rounded up to the ledger's grid."""
+    return Fraction(math.ceil(epsilon_from_rho(rho, float(delta)) * _GRID), _GRID)

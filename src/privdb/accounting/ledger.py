@@ -25,8 +25,10 @@ one budget). A draw on a table or group without a cap draws nothing. A spend is 
 budget and every cap it draws on can pay it all; a release returns it to all of them (docs/proofs/ledger.md).
 
 Sequential composition: the spent ε (δ) is the sum of the answers' ε (δ) — the notes' "T answers of ε cost
-Tε" — except that an analyst's Gaussian answers are accounted together in zCDP: each records its ρ, its δ and
-the ε it was charged (``gdelta``, ``gcharge``), and is charged only what their sum of ρ adds after conversion
+Tε" — except that Gaussian answers are accounted together in zCDP by each budget they draw on: the analyst's
+over the analyst's Gaussian answers (the spend records its ρ, its δ and the ε it was charged: ``gdelta``,
+``gcharge``), each cap over the Gaussian answers drawn on it (the draw records what it charged that cap:
+``draws.epsilon``, ``draws.gcharge``). Each is charged only what its sum of ρ adds after conversion
 (:mod:`privdb.accounting.composition`), never more than plain composition would.
 """
 
@@ -42,7 +44,7 @@ from pathlib import Path
 
 from privdb.accounting.amounts import Budget, _amount, _frac, _text
 from privdb.accounting.composition import GaussianCost, gaussian_charge
-from privdb.accounting.shared import SharedBudgets, cap_row, draw_on, in_window
+from privdb.accounting.shared import SharedBudgets, charge_caps, record_draws, return_draws
 from privdb.accounting.sqlstore import Cursor, is_store_url, open_store
 from privdb.errors import BudgetExhausted, InvalidParameter
 
@@ -88,8 +90,12 @@ CREATE TABLE IF NOT EXISTS caps (
 CREATE TABLE IF NOT EXISTS draws (
     spend_id  INTEGER NOT NULL REFERENCES spends (id),
     kind      TEXT NOT NULL,
-    name      TEXT NOT NULL
+    name      TEXT NOT NULL,
+    epsilon   TEXT,
+    gcharge   TEXT
 );
+CREATE INDEX IF NOT EXISTS draws_of_spend ON draws (spend_id);
+CREATE INDEX IF NOT EXISTS draws_on_cap ON draws (kind, name);
 CREATE TABLE IF NOT EXISTS members (
     analyst   TEXT NOT NULL,
     database  TEXT NOT NULL,
@@ -107,12 +113,15 @@ CREATE TABLE IF NOT EXISTS class_losses (
 
 
 # columns added after the first release of the schema, for ledgers made before them: zCDP accounting of
-# Gaussian answers (spends) and renewal windows (caps)
+# Gaussian answers (spends), renewal windows (caps) and what each draw charged its cap (draws; NULL in a
+# draw made before: it drew its spend's ε, which is what is read for it)
 _ADDED = (
     ("spends", "gdelta", "TEXT"),
     ("spends", "gcharge", "TEXT"),
     ("caps", "period", "REAL"),
     ("caps", "window_start", "REAL"),
+    ("draws", "epsilon", "TEXT"),
+    ("draws", "gcharge", "TEXT"),
 )
 
 
@@ -144,8 +153,10 @@ class Reservation:
         analyst: str,
         database: str,
         created: float,
+        gdelta: Fraction | None = None,
     ) -> None:
         self._ledger = ledger
+        self.gdelta = gdelta  # a Gaussian answer's δ: its charges stand whole, it cannot commit less
         self.id = spend_id
         # the spend's row as reserved: settling it need not read it back (one statement fewer under the lock)
         self.analyst, self.database, self.created = analyst, database, created
@@ -175,6 +186,8 @@ class Reservation:
                 f"a commit of ε={float(eps):g}, δ={float(dlt):g} exceeds its reservation of "
                 f"ε={float(self.epsilon):g}, δ={float(self.delta):g}"
             )
+        if self.gdelta is not None and (eps, dlt) != (self.epsilon, self.delta):
+            raise InvalidParameter("a Gaussian answer's reservation is committed whole or released")
         self._ledger._settle(self, "committed", (eps, dlt), then)
         self.epsilon, self.delta, self.state = eps, dlt, "committed"
 
@@ -182,9 +195,6 @@ class Reservation:
         if self.state == "reserved":
             self._ledger._settle(self, "released")
             self.state = "released"
-
-
-_WHO_DRAWS = {"table": "every analyst's answers about its people", "group": "all its members' answers"}
 
 
 class Ledger(SharedBudgets):
@@ -296,15 +306,8 @@ class Ledger(SharedBudgets):
                     f"ε={float(row.epsilon_remaining):g}, δ={float(row.delta_remaining):g} left on "
                     f"{database!r}; ask for less or ask the owner for more budget"
                 )
-            capped = [(kind, name, cap) for kind, name in dict.fromkeys(draws)
-                      if (cap := cap_row(cur, kind, name, database)) is not None]  # fmt: skip
-            for kind, name, cap in capped:
-                if eps > cap.epsilon_remaining or dlt > cap.delta_remaining:
-                    raise BudgetExhausted(
-                        f"this needs ε={float(eps):g}, δ={float(dlt):g} but the {kind} {name!r} has "
-                        f"ε={float(cap.epsilon_remaining):g}, δ={float(cap.delta_remaining):g} left of its "
-                        f"shared budget ({_WHO_DRAWS[kind]} draw on it); ask for less or ask the owner"
-                    )
+            # each cap charges the Gaussian part by its own composition, not at the analyst's marginal
+            drawn = charge_caps(cur, database, draws, plain=plain, delta=dlt, gaussian=gaussian)
             cur.execute(
                 "UPDATE budgets SET epsilon_spent = ?, delta_spent = ? WHERE analyst = ? AND database = ?",
                 (_text(row.epsilon_spent + eps), _text(row.delta_spent + dlt), analyst, database),
@@ -316,16 +319,15 @@ class Ledger(SharedBudgets):
                  None if gaussian is None else _text(gaussian.delta),
                  None if gcharge is None else _text(gcharge), note, os.getpid(), created),
             )  # fmt: skip
-            for kind, name, cap in capped:
-                draw_on(cur, kind, name, database, cap, eps, dlt)
-                cur.execute("INSERT INTO draws VALUES (?, ?, ?)", (spend_id, kind, name))
+            record_draws(cur, spend_id, database, drawn, dlt)
             for table, name, lost in classes:  # personalised privacy: what each class of units loses
                 cur.execute(
                     "INSERT INTO class_losses VALUES (?, ?, ?, ?)", (spend_id, table, name, _text(lost))
                 )
         return Reservation(
-            self, spend_id, eps, dlt, plain, analyst=analyst, database=database, created=created
-        )
+            self, spend_id, eps, dlt, plain, analyst=analyst, database=database, created=created,
+            gdelta=None if gaussian is None else gaussian.delta,
+        )  # fmt: skip
 
     def spend(
         self,
@@ -386,12 +388,11 @@ class Ledger(SharedBudgets):
                     "WHERE analyst = ? AND database = ?",
                     (*spent, r.analyst, r.database),
                 )
-                drawn = cur.execute("SELECT kind, name FROM draws WHERE spend_id = ?", (r.id,)).fetchall()
-                for kind, name in drawn:
-                    cap = cap_row(cur, kind, name, r.database)
-                    # a renewing cap takes back only what was drawn in its current window
-                    if cap is not None and in_window(cur, kind, name, r.database, r.created):
-                        draw_on(cur, kind, name, r.database, cap, -back_eps, -back_dlt)
+            if back_eps or back_dlt or state == "released":  # each cap's draw has its own figures
+                return_draws(
+                    cur, r.id, r.database, created=r.created, reserved=(eps, dlt),
+                    kept=None if state == "released" else (keep_eps, keep_dlt), gdelta=r.gdelta,
+                )  # fmt: skip
             if then is not None:
                 then(cur)
 

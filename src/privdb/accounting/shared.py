@@ -1,21 +1,56 @@
 """Shared budgets: a table's lifetime budget and a budget group's, drawn on by spends in the ledger's own
-transactions (privdb.accounting.ledger, "Shared budgets"; docs/proofs/ledger.md)."""
+transactions (privdb.accounting.ledger, "Shared budgets"; docs/proofs/ledger.md).
+
+Each draw records what it charged its budget (``draws.epsilon``) and, for a Gaussian answer, the charge of
+its Gaussian part (``draws.gcharge``): a shared budget accounts the Gaussian answers drawn on it by its own
+zCDP composition (privdb.accounting.composition), over those answers alone — of every analyst, in its
+current window if it renews — never at the marginal of one analyst's other answers, which earlier answers
+elsewhere would make nearly free. A refusal names only the caller's own request: what is left of a shared
+budget depends on other analysts' spends (accuracy first: on their noisy answers)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from fractions import Fraction
 
 from privdb.accounting.amounts import Budget, _amount, _frac, _text
+from privdb.accounting.composition import GaussianCost, gaussian_charge
 from privdb.accounting.renewal import window_start
 from privdb.accounting.sqlstore import Cursor, SQLStore
-from privdb.errors import InvalidParameter
+from privdb.errors import BudgetExhausted, InvalidParameter
 
-__all__ = ["SharedBudgets", "Window", "cap_row", "draw_on", "in_window", "renewed_cap"]
+__all__ = [
+    "Draw",
+    "SharedBudgets",
+    "Window",
+    "cap_row",
+    "charge_caps",
+    "gaussian_draws",
+    "record_draws",
+    "renewed_cap",
+    "return_draws",
+]
 
 # a renewing budget's (period, start of its current window), in seconds; None for one that never renews
 Window = tuple[float, float] | None
+
+_WHO_DRAWS = {"table": "every analyst's answers about its people", "group": "all its members' answers"}
+_BUDGET = {"table": "lifetime budget", "group": "budget"}
+
+
+@dataclass(frozen=True)
+class Draw:
+    """What one spend draws on one shared budget: ε in all, and the zCDP charge of its Gaussian part
+    (None: the spend has none), as that budget's own composition prices it."""
+
+    kind: str
+    name: str
+    cap: Budget
+    epsilon: Fraction
+    gcharge: Fraction | None
 
 
 class SharedBudgets:
@@ -141,13 +176,20 @@ def renewed_cap(cur: Cursor, kind: str, name: str, database: str) -> tuple[Budge
         return None
     eps_total, dlt_total, eps_spent, dlt_spent, period, start = found
     if period is not None and (current := window_start(start, period, time.time())) > start:
+        # what each draw charged this cap and still stands there (a release's residue only); a draw made
+        # before draws recorded their own charge drew its spend's ε
         rows = cur.execute(
-            "SELECT s.epsilon, s.delta FROM draws d JOIN spends s ON s.id = d.spend_id WHERE d.kind = ? AND "
-            "d.name = ? AND s.database = ? AND s.state <> 'released' AND s.created >= ?",
+            "SELECT d.epsilon, d.gcharge, s.epsilon, s.delta, s.gdelta, s.state FROM draws d "
+            "JOIN spends s ON s.id = d.spend_id "
+            "WHERE d.kind = ? AND d.name = ? AND s.database = ? AND s.created >= ?",
             (kind, name, database, current),
         ).fetchall()
-        eps = sum((_frac(e) for e, _ in rows), Fraction(0))
-        dlt = sum((_frac(d) for _, d in rows), Fraction(0))
+        eps, dlt = Fraction(0), Fraction(0)
+        for drawn, gaussian, spent, delta, gdelta, state in rows:
+            if state != "released":
+                eps, dlt = eps + _frac(spent if drawn is None else drawn), dlt + _frac(delta)
+            elif drawn is not None and gaussian is not None:  # a release whose Gaussian part stands
+                eps, dlt = eps + _frac(drawn), dlt + _frac(gdelta)
         cur.execute(
             "UPDATE caps SET epsilon_spent = ?, delta_spent = ?, window_start = ? "
             "WHERE kind = ? AND name = ? AND database = ?",
@@ -159,13 +201,115 @@ def renewed_cap(cur: Cursor, kind: str, name: str, database: str) -> tuple[Budge
     return budget, None if period is None else (float(period), float(start))
 
 
-def in_window(cur: Cursor, kind: str, name: str, database: str, created: float) -> bool:
-    """Whether a spend made at ``created`` counts in the cap's current window (always, if it never renews)."""
-    found = cur.execute(
-        "SELECT window_start FROM caps WHERE kind = ? AND name = ? AND database = ? AND period IS NOT NULL",
-        (kind, name, database),
-    ).fetchone()
-    return found is None or created >= float(found[0])
+def gaussian_draws(
+    cur: Cursor, kind: str, name: str, database: str, window: Window
+) -> list[tuple[int, float, Fraction, Fraction]]:
+    """(spend id, ρ_i, δ_i, c_i) of the Gaussian answers drawn on the cap in its current window (all, if it
+    never renews): c_i is what each charged this cap (a draw made before draws recorded it: its spend's
+    charge, which is what it drew). A released one still counts whole while its draw keeps its charge (a
+    later answer was charged with it: :func:`return_draws`)."""
+    sql = (
+        "SELECT s.id, s.rho, s.gdelta, s.gcharge, s.state, d.gcharge FROM draws d "
+        "JOIN spends s ON s.id = d.spend_id WHERE d.kind = ? AND d.name = ? AND s.database = ? "
+        "AND s.gcharge IS NOT NULL"
+    )
+    args: tuple[object, ...] = (kind, name, database)
+    if window is not None:
+        sql, args = sql + " AND s.created >= ?", (*args, window[1])
+    out: list[tuple[int, float, Fraction, Fraction]] = []
+    for spend_id, rho, gdelta, spent, state, drawn in cur.execute(sql, args).fetchall():
+        if state != "released" or drawn is not None:  # a release that returned its charge counts nothing
+            out.append((int(spend_id), float(rho), _frac(gdelta), _frac(spent if drawn is None else drawn)))
+    return out
+
+
+def charge_caps(
+    cur: Cursor,
+    database: str,
+    draws: Sequence[tuple[str, str]],
+    *,
+    plain: Fraction,
+    delta: Fraction,
+    gaussian: GaussianCost | None,
+) -> list[Draw]:
+    """What a spend of ``plain`` ε (its Gaussian part ``gaussian``) and ``delta`` draws on each capped
+    budget of ``draws``: the part that is not Gaussian at its ε, the Gaussian part at that budget's own zCDP
+    marginal. Raises ``budget_exhausted`` if one cannot pay, naming only the caller's request."""
+    rest = plain if gaussian is None else plain - gaussian.epsilon
+    out = []
+    for kind, name in dict.fromkeys(draws):
+        found = renewed_cap(cur, kind, name, database)
+        if found is None:
+            continue
+        cap, window = found
+        gcharge = None
+        if gaussian is not None:
+            prior = [g[1:] for g in gaussian_draws(cur, kind, name, database, window)]
+            gcharge = gaussian_charge(prior, gaussian)
+        eps = rest + (gcharge or 0)
+        if eps > cap.epsilon_remaining or delta > cap.delta_remaining:
+            raise BudgetExhausted(
+                f"the {kind} {name!r} has too little left of its shared {_BUDGET[kind]} "
+                f"({_WHO_DRAWS[kind]} draw on it) for this query's ε={float(plain):g}, "
+                f"δ={float(delta):g}; ask for less, or ask the owner"
+            )
+        out.append(Draw(kind, name, cap, eps, gcharge))
+    return out
+
+
+def record_draws(cur: Cursor, spend_id: int, database: str, drawn: Sequence[Draw], delta: Fraction) -> None:
+    """Charge each cap its draw and record the draw with its own charges (in the spend's transaction)."""
+    for d in drawn:
+        draw_on(cur, d.kind, d.name, database, d.cap, d.epsilon, delta)
+        cur.execute(
+            "INSERT INTO draws (spend_id, kind, name, epsilon, gcharge) VALUES (?, ?, ?, ?, ?)",
+            (spend_id, d.kind, d.name, _text(d.epsilon), None if d.gcharge is None else _text(d.gcharge)),
+        )
+
+
+def return_draws(
+    cur: Cursor,
+    spend_id: int,
+    database: str,
+    *,
+    created: float,
+    reserved: tuple[Fraction, Fraction],
+    kept: tuple[Fraction, Fraction] | None,
+    gdelta: Fraction | None = None,
+) -> None:
+    """Give each cap the settled spend drew on what returns to it, in its current window only (an older
+    window is over); the draw then records what stands. A commit of less than was reserved (an answer with
+    no Gaussian part) returns the difference. A release (``kept`` None) returns the whole draw, except that
+    the Gaussian part of one a later Gaussian answer on the cap was charged with stays whole — its charge
+    and its Gaussian δ ``gdelta`` — and keeps counting in the cap's zCDP sums: the later charges were
+    marginals over sums that held it (docs/proofs/ledger.md, "Gaussian answers in zCDP")."""
+    rows = cur.execute(
+        "SELECT kind, name, epsilon, gcharge FROM draws WHERE spend_id = ?", (spend_id,)
+    ).fetchall()
+    for kind, name, drawn_text, gaussian_text in rows:
+        found = renewed_cap(cur, kind, name, database)
+        if found is None:
+            continue
+        cap, window = found
+        if window is not None and created < window[1]:
+            continue
+        drawn = reserved[0] if drawn_text is None else _frac(drawn_text)
+        gaussian = None if gaussian_text is None else _frac(gaussian_text)
+        if kept is not None:
+            back, stands, gstands = (drawn - kept[0], reserved[1] - kept[1]), kept[0], gaussian
+        elif (
+            gaussian is not None
+            and gdelta is not None
+            and any(g[0] > spend_id for g in gaussian_draws(cur, kind, name, database, window))
+        ):
+            back, stands, gstands = (drawn - gaussian, reserved[1] - gdelta), gaussian, gaussian
+        else:
+            back, stands, gstands = (drawn, reserved[1]), Fraction(0), None
+        draw_on(cur, kind, name, database, cap, -back[0], -back[1])
+        cur.execute(
+            "UPDATE draws SET epsilon = ?, gcharge = ? WHERE spend_id = ? AND kind = ? AND name = ?",
+            (_text(stands), None if gstands is None else _text(gstands), spend_id, kind, name),
+        )
 
 
 def draw_on(
