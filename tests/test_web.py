@@ -296,7 +296,9 @@ def test_surveys_are_shown_with_their_intervals(server: tuple[str, dict[str, str
 
     url, tokens = server
     with RemoteConnection(url, tokens["owner"]) as owner:
-        made = owner.create_survey("transport", "krr", values=["bike", "bus", "car"], epsilon=2.0)
+        made = owner.create_survey(
+            "transport", "krr", values=["bike", "bus", "car"], epsilon=2.0, open_limit=600
+        )
     with RemoteConnection(url, made["collect_token"]) as device:
         device.submit_survey("transport", ["bike"] * 300 + ["bus"] * 200 + ["car"] * 100)
     for who in ("alice", "owner"):
