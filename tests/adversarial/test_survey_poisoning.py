@@ -292,7 +292,7 @@ def test_a_lone_surrogate_in_a_query_is_a_logged_parse_error(served: tuple[Serve
         ("POST", "/v1/analysts", {"name": "carol", "epsilon": 1, "group": "@S@"}),
         ("POST", "/v1/tables", {"name": "t", "csv": "a\n@S@\n"}),
         ("POST", "/v1/sql", {"sql": "SELECT '@S@'"}),
-        ("POST", "/v1/publish", {"method": "histogram", "table": "people", "options": {"columns": [["@S@"]]}}),
+        ("POST", "/v1/publish", {"method": "histogram", "table": "t", "options": {"columns": [["@S@"]]}}),
         ("POST", "/v1/attachments", {"name": "t", "engine": "sqlite:///@S@.db", "metadata": {"@S@": {}}}),
     ],
 )
