@@ -83,19 +83,21 @@ class SurveyRecords:
             raise UnknownTable(f"no survey {name!r}; the owner declares surveys with POST /v1/surveys")
         return dict(json.loads(row[0])), int(row[1]), list(json.loads(row[2]))
 
-    def surveys(self) -> list[dict[str, Any]]:
-        """Every survey's name, spec, number of responses and who may send them."""
+    def surveys(self, name: str | None = None) -> list[dict[str, Any]]:
+        """Every survey's (or the one named's) name, spec, number of responses and who may send them."""
+        where, args = ("WHERE s.name = ? ", (name,)) if name is not None else ("", ())
         with self._store.cursor() as cur:
             rows = cur.execute(
                 "SELECT s.name, s.spec, s.n, s.open_limit, s.open_n, COUNT(r.token_sha256), COUNT(r.used) "
-                "FROM surveys s LEFT JOIN survey_respondents r ON r.survey = s.name "
-                "GROUP BY s.name, s.spec, s.n, s.open_limit, s.open_n ORDER BY s.name"
+                f"FROM surveys s LEFT JOIN survey_respondents r ON r.survey = s.name {where}"
+                "GROUP BY s.name, s.spec, s.n, s.open_limit, s.open_n ORDER BY s.name",
+                args,
             ).fetchall()
         return [{"name": r[0], "spec": json.loads(r[1]), "n": r[2], "access": _access(*r[3:])} for r in rows]
 
     def survey_access(self, name: str) -> dict[str, Any]:
         """Who may send to the survey: open (with its limit and use) or closed, and its respondent tokens."""
-        found = [s for s in self.surveys() if s["name"] == name]
+        found = self.surveys(name)
         if not found:
             raise UnknownTable(f"no survey {name!r}")
         return dict(found[0]["access"])
