@@ -25,8 +25,9 @@ from pgfixture import fresh_database, postgres_cluster
 from privdb.accounting.ledger import Ledger
 from privdb.catalog.querylog import LogFilter
 from privdb.catalog.store import Catalog
+from privdb.catalog.surveys import Collection
 from privdb.database import Database
-from privdb.errors import BudgetExhausted, InvalidParameter, Unauthorized
+from privdb.errors import BudgetExhausted, Forbidden, InvalidParameter, LimitReached, Unauthorized
 from serverfixtures import Server, ask_concurrently, make_server_db
 
 
@@ -89,6 +90,19 @@ def test_catalog_surveys_answers_and_columns_on_both_stores(tmp_path: Path, clus
         catalog.create_survey("s", {"k": 2}, 2)
     assert catalog.add_to_survey("s", [1, 2], 3) == 3 and catalog.add_to_survey("s", [1, 0], 1) == 4
     assert catalog.survey("s") == ({"k": 2}, 4, [2, 2])
+    (once,) = catalog.issue_respondent_tokens("s", 1)  # one response per respondent token, on both stores
+    respondent = Collection(via="respondent", token=once)
+    assert catalog.add_to_survey("s", [1, 0], 1, respondent) == 5
+    with pytest.raises(LimitReached):
+        catalog.add_to_survey("s", [1, 0], 1, respondent)
+    collector = Collection(via="collector", rate=10)
+    with pytest.raises(Forbidden, match="closed"):
+        catalog.add_to_survey("s", [1, 0], 1, collector)
+    catalog.create_survey("open", {"k": 2}, 2, open_limit=3)
+    assert catalog.add_to_survey("open", [2, 0], 2, collector) == 2
+    with pytest.raises(LimitReached):
+        catalog.add_to_survey("open", [2, 0], 2, collector)
+    assert catalog.survey("s")[1] == 5 and catalog.survey_access("open")["open_responses"] == 2
     catalog.store_answer("alice", "q", "people", {"v": 1})
     catalog.store_answer("alice", "q", "people", {"v": 2})  # replaced, not duplicated
     assert catalog.stored_answer("alice", "q") == {"v": 2}
@@ -105,6 +119,8 @@ def test_catalog_surveys_answers_and_columns_on_both_stores(tmp_path: Path, clus
     named = catalog.log("db", LogFilter(table="people"))
     assert [r.query for r in named] == ["DP-SELECT 1 COUNT(*) FROM people"]  # whole words only
     assert catalog.log_count("db", LogFilter()) == 2
+    catalog.log_refusal("bob", "DP-SELECT '\ud800\x00'", "parse_error")  # not Unicode: stored escaped
+    assert catalog.log("db", LogFilter(), offset=2)[0].query == "DP-SELECT '\\ud800\\x00'"
     catalog.close()
 
 

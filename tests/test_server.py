@@ -298,7 +298,7 @@ def test_survey_collects_randomised_batches_and_estimates_unbiasedly(
     server, tokens = served
     owner = {"Authorization": f"Bearer {tokens['owner']}"}
     domain = ["no", "yes"] if protocol == "coin" else ["A", "B", "C", "D", "E"]
-    spec = {"name": f"s_{protocol}", "protocol": protocol, "domain": domain}
+    spec: dict[str, Any] = {"name": f"s_{protocol}", "protocol": protocol, "domain": domain, "open": True}
     if protocol != "coin":
         spec["epsilon"] = 2.0
     made = httpx.post(server.url + "/v1/surveys", json=spec, headers=owner)
@@ -309,10 +309,10 @@ def test_survey_collects_randomised_batches_and_estimates_unbiasedly(
     if protocol == "coin":
         truth = np.repeat([0, 1], [6000, 4000])
     reports = survey.protocol.randomizer(rng=seeded(9)).randomize(truth)
-    for lo in range(0, len(truth), 2500):  # a survey that grows batch by batch
-        batch = _as_json(protocol, reports, lo, lo + 2500, domain)
+    for lo in range(0, len(truth), 1000):  # a survey that grows batch by batch (the owner's import)
+        batch = _as_json(protocol, reports, lo, lo + 1000, domain)
         added = httpx.post(server.url + f"/v1/surveys/{spec['name']}/responses", json={"responses": batch},
-                           headers=collect)  # fmt: skip
+                           headers=owner)  # fmt: skip
         assert added.status_code == 200, added.text
     estimate = httpx.get(
         server.url + f"/v1/surveys/{spec['name']}", headers={"Authorization": f"Bearer {tokens['alice']}"}

@@ -1,5 +1,6 @@
-"""`privdb survey create | submit | estimate | list` (issue 15) against a real server on a real port and on a
-database directory: labels end to end, answers randomised before they leave, estimates near the truth."""
+"""`privdb survey create | tokens | submit | estimate | list` (issues 15, 25) against a real server on a real
+port and on a database directory: labels end to end, answers randomised before they leave, estimates near the
+truth, one answer per respondent token."""
 
 from __future__ import annotations
 
@@ -44,8 +45,9 @@ def _answers(tmp_path: Path) -> Path:
 def test_a_survey_over_the_server(served: tuple[Server, dict[str, str]], tmp_path: Path) -> None:
     server, tokens = served
     remote = ["--url", server.url]
-    made = privdb("survey", "create", "smoking", "--protocol", "krr", "--epsilon", "2",
-                  "--values", "never,former,current", *remote, "--token", tokens["owner"])  # fmt: skip
+    made = privdb("survey", "create", "smoking", "--protocol", "krr", "--epsilon", "2", "--open",
+                  "--open-limit", "3000", "--values", "never,former,current", *remote,
+                  "--token", tokens["owner"])  # fmt: skip
     assert made.returncode == 0, made.stderr
     collect = made.stdout.strip()
     sent = privdb("survey", "submit", "smoking", str(_answers(tmp_path)), *remote, "--token", collect)
@@ -56,6 +58,8 @@ def test_a_survey_over_the_server(served: tuple[Server, dict[str, str]], tmp_pat
         assert shown.returncode == 0, shown.stderr
     found = json.loads(shown.stdout)
     assert found["n"] == 3000 and [e["value"] for e in found["estimates"]] == list(TRUTH)
+    assert found["access"] == {"open": True, "open_limit": 3000, "open_responses": 3000,
+                               "respondent_tokens": 0, "respondent_tokens_used": 0}  # fmt: skip
     for e in found["estimates"]:
         # k-RR at ε = 2 over 3 values, n = 3000: each count within 4.5 standard errors of the truth
         # (false failure ≤ 3 × 7e-6); the 95% interval is count ± 1.96 se
@@ -92,6 +96,42 @@ def test_refusals_are_clear_and_send_nothing(served: tuple[Server, dict[str, str
     assert wrong.returncode == 2 and "krr" in wrong.stderr
 
 
+def test_respondent_tokens_send_one_answer_each(
+    served: tuple[Server, dict[str, str]], tmp_path: Path
+) -> None:
+    """A survey is closed by default: its collection token reads but does not send; `privdb survey tokens`
+    issues one-time tokens, each of which sends exactly one randomised answer, once."""
+    server, tokens = served
+    remote = ["--url", server.url]
+    made = privdb("survey", "create", "pets", "--protocol", "krr", "--epsilon", "1", "--values", "cat,dog",
+                  *remote, "--token", tokens["owner"])  # fmt: skip
+    collect = made.stdout.strip()
+    shut = privdb("survey", "submit", "pets", *remote, "--token", collect, stdin="cat\n")
+    assert shut.returncode == 2 and "[forbidden]" in shut.stderr and "privdb survey tokens" in shut.stderr
+    issued = privdb("survey", "tokens", "pets", "--count", "3", *remote, "--token", tokens["owner"])
+    assert issued.returncode == 0, issued.stderr
+    respondents = issued.stdout.split()
+    assert len(set(respondents)) == 3
+    for respondent, answer in zip(respondents, ["cat", "dog", "cat"], strict=True):
+        sent = privdb("survey", "submit", "pets", *remote, "--token", respondent, stdin=answer + "\n")
+        assert sent.returncode == 0 and "sent 1 randomised responses" in sent.stdout, sent.stderr
+    again = privdb("survey", "submit", "pets", *remote, "--token", respondents[0], stdin="dog\n")
+    assert again.returncode == 2 and "[limit_reached]" in again.stderr and "one response" in again.stderr
+    two = privdb("survey", "submit", "pets", *remote, "--token", respondents[1], stdin="dog\ncat\n")
+    assert two.returncode == 2 and "exactly one response" in two.stderr
+    shown = json.loads(
+        privdb("survey", "estimate", "pets", *remote, "--token", respondents[2], "--format", "json").stdout
+    )
+    assert shown["n"] == 3 and shown["access"]["respondent_tokens_used"] == 3 and not shown["access"]["open"]
+    by_analyst = privdb("survey", "tokens", "pets", "--count", "1", *remote, "--token", tokens["alice"])
+    assert by_analyst.returncode == 2 and "owner" in by_analyst.stderr
+    to_file = tmp_path / "tokens.txt"
+    written = privdb("survey", "tokens", "pets", "--count", "2", "-o", str(to_file), *remote,
+                     "--token", tokens["owner"])  # fmt: skip
+    assert written.returncode == 0 and len(to_file.read_text().split()) == 2
+    assert to_file.stat().st_mode & 0o077 == 0  # bearer secrets: the owner's eyes only
+
+
 def test_a_survey_on_a_database_directory(tmp_path: Path) -> None:
     db = str(tmp_path / "db")
     assert privdb("grant", "--db", db, "a", "--epsilon", "1").returncode == 0
@@ -103,6 +143,8 @@ def test_a_survey_on_a_database_directory(tmp_path: Path) -> None:
     shown = json.loads(privdb("survey", "estimate", "fruit", "--db", db, "--format", "json").stdout)
     assert shown["n"] == 3 and [e["value"] for e in shown["estimates"]] == ["apple", "pear"]
     assert privdb("survey", "list", "--db", str(tmp_path / "typo")).returncode == 2
+    issued = privdb("survey", "tokens", "fruit", "--count", "2", "--db", db)
+    assert issued.returncode == 0 and len(issued.stdout.split()) == 2
 
 
 def test_the_protocol_choices_are_the_protocols_there_are() -> None:

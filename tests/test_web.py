@@ -296,7 +296,9 @@ def test_surveys_are_shown_with_their_intervals(server: tuple[str, dict[str, str
 
     url, tokens = server
     with RemoteConnection(url, tokens["owner"]) as owner:
-        made = owner.create_survey("transport", "krr", values=["bike", "bus", "car"], epsilon=2.0)
+        made = owner.create_survey(
+            "transport", "krr", values=["bike", "bus", "car"], epsilon=2.0, open_limit=600
+        )
     with RemoteConnection(url, made["collect_token"]) as device:
         device.submit_survey("transport", ["bike"] * 300 + ["bus"] * 200 + ["car"] * 100)
     for who in ("alice", "owner"):
@@ -305,6 +307,7 @@ def test_surveys_are_shown_with_their_intervals(server: tuple[str, dict[str, str
         surveys = page.get_by_test_id("surveys")
         expect(surveys).to_be_visible()
         expect(surveys).to_contain_text("600 responses")
+        expect(surveys).to_contain_text("open: 600 of 600 responses from its collection token")
         expect(surveys.get_by_test_id("survey-row")).to_have_count(3)
         expect(surveys.get_by_test_id("survey-row").nth(0)).to_contain_text("bike")
         chart = surveys.get_by_test_id("survey-chart")

@@ -1,7 +1,8 @@
 """The HTTP client: ``privdb.connect("http://host:port", token=…)`` returns a :class:`RemoteConnection` with
 the methods of the embedded :class:`privdb.api.Connection` (``sql``, ``explain``, ``budget``, ``tables``, and
 for the owner ``grant``, ``revoke``, ``owner_sql``, ``load``, ``budget_of``, ``log``), and the local model's
-surveys (``create_survey``, ``surveys``, ``survey``, ``submit_survey``, ``add_responses``).
+surveys (``create_survey``, ``issue_survey_tokens``, ``surveys``, ``survey``, ``submit_survey``,
+``add_responses``).
 
 Errors come back as the same :class:`privdb.errors.PrivdbError` subclasses, chosen by the server's code.
 """
@@ -19,6 +20,7 @@ import pandas as pd
 from privdb import errors
 from privdb.catalog.files import ReadOptions, to_csv_text
 from privdb.catalog.querylog import LogOptions
+from privdb.local.limits import MAX_BATCH, MAX_ISSUE
 from privdb.local.survey import SpecParts, Survey, survey_spec
 from privdb.mechanisms.randomness import RandomSource
 from privdb.result import Result
@@ -42,6 +44,8 @@ _BY_CODE: dict[str, type[errors.PrivdbError]] = {
         errors.QueryFailed,
         errors.InternalError,
         errors.EngineUnavailable,
+        errors.RequestTooLarge,
+        errors.LimitReached,
     )
 }
 
@@ -86,8 +90,8 @@ class RemoteConnection:
                 f"the server answered HTTP {response.status_code} without an error body"
             )
         code, message = str(error.get("code")), str(error.get("message"))
-        if code == "request_too_large":
-            raise errors.InvalidParameter(message)
+        if code == "rate_limited":
+            raise errors.RateLimited(message, float(response.headers.get("Retry-After") or 60))
         raise _BY_CODE.get(code, errors.InvalidParameter)(message)
 
     # ---- analysts
@@ -212,12 +216,25 @@ class RemoteConnection:
         return result
 
     # ---- surveys of the local model (docs/server.md): respondents randomise here, never on the server
-    def create_survey(self, name: str, protocol: str, **parts: Unpack[SpecParts]) -> dict[str, Any]:
+    def create_survey(
+        self, name: str, protocol: str, *, open_limit: int | None = None, **parts: Unpack[SpecParts]
+    ) -> dict[str, Any]:
         """Declare a survey (owner): its protocol, ``values`` (the domain), and ε (or α, p); the answer
-        holds the survey's ``collect_token``, shown once."""
+        holds the survey's ``collect_token``, shown once. Closed unless ``open_limit`` is given: then its
+        collection token may send that many responses in all (docs/security.md)."""
         body = survey_spec(protocol, **parts) | {"name": name}
+        if open_limit is not None:
+            body |= {"open": True, "open_limit": open_limit}
         result: dict[str, Any] = self._call("POST", "/v1/surveys", json=body)
         return result
+
+    def issue_survey_tokens(self, name: str, count: int) -> list[str]:
+        """``count`` one-time respondent tokens of the survey (owner), each sending exactly one response."""
+        tokens: list[str] = []
+        while len(tokens) < count:
+            ask = min(count - len(tokens), MAX_ISSUE)
+            tokens += self._call("POST", f"/v1/surveys/{name}/tokens", json={"count": ask})["tokens"]
+        return tokens
 
     def surveys(self) -> list[dict[str, Any]]:
         """Every survey's name, spec and number of responses (a collection token: its own survey)."""
@@ -232,7 +249,7 @@ class RemoteConnection:
 
     def add_responses(self, name: str, responses: list[Any]) -> dict[str, Any]:
         """Send already-randomised responses (as :meth:`privdb.local.survey.Survey.randomize` makes them),
-        in requests of at most about 4 MiB each."""
+        in requests of at most ``MAX_BATCH`` responses and about 4 MiB each."""
         result: dict[str, Any] = {"name": name, "added": 0, "n": 0}
         for batch in _batches(responses):
             sent = self._call("POST", f"/v1/surveys/{name}/responses", json={"responses": batch})
@@ -243,7 +260,7 @@ class RemoteConnection:
         self, name: str, answers: Sequence[Any], *, rng: RandomSource | None = None
     ) -> dict[str, Any]:
         """Randomise true answers *here* with the survey's declared protocol and ε (fetched from the
-        server), then send only the randomised responses (with the survey's collection token). A batch
+        server), then send only the randomised responses (with a respondent token: one answer). A batch
         refused midway leaves the earlier batches counted; ``n`` is the survey's total."""
         survey = Survey(self.survey(name)["spec"])
         return self.add_responses(name, survey.randomize(answers, rng=rng))
@@ -253,14 +270,15 @@ _BATCH_BYTES = 4 * 2**20  # JSON per request: well under the server's default 16
 
 
 def _batches(responses: list[Any]) -> Iterator[list[Any]]:
-    """Consecutive runs of responses whose JSON stays under ``_BATCH_BYTES`` (OUE responses can be long)."""
+    """Consecutive runs of at most ``MAX_BATCH`` responses whose JSON stays under ``_BATCH_BYTES`` (OUE
+    responses can be long)."""
     if not responses:
         raise errors.InvalidParameter("no responses to send")
     batch: list[Any] = []
     size = 0
     for response in responses:
         length = len(json.dumps(response)) + 2
-        if batch and size + length > _BATCH_BYTES:
+        if batch and (size + length > _BATCH_BYTES or len(batch) == MAX_BATCH):
             yield batch
             batch, size = [], 0
         batch.append(response)

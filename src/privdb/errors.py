@@ -11,11 +11,14 @@ is wrong and how to fix it. Messages never contain private values.
     ├── RawAccessDenied       raw_access_denied
     ├── BudgetExhausted       budget_exhausted
     ├── InvalidParameter      invalid_parameter
-    │   └── DatabaseInUse     invalid_parameter (another process holds the data file)
+    │   ├── DatabaseInUse     invalid_parameter (another process holds the data file)
+    │   └── RequestTooLarge   request_too_large (a request over a documented size limit; HTTP 413)
     ├── Unauthorized          unauthorized
     ├── Forbidden             forbidden
     ├── QueryFailed           query_failed (an engine failure after data was read; charged)
-    └── EngineUnavailable     engine_unavailable (an attached engine cannot be reached; nothing spent)
+    ├── EngineUnavailable     engine_unavailable (an attached engine cannot be reached; nothing spent)
+    ├── RateLimited           rate_limited (a token sent more than its rate allows; HTTP 429, retry later)
+    └── LimitReached          limit_reached (a token's lasting allowance is used up; HTTP 409)
 
 ``InternalError`` (code ``internal_error``) marks faults of privdb itself; the CLI exits 1 on it and 2 on
 every other ``PrivdbError``.
@@ -32,10 +35,13 @@ __all__ = [
     "Forbidden",
     "InternalError",
     "InvalidParameter",
+    "LimitReached",
     "ParseError",
     "PrivdbError",
     "QueryFailed",
+    "RateLimited",
     "RawAccessDenied",
+    "RequestTooLarge",
     "ServerUnreachable",
     "Unauthorized",
     "UnknownColumn",
@@ -95,6 +101,13 @@ class DatabaseInUse(InvalidParameter):
         self.holder = holder
 
 
+class RequestTooLarge(InvalidParameter):
+    """A request over one of the server's documented size limits (body bytes, responses per batch): send
+    less per request."""
+
+    code = "request_too_large"
+
+
 class Unauthorized(PrivdbError):
     code = "unauthorized"
 
@@ -129,3 +142,22 @@ class ServerUnreachable(PrivdbError, ConnectionError):
     library's. (A code beyond DESIGN.md's list: the request never reached privdb.)"""
 
     code = "server_unreachable"
+
+
+class RateLimited(PrivdbError):
+    """A token sent more than its documented rate allows; ``retry_after`` seconds until it may send again.
+    Nothing of the refused request was kept. (A code beyond DESIGN.md's list.)"""
+
+    code = "rate_limited"
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class LimitReached(PrivdbError):
+    """A token's lasting allowance is used up: a respondent token that sent its one response, an open
+    survey that took as many responses as its owner allowed. Repeating will not help; nothing was kept.
+    (A code beyond DESIGN.md's list.)"""
+
+    code = "limit_reached"

@@ -22,7 +22,9 @@ from typing import Any
 
 from privdb.accounting.sqlstore import Cursor, is_store_url, open_store
 from privdb.catalog.querylog import LOG_UNION, LogFilter, LogRow
-from privdb.errors import InvalidParameter, Unauthorized, UnknownTable
+from privdb.catalog.surveys import SURVEY_ADDED, SURVEY_SCHEMA, SurveyRecords
+from privdb.errors import Unauthorized
+from privdb.text import storable
 
 __all__ = ["Catalog", "Principal"]
 
@@ -36,14 +38,14 @@ _SCHEMA = (
     " query TEXT NOT NULL, code TEXT NOT NULL, created REAL NOT NULL)",
     "CREATE TABLE IF NOT EXISTS attachments (name TEXT PRIMARY KEY, engine TEXT NOT NULL,"
     " source TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS surveys (name TEXT PRIMARY KEY, spec TEXT NOT NULL,"
-    " collect_sha256 TEXT NOT NULL, n INTEGER NOT NULL, support TEXT NOT NULL, created REAL NOT NULL)",
+    *SURVEY_SCHEMA,
 )
 # columns added after the first release of the schema: (table, column, declaration)
 _ADDED = (
     ("analysts", "revoked", "REAL"),  # when the token was revoked (NULL: valid)
     ("analysts", "expires", "REAL"),  # when the token stops working (NULL: never)
     ("analysts", "tables", "TEXT"),  # JSON list of the tables the analyst may query (NULL: all)
+    *SURVEY_ADDED,
 )
 
 
@@ -64,9 +66,9 @@ def _hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-class Catalog:
+class Catalog(SurveyRecords):
     """The catalog's tables: in the same SQLite file as the ledger (WAL mode), or in the same PostgreSQL
-    database (a ``postgresql://`` URL)."""
+    database (a ``postgresql://`` URL). The surveys' methods come from :class:`SurveyRecords`."""
 
     def __init__(self, path: str | Path) -> None:
         # SQLite at NORMAL, not FULL: in WAL mode a commit still survives a crash of privdb, and the next FULL
@@ -235,56 +237,12 @@ class Catalog:
         rows = self._read("SELECT name, engine, source FROM attachments ORDER BY name")
         return {str(r[0]): (str(r[1]), str(r[2])) for r in rows}
 
-    # ---- surveys of the local model: a spec, a collection token, and the estimator's state
-    def create_survey(self, name: str, spec: dict[str, Any], d: int) -> str:
-        """Declare a survey; returns its collection token (for the people's devices), shown once."""
-        token = secrets.token_urlsafe(32)
-        with self._store.cursor() as cur:
-            added = cur.execute(
-                "INSERT INTO surveys VALUES (?, ?, ?, 0, ?, ?) ON CONFLICT (name) DO NOTHING",
-                (name, json.dumps(spec), _hash(token), json.dumps([0] * d), time.time()),
-            ).rowcount
-        if added == 0:
-            raise InvalidParameter(f"a survey {name!r} exists already; choose another name")
-        return token
-
-    def survey(self, name: str) -> tuple[dict[str, Any], int, list[int]]:
-        """The survey's spec, number of reports and support counts."""
-        with self._store.cursor() as cur:
-            row = cur.execute("SELECT spec, n, support FROM surveys WHERE name = ?", (name,)).fetchone()
-        if row is None:
-            raise UnknownTable(f"no survey {name!r}; the owner declares surveys with POST /v1/surveys")
-        return dict(json.loads(row[0])), int(row[1]), list(json.loads(row[2]))
-
-    def surveys(self) -> list[dict[str, Any]]:
-        with self._store.cursor() as cur:
-            rows = cur.execute("SELECT name, spec, n FROM surveys ORDER BY name").fetchall()
-        return [{"name": r[0], "spec": json.loads(r[1]), "n": r[2]} for r in rows]
-
-    def is_collector(self, name: str, token: str) -> bool:
-        with self._store.cursor() as cur:
-            row = cur.execute("SELECT collect_sha256 FROM surveys WHERE name = ?", (name,)).fetchone()
-        return row is not None and secrets.compare_digest(str(row[0]), _hash(token))
-
-    def add_to_survey(self, name: str, support: list[int], n: int) -> int:
-        """Add one batch's support counts, atomically (processes serialise on the write lock)."""
-        with self._store.transaction(durable=False) as cur:
-            row = cur.execute("SELECT n, support FROM surveys WHERE name = ?", (name,)).fetchone()
-            if row is None:
-                raise UnknownTable(f"no survey {name!r}")
-            total = [a + b for a, b in zip(json.loads(row[1]), support, strict=True)]
-            cur.execute(
-                "UPDATE surveys SET n = ?, support = ? WHERE name = ?",
-                (int(row[0]) + n, json.dumps(total), name),
-            )
-        return int(row[0]) + n
-
     # ---- the query log: refused queries here, spends in the ledger's table beside them (same file)
     def log_refusal(self, analyst: str, query: str, code: str) -> None:
         with self._store.cursor() as cur:
             cur.execute(
                 "INSERT INTO refusals (analyst, query, code, created) VALUES (?, ?, ?, ?)",
-                (analyst, query[:500], code, time.time()),
+                (analyst, storable(query[:500]), code, time.time()),
             )
 
     def log(

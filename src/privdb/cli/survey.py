@@ -1,4 +1,4 @@
-"""``privdb survey create | submit | estimate | list``: the local model from the command line.
+"""``privdb survey create | tokens | submit | estimate | list``: the local model from the command line.
 
 The same commands work on a server (``--url`` and a token) and on a database directory (``--db``): both go
 through objects with the same methods (:class:`privdb.client.RemoteConnection` and
@@ -21,6 +21,7 @@ from rich.table import Table
 from privdb.cli.app import app, console, friendly
 from privdb.cli.options import FormatOption, TableOrJson, TokenOption, UrlOption
 from privdb.errors import InvalidParameter
+from privdb.local.limits import DEFAULT_OPEN_LIMIT
 from privdb.local.survey import Survey
 
 survey_app = typer.Typer(
@@ -43,7 +44,8 @@ def _collector(db: Path | None, url: str | None, token: str | None) -> Iterator[
             raise InvalidParameter("give --db (a local database) or --url (a server), not both")
         if not token:
             raise InvalidParameter(
-                "--url needs --token (or PRIVDB_TOKEN): the owner's, or a collection token"
+                "--url needs --token (or PRIVDB_TOKEN): the owner's, or a survey's collection or "
+                "respondent token"
             )
         from privdb.client import RemoteConnection
 
@@ -75,15 +77,60 @@ def create(
     epsilon: Annotated[float | None, typer.Option(help="each person's ε")] = None,
     alpha: Annotated[float | None, typer.Option(help="the α protocol's α")] = None,
     p: Annotated[float | None, typer.Option("--p", help="the flip protocol's p")] = None,
+    open_survey: Annotated[
+        bool,
+        typer.Option(
+            "--open",
+            help="let the collection token send responses too, at most --open-limit in all (default: closed,"
+            " respondents send with one-time tokens from `privdb survey tokens`)",
+        ),
+    ] = False,
+    open_limit: Annotated[
+        int | None,
+        typer.Option(
+            help=f"an open survey: responses its collection token may send [default: {DEFAULT_OPEN_LIMIT:,}]"
+        ),
+    ] = None,
     db: Db = None,
     url: UrlOption = None,
     token: TokenOption = None,
 ) -> None:
-    """Declare a survey (the owner); prints its collection token, which respondents' devices use to send."""
+    """Declare a survey (the owner); prints its collection token, with which respondents read the survey's
+    protocol (and, if it is --open, send). Closed surveys take responses from `privdb survey tokens`."""
     domain = None if values is None else [v.strip() for v in values.split(",") if v.strip()]
+    if open_limit is not None and not open_survey:
+        raise InvalidParameter("--open-limit is for an open survey: add --open")
+    limit = (open_limit or DEFAULT_OPEN_LIMIT) if open_survey else None
     with _collector(db, url, token) as collector:
-        made = collector.create_survey(name, protocol, values=domain, epsilon=epsilon, alpha=alpha, p=p)
+        made = collector.create_survey(
+            name, protocol, open_limit=limit, values=domain, epsilon=epsilon, alpha=alpha, p=p
+        )
     sys.stdout.write(str(made["collect_token"]) + "\n")
+
+
+@survey_app.command("tokens")
+@friendly
+def tokens(
+    name: Annotated[str, typer.Argument(help="the survey's name")],
+    count: Annotated[int, typer.Option(help="how many respondent tokens to issue")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="write them to this file (default: standard output)")
+    ] = None,
+    db: Db = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Issue one-time respondent tokens (the owner), one per line: each sends exactly one response, once.
+    Hand one to each respondent (`privdb survey submit NAME --token T`)."""
+    with _collector(db, url, token) as collector:
+        issued = collector.issue_survey_tokens(name, count)
+    text = "".join(f"{t}\n" for t in issued)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    output.write_text(text, encoding="utf-8")
+    output.chmod(0o600)  # bearer secrets
+    console().print(f"wrote {len(issued):,} respondent tokens for {name} to {output}")
 
 
 @survey_app.command("submit")
@@ -98,7 +145,7 @@ def submit(
     token: TokenOption = None,
 ) -> None:
     """Randomise true answers here, with the survey's protocol and ε, and send only the randomised responses
-    (on a server, with the survey's collection token)."""
+    (on a server, with a respondent token: one answer; or an open survey's collection token)."""
     text = sys.stdin.read() if answers is None else answers.read_text(encoding="utf-8")
     with _collector(db, url, token) as collector:
         survey = Survey(collector.survey(name)["spec"])

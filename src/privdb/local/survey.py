@@ -28,11 +28,13 @@ from typing import Any, TypedDict, Unpack
 import numpy as np
 
 from privdb.errors import InvalidParameter
+from privdb.local import responses as responses_
 from privdb.local.domain import Domain
 from privdb.local.estimators import SupportEstimator
 from privdb.local.oracles import HashReports, OLHProtocol, OUEProtocol, UnaryReports
 from privdb.local.protocols import BinaryProtocol, KaryProtocol, LocalProtocol
 from privdb.mechanisms.randomness import RandomSource
+from privdb.text import not_unicode
 
 __all__ = ["BINARY", "PROTOCOLS", "SpecParts", "Survey", "survey_spec"]
 
@@ -54,6 +56,8 @@ def _domain(spec: dict[str, Any], binary: bool) -> list[Any]:
         raise InvalidParameter(f"domain must be a non-empty list of at most {MAX_DOMAIN:,} values")
     if not all(isinstance(v, str | int) and not isinstance(v, bool) for v in domain):
         raise InvalidParameter("domain values must be strings or integers")
+    if not_unicode(domain) is not None:
+        raise InvalidParameter("domain values must be Unicode text (one holds half of a surrogate pair)")
     if len({str(v) for v in domain}) != len(domain):  # distinct as written too: answers come as text
         raise InvalidParameter("domain values must be distinct (also as text: not both 1 and '1')")
     if binary and len(domain) != 2:
@@ -154,31 +158,20 @@ class Survey:
         return est
 
     def reports(self, responses: Any) -> Any:
-        """Decode a batch of JSON responses into the protocol's report type (never echoing a response)."""
+        """Decode a batch of JSON responses into the protocol's report type, each checked to be one an
+        honest randomiser could have sent (:mod:`privdb.local.responses`; never echoing a response)."""
         if not isinstance(responses, list) or not responses:
             raise InvalidParameter("responses must be a non-empty list")
         if self.name in BINARY or self.name == "krr":
-            return self.labels.codes(responses, what="responses")
+            return responses_.direct_codes(self.domain, responses)
         if self.name == "oue":
-            return self._unary(responses)
-        triples = np.asarray(responses, dtype=object)
-        if (
-            triples.ndim != 2
-            or triples.shape[1] != 3
-            or not all(isinstance(x, int) and not isinstance(x, bool) for x in triples.ravel())
-        ):
-            raise InvalidParameter("an OLH response is [a, b, y]: the hash seeds and the randomised bucket")
-        a, b, y = (triples[:, i].astype(np.int64) for i in range(3))
+            return responses_.unary_reports(self.domain, responses)
         assert isinstance(self.protocol, OLHProtocol)
-        return HashReports(self.protocol.prime, self.protocol.g, a, b, y)
+        return responses_.hash_reports(self.protocol, responses)
 
-    def _unary(self, responses: list[Any]) -> UnaryReports:
-        if not all(isinstance(r, list) for r in responses):
-            raise InvalidParameter("an OUE response is the list of domain values whose bit was set")
-        flat = [label for r in responses for label in r]
-        codes = self.labels.codes(flat, what="set bits") if flat else np.zeros(0, np.int64)
-        ends = np.cumsum([len(r) for r in responses])
-        return UnaryReports.from_sets(len(self.domain), np.split(codes, ends[:-1]))
+    def response_range(self) -> tuple[float, float]:
+        """The least and the most one response, honest or crafted, adds to any value's count estimate."""
+        return responses_.influence(self.estimator())
 
     def support(self, responses: Any) -> tuple[list[int], int]:
         """One batch's support counts and size: all the collector keeps of it."""
@@ -189,6 +182,7 @@ class Survey:
         """The current estimate of every value: count, share, standard error, 95% interval of the count,
         and the projection of the shares onto the simplex (post-processing)."""
         out: dict[str, Any] = {"protocol": self.name, "epsilon": self.epsilon, "n": n, "estimates": []}
+        out["response_range"] = list(self.response_range())  # what one response can add to a count
         if n == 0:
             return out
         coded = self.estimator(support, n).estimate()

@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import TypeAdapter
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -32,71 +32,16 @@ from privdb.catalog.querylog import LogOptions, Outcome
 from privdb.catalog.store import Principal
 from privdb.database import Database, log_subject
 from privdb.errors import Forbidden, InvalidParameter, PrivdbError, RawAccessDenied, Unauthorized
+from privdb.server.bodies import AnalystIn, AttachIn, PublishIn, QueryIn, RawIn, SharedBudgetIn, TableIn
 from privdb.server.errors import error_response, from_error
 from privdb.server.surveys import router as surveys
 from privdb.sql import engine
-from privdb.sql.parse import MAX_DEPTH, MAX_QUERY_LENGTH
 
 __all__ = ["MAX_BODY", "create_app"]
 
 MAX_BODY = 16 * 2**20  # bytes; a table upload is the largest request
 MAX_RAW_ROWS = 10_000  # rows an owner's raw SQL returns over HTTP
 _JSON = TypeAdapter(dict[str, Any])  # what FastAPI writes a dict[str, Any] answer with
-
-
-class QueryIn(BaseModel):
-    # no max_length here: privdb.sql.parse refuses a longer query with the one parse_error every face gives
-    sql: str = Field(
-        description=f"a DP-SELECT, at most {MAX_QUERY_LENGTH:,} characters, nested at most {MAX_DEPTH} levels"
-    )
-
-
-class RawIn(BaseModel):
-    sql: str = Field(max_length=100_000, description="any SQL (owner only)")
-
-
-class AnalystIn(BaseModel):
-    name: str = Field(max_length=64)
-    epsilon: float | None = None  # a re-grant keeps what is left out
-    delta: float | None = None
-    tables: list[str] | None = None
-    expires_in: float | None = Field(default=None, description="the token's life in seconds")
-    group: str | None = Field(default=None, description="a budget group to join ('' leaves it)")
-
-
-class PublishIn(BaseModel):
-    method: str = Field(description="histogram, safepub or synthetic")
-    table: str = Field(description="a table of the database")
-    options: dict[str, Any] = Field(
-        default_factory=dict,
-        description="histogram: columns [[a, b], …] or hierarchical, epsilon, delta, bins, noise, method; "
-        "safepub: qi, hierarchies {column: [[value, …, '*'], …]}, epsilon, delta, epsilon_search, metric; "
-        "synthetic: epsilon, delta, rows, columns, bins, method (mst or aim)",
-    )
-
-
-class SharedBudgetIn(BaseModel):
-    table: str | None = Field(default=None, description="a table: its lifetime budget")
-    group: str | None = Field(default=None, description="a budget group: its shared budget")
-    epsilon: float
-    delta: float = 0.0
-    renew: str | float | None = Field(
-        default=None,
-        description="refill every period (30d, 12h, 1w or seconds); null: never (a lifetime budget)",
-    )
-
-
-class TableIn(BaseModel):
-    name: str = Field(max_length=64)
-    csv: str = Field(description="the table as CSV text (delimiter and header detected)")
-    metadata: dict[str, Any] | None = None
-
-
-class AttachIn(BaseModel):
-    name: str = Field(max_length=64)
-    engine: str = Field(description="sqlite:///path/file.db, postgresql://user@host/db or spark://…")
-    source: str | None = Field(default=None, description="the table's name in that engine (default: name)")
-    metadata: dict[str, Any] | None = None
 
 
 class _BodyLimit:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 from fastapi.responses import JSONResponse
 
-from privdb.errors import PrivdbError
+from privdb.errors import PrivdbError, RateLimited
 
 __all__ = ["STATUS", "error_response"]
 
@@ -20,6 +22,8 @@ STATUS = {
     "budget_exhausted": 409,  # a state of the analyst's account: repeating will not help
     "query_failed": 422,  # charged; the engine failed on the data
     "request_too_large": 413,
+    "limit_reached": 409,  # a token's lasting allowance (one response, an open survey's cap) is used up
+    "rate_limited": 429,  # Retry-After says when the token may send again
     "internal_error": 500,
     "engine_unavailable": 503,  # an attached engine is down: nothing spent, retry later
 }
@@ -35,4 +39,7 @@ def error_response(code: str, message: str, status: int | None = None) -> JSONRe
 
 
 def from_error(err: PrivdbError) -> JSONResponse:
-    return error_response(err.code, err.message)
+    response = error_response(err.code, err.message)
+    if isinstance(err, RateLimited):
+        response.headers["Retry-After"] = str(max(1, math.ceil(err.retry_after)))
+    return response

@@ -26,6 +26,7 @@ from sqlglot.errors import SqlglotError, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from privdb.errors import InvalidParameter, ParseError, RawAccessDenied, UnsupportedQuery
+from privdb.text import lone_surrogate
 
 __all__ = [
     "MAX_DEPTH",
@@ -34,6 +35,7 @@ __all__ = [
     "MAX_TREE_DEPTH",
     "DPQuery",
     "check_epsilon",
+    "check_text",
     "nesting",
     "parse_dp_select",
 ]
@@ -204,15 +206,27 @@ def _check_depth(select: exp.Expression) -> None:
         raise _too_deep()
 
 
-def parse_dp_select(text: str) -> DPQuery:
-    """Parse an analyst's query, or raise the error that says what to write instead."""
-    if not isinstance(text, str) or not text.strip():
-        raise ParseError(f"the query is empty; write {SYNTAX}")
+def check_text(text: str) -> None:
+    """Refuse a query over the length limit, or one that is not Unicode text (a lone surrogate, e.g. from a
+    JSON ``"\\ud800"`` escape, which no engine or store can encode): free ``parse_error``s."""
     if len(text) > MAX_QUERY_LENGTH:
         raise ParseError(
             f"the query is {len(text):,} characters long, more than the limit of {MAX_QUERY_LENGTH:,}; "
             "shorten it (e.g. x IN (…) instead of many ORs, or split the question)"
         )
+    if (at := lone_surrogate(text)) is not None:
+        raise ParseError(
+            f"the query is not Unicode text: character {at + 1} is half of a surrogate pair (U+"
+            f"{ord(text[at]):04X}), which no engine can read; send the query as valid UTF-8 (a JSON "
+            "\\uXXXX escape of U+D800 … U+DFFF must be one of a pair)"
+        )
+
+
+def parse_dp_select(text: str) -> DPQuery:
+    """Parse an analyst's query, or raise the error that says what to write instead."""
+    if not isinstance(text, str) or not text.strip():
+        raise ParseError(f"the query is empty; write {SYNTAX}")
+    check_text(text)
     try:
         return _parse(text)
     except RecursionError:  # a nesting no check above foresaw: still a free refusal, never a fault

@@ -42,7 +42,7 @@ from privdb.errors import (
 )
 from privdb.result import Result
 from privdb.sql.noise import canonical_key
-from privdb.sql.parse import MAX_DEPTH, MAX_QUERY_LENGTH, nesting
+from privdb.sql.parse import MAX_DEPTH, MAX_QUERY_LENGTH, check_text, nesting
 
 __all__ = ["MAX_PUBLIC_ROWS", "MAX_RESULT_ROWS", "answer_public", "is_plain_select"]
 
@@ -147,11 +147,7 @@ def _parse(text: str) -> tuple[exp.Query, str]:
     the SQL the sandbox runs: the query as sqlglot writes it back (what was checked is what runs)."""
     if not isinstance(text, str) or not text.strip():
         raise ParseError("the query is empty; write SELECT … FROM <public table>")
-    if len(text) > MAX_QUERY_LENGTH:
-        raise ParseError(
-            f"the query is {len(text):,} characters long, more than the limit of {MAX_QUERY_LENGTH:,}; "
-            "shorten it (e.g. x IN (…) instead of many ORs, or split the question)"
-        )
+    check_text(text)
     dialect = sqlglot.Dialect.get_or_raise(_DIALECT)
     try:
         if nesting(dialect.tokenize(text)) > MAX_DEPTH:

@@ -51,11 +51,21 @@
     return box;
   }
 
+  // Who may send (docs/security.md, "Surveys and poisoning"): closed surveys take one response per respondent
+  // token; an open survey's collection token may add up to its limit, each response honest-looking.
+  function access(found) {
+    const a = found.access;
+    if (!a) return "";
+    const tokens = `${num(a.respondent_tokens_used)} of ${num(a.respondent_tokens)} respondent tokens used`;
+    if (!a.open) return ` · closed: ${tokens}`;
+    return ` · open: ${num(a.open_responses)} of ${num(a.open_limit)} responses from its collection token · ${tokens}`;
+  }
+
   function render(found) {
     const head = el(
       "p",
-      { class: "help" },
-      `${found.protocol} · ε ${found.epsilon} per person · ${num(found.n)} responses`,
+      { class: "help", "data-testid": "survey-head" },
+      `${found.protocol} · ε ${found.epsilon} per person · ${num(found.n)} responses${access(found)}`,
     );
     if (!found.n) return el("div", { "data-testid": "survey" }, el("h3", {}, found.name), head);
     const rows = found.estimates.map((r) =>
