@@ -24,9 +24,9 @@ __all__ = ["epsilon_from_rho", "rho_from_epsilon"]
 
 
 def _cks_epsilon(rho: float, delta: float, alpha: float) -> float:
-    return alpha * rho + (
-        -math.log(delta) + alpha * math.log1p(-1.0 / alpha) - math.log(alpha - 1.0)
-    ) / (alpha - 1.0)
+    return alpha * rho + (-math.log(delta) + alpha * math.log1p(-1.0 / alpha) - math.log(alpha - 1.0)) / (
+        alpha - 1.0
+    )
 
 
 def epsilon_from_rho(rho: float, delta: float) -> float:
@@ -56,8 +56,9 @@ BISECTIONS = 200
 def rho_from_epsilon(epsilon: float, delta: float) -> float:
     """The largest ρ whose conversion gives at most ``epsilon`` at ``delta`` (bisection, rounded down).
 
-    At most ``ROUNDS`` doublings and ``BISECTIONS`` halvings, each one bounded conversion (``minimize_scalar``
-    stops after 500 evaluations); a ρ that is not a positive normal float64 is refused (``invalid_parameter``).
+    At most ``ROUNDS`` doublings and ``BISECTIONS`` halvings, each one bounded conversion
+    (``minimize_scalar`` stops after 500 evaluations); a ρ that is not a positive normal float64 is refused
+    (``invalid_parameter``).
     """
     epsilon = _validate.positive("epsilon", epsilon)
     delta = _validate.probability("delta", delta, open_low=True, open_high=True)
@@ -69,7 +70,8 @@ def rho_from_epsilon(epsilon: float, delta: float) -> float:
         hi *= 2.0
         if not math.isfinite(hi):
             raise InvalidParameter(
-                f"epsilon {epsilon:g} at delta {delta:g} converts to no finite zCDP rho; use a smaller epsilon"
+                f"epsilon {epsilon:g} at delta {delta:g} converts to no finite zCDP rho; use a smaller "
+                "epsilon"
             )
     for _ in range(BISECTIONS):
         deadline.check()

@@ -26,7 +26,16 @@ from numpy.typing import NDArray
 from privdb.mechanisms import _exact
 from privdb.mechanisms.randomness import RandomSource
 
-__all__ = ["LAMBDA_MIN", "SIGMA_MAX", "SIGMA_MIN", "bernoulli", "discrete_gaussian", "discrete_laplace", "geometric", "uniform_int"]
+__all__ = [
+    "LAMBDA_MIN",
+    "SIGMA_MAX",
+    "SIGMA_MIN",
+    "bernoulli",
+    "discrete_gaussian",
+    "discrete_laplace",
+    "geometric",
+    "uniform_int",
+]
 
 _TWO_M63 = 2.0**-63
 _TWO_M64 = 2.0**-64
@@ -37,7 +46,7 @@ _MARGIN = 2.0**-44  # absolute margin for comparing a 64-bit uniform with a floa
 _LAMBDA_SINGLE = 2.0**-22
 # Smallest supported rate: noise of 2**50 grid steps; beyond it int64 arithmetic could overflow.
 LAMBDA_MIN = 2.0**-50
-# Largest supported discrete Gaussian σ: its proposals are discrete Laplace of scale 2^⌈log2 σ⌉ ≤ 1/LAMBDA_MIN.
+# Largest supported discrete Gaussian σ: its proposals are discrete Laplace of scale 2^⌈log2 σ⌉ ≤ 2^50.
 SIGMA_MAX = 2.0**50
 SIGMA_MIN = 2.0**-400  # and smallest: σ² stays a normal float64
 

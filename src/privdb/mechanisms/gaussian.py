@@ -114,8 +114,11 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) ->
         return _bisect_sigma(lambda s: gaussian_delta(s, epsilon, sensitivity) > delta, start, ceiling)
     except _Unrepresentable:
         raise _refusal(
-            epsilon, delta, sensitivity, f"needs σ beyond {ceiling:g} (2^31 times the sensitivity, or float64's "
-            "largest number), more than the exact samplers draw"
+            epsilon,
+            delta,
+            sensitivity,
+            f"needs σ beyond {ceiling:g} (2^31 times the sensitivity, or float64's largest number), more "
+            "than the exact samplers draw",
         ) from None
 
 
@@ -132,7 +135,7 @@ def _discrete_delta_bound(sigma: float, epsilon: float, steps: int) -> float:
     """
     a = epsilon * sigma * sigma / steps - steps / 2.0
     b = epsilon * sigma * sigma / steps + steps / 2.0
-    if not (0 <= a and math.isfinite(b)):
+    if not (a >= 0 and math.isfinite(b)):
         return 1.0  # the trivial bound (also where float64 overflows: the search then takes more noise)
     upper = float(ndtr(-math.floor(a) / sigma))
     try:

@@ -57,7 +57,7 @@ def grid_for(sensitivity: float, scale: float, changed: int) -> float:
             "exact grid (sensitivities and scales between about 1e-310 and 1e295 are supported); rescale "
             "the values (e.g. thousands instead of units, or the reverse) or change epsilon"
         )
-    return 2.0**exponent
+    return math.ldexp(1.0, int(exponent))
 
 
 class Laplace(AdditiveNoise):
