@@ -48,7 +48,7 @@ _LAMBDA_SINGLE = 2.0**-22
 LAMBDA_MIN = 2.0**-50
 # Largest supported discrete Gaussian σ: its proposals are discrete Laplace of scale 2^⌈log2 σ⌉ ≤ 2^50.
 SIGMA_MAX = 2.0**50
-SIGMA_MIN = 2.0**-400  # and smallest: σ² stays a normal float64
+SIGMA_MIN = 2.0**-10  # and smallest: the exact path's e^-γ (γ ≈ y²/2σ²) stays a small rational
 
 Int64s = NDArray[np.int64]
 
@@ -150,7 +150,7 @@ def discrete_gaussian(sigma: float, n: int, source: RandomSource) -> Int64s:
     ``σ`` must lie in ``[SIGMA_MIN, SIGMA_MAX]`` (the mechanisms refuse larger noise when they are built).
     """
     if not SIGMA_MIN <= sigma <= SIGMA_MAX:
-        raise ValueError(f"discrete Gaussian sigma {sigma!r} outside [2^-400, 2^50]")
+        raise ValueError(f"discrete Gaussian sigma {sigma!r} outside [2^-10, 2^50]")
     t = 2.0 ** max(math.ceil(math.log2(sigma)), 0)
     sigma2 = sigma * sigma
     exact_sigma2 = Fraction(sigma) ** 2

@@ -282,7 +282,7 @@ class DiscreteGaussian(AdditiveNoise):
         if not _samplers.SIGMA_MIN <= self.sigma_steps <= _samplers.SIGMA_MAX:
             raise InvalidParameter(
                 f"discrete Gaussian noise for sensitivity {sensitivity} at rho {target:g} would need σ "
-                f"{self.sigma_steps:g}, outside what the exact sampler draws (2^-400 to 2^50); pass a rho "
+                f"{self.sigma_steps:g}, outside what the exact sampler draws (2^-10 to 2^50); pass a rho "
                 "or epsilon that gives σ in that range"
             )
         self._rho = sensitivity**2 / (2.0 * self.sigma_steps**2)
