@@ -12,18 +12,21 @@ smaller of. ρ-zCDP answers compose by adding their ρ.
 from __future__ import annotations
 
 import math
+import sys
 
 from scipy.optimize import minimize_scalar
 
+from privdb import deadline
+from privdb.errors import InvalidParameter
 from privdb.mechanisms import _validate
 
 __all__ = ["epsilon_from_rho", "rho_from_epsilon"]
 
 
 def _cks_epsilon(rho: float, delta: float, alpha: float) -> float:
-    return alpha * rho + (
-        math.log(1.0 / delta) + alpha * math.log1p(-1.0 / alpha) - math.log(alpha - 1.0)
-    ) / (alpha - 1.0)
+    return alpha * rho + (-math.log(delta) + alpha * math.log1p(-1.0 / alpha) - math.log(alpha - 1.0)) / (
+        alpha - 1.0
+    )
 
 
 def epsilon_from_rho(rho: float, delta: float) -> float:
@@ -32,7 +35,7 @@ def epsilon_from_rho(rho: float, delta: float) -> float:
     delta = _validate.probability("delta", delta, open_low=True, open_high=True)
     if rho == 0.0:
         return 0.0
-    classic = rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+    classic = rho + 2.0 * math.sqrt(rho * -math.log(delta))
     # ε(α) is convex in α; search log(α − 1) over a wide bracket.
     result = minimize_scalar(
         lambda s: _cks_epsilon(rho, delta, 1.0 + math.exp(s)),
@@ -46,13 +49,32 @@ def epsilon_from_rho(rho: float, delta: float) -> float:
     return max(0.0, eps)
 
 
+ROUNDS = 1100  # doublings of ρ from ε's float to beyond float64's largest
+BISECTIONS = 200
+
+
 def rho_from_epsilon(epsilon: float, delta: float) -> float:
-    """The largest ρ whose conversion gives at most ``epsilon`` at ``delta`` (bisection, rounded down)."""
+    """The largest ρ whose conversion gives at most ``epsilon`` at ``delta`` (bisection, rounded down).
+
+    At most ``ROUNDS`` doublings and ``BISECTIONS`` halvings, each one bounded conversion
+    (``minimize_scalar`` stops after 500 evaluations); a ρ that is not a positive normal float64 is refused
+    (``invalid_parameter``).
+    """
     epsilon = _validate.positive("epsilon", epsilon)
+    delta = _validate.probability("delta", delta, open_low=True, open_high=True)
     lo, hi = 0.0, epsilon
-    while epsilon_from_rho(hi, delta) < epsilon:
+    for _ in range(ROUNDS):
+        deadline.check()
+        if not epsilon_from_rho(hi, delta) < epsilon:
+            break
         hi *= 2.0
-    for _ in range(200):
+        if not math.isfinite(hi):
+            raise InvalidParameter(
+                f"epsilon {epsilon:g} at delta {delta:g} converts to no finite zCDP rho; use a smaller "
+                "epsilon"
+            )
+    for _ in range(BISECTIONS):
+        deadline.check()
         mid = 0.5 * (lo + hi)
         if epsilon_from_rho(mid, delta) <= epsilon:
             lo = mid
@@ -60,4 +82,9 @@ def rho_from_epsilon(epsilon: float, delta: float) -> float:
             hi = mid
         if hi - lo <= 1e-15 * hi:
             break
+    if not lo >= sys.float_info.min:
+        raise InvalidParameter(
+            f"epsilon {epsilon:g} at delta {delta:g} is too small for zCDP (rho {lo:g} underflows float64); "
+            "raise epsilon or delta"
+        )
     return lo

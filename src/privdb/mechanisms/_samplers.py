@@ -26,7 +26,16 @@ from numpy.typing import NDArray
 from privdb.mechanisms import _exact
 from privdb.mechanisms.randomness import RandomSource
 
-__all__ = ["bernoulli", "discrete_gaussian", "discrete_laplace", "geometric", "uniform_int"]
+__all__ = [
+    "LAMBDA_MIN",
+    "SIGMA_MAX",
+    "SIGMA_MIN",
+    "bernoulli",
+    "discrete_gaussian",
+    "discrete_laplace",
+    "geometric",
+    "uniform_int",
+]
 
 _TWO_M63 = 2.0**-63
 _TWO_M64 = 2.0**-64
@@ -37,6 +46,9 @@ _MARGIN = 2.0**-44  # absolute margin for comparing a 64-bit uniform with a floa
 _LAMBDA_SINGLE = 2.0**-22
 # Smallest supported rate: noise of 2**50 grid steps; beyond it int64 arithmetic could overflow.
 LAMBDA_MIN = 2.0**-50
+# Largest supported discrete Gaussian σ: its proposals are discrete Laplace of scale 2^⌈log2 σ⌉ ≤ 2^50.
+SIGMA_MAX = 2.0**50
+SIGMA_MIN = 2.0**-10  # and smallest: the exact path's e^-γ (γ ≈ y²/2σ²) stays a small rational
 
 Int64s = NDArray[np.int64]
 
@@ -135,7 +147,10 @@ def discrete_gaussian(sigma: float, n: int, source: RandomSource) -> Int64s:
 
     Proposals come from a discrete Laplace of scale ``t``, a power of two ≥ σ (any ``t > 0`` is correct;
     a power of two makes ``λ = 1/t`` exact), accepted with probability ``exp(−(|y| − σ²/t)² / 2σ²)``.
+    ``σ`` must lie in ``[SIGMA_MIN, SIGMA_MAX]`` (the mechanisms refuse larger noise when they are built).
     """
+    if not SIGMA_MIN <= sigma <= SIGMA_MAX:
+        raise ValueError(f"discrete Gaussian sigma {sigma!r} outside [2^-10, 2^50]")
     t = 2.0 ** max(math.ceil(math.log2(sigma)), 0)
     sigma2 = sigma * sigma
     exact_sigma2 = Fraction(sigma) ** 2

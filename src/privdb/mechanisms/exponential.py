@@ -18,6 +18,7 @@ the coefficient ``c`` by that much so the stated ε still holds (docs/proofs/exp
 from __future__ import annotations
 
 import math
+import sys
 from fractions import Fraction
 from typing import ClassVar
 
@@ -53,6 +54,11 @@ class ExponentialMechanism(Mechanism):
         self.sensitivity = _validate.positive("sensitivity", sensitivity)
         self.monotone = bool(monotone)
         self.coefficient = self._epsilon / ((1.0 if self.monotone else 2.0) * self.sensitivity)
+        if not sys.float_info.min <= self.coefficient <= 2.0**900:
+            raise InvalidParameter(
+                f"epsilon {self._epsilon:g} over sensitivity {self.sensitivity:g} is beyond float64's range "
+                "for the exponential mechanism; rescale the utilities (and the sensitivity) or change epsilon"
+            )
 
     @property
     def cost(self) -> PrivacyCost:
@@ -77,13 +83,19 @@ class ExponentialMechanism(Mechanism):
             raise InvalidParameter("utilities must be finite; give impossible candidates a low utility")
         return u
 
+    @property
+    def max_span(self) -> float:
+        """The largest ``(max u − min u) + |max u|`` whose float error fits in ``1e-6·ε`` (``_scores``):
+        a caller whose utilities' public part already reaches it refuses before reading data."""
+        return 1e-6 * self._epsilon / (8.0 * self.coefficient * 2.0**-52)
+
     def _scores(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
         shifted = u - u.max()
         spread = float(-shifted.min()) if shifted.size else 0.0
         # the float products and differences move scores by ≤ 4·|s|·2^-52 (privacy loss ≤ twice that):
         # shrink c so that the exact privacy loss stays within ε.
         slack = 8.0 * (spread * self.coefficient + abs(float(u.max())) * self.coefficient) * 2.0**-52
-        if slack > 1e-6 * self._epsilon:
+        if not slack <= 1e-6 * self._epsilon:
             raise InvalidParameter(
                 "utilities are too large for float64 at this epsilon; rescale them (and the sensitivity)"
             )

@@ -16,6 +16,7 @@ Proofs and constants: docs/proofs/gaussian.md.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -23,49 +24,107 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import log_ndtr, ndtr, ndtri
 
+from privdb import deadline
 from privdb.accounting import zcdp
 from privdb.errors import InvalidParameter
 from privdb.mechanisms import _samplers, _validate
 from privdb.mechanisms.base import AdditiveNoise, PrivacyCost, as_values, round_up
-from privdb.mechanisms.laplace import grid_for
+from privdb.mechanisms.laplace import GRID_MIN, grid_for
 from privdb.mechanisms.randomness import RandomSource
 
 __all__ = ["DiscreteGaussian", "Gaussian", "analytic_gaussian_sigma", "gaussian_delta"]
 
 
 def gaussian_delta(sigma: float, epsilon: float, sensitivity: float) -> float:
-    """δ(σ) of the continuous Gaussian mechanism (Balle & Wang 2018, Theorem 8)."""
+    """δ(σ) of the continuous Gaussian mechanism (Balle & Wang 2018, Theorem 8); 1 (the trivial bound)
+    where float64 cannot evaluate it, which only makes a calibration choose more noise."""
+    if not sigma > 0.0:
+        return 1.0
     a = sensitivity / (2.0 * sigma)
     b = epsilon * sigma / sensitivity
-    return float(ndtr(a - b) - math.exp(epsilon + float(log_ndtr(-a - b))))
+    try:
+        delta = float(ndtr(a - b) - math.exp(epsilon + float(log_ndtr(-a - b))))
+    except OverflowError:
+        return 1.0
+    return delta if math.isfinite(delta) else 1.0
 
 
-def _bisect_sigma(too_small: Callable[[float], bool], start: float) -> float:
-    """Smallest σ (to 1e-12 relative, rounded up) for which ``too_small(σ)`` is false."""
-    check = too_small
+ROUNDS = 2200  # halvings or doublings that span every positive float64 (2^-1074 … 2^1024)
+BISECTIONS = 200
+
+
+class _Unrepresentable(Exception):
+    """The search would leave ``(0, ceiling]``: the caller refuses with a message naming the parameters."""
+
+
+def _bisect_sigma(too_small: Callable[[float], bool], start: float, ceiling: float) -> float:
+    """Smallest σ in ``(0, ceiling]`` (to 1e-12 relative, rounded up) for which ``too_small(σ)`` is false.
+
+    ``too_small`` must be monotone (true below the answer, false above). At most ``ROUNDS`` doublings,
+    ``ROUNDS`` halvings and ``BISECTIONS`` bisection steps: bounded whatever the arguments; a start or a
+    doubling beyond ``ceiling`` (or not finite) raises :class:`_Unrepresentable`.
+    """
+    if not (0.0 < start <= ceiling):
+        raise _Unrepresentable
     hi = start
-    while check(hi):
+    for _ in range(ROUNDS):
+        deadline.check()
+        if not too_small(hi):
+            break
         hi *= 2.0
+        if not hi <= ceiling:
+            raise _Unrepresentable
+    else:
+        raise _Unrepresentable
     lo = hi / 2.0
-    while not check(lo) and lo > 1e-300:
+    for _ in range(ROUNDS):
+        deadline.check()
+        if too_small(lo) or lo <= 1e-300:
+            break
         hi, lo = lo, lo / 2.0
-    for _ in range(200):
+    for _ in range(BISECTIONS):
+        deadline.check()
         if hi - lo <= 1e-12 * hi:
             break
         mid = 0.5 * (lo + hi)
-        if check(mid):
+        if too_small(mid):
             lo = mid
         else:
             hi = mid
     return round_up(hi)
 
 
-def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
-    """The smallest σ with δ(σ) ≤ δ for the continuous Gaussian mechanism."""
-    return _bisect_sigma(
-        lambda s: gaussian_delta(s, epsilon, sensitivity) > delta,
-        sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon,
+def _refusal(epsilon: float, delta: float, sensitivity: float, why: str) -> InvalidParameter:
+    return InvalidParameter(
+        f"Gaussian noise for sensitivity {sensitivity:g} at epsilon {epsilon:g}, delta {delta:g} {why}; "
+        "rescale the values (e.g. thousands instead of units), raise epsilon or delta, or use Laplace noise"
     )
+
+
+def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
+    """The smallest σ with δ(σ) ≤ δ for the continuous Gaussian mechanism; refused (``invalid_parameter``)
+    when that σ is not a finite float64 or exceeds ``Δ·2^31`` (noise no exact sampler can draw on a grid
+    of Δ: docs/proofs/gaussian.md, "Every search ends")."""
+    epsilon = _validate.positive("epsilon", epsilon)
+    delta = _validate.probability("delta", delta, open_low=True, open_high=True)
+    sensitivity = _validate.positive("sensitivity", sensitivity)
+    ceiling = min(sensitivity * SIGMA_SPAN, sys.float_info.max)
+    start = sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+    try:
+        return _bisect_sigma(lambda s: gaussian_delta(s, epsilon, sensitivity) > delta, start, ceiling)
+    except _Unrepresentable:
+        raise _refusal(
+            epsilon,
+            delta,
+            sensitivity,
+            f"needs σ beyond {ceiling:g} (2^31 times the sensitivity, or float64's largest number), more "
+            "than the exact samplers draw",
+        ) from None
+
+
+EXACT_SIGMA = 2.0**14  # DiscreteGaussian sums its exact variance and tails up to this σ (80σ terms)
+STEPS_MAX = 2.0**42  # Δ/g above this: σ below Δ·2^-20, the grid of ε in the billions (refused)
+SIGMA_SPAN = 2.0**31  # σ/Δ above this puts σ beyond SIGMA_MAX grid steps (the grid is at most Δ·2^-20)
 
 
 def _discrete_delta_bound(sigma: float, epsilon: float, steps: int) -> float:
@@ -76,10 +135,13 @@ def _discrete_delta_bound(sigma: float, epsilon: float, steps: int) -> float:
     """
     a = epsilon * sigma * sigma / steps - steps / 2.0
     b = epsilon * sigma * sigma / steps + steps / 2.0
-    if a < 0:
-        return 1.0
+    if not (a >= 0 and math.isfinite(b)):
+        return 1.0  # the trivial bound (also where float64 overflows: the search then takes more noise)
     upper = float(ndtr(-math.floor(a) / sigma))
-    lower = math.exp(epsilon + float(log_ndtr(-(math.floor(b) + 1.0) / sigma)))
+    try:
+        lower = math.exp(epsilon + float(log_ndtr(-(math.floor(b) + 1.0) / sigma)))
+    except OverflowError:
+        return 1.0
     return upper - lower
 
 
@@ -107,6 +169,11 @@ class Gaussian(AdditiveNoise):
         if rho is not None:
             rho = _validate.positive("rho", rho)
             epsilon = zcdp.epsilon_from_rho(rho, self._delta)
+            if not 0.0 < epsilon < math.inf:
+                raise InvalidParameter(
+                    f"rho {rho:g} at delta {self._delta:g} converts to epsilon {epsilon:g}, which calibrates "
+                    "no Gaussian noise; pass a rho between about 1e-300 and 1e300, or another delta"
+                )
         assert epsilon is not None
         self._epsilon = _validate.positive("epsilon", epsilon)
         self.sensitivity = _validate.positive("sensitivity", sensitivity)
@@ -115,6 +182,13 @@ class Gaussian(AdditiveNoise):
         self.changed = changed
         sigma0 = analytic_gaussian_sigma(self._epsilon, self._delta, self.sensitivity)
         self.granularity = grid_for(self.sensitivity, sigma0, 1) / 2.0 ** math.ceil(math.log2(changed) / 2)
+        if not self.granularity >= GRID_MIN:
+            raise InvalidParameter(f"changed {changed} is too large for sensitivity {self.sensitivity:g}")
+        if not self.sensitivity / self.granularity <= STEPS_MAX:  # σ below 2^-20·Δ: ε in the billions
+            raise _refusal(
+                self._epsilon, self._delta, self.sensitivity,
+                "would be below a millionth of the sensitivity, finer than float64 calibrates",
+            )  # fmt: skip
         # rounded neighbours differ by at most |d_i|/g + 1 grid steps in each changed coordinate, so by
         # at most Δ₂/g + √changed in L2 (Minkowski's inequality)
         steps = math.floor(self.sensitivity / self.granularity) + 1
@@ -123,15 +197,29 @@ class Gaussian(AdditiveNoise):
             self.sigma_steps = round_up(l2_steps / math.sqrt(2.0 * rho))
         elif changed == 1:
             start = sigma0 / self.granularity
-            self.sigma_steps = _bisect_sigma(
-                lambda s: _discrete_delta_bound(s, self._epsilon, steps) > self._delta, start
-            )
+            try:
+                self.sigma_steps = _bisect_sigma(
+                    lambda s: _discrete_delta_bound(s, self._epsilon, steps) > self._delta,
+                    start,
+                    _samplers.SIGMA_MAX,
+                )
+            except _Unrepresentable:
+                raise self._too_noisy() from None
             l2_steps = float(steps)
         else:
             l2_steps = self.sensitivity / self.granularity + math.sqrt(changed)
             rho = zcdp.rho_from_epsilon(self._epsilon, self._delta)
             self.sigma_steps = round_up(l2_steps / math.sqrt(2.0 * rho))
+        if not _samplers.SIGMA_MIN <= self.sigma_steps <= _samplers.SIGMA_MAX:
+            raise self._too_noisy()
         self._rho = l2_steps**2 / (2.0 * self.sigma_steps**2)
+
+    def _too_noisy(self) -> InvalidParameter:
+        return _refusal(
+            self._epsilon, self._delta, self.sensitivity,
+            f"and {self.changed} changed coordinates would exceed 2^50 grid steps, more than the exact "
+            "sampler draws",
+        )  # fmt: skip
 
     @property
     def cost(self) -> PrivacyCost:
@@ -187,7 +275,16 @@ class DiscreteGaussian(AdditiveNoise):
         else:
             target = _validate.positive("rho", rho)
         self.sensitivity = sensitivity
-        self.sigma_steps = round_up(sensitivity / math.sqrt(2.0 * target))
+        try:
+            self.sigma_steps = round_up(sensitivity / math.sqrt(2.0 * target))
+        except (OverflowError, ZeroDivisionError):
+            self.sigma_steps = math.inf
+        if not _samplers.SIGMA_MIN <= self.sigma_steps <= _samplers.SIGMA_MAX:
+            raise InvalidParameter(
+                f"discrete Gaussian noise for sensitivity {sensitivity} at rho {target:g} would need σ "
+                f"{self.sigma_steps:g}, outside what the exact sampler draws (2^-10 to 2^50); pass a rho "
+                "or epsilon that gives σ in that range"
+            )
         self._rho = sensitivity**2 / (2.0 * self.sigma_steps**2)
         self._epsilon = (
             float(epsilon) if epsilon is not None else zcdp.epsilon_from_rho(self._rho, self._delta)
@@ -206,8 +303,11 @@ class DiscreteGaussian(AdditiveNoise):
         return self.sigma_steps
 
     def variance(self) -> float:
-        """Exact variance Σ y² p(y) (a little below σ² for small σ)."""
+        """Exact variance Σ y² p(y) (a little below σ² for small σ); σ² from ``EXACT_SIGMA`` on (an upper
+        bound, CKS20 Proposition 19), so the sum stays small."""
         sigma = self.sigma_steps
+        if sigma > EXACT_SIGMA:
+            return sigma * sigma
         span = math.ceil(40.0 * sigma) + 1
         y = np.arange(-span, span + 1, dtype=np.float64)
         weights = np.exp(-(y**2) / (2.0 * sigma * sigma))
@@ -217,6 +317,8 @@ class DiscreteGaussian(AdditiveNoise):
         """Smallest integer ``k`` with ``P(|Y| > k) ≤ β``, from the exact probabilities."""
         beta = _validate.probability("beta", beta, open_low=True, open_high=True)
         sigma = self.sigma_steps
+        if sigma > EXACT_SIGMA:  # σ²-sub-Gaussian: P(|Y| > k) ≤ 2·exp(−k²/2σ²) (CKS20, section 2)
+            return float(math.ceil(sigma * math.sqrt(2.0 * math.log(2.0 / beta))))
         span = math.ceil(40.0 * sigma) + 1
         y = np.arange(0, span + 1, dtype=np.float64)
         weights = np.exp(-(y**2) / (2.0 * sigma * sigma))

@@ -27,19 +27,37 @@ from privdb.mechanisms import _samplers, _validate
 from privdb.mechanisms.base import AdditiveNoise, PrivacyCost, as_values, round_down
 from privdb.mechanisms.randomness import RandomSource
 
-__all__ = ["GRID_BITS", "Geometric", "Laplace", "grid_for"]
+__all__ = ["GRID_BITS", "GRID_MAX", "GRID_MIN", "Geometric", "Laplace", "grid_for"]
 
 GRID_BITS = 20  # the noise scale spans at least 2**20 grid steps
 _GRID_LIMIT = 2.0**52  # values beyond ±2^52 grid steps are clamped (a non-expansive map: DP is kept)
+
+
+# The grid's range: every released value is (an int64 number of steps) × g, so g·2^63 must stay finite and
+# g must not underflow to 0. Noise of Δ or a scale beyond about 2^980 (1e295), or below 2^-1054, is refused.
+GRID_MIN = 2.0**-1074
+GRID_MAX = 2.0**960
 
 
 def grid_for(sensitivity: float, scale: float, changed: int) -> float:
     """The power of two at or below ``min(Δ, scale) / (changed · 2^GRID_BITS)``: a public choice.
 
     Relative to the scale it keeps rounding invisible in the noise; relative to Δ it keeps the rounding
-    allowance ``c·g`` below ``2^-20·Δ``, so the noise grows by at most that factor.
+    allowance ``c·g`` below ``2^-20·Δ``, so the noise grows by at most that factor. A grid outside
+    ``[GRID_MIN, GRID_MAX]`` (a sensitivity or scale float64 cannot carry on an exact grid) is refused.
     """
-    return 2.0 ** (math.floor(math.log2(min(sensitivity, scale) / changed)) - GRID_BITS)
+    smallest = min(sensitivity, scale) / changed
+    if not (math.isfinite(smallest) and smallest > 0):
+        exponent = math.inf if smallest > 0 else -math.inf
+    else:
+        exponent = math.floor(math.log2(smallest)) - GRID_BITS
+    if not math.log2(GRID_MIN) <= exponent <= math.log2(GRID_MAX):
+        raise InvalidParameter(
+            f"sensitivity {sensitivity:g} with noise scale {scale:g} is beyond what float64 carries on an "
+            "exact grid (sensitivities and scales between about 1e-310 and 1e295 are supported); rescale "
+            "the values (e.g. thousands instead of units, or the reverse) or change epsilon"
+        )
+    return math.ldexp(1.0, int(exponent))
 
 
 class Laplace(AdditiveNoise):

@@ -26,6 +26,7 @@ from privdb.errors import InvalidParameter
 __all__ = ["SafePubParameters", "delta_of_k", "parameters"]
 
 MAX_K = 100_000
+MAX_WALK = 20_000  # sample sizes one δ(k) examines at most (ln(1/δ)/rate of them, refused beyond)
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,8 @@ class SafePubParameters:
 
 def _beta_gamma(epsilon_anon: float) -> tuple[float, float]:
     beta = -math.expm1(-epsilon_anon)
-    power = math.exp(epsilon_anon)
-    return beta, (power - 1.0 + beta) / power
+    # (e^ε − 1 + β)/e^ε = 1 − (1 − β)·e^−ε = 1 − e^−2ε: no e^ε to overflow
+    return beta, -math.expm1(-2.0 * epsilon_anon)
 
 
 @lru_cache(maxsize=65536)
@@ -58,11 +59,15 @@ def delta_of_k(k: int, epsilon_anon: float) -> float:
     rate = gamma * math.log(gamma / beta) - (gamma - beta)  # Chernoff exponent per record, > 0
     n = max(math.ceil(k / gamma - 1.0), 1)
     worst = -math.inf
-    while True:
+    for _ in range(MAX_WALK):
         worst = max(worst, _tail(n, epsilon_anon))
         if worst >= math.exp(-n * rate):
             return worst
         n += 1
+    raise InvalidParameter(
+        f"ε for anonymisation {epsilon_anon:g} is too small to bound δ(k) within {MAX_WALK} sample sizes; "
+        "raise ε (SafePub is stated for ε from about 0.01)"
+    )
 
 
 @lru_cache(maxsize=256)
@@ -73,12 +78,28 @@ def parameters(epsilon_anon: float, delta: float) -> SafePubParameters:
     if not (math.isfinite(delta) and 0 < delta < 1):
         raise InvalidParameter(f"δ must be in (0, 1), e.g. 1e-5, got {delta!r}")
     beta, gamma = _beta_gamma(epsilon_anon)
-    k = 1
-    while delta_of_k(k, epsilon_anon) >= delta:
-        k += 1
-        if k > MAX_K:
+    rate = gamma * math.log(gamma / beta) - (gamma - beta)
+    if not -math.log(delta) <= MAX_WALK * rate:  # the walk of delta_of_k, while δ(k) ≥ δ, is this long
+        raise InvalidParameter(
+            f"ε for anonymisation {epsilon_anon:g} with δ = {delta:g} needs more than {MAX_WALK} sample "
+            "sizes to bound δ(k) (ε near 0, or so large that β rounds to 1); use an ε between about 0.01 "
+            "and 10, or a larger δ"
+        )
+    # δ(k) is a maximum over n ≥ ⌈k/γ − 1⌉, a set that shrinks as k grows: non-increasing in k, so the
+    # smallest k with δ(k) < δ is found by doubling and bisection (≤ 2·17 evaluations up to MAX_K)
+    hi = 1
+    while delta_of_k(hi, epsilon_anon) >= delta:
+        if hi >= MAX_K:
             raise InvalidParameter(
                 f"δ = {delta:g} needs classes of more than {MAX_K} records at ε = {epsilon_anon:g}: "
                 "raise δ or ε"
             )
-    return SafePubParameters(epsilon_anon, delta, beta, gamma, k + 1)
+        hi = min(2 * hi, MAX_K + 1) if hi < MAX_K else MAX_K + 1
+    lo = hi // 2  # δ(lo) ≥ δ (or lo = 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if delta_of_k(mid, epsilon_anon) >= delta:
+            lo = mid
+        else:
+            hi = mid
+    return SafePubParameters(epsilon_anon, delta, beta, gamma, hi + 1)

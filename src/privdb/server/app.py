@@ -15,7 +15,9 @@ of anyio (40 threads per worker process). No input yields a 500: validation erro
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
+from collections.abc import AsyncIterator
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
@@ -28,6 +30,7 @@ from pydantic import TypeAdapter
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from privdb import deadline
 from privdb.catalog.querylog import LogOptions, Outcome
 from privdb.catalog.store import Principal
 from privdb.database import Database, log_subject
@@ -134,6 +137,14 @@ Owner = Annotated[Principal, Depends(_owner)]
 Analyst = Annotated[Principal, Depends(_analyst)]
 
 
+@contextlib.asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """At start-up (uvicorn has installed its signal handlers by then, in each worker): SIGTERM also stops
+    the planning of queries in flight (privdb.deadline), so the graceful shutdown it starts ends."""
+    deadline.stop_on_term()
+    yield
+
+
 def create_app(
     db_dir: str | Path,
     *,
@@ -151,6 +162,7 @@ def create_app(
         title="privdb",
         version="0.1.0",
         description="A private statistical database: differentially private answers paid from budgets.",
+        lifespan=_lifespan,
     )
     app.state.db = db
 

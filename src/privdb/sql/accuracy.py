@@ -21,6 +21,7 @@ from typing import Any
 
 from scipy.special import ndtri
 
+from privdb import deadline
 from privdb.errors import InvalidParameter, UnsupportedQuery
 from privdb.sql.explain import columns_of
 from privdb.sql.parse import MAX_EPSILON, DPQuery
@@ -28,7 +29,9 @@ from privdb.sql.plan import Plan, plan_query
 
 __all__ = ["epsilon_for_accuracy", "with_chosen_epsilon"]
 
-_STEPS = 60
+_STEPS = 60  # bisection steps (geometric, to 1e-9 relative)
+_ROUNDS = 64  # doublings or halvings between 1e-12 and MAX_EPSILON: 50 suffice
+_FLOOR = 1e-9
 
 
 def _scale(mechanism: str, confidence: float) -> float:
@@ -73,11 +76,19 @@ def epsilon_for_accuracy(
     cap = MAX_EPSILON if most is None else most
 
     def enough(eps: float) -> bool:
-        return worst_ratio(columns_at(eps), half, confidence) <= 1.0
+        try:
+            columns = columns_at(eps)
+        except InvalidParameter:  # noise not calibrated at this ε (too small for the sensitivity): not enough
+            return False
+        return worst_ratio(columns, half, confidence) <= 1.0
 
     guess = worst_ratio(columns_at(1.0), half, confidence)  # half-widths scale about as 1/ε
-    hi = min(max(guess * 1.01, 1e-9), cap)
-    while not enough(hi):
+    hi = min(max(guess * 1.01, _FLOOR), cap) if math.isfinite(guess) else cap
+    # doublings from _FLOOR reach cap (≤ MAX_EPSILON) in ≤ 40 rounds, halvings reach 1e-12 in ≤ 50
+    for _ in range(_ROUNDS):
+        deadline.check()
+        if enough(hi):
+            break
         if hi >= cap:
             raise InvalidParameter(
                 f"reaching ± {half:g} at {confidence:.0%} needs more than ε = {cap:g}"
@@ -86,9 +97,13 @@ def epsilon_for_accuracy(
             )
         hi = min(hi * 2, cap)
     lo = hi / 2
-    while enough(lo) and lo > 1e-12:
+    for _ in range(_ROUNDS):
+        deadline.check()
+        if not (lo > 1e-12 and enough(lo)):
+            break
         hi, lo = lo, lo / 2
     for _ in range(_STEPS):
+        deadline.check()
         mid = math.sqrt(lo * hi)
         lo, hi = (lo, mid) if enough(mid) else (mid, hi)
         if hi / lo < 1 + 1e-9:

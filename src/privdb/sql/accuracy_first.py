@@ -129,6 +129,20 @@ def _met(
     return True
 
 
+def calibrate(plan: Plan, rng: RandomSource | None = None) -> tuple[list[Plan], dict[str, NoiseReduction]]:
+    """Each step's plan and each statistic's noise reduction over the schedule: closed forms, built while
+    planning too, so that a step whose noise cannot be calibrated is refused before anything is read."""
+    assert plan.query.schedule is not None
+    step_plans = [_at_step(plan, eps) for eps in plan.query.schedule]
+    reductions = {}
+    for stat in plan.statistics:
+        reductions[stat.name] = NoiseReduction(
+            epsilons=[p.statistic(stat.name).epsilon for p in step_plans],
+            sensitivity=stat.sensitivity, changed=stat.changed, integer=stat.integer, rng=rng,
+        )  # fmt: skip
+    return step_plans, reductions
+
+
 def respond(plan: Plan, frame: Statistics | None, rng: RandomSource | None = None) -> NoisyAnswer:
     """Release every step's statistics with correlated noise, stop at the first step that meets the
     accuracy (or at MAX), and answer from that step alone; the answer carries its ex-post ε."""
@@ -137,14 +151,11 @@ def respond(plan: Plan, frame: Statistics | None, rng: RandomSource | None = Non
     _, confidence, most = accuracy
     steps = len(schedule)
     groups, truth = _groups(plan, frame)
-    step_plans = [_at_step(plan, eps) for eps in schedule]
+    step_plans, reductions = calibrate(plan, rng)
     released: dict[str, NDArray[np.float64]] = {}
     mechanisms: dict[str, tuple[Laplace, ...]] = {}
     for stat in plan.statistics:
-        reduction = NoiseReduction(
-            epsilons=[p.statistic(stat.name).epsilon for p in step_plans],
-            sensitivity=stat.sensitivity, changed=stat.changed, integer=stat.integer, rng=rng,
-        )  # fmt: skip
+        reduction = reductions[stat.name]
         values = truth[stat.name]
         released[stat.name] = reduction.release(values) if values.size else np.empty((steps, 0))
         mechanisms[stat.name] = reduction.steps

@@ -17,6 +17,7 @@ import pandas as pd
 import sqlglot
 from sqlglot import exp
 
+from privdb import deadline
 from privdb.accounting.composition import GaussianCost
 from privdb.accounting.disclosure import presence_disclosure
 from privdb.backends.base import Engine, find_table
@@ -186,6 +187,8 @@ def _prepare(
         query = with_chosen_epsilon(query, relation, db.evaluate_domain)
     shape = plan_shape(query, relation.meta, db.evaluate_domain)
     plan = plan_query(query, relation.meta, db.evaluate_domain, relation, shape)
+    if plan.query.schedule is not None:
+        accuracy_first.calibrate(plan)  # every step's noise, before anything is read
     return plan, statistics_sql(db, plan), shape
 
 
@@ -298,7 +301,12 @@ def histogram_queries(db: Database, plan: Plan) -> dict[str, str]:
 def explain(db: Database, text: str, analyst: str | None = None) -> dict[str, Any]:
     """The plan, without reading data or spending (privdb.sql.explain): per output column its mechanism, ε
     share and 95% ±; per noisy statistic its sensitivity and noise; the engine SQL. ``analyst``: asked by
-    that analyst, so only for a table granted to them (None: the owner)."""
+    that analyst, so only for a table granted to them (None: the owner). Under the query's time limit."""
+    with deadline.limit(db.query_timeout):
+        return _explain(db, text, analyst)
+
+
+def _explain(db: Database, text: str, analyst: str | None) -> dict[str, Any]:
     plan, sql = prepare(db, text, analyst)
     if isinstance(plan, ReleasePlan):
         described = describe_release(plan, sql)
@@ -353,11 +361,13 @@ def authorize(db: Database, analyst: str, table: str) -> str:
 
 
 def _run(db: Database, analyst: str, text: str) -> Result:
-    plan, sql = prepare(db, text, analyst)
+    with deadline.limit(db.query_timeout):  # planning: under the query's limit, refused free past it
+        plan, sql = prepare(db, text, analyst)
+        histograms = histogram_queries(db, plan) if isinstance(plan, Plan) else {}  # bound before any spend
+        personal = personal_table(db, plan)
+        cost = zcdp_cost(plan) if isinstance(plan, Plan) else None
     base = plan.relation.base if isinstance(plan, Plan) and plan.relation is not None else plan.table.name
     backend, _ = db.backend_for(base)
-    histograms = histogram_queries(db, plan) if isinstance(plan, Plan) else {}  # bound before any spend
-    personal = personal_table(db, plan)
 
     def read() -> tuple[Statistics | None, dict[str, pd.DataFrame]]:
         # one deadline for all of the query's engine reads: the server's limit bounds the whole query
@@ -398,7 +408,7 @@ def _run(db: Database, analyst: str, text: str) -> Result:
                    summary(personal, plan.epsilon)["classes"]]  # fmt: skip
     tables = plan.relation.tables if isinstance(plan, Plan) and plan.relation is not None else (base,)
     gaussian = None
-    if isinstance(plan, Plan) and (cost := zcdp_cost(plan)) is not None:
+    if cost is not None:
         rho, eps_g, delta_g = cost
         gaussian = GaussianCost(rho=rho, delta=exact(delta_g), epsilon=min(exact(eps_g), exact(plan.epsilon)))
     return charged(

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from privdb.errors import InvalidParameter
 from privdb.mechanisms import ExponentialMechanism, RandomSource
 from privdb.sql.keys import canonical_key
 
@@ -38,6 +39,7 @@ __all__ = [
     "END_SHARE",
     "answer_share",
     "bracket",
+    "check_calibration",
     "choose",
     "histogram_accuracy",
     "interval_of",
@@ -70,6 +72,30 @@ def bracket(hist: Histogram) -> tuple[float, float]:
     c = _end_mechanism(hist).coefficient * (1.0 - _SHRINK)
     floor = math.log(1.0 / _END_BETA) / c
     return math.log(hist.points) / c + 2.0 * floor, floor
+
+
+def check_calibration(hist: Histogram, what: str, epsilon: float) -> None:
+    """Refuse, before anything is read, a histogram whose grid or exponential mechanisms float64 cannot
+    carry: a grid of the bounds that overflows, or (a quantile) ends aimed so many ranks away that their
+    utilities alone exceed the mechanism's float tolerance (``ExponentialMechanism.max_span``; at ε near
+    1e-7). ``what``: the aggregate as written; ``epsilon``: the query's ε (named in the fix)."""
+    top = hist.lo + hist.points * hist.width
+    if not (math.isfinite(hist.width) and hist.width > 0 and math.isfinite(top)):
+        raise InvalidParameter(
+            f"{what}: the bounds of {hist.column.name!r} span more than float64 can divide into "
+            f"{hist.cells} cells; declare narrower bounds (or rescale the column)"
+        )
+    hist.mechanism()  # its own parameter checks
+    if hist.values is not None:
+        return
+    ends = _end_mechanism(hist)
+    t, _ = bracket(hist)
+    ratio = 2.0 * t / ends.max_span  # the empty table's span is t; the factor 2 leaves room for the rows
+    if not ratio <= 1.0:
+        raise InvalidParameter(
+            f"{what} at epsilon {epsilon:g} is too small for the exponential mechanism in float64: its "
+            f"interval's ends would be aimed {t:.3g} ranks away; use epsilon >= {epsilon * ratio:.2g}"
+        )
 
 
 def _ranks(

@@ -48,9 +48,18 @@ __all__ = [
 ]
 
 
+# From this t on, e^t − 1 would overflow float64 (e^709.8): π is computed as e^(ε − t)·(1 − e^−ε)/(1 − e^−t)
+_SCALED_FROM = 700.0
+
+
 def inclusion(epsilon: float, t: float) -> float:
-    """π: the probability that a unit of this ε is kept at threshold ``t`` (1 from ``t`` on)."""
-    return 1.0 if epsilon >= t else math.expm1(epsilon) / math.expm1(t)
+    """π: the probability that a unit of this ε is kept at threshold ``t`` (1 from ``t`` on); closed form,
+    finite for every ε and t (a tiny π underflows to 0: the unit is then never kept, which only protects)."""
+    if epsilon >= t:
+        return 1.0
+    if t < _SCALED_FROM:
+        return math.expm1(epsilon) / math.expm1(t)
+    return math.exp(epsilon - t) * -math.expm1(-epsilon) / -math.expm1(-t)
 
 
 def _text(value: str) -> str:
@@ -73,7 +82,11 @@ def epsilon_sql(spec: PersonalEpsilon, rows: str = "") -> str:
 def _keep(epsilon: str, t: float) -> str:
     """The condition that keeps a unit of ε ``epsilon`` (SQL): ``random() < π``. From ``t`` on π = 1, and
     DuckDB's ``random()`` is below 1, so such units are always kept."""
-    pi = f"CASE WHEN {epsilon} >= {float(t)!r} THEN 1.0 ELSE (EXP({epsilon}) - 1.0) / {math.expm1(t)!r} END"
+    if t < _SCALED_FROM:
+        below = f"(EXP({epsilon}) - 1.0) / {math.expm1(t)!r}"
+    else:  # e^t − 1 overflows: the same π scaled by e^−t (EXP of a negative number cannot overflow)
+        below = f"EXP({epsilon} - {float(t)!r}) * (1.0 - EXP(-({epsilon}))) / {-math.expm1(-t)!r}"
+    pi = f"CASE WHEN {epsilon} >= {float(t)!r} THEN 1.0 ELSE {below} END"
     return f"random() < {pi}"
 
 

@@ -26,6 +26,7 @@ from typing import Any
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.errors import InvalidParameter, UnsupportedQuery
 from privdb.sql.gaussian_plan import gaussian_statistics
+from privdb.sql.order import check_calibration
 from privdb.sql.parse import DPQuery
 from privdb.sql.sensitivity import (
     Histogram,
@@ -165,6 +166,19 @@ def plan_shape(query: DPQuery, table: TableMeta, evaluate_domain: Any = None) ->
     return Shape(resolved, None if domains is None else tuple(domains))
 
 
+def _calibrated(stat: Statistic) -> None:
+    """Build a statistic's mechanism while planning, so that noise it cannot calibrate (an ε too small for
+    its sensitivity, a sensitivity beyond float64) is refused before anything is read: free."""
+    try:
+        stat.mechanism()
+    except (OverflowError, ZeroDivisionError, ValueError):
+        what = stat.column.name if stat.column is not None else "rows"
+        raise InvalidParameter(
+            f"the noise of a {stat.kind} statistic of {what!r} at epsilon {stat.epsilon:g} cannot be "
+            "calibrated in float64 (its sensitivity is too large or not finite); declare narrower bounds"
+        ) from None
+
+
 def plan_query(
     query: DPQuery,
     table: TableMeta,
@@ -236,6 +250,7 @@ def plan_query(
             hist = make_histogram(
                 f"h{len(histograms)}", agg.kind, col, eps_each / group_factor, m, substitute, agg.q
             )
+            check_calibration(hist, agg.output, query.epsilon)
             histograms.append(hist)
             plans.append(
                 AggregatePlan(agg.output, agg.kind, col, (), eps_each, hist, agg.q, visible=agg.visible)
@@ -275,6 +290,8 @@ def plan_query(
         tau = m + max(t, 0.0) + mech.granularity
         threshold = Threshold(stat_name, tau, threshold_delta)
 
+    for s in statistics:
+        _calibrated(s)
     return Plan(
         query=query,
         resolved=resolved,
