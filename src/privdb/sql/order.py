@@ -79,11 +79,10 @@ def _ranks(
     per_cell = np.zeros(hist.cells)
     for cell, n in counts.items():
         per_cell[min(max(int(cell), 0), hist.cells - 1)] += n  # the engine's cells lie in range
+    # each cell holds the values nearest its candidate (exactly its value on an int column), so a candidate
+    # covers the ranks of its cell: a point mass's candidate holds all of them
     below = np.concatenate([[0.0], np.cumsum(per_cell)])[: hist.points]
-    # an int column's cell holds exactly the candidate's value; on a float grid a value equal to a grid
-    # point has probability 0, so the interval is a point
-    upto = below + per_cell[: hist.points] if hist.integer else below
-    return below, upto, float(per_cell.sum())
+    return below, below + per_cell, float(per_cell.sum())
 
 
 def _distance(below: NDArray[np.float64], upto: NDArray[np.float64], target: float) -> NDArray[np.float64]:
