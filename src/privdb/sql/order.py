@@ -41,6 +41,7 @@ __all__ = [
     "choose",
     "histogram_accuracy",
     "interval_of",
+    "utilities",
 ]
 
 Interval = tuple[float, float]
@@ -89,6 +90,23 @@ def _distance(below: NDArray[np.float64], upto: NDArray[np.float64], target: flo
     """How far ``target`` lies from each candidate's rank interval (minus: Smith's utility)."""
     out: NDArray[np.float64] = np.maximum(np.maximum(below - target, target - upto), 0.0)
     return out
+
+
+def utilities(
+    hist: Histogram, counts: dict[Any, float], q: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Per candidate, the utilities of a quantile's answer and of its interval's lower and upper ends from
+    one group's per-cell counts: minus the distance from ``q·n`` (``q·n ∓ t`` for the ends) to the
+    candidate's rank interval, the extreme candidate's end utility floored at ``−s₀`` (module doc). Each
+    moves by at most ``hist.sensitivity`` between neighbours (docs/proofs/sql.md, "Order statistics")."""
+    below, upto, total = _ranks(counts, hist)
+    target = q * total
+    t, floor = bracket(hist)
+    low = -_distance(below, upto, target - t)
+    low[0] = max(low[0], -floor)  # the lowest candidate lies below every quantile
+    high = -_distance(below, upto, target + t)
+    high[-1] = max(high[-1], -floor)
+    return -_distance(below, upto, target), low, high
 
 
 def interval_of(hist: Histogram, answer: float, low_end: float, high_end: float) -> Interval:
@@ -143,17 +161,11 @@ def choose(
         return chosen, None
     assert q is not None
     ends = _end_mechanism(hist, rng)
-    t, floor = bracket(hist)
     out = np.empty(len(groups))
     intervals: list[Interval] = []
     for g, group in enumerate(groups):
-        below, upto, total = _ranks(counts.get(group, {}), hist)
-        target = q * total
-        out[g] = hist.lo + mech.select(-_distance(below, upto, target)) * hist.width
-        low = -_distance(below, upto, target - t)
-        low[0] = max(low[0], -floor)  # the lowest candidate lies below every quantile
-        high = -_distance(below, upto, target + t)
-        high[-1] = max(high[-1], -floor)
+        answer, low, high = utilities(hist, counts.get(group, {}), q)
+        out[g] = hist.lo + mech.select(answer) * hist.width
         low_end = hist.lo + ends.select(low) * hist.width
         high_end = hist.lo + ends.select(high) * hist.width
         intervals.append(interval_of(hist, float(out[g]), low_end, high_end))
