@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,9 @@ def spread(frame: pd.DataFrame, meta: dict[str, Any], runs: int, seed: int) -> n
             hists = {n: db.backend.fetch(s) for n, s in engine.histogram_queries(db, plan).items()}
         finally:
             db.close()
-    source = SeededRandom(seed)
+    with warnings.catch_warnings():  # SeededRandom warns that it is for tests: so is this
+        warnings.simplefilter("ignore")
+        source = SeededRandom(seed)
     return np.array([add_noise(plan, None, source, hists).rows[0][0] for _ in range(runs)], dtype=float)
 
 

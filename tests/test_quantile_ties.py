@@ -125,7 +125,7 @@ def _neighbours(m: int, substitute: bool, cells: tuple[int, ...]) -> list[dict[i
 @pytest.mark.parametrize("substitute", [False, True])
 @pytest.mark.parametrize("m", [1, 2])
 @pytest.mark.parametrize("q", [0.0, 0.3, 0.5])  # 1.0 mirrors 0.0
-def test_every_choice_is_epsilon_dp_on_neighbouring_tied_histograms(m: int, substitute: bool, q: float) -> None:
+def test_every_choice_is_epsilon_dp_on_tied_neighbours(m: int, substitute: bool, q: float) -> None:
     """For every histogram with at most 2 rows in each of five cells (the two bounds, a tie's cell and its
     neighbour, the middle) against every neighbour a unit of ``m`` rows makes: each utility (answer and
     both ends) moves by at most the stated Δ, and reaches it (Δ is tight, so a smaller one would fail), and

@@ -12,8 +12,13 @@ Turning the rank error into values would need the data's ranks, which is a leak.
 utility, as before), a quarter each chooses a *lower end* aimed ``t`` ranks below ``q·n`` and an *upper
 end* aimed ``t`` ranks above, with the lowest (highest) candidate's utility floored at ``−s₀``. With
 probability ≥ 97.5% each end lands on its side of every true q-quantile (proof in docs/proofs/sql.md), so
-``[lower end, upper end]`` — widened by one grid step on a float grid, where the engine's cell of a value
-can be one off, and stretched to hold the answer — covers the true quantile with probability ≥ 95%. ``t``
+``[lower end, upper end]`` — widened by one grid step on a float grid, where the engine moves a value to
+its nearest grid point (up to half a step), and stretched to hold the answer — covers the true quantile
+with probability ≥ 95%.
+
+*Ties.* Every candidate is scored by its rank interval ``[#{x < y}, #{x ≤ y}]`` over the values at their
+grid points, on float grids too: a value held by many rows is one candidate whose interval covers all
+their ranks, so a point mass holding ``q·n`` wins (issue 26; docs/proofs/sql.md, "Order statistics"). ``t``
 and ``s₀`` depend only on ε, Δ and the number of candidates; the interval is a function of the three
 released values and public metadata (``interval_of``), never of the data.
 """
@@ -76,7 +81,8 @@ def bracket(hist: Histogram) -> tuple[float, float]:
 def _ranks(
     counts: dict[Any, float], hist: Histogram
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
-    """Per candidate ``#{x < y}`` and ``#{x ≤ y}``, and ``n``, from a group's per-cell counts."""
+    """Per candidate ``#{x < y}`` and ``#{x ≤ y}``, and ``n``, from a group's per-cell counts (one cell per
+    candidate: the values nearest it)."""
     per_cell = np.zeros(hist.cells)
     for cell, n in counts.items():
         per_cell[min(max(int(cell), 0), hist.cells - 1)] += n  # the engine's cells lie in range
@@ -111,7 +117,8 @@ def utilities(
 
 def interval_of(hist: Histogram, answer: float, low_end: float, high_end: float) -> Interval:
     """The 95% interval of a quantile from its three released values and public metadata alone: the hull
-    of the ends and the answer, one grid step wider on a float grid, within the column's bounds."""
+    of the ends and the answer, one grid step wider on a float grid (a value's grid point is within half a
+    step of it), within the column's bounds."""
     pad = 0.0 if hist.integer else hist.width
     top = hist.lo + (hist.points - 1) * hist.width
     lo = max(min(low_end, high_end, answer) - pad, hist.lo)

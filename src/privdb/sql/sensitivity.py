@@ -44,7 +44,7 @@ __all__ = [
     "unit_reach",
 ]
 
-QUANTILE_CELLS = 2**14  # steps of the grid of a float column's range for order statistics (2^14 + 1 points)
+QUANTILE_CELLS = 2**14  # steps of a float grid for order statistics (2^14 + 1 points)
 MAX_INT_CELLS = 2**16  # int columns of at most this span get one cell per integer
 MAX_MODE_VALUES = 100_000
 DISTINCT_KINDS = ("distinct", "distinct_unit")
