@@ -12,8 +12,13 @@ Turning the rank error into values would need the data's ranks, which is a leak.
 utility, as before), a quarter each chooses a *lower end* aimed ``t`` ranks below ``q·n`` and an *upper
 end* aimed ``t`` ranks above, with the lowest (highest) candidate's utility floored at ``−s₀``. With
 probability ≥ 97.5% each end lands on its side of every true q-quantile (proof in docs/proofs/sql.md), so
-``[lower end, upper end]`` — widened by one grid step on a float grid, where the engine's cell of a value
-can be one off, and stretched to hold the answer — covers the true quantile with probability ≥ 95%. ``t``
+``[lower end, upper end]`` — widened by one grid step on a float grid, where the engine moves a value to
+its nearest grid point (up to half a step), and stretched to hold the answer — covers the true quantile
+with probability ≥ 95%.
+
+*Ties.* Every candidate is scored by its rank interval ``[#{x < y}, #{x ≤ y}]`` over the values at their
+grid points, on float grids too: a value held by many rows is one candidate whose interval covers all
+their ranks, so a point mass holding ``q·n`` wins (issue 26; docs/proofs/sql.md, "Order statistics"). ``t``
 and ``s₀`` depend only on ε, Δ and the number of candidates; the interval is a function of the three
 released values and public metadata (``interval_of``), never of the data.
 """
@@ -43,6 +48,7 @@ __all__ = [
     "choose",
     "histogram_accuracy",
     "interval_of",
+    "utilities",
 ]
 
 Interval = tuple[float, float]
@@ -101,15 +107,15 @@ def check_calibration(hist: Histogram, what: str, epsilon: float) -> None:
 def _ranks(
     counts: dict[Any, float], hist: Histogram
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
-    """Per candidate ``#{x < y}`` and ``#{x ≤ y}``, and ``n``, from a group's per-cell counts."""
+    """Per candidate ``#{x < y}`` and ``#{x ≤ y}``, and ``n``, from a group's per-cell counts (one cell per
+    candidate: the values nearest it)."""
     per_cell = np.zeros(hist.cells)
     for cell, n in counts.items():
         per_cell[min(max(int(cell), 0), hist.cells - 1)] += n  # the engine's cells lie in range
+    # each cell holds the values nearest its candidate (exactly its value on an int column), so a candidate
+    # covers the ranks of its cell: a point mass's candidate holds all of them
     below = np.concatenate([[0.0], np.cumsum(per_cell)])[: hist.points]
-    # an int column's cell holds exactly the candidate's value; on a float grid a value equal to a grid
-    # point has probability 0, so the interval is a point
-    upto = below + per_cell[: hist.points] if hist.integer else below
-    return below, upto, float(per_cell.sum())
+    return below, below + per_cell, float(per_cell.sum())
 
 
 def _distance(below: NDArray[np.float64], upto: NDArray[np.float64], target: float) -> NDArray[np.float64]:
@@ -118,9 +124,27 @@ def _distance(below: NDArray[np.float64], upto: NDArray[np.float64], target: flo
     return out
 
 
+def utilities(
+    hist: Histogram, counts: dict[Any, float], q: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Per candidate, the utilities of a quantile's answer and of its interval's lower and upper ends from
+    one group's per-cell counts: minus the distance from ``q·n`` (``q·n ∓ t`` for the ends) to the
+    candidate's rank interval, the extreme candidate's end utility floored at ``−s₀`` (module doc). Each
+    moves by at most ``hist.sensitivity`` between neighbours (docs/proofs/sql.md, "Order statistics")."""
+    below, upto, total = _ranks(counts, hist)
+    target = q * total
+    t, floor = bracket(hist)
+    low = -_distance(below, upto, target - t)
+    low[0] = max(low[0], -floor)  # the lowest candidate lies below every quantile
+    high = -_distance(below, upto, target + t)
+    high[-1] = max(high[-1], -floor)
+    return -_distance(below, upto, target), low, high
+
+
 def interval_of(hist: Histogram, answer: float, low_end: float, high_end: float) -> Interval:
     """The 95% interval of a quantile from its three released values and public metadata alone: the hull
-    of the ends and the answer, one grid step wider on a float grid, within the column's bounds."""
+    of the ends and the answer, one grid step wider on a float grid (a value's grid point is within half a
+    step of it), within the column's bounds."""
     pad = 0.0 if hist.integer else hist.width
     top = hist.lo + (hist.points - 1) * hist.width
     lo = max(min(low_end, high_end, answer) - pad, hist.lo)
@@ -170,17 +194,11 @@ def choose(
         return chosen, None
     assert q is not None
     ends = _end_mechanism(hist, rng)
-    t, floor = bracket(hist)
     out = np.empty(len(groups))
     intervals: list[Interval] = []
     for g, group in enumerate(groups):
-        below, upto, total = _ranks(counts.get(group, {}), hist)
-        target = q * total
-        out[g] = hist.lo + mech.select(-_distance(below, upto, target)) * hist.width
-        low = -_distance(below, upto, target - t)
-        low[0] = max(low[0], -floor)  # the lowest candidate lies below every quantile
-        high = -_distance(below, upto, target + t)
-        high[-1] = max(high[-1], -floor)
+        answer, low, high = utilities(hist, counts.get(group, {}), q)
+        out[g] = hist.lo + mech.select(answer) * hist.width
         low_end = hist.lo + ends.select(low) * hist.width
         high_end = hist.lo + ends.select(high) * hist.width
         intervals.append(interval_of(hist, float(out[g]), low_end, high_end))

@@ -176,13 +176,18 @@ def engine_sql(plan: Plan, table: str, unit_rows: str | None = None, source: str
 
 
 def _cell(hist: Histogram) -> str:
-    """The cell of a row's value: its grid cell (order statistics) or the value itself (modes)."""
+    """The cell of a row's value: its nearest grid point (order statistics) or the value itself (modes).
+
+    Rounding, not flooring: a value between two grid points must count at one of them, so that tied values
+    make one candidate's rank interval wide (a point mass wins) rather than sit between candidates that all
+    see it as a gap. ``FLOOR(z + 0.5)`` is monotone in the value on every engine."""
     if hist.values is not None:
         return column_sql(hist.column)
     clamped = _clamped(hist.column)
     if hist.integer or hist.cells == 1:
         return f"TRY(CAST(FLOOR({clamped}) - {hist.lo!r} AS BIGINT))"
-    return f"LEAST({hist.cells - 1}, TRY(CAST(FLOOR(({clamped} - {hist.lo!r}) / {hist.width!r}) AS BIGINT)))"
+    step = f"({clamped} - {hist.lo!r}) / {hist.width!r}"
+    return f"LEAST({hist.cells - 1}, TRY(CAST(FLOOR({step} + 0.5) AS BIGINT)))"
 
 
 def histogram_sql(

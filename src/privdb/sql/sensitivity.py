@@ -44,7 +44,7 @@ __all__ = [
     "unit_reach",
 ]
 
-QUANTILE_CELLS = 2**14  # grid of a float column's range for order statistics
+QUANTILE_CELLS = 2**14  # steps of a float grid for order statistics (2^14 + 1 points)
 MAX_INT_CELLS = 2**16  # int columns of at most this span get one cell per integer
 MAX_MODE_VALUES = 100_000
 DISTINCT_KINDS = ("distinct", "distinct_unit")
@@ -93,9 +93,10 @@ class Statistic:
 class Histogram:
     """Per-group counts of one column over cells, for an order statistic or a mode (exponential mechanism).
 
-    Quantiles: the clamped value's cell on a grid of ``[L, U]`` (width 1 for int columns of span up to
-    ``MAX_INT_CELLS``, else ``(U − L)/QUANTILE_CELLS``); candidates are the grid points. Modes: one cell per
-    public domain value. ``epsilon`` is per group, ``sensitivity`` the utility's Δ.
+    Quantiles: one cell per candidate, a grid point of ``[L, U]`` (every integer of an int column of span
+    up to ``MAX_INT_CELLS``, else ``L + j·(U − L)/QUANTILE_CELLS``, ``j = 0 … QUANTILE_CELLS``); a clamped
+    value counts at its nearest grid point, so tied values stay one candidate's and a point mass can win.
+    Modes: one cell per public domain value. ``epsilon`` is per group, ``sensitivity`` the utility's Δ.
     """
 
     name: str
@@ -114,10 +115,8 @@ class Histogram:
 
     @property
     def points(self) -> int:
-        """How many candidates the mechanism chooses among."""
-        if self.values is not None or self.integer:
-            return self.cells
-        return self.cells + 1
+        """How many candidates the mechanism chooses among: one per cell."""
+        return self.cells
 
     def mechanism(self, rng: RandomSource | None = None) -> ExponentialMechanism:
         """The answer's mechanism, at its share of ``epsilon`` (a quantile's interval gets the rest)."""
@@ -147,7 +146,8 @@ def make_histogram(
     """The cells of an order statistic (a grid of the bounds) or a mode (the public domain).
 
     The utility of a quantile candidate ``y`` is minus the distance from ``q·n`` to its rank interval
-    ``[#{x < y}, #{x ≤ y}]`` (Smith 2011, with ties scored fairly). Adding a unit's ``w ≤ m`` rows moves
+    ``[#{x < y}, #{x ≤ y}]`` over the values rounded to the grid (Smith 2011, with ties scored fairly: a
+    point mass's candidate holds every rank it covers). Adding a unit's ``w ≤ m`` rows moves
     both ends by ``0 … w`` and ``q·n`` by ``q·w``: Δ = m·max(q, 1 − q) under add/remove; a substituted unit
     moves the ends by up to ``m`` with ``n`` fixed: Δ = m. A mode's utility is a value's count (Δ = m),
     which only grows when a unit is added: monotone under add/remove, so ``exp(ε·u/Δ)`` applies there."""
@@ -181,7 +181,7 @@ def make_histogram(
             "them in the metadata (or the expression's literals)"
         )
     return Histogram(
-        name, column, lo, (hi - lo) / QUANTILE_CELLS, QUANTILE_CELLS, None, epsilon, delta, False
+        name, column, lo, (hi - lo) / QUANTILE_CELLS, QUANTILE_CELLS + 1, None, epsilon, delta, False
     )
 
 
