@@ -38,7 +38,6 @@ from privdb.anonymize._classes import (
 )
 from privdb.errors import InvalidParameter
 
-
 __all__ = ["Linkage", "Match", "adult_example", "course_example", "link", "linkage_attack", "match"]
 
 
@@ -125,7 +124,7 @@ def _coverage(column: str, s_uniq: ObjArray, v_uniq: ObjArray) -> Coverage:
     general = (labels == STAR) | labels.str.contains("|", regex=False) | labels.str.endswith(STAR)
     general_at = np.flatnonzero(general.to_numpy() | ~np.isnan(lo))
     plain_at = np.setdiff1d(np.arange(len(s_uniq)), general_at)
-    found = pd.Index(v_uniq).get_indexer(s_uniq[plain_at])
+    found = pd.Index(v_uniq).get_indexer(pd.Index(s_uniq[plain_at]))
     rows, cols = [plain_at[found >= 0]], [found[found >= 0]]
     if len(general_at):
         if len(general_at) * len(v_uniq) > 20_000_000:
