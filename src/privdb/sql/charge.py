@@ -13,6 +13,7 @@ from privdb.accounting.composition import GaussianCost
 from privdb.accounting.sqlstore import Cursor
 from privdb.database import Database
 from privdb.errors import InternalError, QueryFailed
+from privdb.interrupt import interrupted
 from privdb.mechanisms._validate import exact
 from privdb.result import Result
 from privdb.sql.noise import NoisyAnswer
@@ -72,6 +73,8 @@ def charged(
             "cost was charged (the engine had read data). Narrow it with WHERE, or ask the owner"
         ) from None
     except Exception:
+        if interrupted():  # Ctrl-C, which DuckDB reports as its own error: the spend stays reserved, so it
+            raise KeyboardInterrupt from None  # is charged and logged "interrupted" (the analyst stopped it)
         reservation.commit()
         raise QueryFailed(
             "the engine failed while reading the data; the query's cost was charged. Check the query "
