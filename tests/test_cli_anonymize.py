@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from conftest import seeded
 from privdb.cli import app
 
 ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
@@ -19,23 +20,37 @@ qi_list = QI.split(",")
 runner = CliRunner()
 
 
+def _unshuffled(path: Path, seed: int, out: Path) -> Path:
+    """A release written with ``--seed`` put back in the input's row order (for ``check --original``)."""
+    from privdb.anonymize.release import publishable
+
+    released = pd.read_csv(path, sep=";", dtype=str, keep_default_na=False)
+    order = publishable(pd.DataFrame({"i": range(len(released))}), ["i"], seeded(seed))["i"].to_numpy()
+    back = released.copy()
+    back.iloc[order] = released.to_numpy()
+    back.to_csv(out, sep=";", index=False)
+    return out
+
+
 def _run(*args: str) -> tuple[int, str]:
     result = runner.invoke(app, list(args))
     return result.exit_code, result.output
 
 
-def test_mondrian_release_keeps_rows_and_columns_and_reports_design_fields(tmp_path: Path) -> None:
+def test_mondrian_release_writes_only_its_columns_shuffled_and_reports_design_fields(tmp_path: Path) -> None:
     out, report = tmp_path / "out.csv", tmp_path / "r.json"
     code, text = _run(
         "anonymize", str(ADULT / "adult.csv"), "--qi", QI, "--sensitive", "salary-class", "--k", "10",
         "-o", str(out), "--report", str(report), "--report-png", str(tmp_path / "r.png"),
-        "--report-html", str(tmp_path / "r.html"),
+        "--report-html", str(tmp_path / "r.html"), "--seed", "3",
     )  # fmt: skip
     assert code == 0, text
     original = pd.read_csv(ADULT / "adult.csv", sep=";")
     released = pd.read_csv(out, sep=";")  # the input's delimiter is kept
-    assert list(released.columns) == list(original.columns)
-    assert released["salary-class"].tolist() == original["salary-class"].tolist()  # row order kept
+    # only the quasi-identifiers and the sensitive column (no unclassified column), in the input's order
+    assert list(released.columns) == [c for c in original.columns if c in {*qi_list, "salary-class"}]
+    assert sorted(released["salary-class"]) == sorted(original["salary-class"])
+    assert released["salary-class"].tolist() != original["salary-class"].tolist()  # rows shuffled
     body = json.loads(report.read_text())
     assert body["achieved"]["k"] >= 10
     assert {"ncp", "discernibility", "avg_class_size", "suppressed"} <= set(body["utility"])
@@ -45,8 +60,9 @@ def test_mondrian_release_keeps_rows_and_columns_and_reports_design_fields(tmp_p
     assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
     assert "<img" in (tmp_path / "r.html").read_text()
     code, text = _run(
-        "check", str(out), "--qi", QI, "--format", "json", "--original", str(ADULT / "adult.csv")
-    )
+        "check", str(_unshuffled(out, 3, tmp_path / "back.csv")), "--qi", QI, "--format", "json",
+        "--original", str(ADULT / "adult.csv"),
+    )  # fmt: skip
     assert code == 0, text
     assert json.loads(text)["achieved"]["k"] == body["achieved"]["k"]
 
@@ -57,14 +73,15 @@ def test_lattice_release_suppresses_whole_records(tmp_path: Path) -> None:
     out, report = tmp_path / "lat.csv", tmp_path / "lat.json"
     base = [
         "anonymize", str(ADULT / "adult.csv"), "--qi", QI, "--k", "10", "--algorithm", "lattice",
-        "--hierarchies", str(ADULT / "hierarchies"), "-o", str(out), "--report", str(report),
+        "--hierarchies", str(ADULT / "hierarchies"), "-o", str(out), "--report", str(report), "--seed", "5",
     ]  # fmt: skip
     code, text = _run(*base)
     assert code == 2 and "Traceback" not in text and not out.exists()
     assert "row 40 (40;35-39;30-39;20-39;*): 40 is not in '35-39'" in text and "--fix-labels" in text
     code, text = _run(*base, "--fix-labels")
     assert code == 0, text
-    check = ["check", str(out), "--original", str(ADULT / "adult.csv"), "--format", "json"]
+    back = _unshuffled(out, 5, tmp_path / "back.csv")
+    check = ["check", str(back), "--original", str(ADULT / "adult.csv"), "--format", "json"]
     code, text = _run(*check, "--qi", QI, "--hierarchies", str(ADULT / "hierarchies"), "--fix-labels")
     assert code == 0, text
     assert json.loads(text)["coverage"] == {
@@ -219,6 +236,7 @@ def test_the_cli_on_a_million_rows_equals_the_library(tmp_path: Path) -> None:
 
     from privdb.anonymize import anonymize
     from privdb.anonymize.models import check
+    from privdb.anonymize.release import publishable
     from privdb.anonymize.report import read_table
 
     adult = pd.read_csv(ADULT / "adult.csv", sep=";")
@@ -228,12 +246,13 @@ def test_the_cli_on_a_million_rows_equals_the_library(tmp_path: Path) -> None:
     source, out, report = tmp_path / "big.csv", tmp_path / "out.csv", tmp_path / "r.json"
     big.to_csv(source, sep=";", index=False)
     code, text = _run("anonymize", str(source), "--qi", QI, "--sensitive", "salary-class", "--k", "10",
-                      "-o", str(out), "--report", str(report))  # fmt: skip
+                      "-o", str(out), "--report", str(report), "--seed", "11")  # fmt: skip
     assert code == 0, text
     frame, _ = read_table(source)
     expected = anonymize(frame, qi_list, k=10, sensitive="salary-class").table
     written = pd.read_csv(out, sep=";", dtype=str, keep_default_na=False)
-    assert written.equals(expected.astype(str))
+    shuffled = publishable(expected, [*qi_list, "salary-class"], seeded(11))
+    assert written.equals(shuffled.astype(str))
     body = json.loads(report.read_text())
     achieved = check(expected, qi_list, "salary-class")
     assert body["achieved"]["k"] == achieved.k >= 10 and body["classes"] == achieved.classes.n_classes

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -98,3 +100,63 @@ def test_journalist_and_marketer_risk_by_hand(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "smaller than the table" in result.output
     result = runner.invoke(app, ["risk", str(f["release"]), "--qi", "job,sex,age", "--population-size", "70"])
     assert result.exit_code == 0 and "sampling fraction" in result.output
+
+
+def _people(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "person_id": np.arange(1, n + 1), "name": [f"person {i}" for i in range(n)],
+        "age": rng.integers(20, 70, n), "sex": rng.choice(["F", "M"], n),
+        "zip": rng.choice(["02138", "02139", "02140"], n), "disease": rng.choice(["flu", "hiv", "none"], n),
+    })  # fmt: skip
+
+
+def test_anonymize_writes_only_classified_columns_and_linkage_on_an_id_shows_full_reidentification(
+    tmp_path: Path,
+) -> None:
+    """Issue 27: every column nobody classified (the id, the name) is left out and the rows are shuffled;
+    a release that keeps the id (--keep) is linked on it, all 10,000 records (it was refused: the join
+    built a 10,000 × 10,000 grid)."""
+    people = _people(10_000, 1)
+    people.to_csv(tmp_path / "in.csv", index=False)
+    people[["person_id", "name", "age", "sex", "zip"]].to_csv(tmp_path / "public.csv", index=False)
+    source = str(tmp_path / "in.csv")
+    base = ["anonymize", source, "--qi", "age,sex,zip", "--sensitive", "disease", "--k", "5"]
+    result = runner.invoke(app, [*base, "-o", str(tmp_path / "release.csv")])
+    assert result.exit_code == 0, result.output
+    release = pd.read_csv(tmp_path / "release.csv", dtype=str)
+    assert list(release.columns) == ["age", "sex", "zip", "disease"]
+    assert sorted(release["disease"]) == sorted(people["disease"])
+    assert release["disease"].tolist() != people["disease"].tolist()  # shuffled (chance 1 in 10,000!)
+    result = runner.invoke(app, ["linkage", str(tmp_path / "release.csv"), str(tmp_path / "public.csv"),
+                                 "--on", "person_id"])  # fmt: skip
+    assert result.exit_code == 2 and "unknown column 'person_id' in the release" in result.output
+    result = runner.invoke(app, [*base, "--keep", "person_id", "-o", str(tmp_path / "kept.csv")])
+    assert result.exit_code == 0, result.output
+    assert list(pd.read_csv(tmp_path / "kept.csv").columns) == ["person_id", "age", "sex", "zip", "disease"]
+    result = runner.invoke(app, ["linkage", str(tmp_path / "kept.csv"), str(tmp_path / "public.csv"),
+                                 "--on", "person_id", "--format", "json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.output)
+    assert (body["released"], body["unique"], body["share"]) == (10_000, 10_000, 1.0)
+
+
+def test_anonymize_a_database_table_never_writes_what_its_metadata_marks_identifying(tmp_path: Path) -> None:
+    _people(200, 2).to_csv(tmp_path / "in.csv", index=False)
+    (tmp_path / "m.yaml").write_text(
+        "tables:\n  people:\n    privacy_unit: person_id\n    columns:\n"
+        "      name: {type: text, identifier: true}\n"
+    )
+    db = str(tmp_path / "db")
+    result = runner.invoke(app, ["load", "people", str(tmp_path / "in.csv"), "--db", db, "--metadata",
+                                 str(tmp_path / "m.yaml")])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    base = ["anonymize", "people", "--db", db, "--qi", "age,sex", "--k", "5", "-o", str(tmp_path / "r.csv")]
+    for keep in ("name", "person_id"):
+        result = runner.invoke(app, [*base, "--keep", f"zip,{keep}"])
+        assert result.exit_code == 2 and f"column '{keep}' of 'people' identifies people" in result.output
+        assert not (tmp_path / "r.csv").exists()
+    result = runner.invoke(app, [*base, "--keep", "zip"])
+    assert result.exit_code == 0, result.output
+    release = pd.read_csv(tmp_path / "r.csv", dtype=str)
+    assert list(release.columns) == ["age", "sex", "zip"] and len(release) == 200

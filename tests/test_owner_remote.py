@@ -146,3 +146,33 @@ def test_the_lock_held_by_another_process_is_named(tmp_path: Path) -> None:
         holder.communicate("")
     assert runner.invoke(app, ["sql", "SELECT 1", "--db", str(path)]).exit_code == 0  # free again
     assert os.path.exists(path / MARKER)  # a stale marker is only ignored, never trusted
+
+
+def test_a_second_serve_is_refused_and_leaves_the_first_alone(tmp_path: Path) -> None:
+    """Issue 27: a second `privdb serve` on a served database printed "serving" and then deleted the
+    running server's marker. It is refused (exit 2, one line naming the running server's pid and URL) and
+    changes nothing; once the first has died (kill -9: its marker stays, stale), a new one starts."""
+    from serverfixtures import free_port
+
+    path = tmp_path / "db"
+    make_server_db(path, people=10)
+    first = Server(path).start()
+    try:
+        assert first.process is not None
+        marker = (path / MARKER).read_text()
+        done = privdb_cli("serve", "--db", str(path), "--port", str(free_port()))
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.count("\n") == 1 and "serving" not in done.stderr
+        assert f"pid {first.process.pid}" in done.stderr and first.url in done.stderr
+        assert (path / MARKER).read_text() == marker
+        assert runner.invoke(app, ["sql", "SELECT 1", "--db", str(path)]).exit_code == 2
+        assert first.url in runner.invoke(app, ["sql", "SELECT 1", "--db", str(path)]).stderr
+    finally:
+        first.kill()
+    assert (path / MARKER).exists()  # stale: its server died without removing it
+    second = Server(path).start()
+    try:
+        assert second.process is not None
+        assert json.loads((path / MARKER).read_text())["pid"] == second.process.pid
+    finally:
+        second.stop()

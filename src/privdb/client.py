@@ -204,16 +204,17 @@ class RemoteConnection:
         options: ReadOptions | None = None,
     ) -> dict[str, Any]:
         """Upload a file with its metadata (a dict, or a YAML file as for ``privdb load``): read here with
-        ``options`` (CSV, Parquet, JSON, Excel, as a local load reads it) and sent as CSV text."""
+        ``options`` (CSV, Parquet, JSON, Excel, as a local load reads it) and sent as CSV text. A CSV's bad
+        lines left out here (``options.skip_bad_lines``) are counted in ``skipped_lines``."""
         spec = metadata
         if isinstance(metadata, str | Path):
             from privdb.catalog.metadata import load_metadata
 
             spec = load_metadata(metadata, table)
-        text = to_csv_text(Path(source), options or ReadOptions())
+        text, skipped = to_csv_text(Path(source), options or ReadOptions())
         body = {"name": table, "csv": text, "metadata": spec}
         result: dict[str, Any] = self._call("POST", "/v1/tables", json=body)
-        return result
+        return result | ({"skipped_lines": skipped} if skipped else {})
 
     # ---- surveys of the local model (docs/server.md): respondents randomise here, never on the server
     def create_survey(

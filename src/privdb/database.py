@@ -94,6 +94,7 @@ class Database:
         self.noise_source: RandomSource | None = None  # None: the CSPRNG; tests may inject a seeded one
         self.query_timeout: float | None = None  # seconds an engine query may run (the server sets one)
         self.prepared = PreparedShapes()  # query shapes planned already (privdb.sql.prepared)
+        self.skipped_lines: dict[str, int] = {}  # table → malformed CSV lines its last load here left out
 
     @property
     def backend(self) -> DuckDBBackend:
@@ -130,18 +131,22 @@ class Database:
         options: ReadOptions | None = None,
     ) -> TableMeta:
         """Load a file (CSV, Parquet, JSON, Excel; read as ``options`` say) as ``table`` with validated
-        privacy metadata."""
+        privacy metadata. The old table stays until the new one is complete and checked (the metadata against
+        its columns, the hidden per-unit counts built): a refused or interrupted load changes nothing."""
         self._writable("loading a table")
         check_name(table)
         spec = load_metadata(metadata, table) if isinstance(metadata, str | Path) else metadata
         budgets = load_budgets(metadata, table) if isinstance(metadata, str | Path) else []
-        self.backend.load(table, source, options)
-        try:
-            meta = metadata_from_dict(table, spec, self.backend.columns(table))
-        except Exception:
-            self.backend.raw(f'DROP TABLE IF EXISTS "{table}"')
-            raise
-        stored = self._store_metadata(meta)
+        checked: list[TableMeta] = []
+
+        def check(columns: dict[str, str]) -> str | None:
+            checked.append(metadata_from_dict(table, spec, columns))
+            return checked[-1].privacy_unit
+
+        _, skipped = self.backend.load(table, source, options, check)
+        stored = checked[-1]
+        self.skipped_lines[stored.name] = skipped
+        self.catalog.set_metadata(stored.name, stored.to_dict())
         for kind, name, epsilon, delta, renew in budgets:  # the file's shared budgets: this table's, groups'
             self.ledger.set_cap(
                 kind, stored.name if kind == "table" else name, self.name, epsilon=epsilon, delta=delta,
@@ -163,10 +168,15 @@ class Database:
         return check_conformance(run, _quoted(source), meta)
 
     def loaded(self, meta: TableMeta) -> dict[str, Any]:
-        """What the owner is told after a load: the metadata, the row count and the conformance findings."""
+        """What the owner is told after a load: the metadata, the row count, the conformance findings and the
+        CSV lines left out as malformed (``skipped_lines``, when any were)."""
         rows = int(self.backend.raw(f"SELECT COUNT(*) AS n FROM {_quoted(meta.name)}")["n"].iloc[0])
         findings = [f.to_dict() | {"message": f.message()} for f in self.conformance(meta.name)]
-        return {"name": meta.name} | meta.to_dict() | {"rows": rows, "conformance": findings}
+        skipped = self.skipped_lines.get(meta.name, 0)
+        return (
+            {"name": meta.name} | meta.to_dict() | {"rows": rows, "conformance": findings}
+            | ({"skipped_lines": skipped} if skipped else {})
+        )  # fmt: skip
 
     def set_metadata(self, table: str, spec: dict[str, Any]) -> TableMeta:
         self._writable("changing metadata")

@@ -19,17 +19,19 @@ from pathlib import Path
 
 from privdb.errors import DatabaseInUse
 
-__all__ = ["MARKER", "announce", "in_use", "running_server"]
+__all__ = ["MARKER", "announce", "in_use", "running_server", "served_already"]
 
 MARKER = "serve.json"
 
 
 @contextlib.contextmanager
 def announce(directory: str | Path, url: str) -> Iterator[None]:
-    """Write the marker for the lifetime of the block (a server's run); remove it after, if still ours."""
+    """Write the marker for the lifetime of the block (a server's run); remove it after, if still ours. A
+    live server's marker is never replaced (``DatabaseInUse``, see :func:`served_already`); a dead one's
+    is."""
     path = Path(directory) / MARKER
     mine = {"pid": os.getpid(), "url": url}
-    path.write_text(json.dumps(mine), encoding="utf-8")
+    _claim(path, directory, json.dumps(mine))
     # uvicorn shuts down gracefully on SIGTERM and then raises it again for the handler it found: make that
     # handler unwind this block (exit status 143, as the default's) instead of ending the process at once
     main = threading.current_thread() is threading.main_thread()
@@ -41,6 +43,39 @@ def announce(directory: str | Path, url: str) -> Iterator[None]:
             signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
         if running_server(directory) in (mine, None):
             path.unlink(missing_ok=True)
+
+
+def _claim(path: Path, directory: str | Path, text: str) -> None:
+    """Create the marker only if no live server holds one (exclusive creation: of two servers starting at
+    once, one wins); a stale marker (its process gone, or this one's) is replaced."""
+    for _ in range(2):
+        try:
+            with path.open("x", encoding="utf-8") as out:
+                out.write(text)
+            return
+        except FileExistsError:
+            refusal = served_already(directory)
+            if refusal is not None:
+                raise refusal from None
+            path.unlink(missing_ok=True)  # stale: its server died without removing it
+    refusal = served_already(directory)
+    raise (
+        refusal
+        if refusal is not None
+        else DatabaseInUse(f"another `privdb serve` is starting on {path.parent}")
+    )
+
+
+def served_already(directory: str | Path) -> DatabaseInUse | None:
+    """The refusal for a second ``privdb serve`` on a directory a live server (another process) serves."""
+    server = running_server(directory)
+    if server is None or server["pid"] == os.getpid():
+        return None
+    return DatabaseInUse(
+        f"the database {str(directory)!r} is served already by `privdb serve` (pid {server['pid']}) at "
+        f"{server['url']}; use that server (--url {server['url']}) or stop it first",
+        int(server["pid"]),
+    )
 
 
 def _exit_on_term(signum: int, frame: object) -> None:

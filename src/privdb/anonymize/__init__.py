@@ -3,7 +3,8 @@
 ``anonymize`` is the entry point: Mondrian multidimensional partitioning (``mondrian``) or optimal
 full-domain generalisation over hierarchy levels (``lattice``), with k-anonymity (Sweeney 2002) and
 optionally l-diversity (Machanavajjhala et al. 2007) and t-closeness (Li et al. 2007). The release keeps the
-input's columns and row order (``release``).
+input's columns and row order (``release``); what `privdb anonymize` writes is ``release.publishable``: the
+classified columns only, the rows shuffled.
 """
 
 from __future__ import annotations

@@ -23,13 +23,15 @@ import numpy as np
 import pandas as pd
 
 from privdb.anonymize._classes import (
+    STAR,
     BoolArray,
     Classes,
     IntArray,
     ObjArray,
     combine,
-    covered,
     group,
+    pair_covered,
+    parse_intervals,
     require_columns,
     require_rows,
     text,
@@ -37,6 +39,23 @@ from privdb.anonymize._classes import (
 from privdb.errors import InvalidParameter
 
 __all__ = ["Linkage", "Match", "adult_example", "course_example", "link", "linkage_attack", "match"]
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """The (released text, public text) pairs of one column in which the first covers the second, sorted."""
+
+    side: IntArray
+    value: IntArray
+    shape: tuple[int, int]
+
+    def holds(self, side: IntArray, value: IntArray) -> BoolArray:
+        """Whether each (side, value) pair is a covering one."""
+        width = max(self.shape[1], 1)
+        known = self.side * width + self.value
+        asked = side * width + value
+        at = np.minimum(np.searchsorted(known, asked), max(len(known) - 1, 0))
+        return np.asarray(known[at] == asked, dtype=bool) if len(known) else np.zeros(len(asked), dtype=bool)
 
 
 @dataclass(frozen=True)
@@ -74,24 +93,15 @@ def match(
     rep = np.zeros(n_tup, dtype=np.int64)
     rep[tup[::-1]] = np.arange(len(tup))[::-1]
     tuple_count = np.bincount(tup, minlength=n_tup).astype(np.int64)
-    # per column: class side codes, tuple value codes, coverage of every (side, value) pair
-    cols: list[tuple[IntArray, IntArray, BoolArray]] = []
+    # per column: class side codes, tuple value codes, coverage of the (side, value) pairs (sparse)
+    cols: list[tuple[IntArray, IntArray, Coverage]] = []
     for j, c in enumerate(qi):
         s_code, s_uniq = _side(released[c].iloc[cl.first].reset_index(drop=True))
         v_code, v_uniq = pub[j][0][rep], pub[j][1]
-        if len(s_uniq) * len(v_uniq) > 20_000_000:
-            raise InvalidParameter(
-                f"column '{c}' has too many distinct released and public values to join "
-                f"({len(s_uniq)} × {len(v_uniq)}): generalise it or leave it out of qi"
-            )
-        grid = covered(
-            pd.Series(np.repeat(v_uniq, len(s_uniq)), dtype=object),
-            pd.Series(np.tile(s_uniq, len(v_uniq)), dtype=object),
-        ).reshape(len(v_uniq), len(s_uniq))
-        cols.append((s_code, v_code, grid.T.copy()))
+        cols.append((s_code, v_code, _coverage(c, s_uniq, v_uniq)))
     pc, pt = _candidates(cols, cl.n_classes, n_tup)
     for s_code, v_code, grid in cols:
-        keep = grid[s_code[pc], v_code[pt]]
+        keep = grid.holds(s_code[pc], v_code[pt])
         pc, pt = pc[keep], pt[keep]
     return Match(
         classes=cl,
@@ -104,15 +114,42 @@ def match(
     )
 
 
+def _coverage(column: str, s_uniq: ObjArray, v_uniq: ObjArray) -> Coverage:
+    """Which released texts cover which public texts, as the list of covering pairs. A released
+    text that is no ``*``, range, set or mask covers only itself: those pairs come from a hash join, so a
+    raw column (an id, a name) with many distinct values joins in linear time; the others are decided
+    against every public text."""
+    lo, _ = parse_intervals(s_uniq)
+    labels = pd.Series(s_uniq, dtype=object).astype(str)
+    general = (labels == STAR) | labels.str.contains("|", regex=False) | labels.str.endswith(STAR)
+    general_at = np.flatnonzero(general.to_numpy() | ~np.isnan(lo))
+    plain_at = np.setdiff1d(np.arange(len(s_uniq)), general_at)
+    found = pd.Index(v_uniq).get_indexer(pd.Index(s_uniq[plain_at]))
+    rows, cols = [plain_at[found >= 0]], [found[found >= 0]]
+    if len(general_at):
+        if len(general_at) * len(v_uniq) > 20_000_000:
+            raise InvalidParameter(
+                f"column '{column}' has too many distinct generalised and public values to join "
+                f"({len(general_at)} × {len(v_uniq)}): generalise it further or leave it out of --on"
+            )
+        grid = pair_covered(np.repeat(v_uniq, len(general_at)), np.tile(s_uniq[general_at], len(v_uniq)))
+        v_at, g_at = np.nonzero(grid.reshape(len(v_uniq), len(general_at)))
+        rows.append(general_at[g_at])
+        cols.append(v_at)
+    r, c = np.concatenate(rows).astype(np.int64), np.concatenate(cols).astype(np.int64)
+    order = np.argsort(r * max(len(v_uniq), 1) + c, kind="stable")
+    return Coverage(r[order], c[order], (len(s_uniq), len(v_uniq)))
+
+
 def _candidates(
-    cols: list[tuple[IntArray, IntArray, BoolArray]], n_cls: int, n_tup: int
+    cols: list[tuple[IntArray, IntArray, Coverage]], n_cls: int, n_tup: int
 ) -> tuple[IntArray, IntArray]:
     """(class, tuple) pairs matching on the column that yields the fewest of them."""
     best: tuple[int, int] | None = None
     for j, (s_code, v_code, grid) in enumerate(cols):
         nc = np.bincount(s_code, minlength=grid.shape[0])
         nt = np.bincount(v_code, minlength=grid.shape[1])
-        total = int(np.dot(np.dot(nc, grid), nt))
+        total = int(np.dot(nc[grid.side], nt[grid.value]))
         if best is None or total < best[1]:
             best = (j, total)
     assert best is not None
@@ -121,7 +158,7 @@ def _candidates(
     nc = np.bincount(s_code, minlength=grid.shape[0])
     nt = np.bincount(v_code, minlength=grid.shape[1])
     c_start, t_start = np.cumsum(nc) - nc, np.cumsum(nt) - nt
-    s, v = np.nonzero(grid)
+    s, v = grid.side, grid.value
     a, b = nc[s], nt[v]
     size = a * b
     block = np.repeat(np.arange(len(s)), size)

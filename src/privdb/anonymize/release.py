@@ -1,6 +1,10 @@
 """Formatting a generalisation as a release (DESIGN.md, "Anonymised output").
 
-The release keeps the input's columns and row order. Each quasi-identifier arrives as per-record integer
+``build_release`` keeps the input's columns and row order (what the report and checks compare record by
+record); ``publishable`` is what is written: only the quasi-identifiers, the sensitive column and the
+columns the owner named (ARX's rule: an attribute nobody classified is identifying, and removed), in a
+shuffled row order (the input's order can itself identify: a file sorted by id or by admission time). Each
+quasi-identifier arrives as per-record integer
 codes into an array of labels (``lo-hi``, a hierarchy label, values joined by ``|``), so writing a column is
 one ``take``. Suppressed records get ``*`` in every quasi-identifier and no class: they are never counted as
 an equivalence class (ARX exports them as one ``*`` class, which other checkers then count).
@@ -16,7 +20,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-__all__ = ["Anonymized", "GeneralizedColumn", "build_release", "class_ids"]
+from privdb.mechanisms.randomness import RandomSource, default_source
+
+__all__ = ["Anonymized", "GeneralizedColumn", "build_release", "class_ids", "publishable"]
 
 STAR = "*"
 
@@ -92,3 +98,16 @@ def build_release(
         values[suppressed] = STAR
         out[name] = pd.Series(values, index=df.index, dtype=object)
     return out
+
+
+def publishable(
+    table: pd.DataFrame, written: Sequence[str], source: RandomSource | None = None
+) -> pd.DataFrame:
+    """The columns ``written`` of a release (in the table's column order), its rows in a uniformly random
+    order: each row gets 64 random bits from ``source`` (default: the CSPRNG) and the rows are sorted by
+    them (a tie, of probability below n²/2⁶⁵, keeps the input order of the two rows)."""
+    wanted = set(written)
+    columns = [c for c in table.columns if c in wanted]
+    keys = (source or default_source()).words(len(table))
+    order = np.argsort(keys, kind="stable")
+    return table.loc[:, columns].iloc[order].reset_index(drop=True)

@@ -17,7 +17,7 @@ import pandas as pd
 
 from privdb.backends.base import find_table
 from privdb.backends.watchdog import WATCHDOG
-from privdb.catalog.files import ReadOptions, read_relation, release
+from privdb.catalog.files import ReadOptions, bad_lines, read_relation, release
 from privdb.errors import DatabaseInUse, InvalidParameter, ParseError
 
 __all__ = ["HIDDEN_PREFIX", "DuckDBBackend", "engine_type", "unit_rows_column"]
@@ -208,19 +208,12 @@ class DuckDBBackend:
         comment, so that a later session can check it is still current (``unit_rows``).
         """
         name = self.resolve(table)
-        keep = unit_rows_column(unit) if unit else None
-        for column in self._describe()[name]:
-            if column.startswith(f"{HIDDEN_PREFIX}rows_per_") and column != keep:
-                self._execute(f"ALTER TABLE {quote(name)} DROP COLUMN {quote(column)}")
-        if unit is not None and keep is not None:
-            t, u, c = quote(name), quote(unit), quote(keep)
-            self._execute(f"ALTER TABLE {t} ADD COLUMN IF NOT EXISTS {c} BIGINT")
-            self._execute(
-                f"UPDATE {t} SET {c} = n.rows FROM (SELECT {u} AS unit, COUNT(*) AS rows FROM {t} "
-                f"GROUP BY {u}) AS n WHERE {t}.{u} IS NOT DISTINCT FROM n.unit"
-            )
-            self._execute(f"COMMENT ON COLUMN {t}.{c} IS '{self._row_count(name)}'")
-        self._invalidate()
+        columns = list(self._describe()[name])
+        try:
+            with self._lock:
+                _write_unit_rows(self._con, name, unit, columns)
+        finally:
+            self._invalidate()
 
     def unit_rows(self, table: str, unit: str) -> str | None:
         """The hidden unit-count column of ``table`` if it is current, else None (callers then bound every
@@ -247,20 +240,30 @@ class DuckDBBackend:
         with self._lock:
             self._con.execute(sql)
 
-    def load(self, table: str, source: str | Path, options: ReadOptions | None = None) -> int:
+    def load(
+        self,
+        table: str,
+        source: str | Path,
+        options: ReadOptions | None = None,
+        check: Callable[[dict[str, str]], str | None] | None = None,
+    ) -> tuple[int, int]:
         """Create or replace ``table`` from a file read as ``options`` say (privdb.catalog.files: CSV with
-        its delimiter and header detected unless given, Parquet, JSON, Excel)."""
+        its delimiter and header detected unless given, Parquet, JSON, Excel), atomically: the new rows, the
+        checks and the hidden per-unit counts happen in one DuckDB transaction, and the old table stays until
+        it commits (a failure, an interrupt or a killed process leaves it as it was). ``check`` gets the new
+        table's columns (name → privdb type), raises to refuse them, and returns the privacy unit whose
+        counts to build (None: none). Returns the rows loaded and the CSV lines skipped as malformed
+        (``options.skip_bad_lines``; without it they are refused)."""
         check_name(table)
+        options = options or ReadOptions()
         try:
             with self._lock:
                 reader = self._con.cursor()  # its own connection: nothing pending on the shared one stops it
                 try:
-                    view = read_relation(reader, Path(source), options or ReadOptions())
-                    reader.execute(f"CREATE OR REPLACE TABLE {quote(table)} AS SELECT * FROM {view}")
+                    loaded = self._load_in_transaction(reader, table, Path(source), options, check)
                 finally:
                     release(reader)
                     reader.close()
-                count = self._con.execute(f"SELECT COUNT(*) FROM {quote(table)}").fetchone()
         except duckdb.Error as err:
             raise InvalidParameter(
                 f"could not read {str(source)!r}: {str(err).splitlines()[0]}; check the reading options "
@@ -268,8 +271,40 @@ class DuckDBBackend:
             ) from None
         finally:
             self._invalidate()
-        self._refuse_hidden(table)
-        return int(count[0]) if count else 0
+        return loaded
+
+    @staticmethod
+    def _load_in_transaction(
+        reader: duckdb.DuckDBPyConnection,
+        table: str,
+        source: Path,
+        options: ReadOptions,
+        check: Callable[[dict[str, str]], str | None] | None,
+    ) -> tuple[int, int]:
+        """The new table, checked and counted, committed in one transaction (rolled back on any failure,
+        interrupts included)."""
+        view = read_relation(reader, source, options)
+        reader.execute("BEGIN TRANSACTION")
+        try:
+            reader.execute(f"CREATE OR REPLACE TABLE {quote(table)} AS SELECT * FROM {view}")
+            skipped = bad_lines(reader, source, options)  # malformed CSV lines: refused, unless skipped
+            described = reader.execute(f"DESCRIBE {quote(table)}").fetchall()
+            clash = [str(r[0]) for r in described if str(r[0]).startswith(HIDDEN_PREFIX)]
+            if clash:
+                raise InvalidParameter(
+                    f"column {clash[0]!r}: names starting with {HIDDEN_PREFIX!r} are reserved for privdb; "
+                    "rename the column in the file"
+                )
+            columns = {str(r[0]): engine_type(str(r[1])) for r in described}
+            unit = check(columns) if check is not None else None
+            _write_unit_rows(reader, table, unit, list(columns))
+            row = reader.execute(f"SELECT COUNT(*) FROM {quote(table)}").fetchone()
+            reader.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(duckdb.Error):
+                reader.execute("ROLLBACK")
+            raise
+        return (int(row[0]) if row else 0), skipped
 
     def load_frame(self, table: str, frame: pd.DataFrame) -> int:
         """Create or replace ``table`` from a pandas DataFrame (used by generators and tests)."""
@@ -372,6 +407,25 @@ class DuckDBBackend:
             raise ParseError(_first_line(err)) from None
         finally:
             self._invalidate()
+
+
+def _write_unit_rows(con: duckdb.DuckDBPyConnection, name: str, unit: str | None, columns: list[str]) -> None:
+    """On ``con``: drop the hidden unit-count columns of ``name`` (of its ``columns``) but ``unit``'s, and
+    write that one (see ``DuckDBBackend.count_unit_rows``)."""
+    keep = unit_rows_column(unit) if unit else None
+    for column in columns:
+        if column.startswith(f"{HIDDEN_PREFIX}rows_per_") and column != keep:
+            con.execute(f"ALTER TABLE {quote(name)} DROP COLUMN {quote(column)}")
+    if unit is None or keep is None:
+        return
+    t, u, c = quote(name), quote(unit), quote(keep)
+    con.execute(f"ALTER TABLE {t} ADD COLUMN IF NOT EXISTS {c} BIGINT")
+    con.execute(
+        f"UPDATE {t} SET {c} = n.rows FROM (SELECT {u} AS unit, COUNT(*) AS rows FROM {t} "
+        f"GROUP BY {u}) AS n WHERE {t}.{u} IS NOT DISTINCT FROM n.unit"
+    )
+    row = con.execute(f"SELECT COUNT(*) FROM {t}").fetchone()
+    con.execute(f"COMMENT ON COLUMN {t}.{c} IS '{int(row[0]) if row else 0}'")
 
 
 def _first_line(err: Exception) -> str:

@@ -19,7 +19,16 @@ import pandas as pd
 
 from privdb.errors import InvalidParameter
 
-__all__ = ["FORMATS", "FileFormat", "ReadOptions", "format_of", "read_relation", "release", "to_csv_text"]
+__all__ = [
+    "FORMATS",
+    "FileFormat",
+    "ReadOptions",
+    "bad_lines",
+    "format_of",
+    "read_relation",
+    "release",
+    "to_csv_text",
+]
 
 FileFormat = Literal["csv", "parquet", "json", "excel"]
 FORMATS: tuple[FileFormat, ...] = ("csv", "parquet", "json", "excel")
@@ -45,6 +54,7 @@ class ReadOptions:
     quote: str | None = None
     null: tuple[str, ...] = field(default_factory=tuple)
     format: FileFormat | None = None
+    skip_bad_lines: bool = False  # leave out a CSV's malformed lines (counted) instead of refusing the file
 
     def __post_init__(self) -> None:
         if self.names is not None:
@@ -89,7 +99,9 @@ def _csv_kwargs(options: ReadOptions) -> dict[str, Any]:
         "quotechar": options.quote,
         "na_values": list(options.null) if options.null else None,
     }
-    return {k: v for k, v in given.items() if v is not None}
+    # malformed lines are set aside, not guessed around (the sniffer would read a file with one line too
+    # long as a single text column): bad_lines() then refuses them, or counts them if told to skip
+    return {k: v for k, v in given.items() if v is not None} | {"ignore_errors": True, "store_rejects": True}
 
 
 def _unescape(delimiter: str | None) -> str | None:
@@ -145,11 +157,39 @@ def read_relation(con: duckdb.DuckDBPyConnection, path: Path, options: ReadOptio
     return view
 
 
+def bad_lines(con: duckdb.DuckDBPyConnection, path: Path, options: ReadOptions) -> int:
+    """After ``con`` has read the file through :func:`read_relation`: the number of malformed lines it set
+    aside (0 for formats other than CSV). Unless ``options.skip_bad_lines``, any is refused, naming the first
+    line and what is wrong with it (never its values: they are the data)."""
+    if format_of(path, options) != "csv":
+        return 0
+    try:
+        rows = con.execute(
+            "SELECT line, error_type, column_name FROM reject_errors ORDER BY line, column_idx"
+        ).fetchall()
+    except duckdb.CatalogException:  # nothing was set aside
+        return 0
+    lines = sorted({int(r[0]) for r in rows})
+    if not lines or options.skip_bad_lines:
+        return len(lines)
+    line, kind, column = rows[0]
+    what = str(kind).lower().replace("cast", "a value not of the column's type")
+    more = f" (and {len(lines) - 1:,} more bad line{'s' if len(lines) > 2 else ''})" if len(lines) > 1 else ""
+    raise InvalidParameter(
+        f"line {line} of {path.name!r}: {what}"
+        + (f" in column {column!r}" if column else "")
+        + f"{more}; fix the file, check --delimiter, --quote and --no-header, or give --skip-bad-lines to "
+        f"leave out the {len(lines):,} bad line{'s' if len(lines) > 1 else ''}"
+    )
+
+
 def release(con: duckdb.DuckDBPyConnection) -> None:
     """Drop what :func:`read_relation` registered (its views are temporary, but a long-lived connection — the
     database's own — must not keep them: they would show up among its tables)."""
     for view in ("__privdb_file_named", "__privdb_file"):
         con.execute(f"DROP VIEW IF EXISTS {view}")
+    for table in ("reject_errors", "reject_scans"):  # the CSV reader's record of the lines it set aside
+        con.execute(f"DROP TABLE IF EXISTS temp.{table}")
     with contextlib.suppress(duckdb.Error):
         con.unregister("__privdb_file")
 
@@ -177,13 +217,14 @@ def _excel(path: Path, options: ReadOptions) -> pd.DataFrame:
     return frame
 
 
-def to_csv_text(path: Path, options: ReadOptions) -> str:
-    """The file as plain CSV text (header, commas, empty for NULL): how a file is sent to a server, read on
-    the owner's machine with the same options as a local load."""
+def to_csv_text(path: Path, options: ReadOptions) -> tuple[str, int]:
+    """The file as plain CSV text (header, commas, empty for NULL), and the number of bad lines skipped: how
+    a file is sent to a server, read on the owner's machine with the same options as a local load."""
     con = duckdb.connect()
     try:
         view = read_relation(con, path, options)
         frame = con.execute(f"SELECT * FROM {view}").df()
+        skipped = bad_lines(con, path, options)
     finally:
         con.close()
-    return str(frame.to_csv(index=False))
+    return str(frame.to_csv(index=False)), skipped

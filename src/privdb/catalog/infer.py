@@ -8,6 +8,7 @@ them with public knowledge (a legal age range, a published list of states) befor
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
@@ -15,9 +16,22 @@ import yaml
 
 from privdb.backends.duckdb import engine_type
 
-__all__ = ["MAX_CATEGORIES", "infer_yaml"]
+__all__ = ["MAX_CATEGORIES", "MAX_LABEL", "Skeleton", "infer_skeleton"]
 
-MAX_CATEGORIES = 50  # a text column with at most this many distinct values is written as a category
+# a text column is written as a category (its distinct values copied as the domain) only when it looks like
+# a code list: at most this many distinct values, none longer than MAX_LABEL characters, and each value
+# found on two rows on average; anything else may be free text (names, addresses, notes) and gets no domain
+MAX_CATEGORIES = 50
+MAX_LABEL = 32
+
+
+@dataclass(frozen=True)
+class Skeleton:
+    """The YAML text, and the text columns left without a domain (for the owner to hear about)."""
+
+    text: str
+    undomained: tuple[str, ...]
+
 
 _HEADER = """\
 # privacy metadata for {table}, written by `privdb infer` from {source}
@@ -52,27 +66,31 @@ def _number(value: Any, kind: str) -> int | float:
     return float(f"{x:.6g}")
 
 
-def infer_yaml(
+def infer_skeleton(
     con: duckdb.DuckDBPyConnection,
     relation: str,
     table: str,
     source: str,
     *,
     max_categories: int = MAX_CATEGORIES,
-) -> str:
+) -> Skeleton:
     """The skeleton for ``relation`` (a view over the file) as YAML text with review marks."""
     columns = [(str(r[0]), str(r[1])) for r in con.execute(f"DESCRIBE {relation}").fetchall()]
     probes = []
-    for name, _ in columns:
+    for name, duck_type in columns:
         q = '"' + name.replace('"', '""') + '"'
-        probes += [f"COUNT(DISTINCT {q})", f"MIN({q})", f"MAX({q})"]
-    row = con.execute(f"SELECT COUNT(*), {', '.join(probes)} FROM {relation}").fetchone() or ()
+        longest = f"MAX(LENGTH(CAST({q} AS VARCHAR)))" if _kind(duck_type) == "text" else "NULL"
+        probes += [f"COUNT(DISTINCT {q})", f"MIN({q})", f"MAX({q})", longest, f"COUNT({q})"]
+    # fetchall, not fetchone: the CSV reader records the lines it set aside only when the scan runs to its end
+    probed = con.execute(f"SELECT COUNT(*), {', '.join(probes)} FROM {relation}").fetchall()
+    row = probed[0] if probed else ()
     rows = int(row[0]) if row else 0
     lines: list[str] = []
+    undomained: list[str] = []
     unit_guess: str | None = None
     width = max((len(n) for n, _ in columns), default=0) + 1
     for i, (name, duck_type) in enumerate(columns):
-        distinct, low, high = row[1 + 3 * i : 4 + 3 * i]
+        distinct, low, high, longest, present = row[1 + 5 * i : 6 + 5 * i]
         kind = _kind(duck_type)
         spec: dict[str, Any] = {"type": kind}
         note = ""
@@ -83,13 +101,14 @@ def infer_yaml(
                 unit_guess = name
                 note = "every value distinct: a person's id? (if not, give type int with bounds)"
                 spec = {"type": "int", "private_id": True}
-        elif kind == "text" and distinct and distinct <= max_categories:
+        elif kind == "text" and _code_list(distinct, longest, present, max_categories):
             q = '"' + name.replace('"', '""') + '"'
             found = con.execute(f"SELECT DISTINCT {q} FROM {relation} WHERE {q} IS NOT NULL ORDER BY 1")
             values = [r[0] for r in found.fetchall()]
             spec = {"type": "category", "values": values}
             note = "domain from the data: replace with the public list of values"
         elif kind == "text":
+            undomained.append(name)
             note = (
                 f"{distinct:,} distinct values: free text (identifier: true if it names or locates someone)"
             )
@@ -104,7 +123,14 @@ def infer_yaml(
         else ""
     )
     head = _HEADER.format(table=table, source=source, unit=unit)
-    return head + "\n".join(lines) + "\n"
+    return Skeleton(head + "\n".join(lines) + "\n", tuple(undomained))
+
+
+def _code_list(distinct: Any, longest: Any, present: Any, max_categories: int) -> bool:
+    """Whether a text column's values look like a code list (few, short, repeated), not free text."""
+    if not distinct or longest is None:
+        return False
+    return int(distinct) <= max_categories and int(longest) <= MAX_LABEL and 2 * int(distinct) <= int(present)
 
 
 def _plain(name: str) -> bool:

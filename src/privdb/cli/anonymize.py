@@ -72,7 +72,9 @@ def _writable(path: Path | None, option: str) -> None:
 @app.command()
 @friendly
 def anonymize(
-    source: Annotated[Path, typer.Argument(help="the table to publish (CSV or Parquet)")],
+    source: Annotated[
+        Path, typer.Argument(help="the table to publish (CSV or Parquet; with --db, a table's name)")
+    ],
     qi: QiOption,
     output: Annotated[Path, typer.Option("-o", "--output", help="where to write the anonymised CSV")],
     k: Annotated[int, typer.Option("--k", help="every record hides among at least k")] = 5,
@@ -97,12 +99,36 @@ def anonymize(
         ),
     ] = None,
     suppression_limit: Annotated[float, typer.Option(help="largest share of records suppressed")] = 0.05,
+    keep: Annotated[
+        str | None,
+        typer.Option(
+            "--keep",
+            help="comma-separated columns written unchanged besides the quasi-identifiers and --sensitive; "
+            "every other column is left out (an attribute nobody classified is taken as identifying)",
+        ),
+    ] = None,
+    db: Annotated[
+        Path | None,
+        typer.Option(
+            "--db",
+            help="read SOURCE as a table of this database: columns its metadata marks identifier, "
+            "private_id or the privacy unit are never written",
+        ),
+    ] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option("--seed", help="shuffle the rows reproducibly (tests; default: the CSPRNG)"),
+    ] = None,
     report: Annotated[Path | None, typer.Option("--report", help="write the JSON report here")] = None,
     report_html: Annotated[Path | None, typer.Option(help="write the report as a page (.html)")] = None,
     report_png: Annotated[Path | None, typer.Option(help="write the class-size histogram (.png)")] = None,
 ) -> None:
-    """Generalise and suppress until the table is k-anonymous (and l-diverse, t-close); write it, report."""
+    """Generalise and suppress until the table is k-anonymous (and l-diverse, t-close); write it, report.
+
+    The file holds only the quasi-identifiers, the sensitive column and the --keep columns, its rows
+    shuffled."""
     from privdb.anonymize import anonymize as run
+    from privdb.anonymize.release import publishable
     from privdb.anonymize.report import (
         histogram_png,
         read_table,
@@ -113,17 +139,20 @@ def anonymize(
     )
 
     columns = qi_columns(qi)
+    kept = qi_columns(keep, "--keep") if keep is not None else []
+    written = [*columns, *([sensitive] if sensitive else []), *kept]
     if metric is not None and algorithm != "lattice":
         raise InvalidParameter("--metric chooses the lattice search's optimum: add --algorithm lattice")
     _suffix(report, (".json",), "--report")
     _suffix(report_html, (".html", ".htm"), "--report-html")
     _suffix(report_png, (".png",), "--report-png")
-    if output.resolve() == source.resolve():
+    if db is None and output.resolve() == source.resolve():
         raise InvalidParameter("-o must name a new file: privdb never overwrites the input table")
     _writable(output, "-o")
     with _Steps(4) as steps:
         steps.next(f"reading {source.name}")
-        frame, delimiter = read_table(source)
+        frame, delimiter = read_table(source) if db is None else _database_table(db, str(source), written)
+        _check_written(frame, written, kept, columns, sensitive)
         loaded = _hierarchy_frames(hierarchies, [*columns, *([sensitive] if sensitive else [])], fix_labels)
         steps.next(f"anonymising {len(frame):,} records ({algorithm}, k = {k})")
         started = time.perf_counter()
@@ -148,6 +177,7 @@ def anonymize(
             "algorithm": algorithm, "qi": columns, "suppression_limit": suppression_limit,
             "hierarchies": str(hierarchies) if hierarchies else None,
         }  # fmt: skip
+        parameters["written"] = [c for c in frame.columns if c in set(written)]
         if hierarchies:
             parameters["fix_labels"] = fix_labels
         if result.node is not None:
@@ -165,7 +195,7 @@ def anonymize(
             hierarchies=loaded,
         )
         steps.next(f"writing {output.name}")
-        write_table(result.table, output, delimiter)
+        write_table(publishable(result.table, written, _shuffler(seed)), output, delimiter)
         if report is not None:
             report.write_text(json.dumps(body, indent=2, default=str) + "\n", encoding="utf-8")
         image = histogram_png(body) if report_html is not None or report_png is not None else None
@@ -183,6 +213,55 @@ def anonymize(
         + f"; prosecutor risk max {risk['prosecutor_max']:.3g}, avg {risk['prosecutor_avg']:.3g}"
         + f"; {seconds:.2f} s"
     )
+
+
+def _database_table(db: Path, table: str, written: list[str]) -> tuple[Any, str]:
+    """A database's table as a frame (privdb's hidden columns left out), after refusing to write any column
+    its metadata marks as identifying: identifier, private_id, the privacy unit."""
+    from privdb.backends.duckdb import quote
+    from privdb.database import Database
+
+    with Database(db) as database:
+        meta = database.metadata(table)
+        marked = {c for c, col in meta.columns.items() if col.identifier or col.private_id}
+        marked |= {meta.privacy_unit} if meta.privacy_unit else set()
+        named = [c for c in written if c in marked]
+        if named:
+            raise InvalidParameter(
+                f"column {named[0]!r} of {meta.name!r} identifies people (its metadata marks it identifier, "
+                "private_id or the privacy unit) and is never published: leave it out of --qi, --sensitive "
+                "and --keep"
+            )
+        listed = ", ".join(quote(c) for c in database.backend.columns(meta.name))
+        frame = database.backend.raw(f"SELECT {listed} FROM {quote(meta.name)}")
+    return frame, ","
+
+
+def _check_written(
+    frame: Any, written: list[str], kept: list[str], qi: list[str], sensitive: str | None
+) -> None:
+    """Refuse --keep columns the table lacks or that already have a role."""
+    have = [str(c) for c in frame.columns]
+    for name in kept:
+        if name not in have:
+            raise InvalidParameter(f"--keep names {name!r}, not a column of the table ({', '.join(have)})")
+        if name in qi or name == sensitive:
+            raise InvalidParameter(f"--keep names {name!r}, already a quasi-identifier or --sensitive")
+    if len(set(kept)) != len(kept):
+        raise InvalidParameter("--keep lists a column twice: list each once")
+
+
+def _shuffler(seed: int | None) -> Any:
+    """The release's row order: the CSPRNG, or a seeded source when the owner asked for one (tests)."""
+    if seed is None:
+        return None
+    import warnings
+
+    from privdb.mechanisms.randomness import InsecureRandomWarning, SeededRandom
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureRandomWarning)
+        return SeededRandom(seed)
 
 
 def _hierarchy_frames(directory: Path | None, columns: list[str], fix_labels: bool) -> dict[str, Any] | None:

@@ -1,7 +1,8 @@
 """The Typer application, its consoles, and the error handling every command shares.
 
 Exit status: 0 on success, 2 on a user error (one clear line on stderr), 1 on an internal fault, 3 when
-`privdb audit` finds a mechanism whose ε lower bound exceeds its claim.
+`privdb audit` finds a mechanism whose ε lower bound exceeds its claim, 130 when interrupted (Ctrl-C: the
+line "interrupted", whatever the engine made of the signal; privdb.interrupt).
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ from rich.console import Console
 from typer import rich_utils
 
 from privdb.errors import InternalError, PrivdbError
+from privdb.interrupt import interrupted, settle
 
-__all__ = ["app", "arrange", "console", "errors", "friendly"]
+__all__ = ["INTERRUPTED", "app", "arrange", "console", "errors", "friendly", "stop_interrupted"]
+
+INTERRUPTED = 130  # the exit status of a command ended by Ctrl-C (128 + SIGINT), as shells report it
 
 if rich_utils.MAX_WIDTH is None and "COLUMNS" not in os.environ and not sys.stdout.isatty():
     # help piped to a file or a pager: Rich would assume 80 columns and squeeze every description; use lines
@@ -109,8 +113,33 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def friendly(func: F) -> F:
-    """Turn privdb errors into one line on stderr and exit 2; anything else into exit 1, no traceback."""
+    """Turn privdb errors into one line on stderr and exit 2; anything else into exit 1, no traceback; an
+    interrupt, however the engine reported it, into "interrupted" and exit 130."""
 
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except KeyboardInterrupt:
+            stop_interrupted()
+        except (typer.Exit, typer.Abort):
+            raise
+        except BaseException:
+            if interrupted():  # the engine's own error for the signal, or a failure it caused
+                stop_interrupted()
+            raise
+
+    return _friendly(wrapper)  # type: ignore[return-value]
+
+
+def stop_interrupted() -> None:
+    """End the command after Ctrl-C: one line on stderr, exit status 130."""
+    settle()
+    sys.stderr.write("interrupted\n")
+    raise typer.Exit(INTERRUPTED)
+
+
+def _friendly(func: F) -> F:
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:

@@ -175,10 +175,14 @@ def serve(
     """Serve the database over HTTP (the API of docs/server.md, the page at /); prints an owner token the
     first time."""
     from privdb.database import Database
+    from privdb.inuse import served_already
     from privdb.server import serve as run_server
 
     if workers < 1 or not 0 < port < 65536 or query_timeout <= 0 or max_body < 1024:
         raise InvalidParameter("--workers ≥ 1, --port in 1..65535, --query-timeout > 0, --max-body ≥ 1024")
+    refusal = served_already(db)  # before anything is printed or opened: the running server stays as it is
+    if refusal is not None:
+        raise refusal
     with Database(db, ledger=ledger) as database:
         if not database.catalog.has_owner_token():
             errors().print(

@@ -32,6 +32,14 @@ Null = Annotated[
     list[str] | None,
     typer.Option("--null", help="a missing-value marker, e.g. '?' or 'NA' (repeat for several)"),
 ]
+SkipBadLines = Annotated[
+    bool,
+    typer.Option(
+        "--skip-bad-lines",
+        help="leave out a CSV's malformed lines (too many or too few values, a value not of its column's "
+        "type) and say how many; without it such a file is refused, its first bad line named",
+    ),
+]
 Format = Annotated[
     FileFormat | None, typer.Option("--format", help="the file's format (default: from its suffix; else CSV)")
 ]
@@ -44,6 +52,7 @@ def read_options(
     quote: str | None,
     null: list[str] | None,
     file_format: FileFormat | None,
+    skip_bad_lines: bool = False,
 ) -> ReadOptions:
     """The reading options the commands share, as DuckDB's CSV reader names them."""
     return ReadOptions(
@@ -53,6 +62,7 @@ def read_options(
         quote=quote,
         null=tuple(null or ()),
         format=file_format,
+        skip_bad_lines=skip_bad_lines,
     )
 
 
@@ -69,6 +79,7 @@ def load(
     quote: Quote = None,
     null: Null = None,
     file_format: Format = None,
+    skip_bad_lines: SkipBadLines = False,
     url: UrlOption = None,
     token: TokenOption = None,
     ledger: LedgerOption = None,
@@ -76,7 +87,7 @@ def load(
     """Load a file into the database with its privacy metadata, and warn where the data strays from it
     (values outside a declared domain, the share clipped at each bound): the owner's check, never shown to
     analysts. With --url and the owner's --token, the file is read here and sent to the server."""
-    options = read_options(no_header, names, delimiter, quote, null, file_format)
+    options = read_options(no_header, names, delimiter, quote, null, file_format, skip_bad_lines)
     if url is not None:
         from privdb.cli.options import open_connection
 
@@ -102,6 +113,14 @@ def _report(name: str, rows: int | None, meta: dict[str, Any], findings: list[di
         f"loaded [bold]{name}[/bold]: {size}{len(columns)} columns; privacy unit: "
         f"{meta.get('privacy_unit') or 'one row'}; bounded: {', '.join(bounded) or 'none'}"
     )
+    skipped = int(meta.get("skipped_lines") or 0)
+    if skipped:
+        errors().print(
+            f"warning: skipped {skipped:,} malformed line{'s' if skipped > 1 else ''} of the file "
+            "(--skip-bad-lines)",
+            markup=False,
+            highlight=False,
+        )
     for finding in findings:
         errors().print(f"warning: {finding['message']}", markup=False, highlight=False)
     if findings:
@@ -124,20 +143,33 @@ def infer(
     quote: Quote = None,
     null: Null = None,
     file_format: Format = None,
+    skip_bad_lines: SkipBadLines = False,
 ) -> None:
     """Write a metadata skeleton for FILE to standard output (`privdb infer t f.csv > t.yaml`). Types come
     from the file; bounds and domains are read from the private data and marked for review: replace them
     with public knowledge before loading (docs/metadata.md)."""
     import duckdb
 
-    from privdb.catalog.files import read_relation
-    from privdb.catalog.infer import infer_yaml
+    from privdb.catalog.files import bad_lines, read_relation
+    from privdb.catalog.infer import infer_skeleton
 
-    options = read_options(no_header, names, delimiter, quote, null, file_format)
+    options = read_options(no_header, names, delimiter, quote, null, file_format, skip_bad_lines)
     con = duckdb.connect()
     try:
         view = read_relation(con, file, options)
-        text = infer_yaml(con, view, table, file.name)
+        skeleton = infer_skeleton(con, view, table, file.name)  # reads every column of every line
+        skipped = bad_lines(con, file, options)  # so a bad line anywhere refuses the file (unless skipped)
     finally:
         con.close()
-    sys.stdout.write(text)
+    sys.stdout.write(skeleton.text)
+    if skipped:
+        errors().print(f"warning: skipped {skipped:,} malformed line{'s' if skipped > 1 else ''} of the file")
+    if skeleton.undomained:
+        errors().print(
+            "note: no domain written for "
+            + ", ".join(skeleton.undomained)
+            + " (too many distinct values or long values: free text, never copied into the skeleton); "
+            "declare a public list of values (type: category) if the column has one",
+            markup=False,
+            highlight=False,
+        )

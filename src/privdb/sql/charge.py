@@ -13,6 +13,7 @@ from privdb.accounting.composition import GaussianCost
 from privdb.accounting.sqlstore import Cursor
 from privdb.database import Database
 from privdb.errors import InternalError, QueryFailed
+from privdb.interrupt import interrupted
 from privdb.mechanisms._validate import exact
 from privdb.result import Result
 from privdb.sql.noise import NoisyAnswer
@@ -66,6 +67,8 @@ def charged(
     try:
         answer = respond(read())
     except Exception:  # the post-read barrier: one outcome, whatever the data did
+        if interrupted():  # Ctrl-C, which DuckDB reports as its own error: the spend stays reserved, so it
+            raise KeyboardInterrupt from None  # is charged and logged "interrupted" (the analyst stopped it)
         reservation.commit()
         raise QueryFailed(after_reading(db)) from None
     # what was reserved (the query's ε, or its zCDP charge for Gaussian answers) or, accuracy first, the
