@@ -97,7 +97,7 @@ def answer_public(db: Database, analyst: str, text: str) -> Result:
     that is not one SELECT or names a table function (``parse_error``, ``unsupported_query``)."""
     if not db.catalog.has_analyst(analyst):
         raise Unauthorized(f"unknown analyst {analyst!r}; the owner creates analysts with `privdb grant`")
-    query, written = _parse(text)
+    query, _ = _parse(text)
     sql = plain_sql(query)  # the closed language: refused forms never reach the tables
     tables = _public_tables(db, analyst, query)
     limit = PUBLIC_TIMEOUT if db.query_timeout is None else db.query_timeout
@@ -111,7 +111,7 @@ def answer_public(db: Database, analyst: str, text: str) -> Result:
     try:
         con = _sandbox(db, tables, left)
         try:
-            columns, rows = _fetch(con, sql, None if sql == written else written, left())
+            columns, rows = _fetch(con, sql, left())
         finally:
             con.close()
     except TimeoutError:
@@ -334,11 +334,10 @@ def _in_dialect(backend: Engine, sql: str) -> str:
 
 
 def _fetch(
-    con: duckdb.DuckDBPyConnection, sql: str, named: str | None, timeout: float
+    con: duckdb.DuckDBPyConnection, sql: str, timeout: float
 ) -> tuple[list[str], list[tuple[object, ...]]]:
-    """Run ``sql`` in the sandbox: its column names (those DuckDB gives ``named``, the query before its
-    text was cut, when given) and at most ``MAX_RESULT_ROWS`` + 1 rows. After ``timeout`` seconds it is
-    interrupted, again every ``_AGAIN`` s until it stops (``TimeoutError``)."""
+    """Run ``sql`` in the sandbox: its column names and at most ``MAX_RESULT_ROWS`` + 1 rows. After
+    ``timeout`` seconds it is interrupted, again every ``_AGAIN`` s until it stops (``TimeoutError``)."""
     started = time.monotonic()
     alarm = WATCHDOG.arm(timeout, con.interrupt, _AGAIN)
     fired = False
@@ -346,8 +345,7 @@ def _fetch(
         relation = con.sql(sql)
         if relation is None:
             raise UnsupportedQuery("the query returns no rows; a plain SELECT reads public tables")
-        names = con.sql(named) if named is not None else relation  # bound, not run: only its names
-        columns = list(names.columns) if names is not None else list(relation.columns)
+        columns = list(relation.columns)
         rows = relation.limit(MAX_RESULT_ROWS + 1).fetchall()
     except duckdb.InterruptException:
         raise TimeoutError("the query ran past the limit") from None

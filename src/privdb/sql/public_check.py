@@ -303,8 +303,18 @@ class _PlainChecker(Checker):
 
 def _cut(query: exp.Query) -> exp.Query:
     """``query`` with every ``||`` and CONCAT result, and REPLACE's input and result, cut to
-    ``MAX_RESULT_LENGTH`` characters (in place; returns it)."""
-    for node in list(query.find_all(exp.DPipe, exp.Concat, exp.Replace)):
+    ``MAX_RESULT_LENGTH`` characters (in place; returns it). A select-list item that is cut and has no
+    alias is named by its SQL as written: the uncut query is never given to DuckDB, not even to name its
+    columns (DuckDB folds constants when it binds, so binding it would do the uncut work)."""
+    growing = (exp.DPipe, exp.Concat, exp.Replace)
+    for select in list(query.find_all(exp.Select)):
+        for item in list(select.expressions):
+            if not isinstance(item, exp.Alias) and item.find(*growing) is not None:
+                name = exp.to_identifier(item.sql(dialect="duckdb"), quoted=True)
+                alias = exp.Alias(alias=name)
+                item.replace(alias)
+                alias.set("this", item)
+    for node in list(query.find_all(*growing)):
         if isinstance(node, exp.Replace):
             _wrap(node.this)
         _wrap(node)
