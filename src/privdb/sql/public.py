@@ -5,13 +5,15 @@
 
 Every table the query names (FROM, JOIN, subqueries, CTE bodies; CTE names are not tables) must be one the
 analyst may query and must be public; anything else is refused before any data is read, with the same
-message whatever the data. No table functions (``read_csv``, ``glob``, …), no schema-qualified names.
+message whatever the data. The query must be in the closed language of privdb.sql.public_check (the
+DP-SELECT expression allow-list in every clause; no generators, table functions, recursion, windows), which
+is checked first; its text-growing functions are cut there.
 
 The query then runs in a sandbox: a fresh in-memory DuckDB per call, with external access off, extensions
 neither installed nor loaded, and its configuration locked, holding only copies of the public tables it
 names (at most ``MAX_PUBLIC_ROWS`` rows each, copied from whichever engine keeps them). At most
 ``MAX_RESULT_ROWS`` rows come back (``"truncated": true`` in the result's extra fields when cut), within the
-database's ``query_timeout``. The data is public, so DuckDB's errors are passed on as they are.
+database's ``query_timeout`` (``PUBLIC_TIMEOUT`` when it sets none), enforced by the watchdog. The data is public, so DuckDB's errors are passed on as they are.
 """
 
 from __future__ import annotations
