@@ -13,7 +13,8 @@ The query then runs in a sandbox: a fresh in-memory DuckDB per call, with extern
 neither installed nor loaded, and its configuration locked, holding only copies of the public tables it
 names (at most ``MAX_PUBLIC_ROWS`` rows each, copied from whichever engine keeps them). At most
 ``MAX_RESULT_ROWS`` rows come back (``"truncated": true`` in the result's extra fields when cut), within the
-database's ``query_timeout`` (``PUBLIC_TIMEOUT`` when it sets none), enforced by the watchdog. The data is public, so DuckDB's errors are passed on as they are.
+database's ``query_timeout`` (``PUBLIC_TIMEOUT`` when it sets none), enforced by the
+watchdog. The data is public, so DuckDB's errors are passed on as they are.
 """
 
 from __future__ import annotations
