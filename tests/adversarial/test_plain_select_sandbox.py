@@ -105,6 +105,11 @@ def test_a_refused_form_reads_no_table(db: Database, tmp_path: Path) -> None:
     assert unread.value.code == "engine_unavailable"
 
 
+def test_a_query_too_deep_to_check_is_refused_not_crashed(db: Database) -> None:
+    with pytest.raises(UnsupportedQuery, match="built too deep"):
+        answer_public(db, "alice", "SELECT 1" + " UNION ALL SELECT 1" * 4000)
+
+
 def test_text_cannot_grow_past_the_cut(db: Database) -> None:
     """Nested REPLACE and doubling ``||`` through CTEs would reach 1.6·10⁹ and 2²⁴ characters; each
     text-growing function is cut to ``MAX_RESULT_LENGTH``, and the uncut query never reaches DuckDB (it

@@ -87,8 +87,18 @@ def refuse(where: str, node: exp.Expr | None, why: str) -> UnsupportedQuery:
 def plain_sql(query: exp.Query) -> str:
     """Check ``query`` against the plain-SELECT language and return the SQL to run (DuckDB dialect), with
     text-growing functions cut. Refused forms raise ``unsupported_query`` naming the form."""
-    _Walker().query(query, "the query")
-    return _cut(query.copy()).sql(dialect="duckdb", comments=False)
+    try:
+        _Walker().query(query, "the query")
+        return _cut(query.copy()).sql(dialect="duckdb", comments=False)
+    except RecursionError:
+        raise UnsupportedQuery(
+            "the query is built too deep (UNION chains, nested subqueries); split it into several queries"
+        ) from None
+
+
+def _given(value: object) -> bool:
+    """Whether a node's argument is set (by identity and type: ``==`` on a node compares whole trees)."""
+    return not (value is None or value is False or (isinstance(value, list) and not value))
 
 
 class _Walker:
@@ -98,7 +108,7 @@ class _Walker:
         allowed = _ARGS.get(type(node))
         if allowed is None:
             raise refuse(where, node, "is not in a plain SELECT's language")
-        extra = sorted(k for k, v in node.args.items() if v not in (None, False, []) and k not in allowed)
+        extra = sorted(k for k, v in node.args.items() if _given(v) and k not in allowed)
         if extra:
             form = _NAMES.get(extra[0], extra[0].upper())
             raise refuse(where, node, f"uses {form}, which is not in a plain SELECT's language")
@@ -282,9 +292,7 @@ class _PlainChecker(Checker):
 
     def aggregate(self, node: exp.Expr) -> Expr:
         name = node.key.upper()
-        extra = [
-            k for k, v in node.args.items() if v not in (None, False, []) and k not in ("this", "big_int")
-        ]
+        extra = [k for k, v in node.args.items() if _given(v) and k not in ("this", "big_int")]
         if extra:
             raise self.refuse(node, f"gives {name} more than one argument; aggregates: {AGGREGATES}")
         arg = node.this
