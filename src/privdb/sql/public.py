@@ -5,18 +5,20 @@
 
 Every table the query names (FROM, JOIN, subqueries, CTE bodies; CTE names are not tables) must be one the
 analyst may query and must be public; anything else is refused before any data is read, with the same
-message whatever the data. No table functions (``read_csv``, ``glob``, …), no schema-qualified names.
+message whatever the data. The query must be in the closed language of privdb.sql.public_check (the
+DP-SELECT expression allow-list in every clause; no generators, table functions, recursion, windows), which
+is checked first; its text-growing functions are cut there.
 
 The query then runs in a sandbox: a fresh in-memory DuckDB per call, with external access off, extensions
 neither installed nor loaded, and its configuration locked, holding only copies of the public tables it
 names (at most ``MAX_PUBLIC_ROWS`` rows each, copied from whichever engine keeps them). At most
 ``MAX_RESULT_ROWS`` rows come back (``"truncated": true`` in the result's extra fields when cut), within the
-database's ``query_timeout``. The data is public, so DuckDB's errors are passed on as they are.
+database's ``query_timeout`` (``PUBLIC_TIMEOUT`` when it sets none), enforced by the
+watchdog. The data is public, so DuckDB's errors are passed on as they are.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 
@@ -30,6 +32,7 @@ from sqlglot.tokenizer_core import Token, TokenType
 
 from privdb.backends.base import Engine
 from privdb.backends.duckdb import quote
+from privdb.backends.watchdog import WATCHDOG
 from privdb.database import Database
 from privdb.errors import (
     EngineUnavailable,
@@ -43,11 +46,13 @@ from privdb.errors import (
 from privdb.result import Result
 from privdb.sql.noise import canonical_key
 from privdb.sql.parse import MAX_DEPTH, MAX_QUERY_LENGTH, check_text, nesting
+from privdb.sql.public_check import plain_sql
 
-__all__ = ["MAX_PUBLIC_ROWS", "MAX_RESULT_ROWS", "answer_public", "is_plain_select"]
+__all__ = ["MAX_PUBLIC_ROWS", "MAX_RESULT_ROWS", "PUBLIC_TIMEOUT", "answer_public", "is_plain_select"]
 
 MAX_PUBLIC_ROWS = 1_000_000  # rows of one public table copied into the sandbox
 MAX_RESULT_ROWS = 10_000  # rows of an answer
+PUBLIC_TIMEOUT = 30.0  # s: a plain SELECT's time limit where the database sets none (query_timeout)
 _DIALECT = "duckdb"
 _SANDBOX: dict[str, str | int | float | list[str]] = {
     "enable_external_access": False,  # no files, no network, no ATTACH
@@ -56,8 +61,8 @@ _SANDBOX: dict[str, str | int | float | list[str]] = {
     "python_enable_replacements": False,  # no Python variables read as tables
     "memory_limit": "1GB",
 }
+_AGAIN = 0.05  # s: a query past its limit is interrupted again at this interval until it stops
 _COPY = "__privdb public copy"  # the registered frame's name: not a valid privdb table name
-_FROM_ITEMS = (exp.Table, exp.Subquery, exp.Unnest, exp.Values, exp.Lateral)
 
 
 def is_plain_select(text: str) -> bool:
@@ -95,13 +100,13 @@ def answer_public(db: Database, analyst: str, text: str) -> Result:
     that is not one SELECT or names a table function (``parse_error``, ``unsupported_query``)."""
     if not db.catalog.has_analyst(analyst):
         raise Unauthorized(f"unknown analyst {analyst!r}; the owner creates analysts with `privdb grant`")
-    query, sql = _parse(text)
+    query, _ = _parse(text)
+    sql = plain_sql(query)  # the closed language: refused forms never reach the tables
     tables = _public_tables(db, analyst, query)
-    deadline = None if db.query_timeout is None else time.monotonic() + db.query_timeout
+    limit = PUBLIC_TIMEOUT if db.query_timeout is None else db.query_timeout
+    deadline = time.monotonic() + limit
 
-    def left() -> float | None:
-        if deadline is None:
-            return None
+    def left() -> float:
         if (remaining := deadline - time.monotonic()) <= 0:
             raise TimeoutError("the query ran past the limit")
         return remaining
@@ -114,7 +119,7 @@ def answer_public(db: Database, analyst: str, text: str) -> Result:
             con.close()
     except TimeoutError:
         raise UnsupportedQuery(
-            f"the query ran longer than this server's limit of {db.query_timeout:g} s and was stopped; "
+            f"the query ran longer than the limit of {limit:g} s and was stopped; "
             "nothing was spent. Narrow it (fewer rows, simpler joins)"
         ) from None
     budget = db.budget(analyst)
@@ -185,11 +190,6 @@ def _public_tables(db: Database, analyst: str, query: exp.Query) -> dict[str, tu
     """Every table ``query`` names, authorised and public: stored name → (engine, name there)."""
     from privdb.sql.engine import authorize  # engine.run calls this module: imported when first used
 
-    for item in (*query.find_all(exp.From), *query.find_all(exp.Join)):
-        if not isinstance(item.this, _FROM_ITEMS) or (
-            isinstance(item.this, exp.Lateral) and not isinstance(item.this.this, exp.Subquery | exp.Unnest)
-        ):
-            raise _table_function(item.this)
     ctes = _cte_scopes(query)
     tables: dict[str, tuple[Engine, str]] = {}
     for table in query.find_all(exp.Table):
@@ -333,14 +333,13 @@ def _in_dialect(backend: Engine, sql: str) -> str:
 
 
 def _fetch(
-    con: duckdb.DuckDBPyConnection, sql: str, timeout: float | None
+    con: duckdb.DuckDBPyConnection, sql: str, timeout: float
 ) -> tuple[list[str], list[tuple[object, ...]]]:
     """Run ``sql`` in the sandbox: its column names and at most ``MAX_RESULT_ROWS`` + 1 rows. After
-    ``timeout`` seconds it is interrupted (``TimeoutError``)."""
-    timer = None if timeout is None else threading.Timer(timeout, con.interrupt)
+    ``timeout`` seconds it is interrupted, again every ``_AGAIN`` s until it stops (``TimeoutError``)."""
     started = time.monotonic()
-    if timer is not None:
-        timer.start()
+    alarm = WATCHDOG.arm(timeout, con.interrupt, _AGAIN)
+    fired = False
     try:
         relation = con.sql(sql)
         if relation is None:
@@ -354,9 +353,7 @@ def _fetch(
     except duckdb.Error as err:
         raise UnsupportedQuery(f"the query failed on the public tables: {str(err).strip()}") from None
     finally:
-        if timer is not None:
-            timer.cancel()
-            timer.join()
-    if timeout is not None and time.monotonic() - started > timeout:
+        fired = alarm.cancel()
+    if fired or time.monotonic() - started > timeout:
         raise TimeoutError("the query ran past the limit")
     return columns, rows

@@ -28,7 +28,7 @@ from privdb.sql.expr.types import (
     Type,
 )
 
-__all__ = ["ALLOWED", "check"]
+__all__ = ["ALLOWED", "Checker", "check"]
 
 ALLOWED = (
     "columns, literals, = <> < <= > >=, IS [NOT] DISTINCT FROM, AND/OR/NOT, IS [NOT] NULL/TRUE/FALSE, "
@@ -103,7 +103,11 @@ def _refuse(where: str, node: Any, why: str = "") -> UnsupportedQuery:
     return UnsupportedQuery(f"{where}: {text} {reason}; allowed: {ALLOWED}")
 
 
-class _Checker:
+class Checker:
+    """One expression's checker: ``check`` walks the tree, refusing any node its ``dispatch`` has no rule for.
+    The plain-SELECT check (privdb.sql.public_check) extends it with the forms that only a plain SELECT
+    has (subqueries, aggregates) and leaves every other rule as it is."""
+
     def __init__(self, table: TableMeta, where: str) -> None:
         self.table = table
         self.where = where
@@ -573,7 +577,7 @@ def _duckdb_accepts(sql: str, literal: str, where: str, what: str) -> None:
 def check(node: exp.Expression, table: TableMeta, where: str, want: Type | None = None) -> Expr:
     """The checked, typed expression of ``node`` over ``table`` (``where`` names the clause in errors);
     ``want`` the type the clause needs (WHERE: boolean)."""
-    checker = _Checker(table, where)
+    checker = Checker(table, where)
     e = checker.check(node) if want is None else checker.typed(node, want)
     if want is not None and e.type is Type.NULL:
         return Expr("literal", want, value=None, double=False, source="NULL")
