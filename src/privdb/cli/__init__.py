@@ -12,6 +12,7 @@ from privdb.cli import (
     publish,
     showcase,
     survey,
+    tune,
 )
 from privdb.cli.app import app, arrange
 
@@ -29,6 +30,7 @@ _COMMANDS = (
     publish,
     showcase,
     survey,
+    tune,
 )  # importing them registers their commands on ``app``
 arrange(app)
 

@@ -67,6 +67,7 @@ PANELS: dict[str, tuple[str, ...]] = {
         "token",
         "sql",
         "log",
+        "tune",
         "serve",
     ),
     "Analyst": ("query", "explain", "budget"),
