@@ -6,7 +6,8 @@ above. The bins are public, so the vector of bin counts changes by 1 in L1 when 
 (2 when one is substituted: it moves between bins), and the geometric mechanism releases it at ε
 (docs/proofs/histograms.md). The suggestion is post-processing of the noisy counts: the smallest bound ``m``
 (a bin's upper end) that keeps at least ``coverage`` of the rows, estimating each bin's rows by its
-midpoint (the open bin: its lower end), with the negative noisy counts read as 0.
+midpoint (the open bin: its lower end), and reading as 0 every noisy count below the noise's 95% reach over
+all the bins (a union bound), so that the noise of an empty bin of large units cannot decide it.
 
 The release is charged like every publication (privdb.publish.charge): the owner's account and the table's
 lifetime budget, reserved after every check and before the read, committed once the data has been read.
@@ -74,9 +75,11 @@ class RowsPerUnit:
         }
 
 
-def _kept_shares(edges: list[tuple[int, int | None]], units: np.ndarray) -> list[float | None]:
-    """For each bin's upper end ``m``, the estimated share of rows a bound of ``m`` keeps."""
-    counts = np.maximum(units, 0.0)
+def _kept_shares(edges: list[tuple[int, int | None]], units: np.ndarray, floor: float) -> list[float | None]:
+    """For each bin's upper end ``m``, the estimated share of rows a bound of ``m`` keeps. Counts below
+    ``floor`` (the noise's reach over all bins) are read as 0: an empty bin of large units would otherwise
+    weigh its noise by its midpoint."""
+    counts = np.where(units >= floor, units, 0.0)
     mids = np.array([(lo + hi) / 2 if hi is not None else float(lo) for lo, hi in edges])
     total = float((counts * mids).sum())
     shares: list[float | None] = []
@@ -120,7 +123,7 @@ def rows_per_unit(db: Database, table: str, epsilon: float, coverage: float = 0.
         noisy = mech.release(true)
     finally:
         reservation.commit()  # the data was read (or the read was attempted): the spend stands
-    shares = _kept_shares(edges, noisy)
+    shares = _kept_shares(edges, noisy, mech.half_width(0.05 / len(edges)))
     rows = [
         {"low": lo, "high": hi, "units": round(float(u)), "rows_kept_share": s}
         for (lo, hi), u, s in zip(edges, noisy, shares, strict=True)
