@@ -130,7 +130,7 @@ def test_explain_spends_nothing_and_reports_the_plan(db: Database) -> None:
     # people has a privacy unit: ε/20 pays for the truncation estimate, COUNT and AVG share the rest
     assert eps == pytest.approx([0.475, 0.2375, 0.2375])  # AVG splits its half
     assert plan["truncation"]["epsilon"] == pytest.approx(0.05)
-    assert sum(eps) == pytest.approx(1.0)
+    assert sum(eps) + plan["truncation"]["epsilon"] == pytest.approx(1.0)
     sums = next(s for s in plan["statistics"] if s["kind"] == "sum")
     assert sums["sensitivity"] == 500_000  # one person: income in [0, 500000]
     assert "THEN 500000.0" in plan["engine_sql"]  # income clamped to its bound

@@ -199,8 +199,9 @@ def plan_query(
     if shares == 0:  # a key release over public domains: the keys are public, nothing is read or spent
         return Plan(query, resolved, (), (), tuple(tuple(d) for d in domains or ()), None, 0.0, 0.0,
                     relation=relation)  # fmt: skip
-    # with a privacy unit, ε/20 pays for the estimate of what bounding dropped; the shares split the rest
-    eps_truncation, eps_rest = split(query.epsilon, table, query.schedule is not None)
+    # with a privacy unit, ε/20 pays for the estimate of what bounding dropped (not for an ACCURACY
+    # request: its ε is chosen for the accuracy); the shares split the rest
+    eps_truncation, eps_rest = split(query.epsilon, table, query.accuracy is not None)
     eps_each = eps_rest / shares
 
     changed = 2 * g if substitute and grouped else g

@@ -11,8 +11,8 @@ answer carries a noisy count of the units that lost rows:
 * the *truncation estimate*: the number of units whose rows kept by the query's WHERE exceed ``m`` or reach
   more than ``G`` groups. One unit changes it by at most 1 (add/remove or substitute), so the geometric
   mechanism at ``ε_t = ε/20`` (``TRUNCATION_SHARE``) releases it; the query's other shares split ``ε − ε_t``,
-  so the query still costs exactly the ε written (docs/proofs/sql.md, "Truncation estimate"). Accuracy-first
-  answers (a step schedule) carry the label but no estimate.
+  so the query still costs exactly the ε written (docs/proofs/sql.md, "Truncation estimate"). Answers to an
+  ACCURACY request (the ε chosen, or a step schedule) carry the label but no estimate.
 """
 
 from __future__ import annotations
@@ -49,7 +49,8 @@ _VALUE_KINDS = ("sum", "avg", "variance", "stddev", "variance_pop", "stddev_pop"
 
 
 def split(epsilon: float, table: TableMeta, accuracy_first: bool) -> tuple[float, float]:
-    """``(ε_t, ε − ε_t)``: the truncation estimate's share (0 without a privacy unit, or accuracy first)
+    """``(ε_t, ε − ε_t)``: the truncation estimate's share (0 without a privacy unit, or for an ACCURACY
+    request)
     and what is left for the query's statistics, with ``ε_t + rest ≤ ε`` exactly."""
     if table.privacy_unit is None or accuracy_first or epsilon <= 0:
         return 0.0, epsilon
@@ -162,5 +163,5 @@ def describe(plan: Plan) -> dict[str, Any]:
             "ci95_half_width": mech.half_width(0.05),
         }
     else:
-        entry["note"] = "an accuracy-first answer carries no truncation estimate"
+        entry["note"] = "an answer to an ACCURACY request carries no truncation estimate"
     return out | {"truncation": entry}
