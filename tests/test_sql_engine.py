@@ -127,8 +127,10 @@ def test_explain_spends_nothing_and_reports_the_plan(db: Database) -> None:
     kinds = [s["kind"] for s in plan["statistics"]]
     assert kinds == ["rows", "sum", "nonnull"]
     eps = [s["epsilon"] for s in plan["statistics"]]
-    assert eps == pytest.approx([0.5, 0.25, 0.25])  # COUNT and AVG share ε; AVG splits its half
-    assert sum(eps) == pytest.approx(1.0)
+    # people has a privacy unit: ε/20 pays for the truncation estimate, COUNT and AVG share the rest
+    assert eps == pytest.approx([0.475, 0.2375, 0.2375])  # AVG splits its half
+    assert plan["truncation"]["epsilon"] == pytest.approx(0.05)
+    assert sum(eps) + plan["truncation"]["epsilon"] == pytest.approx(1.0)
     sums = next(s for s in plan["statistics"] if s["kind"] == "sum")
     assert sums["sensitivity"] == 500_000  # one person: income in [0, 500000]
     assert "THEN 500000.0" in plan["engine_sql"]  # income clamped to its bound

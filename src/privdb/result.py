@@ -213,6 +213,9 @@ class Result:
             table.add_row(*cells)
         yield table
         yield Text(caption, style="dim")
+        cut = self.extra.get("truncation")
+        if isinstance(cut, dict) and cut.get("note"):  # what contribution bounding dropped (noisy)
+            yield Text(f"note: {cut['note']}", style="yellow")
 
     def _repr_html_(self) -> str:
         """The notebook's view: each value with its 95% interval ("1,203 ± 7", or "12 [10, 15]" when the

@@ -15,6 +15,7 @@ try:  # the imports take the command's first second or two: Ctrl-C then ends it 
         publish,
         showcase,
         survey,
+        tune,
     )
     from privdb.cli.app import app, arrange, stop_interrupted
 except KeyboardInterrupt:
@@ -35,6 +36,7 @@ _COMMANDS = (
     publish,
     showcase,
     survey,
+    tune,
 )  # importing them registers their commands on ``app``
 arrange(app)
 

@@ -81,6 +81,17 @@ def explain(
             f"[bold]accuracy first[/bold] ε steps {steps}: charged the first step that meets the accuracy "
             f"(ex post), at worst MAX = {plan['accuracy_first']['max_epsilon']:g}"
         )
+    if "covers" in plan:
+        out.print(f"[bold]intervals cover[/bold] {plan['covers']}", highlight=False)
+    if "truncation" in plan and "epsilon" in plan["truncation"]:
+        cut = plan["truncation"]
+        out.print(
+            "[bold]truncation[/bold] bounding may drop rows; the answer carries a noisy count of the "
+            f"{cut['what']}, "
+            f"for ε = {cut['epsilon']:g} ({cut['epsilon_share']:.0%} of the query's), "
+            f"± {cut['ci95_half_width']:.0f} units at 95%",
+            highlight=False,
+        )
     if "disclosure" in plan:
         out.print(
             f"[bold]disclosure[/bold] an adversary who knows every other record believes a person is in the "

@@ -71,6 +71,7 @@ PANELS: dict[str, tuple[str, ...]] = {
         "token",
         "sql",
         "log",
+        "tune",
         "serve",
     ),
     "Analyst": ("query", "explain", "budget"),

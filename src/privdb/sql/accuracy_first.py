@@ -180,7 +180,7 @@ def respond(plan: Plan, frame: Statistics | None, rng: RandomSource | None = Non
             "ci95_level_per_step": 1.0 - 0.05 / steps,
         },
     }
-    return replace(out, epsilon=schedule[k], extra=facts)
+    return replace(out, epsilon=schedule[k], extra=out.extra | facts)
 
 
 def describe(plan: Plan) -> dict[str, Any]:

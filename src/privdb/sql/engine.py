@@ -56,8 +56,9 @@ from privdb.sql.release import (
     randomize_records,
     release_sql,
 )
-from privdb.sql.rewrite import distinct_sql, engine_sql, histogram_sql
+from privdb.sql.rewrite import distinct_sql, engine_sql, histogram_sql, truncation_sql
 from privdb.sql.sensitivity import DISTINCT_KINDS
+from privdb.sql.truncation import QUERY as TRUNCATION_QUERY
 
 __all__ = ["authorize", "charged", "explain", "prepare", "run", "statistics_sql", "target"]
 
@@ -295,6 +296,9 @@ def histogram_queries(db: Database, plan: Plan) -> dict[str, str]:
         if stat.kind in DISTINCT_KINDS:
             out[stat.name] = for_engine(backend, plan, distinct_sql(plan, stat, source, from_))
             backend.bind(out[stat.name])
+    if over := truncation_sql(plan, source, unit_rows, from_):  # the statistics query has no place for it
+        out[TRUNCATION_QUERY] = for_engine(backend, plan, over)
+        backend.bind(out[TRUNCATION_QUERY])
     return out
 
 

@@ -22,6 +22,7 @@ import numpy as np
 import sqlglot
 
 from privdb.mechanisms.base import AdditiveNoise
+from privdb.sql import truncation
 from privdb.sql.combine import combine
 from privdb.sql.order import ANSWER_SHARE, END_SHARE, bracket
 from privdb.sql.plan import AggregatePlan, Plan
@@ -212,7 +213,7 @@ def describe(plan: Plan, engine_sql: Iterable[str]) -> dict[str, Any]:
         else None,
         "epsilon": plan.epsilon,
         "delta": plan.delta,
-    }
+    } | truncation.describe(plan)
 
 
 def describe_release(plan: ReleasePlan, sql: str) -> dict[str, Any]:

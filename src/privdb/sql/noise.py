@@ -3,6 +3,9 @@
 Each aggregate's values and intervals come from its noisy statistics (privdb.sql.combine); expressions,
 HAVING, ORDER BY and LIMIT are applied to them here, all post-processing.
 
+Every answer says what its intervals cover (``covers``: the data, or the data after contribution bounding)
+and, on a table with a privacy unit, how many units bounding cut, as a noisy count (privdb.sql.truncation).
+
 *Keys* are canonical values (privdb.sql.keys); the intervals of counts released through the noisy
 threshold are conditional on release (privdb.sql.intervals).
 """
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -20,6 +23,7 @@ from numpy.typing import NDArray
 
 from privdb.mechanisms import DiscreteGaussian, Geometric, RandomSource
 from privdb.mechanisms.base import AdditiveNoise
+from privdb.sql import truncation
 from privdb.sql.combine import PAIR_KINDS, VARIANCE_KINDS, Interval, combine
 from privdb.sql.intervals import released_count_intervals
 from privdb.sql.keys import canonical_key, canonical_rank, order_key
@@ -27,6 +31,7 @@ from privdb.sql.order import choose, histogram_accuracy
 from privdb.sql.plan import AggregatePlan, Plan
 from privdb.sql.postprocess import Formula, Values
 from privdb.sql.sensitivity import DISTINCT_KINDS
+from privdb.sql.truncation import QUERY as TRUNCATION_QUERY
 
 __all__ = [
     "NoisyAnswer",
@@ -202,7 +207,14 @@ def add_noise(
             noisy[stat.name] = values
             continue
         noisy[stat.name] = mechs[stat.name].release(values)
-    return answer(plan, groups, noisy, mechs, rng, histograms)
+    out = answer(plan, groups, noisy, mechs, rng, histograms)
+    if plan.truncation_epsilon <= 0:
+        return out
+    # the units over the bound: a column of the statistics query, or a query of its own
+    counted = (histograms or {}).get(TRUNCATION_QUERY, frame)
+    if counted is None or truncation.COLUMN not in counted:  # a frame made by hand (tests of the noise)
+        return out
+    return replace(out, extra=out.extra | {"truncation": truncation.estimate(plan, counted, rng)})
 
 
 def answer(
@@ -292,7 +304,10 @@ def answer(
             accuracy.append(_aggregate_accuracy(plan, plan.aggregates[i], per_agg[i][1], mechs, order))
         elif role == "formula":
             accuracy.append(_formula_accuracy(name, resolved.formulas[i], formula_results[i], order))
-    return NoisyAnswer(columns, rows, accuracy)
+    for (_, role, i), entry in zip((o for o in resolved.outputs if o[1] != "key"), accuracy, strict=True):
+        entry["covers"] = truncation.covers(plan, plan.aggregates[i] if role == "aggregate" else None)
+    covers = truncation.label(plan.table, bool(resolved.keys))
+    return NoisyAnswer(columns, rows, accuracy, extra={"covers": covers})
 
 
 def _formula_accuracy(name: str, formula: Formula, result: Values, order: list[int]) -> dict[str, Any]:

@@ -12,7 +12,9 @@ Every aggregate is built from per-group sums the engine computes in one pass:
 | VAR_POP, STDDEV_POP(c) | the same three (population formula) | 1/3 each|
 
 A query's ε is divided evenly among its aggregates, plus one share for a key-selection count when
-keys are not public and the query has no COUNT(*) to reuse: the query costs exactly the ε written.
+keys are not public and the query has no COUNT(*) to reuse: the query costs exactly the ε written. On a
+table with a privacy unit, ε/20 goes first to the noisy count of units over the contribution bound
+(privdb.sql.truncation), and the shares divide the rest.
 Each statistic's sensitivity, and the histograms of order statistics and modes: privdb.sql.sensitivity.
 """
 
@@ -36,6 +38,7 @@ from privdb.sql.sensitivity import (
     numeric_bounds,
     unit_reach,
 )
+from privdb.sql.truncation import split
 from privdb.sql.validate import Resolved, resolve
 
 __all__ = [  # Histogram, Statistic and make_statistic live in privdb.sql.sensitivity, kept importable here
@@ -103,6 +106,7 @@ class Plan:
     delta: float
     histograms: tuple[Histogram, ...] = ()
     relation: Any = None  # privdb.sql.relation.Relation the query reads (None: the table itself)
+    truncation_epsilon: float = 0.0  # ε of the noisy count of units over the bound (privdb.sql.truncation)
 
     @property
     def table(self) -> TableMeta:
@@ -209,7 +213,10 @@ def plan_query(
     if shares == 0:  # a key release over public domains: the keys are public, nothing is read or spent
         return Plan(query, resolved, (), (), tuple(tuple(d) for d in domains or ()), None, 0.0, 0.0,
                     relation=relation)  # fmt: skip
-    eps_each = query.epsilon / shares
+    # with a privacy unit, ε/20 pays for the estimate of what bounding dropped (not for an ACCURACY
+    # request: its ε is chosen for the accuracy); the shares split the rest
+    eps_truncation, eps_rest = split(query.epsilon, table, query.accuracy is not None)
+    eps_each = eps_rest / shares
 
     changed = 2 * g if substitute and grouped else g
     # an order statistic or mode runs one exponential mechanism per group; a unit reaches at most
@@ -303,4 +310,5 @@ def plan_query(
         delta=query.delta if threshold is not None or query.noise == "gaussian" else 0.0,
         histograms=tuple(histograms),
         relation=relation,
+        truncation_epsilon=eps_truncation,
     )

@@ -11,6 +11,9 @@ query. With a privacy unit ``u`` (``m`` = max_contributions, ``G`` = max_groups)
    so counts contribute at most ``m`` and sums at most ``m·B`` in total — the bound the sensitivities use —
    without the row-level shuffle that makes per-row sampling slow.
 
+The same pass counts the units over the bound (more than ``m`` rows, or grouped more than ``G`` groups,
+after the WHERE) for the answer's truncation estimate (privdb.sql.truncation).
+
 Units with at most ``min(m, G)`` rows in the whole table (``m`` when ungrouped) can break neither bound, so
 when the table carries a current per-row unit size (a hidden column kept by the backend), their rows take
 the plain aggregate and only the larger units go through steps 1–3 (``UNION ALL`` of the two). The answer is
@@ -25,8 +28,9 @@ from privdb.sql.expr import render
 from privdb.sql.expr.render import clamp_sql, column_sql
 from privdb.sql.plan import Plan
 from privdb.sql.sensitivity import DISTINCT_KINDS, Histogram, Statistic
+from privdb.sql.truncation import COLUMN as T_COLUMN
 
-__all__ = ["distinct_sql", "engine_sql", "from_item", "histogram_sql"]
+__all__ = ["distinct_sql", "engine_sql", "from_item", "histogram_sql", "truncation_sql"]
 
 
 def from_item(plan: Plan, table: str, source: str | None = None) -> str:
@@ -148,22 +152,34 @@ def engine_sql(plan: Plan, table: str, unit_rows: str | None = None, source: str
         f"SELECT {unit_sql} AS u, {key_select}COUNT(*) AS r, {aggregates} FROM {source}"
         f"{where_sql(condition, split)} GROUP BY {_positions(1 + len(keys))}"
     )
+    counted = plan.truncation_epsilon > 0  # the number of units over the bound, in the same pass
     if key_cols:
         # which groups a unit keeps may depend on anything but other units' data: the bound holds for
         # any choice, so DuckDB's random() (not a CSPRNG) is fine here
         # (DuckDB refuses a volatile window order, so random() is drawn a level below)
         shuffled = "SELECT *, random() AS rnd FROM parts"
-        ranked = _ranked(shuffled, "gr")
+        whole = (
+            ", SUM(r) OVER (PARTITION BY u) AS ur, COUNT(*) OVER (PARTITION BY u) AS ug" if counted else ""
+        )
+        ranked = f"SELECT *{whole} FROM ({_ranked(shuffled, 'gr')})"
         kept = f"SELECT * FROM ({ranked}) WHERE gr <= {g}"
+        # one flag per unit, on its first kept group: its rows or groups before the cut exceed the bound
+        over = f"CASE WHEN gr = 1 AND (ur > {m} OR ug > {g}) THEN 1 ELSE 0 END"
     else:
         kept = "SELECT * FROM parts"
+        over = f"CASE WHEN r > {m} THEN 1 ELSE 0 END"  # ungrouped: one part per unit, r its rows
+    flag, zero, total = (
+        (f", {over} AS {T_COLUMN}", f", 0 AS {T_COLUMN}", f", SUM({T_COLUMN}) AS {T_COLUMN}")
+        if counted
+        else ("", "", "")
+    )
     # one group per unit is left when ungrouped or G = 1: its own r is then the unit's R, no window needed
     rows = "r" if not key_cols or g == 1 else "SUM(r) OVER (PARTITION BY u)"
     scaled = ", ".join(f"{s.name} * LEAST(1.0, {m} / {rows}) AS {s.name}" for s in computed)
-    bounded = f"SELECT {outer_keys}{scaled} FROM ({kept})"
+    bounded = f"SELECT {outer_keys}{scaled}{flag} FROM ({kept})"
     if unit_rows:
         plain = (
-            f"SELECT {key_select}{aggregates} FROM {source}"
+            f"SELECT {key_select}{aggregates}{zero} FROM {source}"
             f"{where_sql(condition, f'{quote(unit_rows)} <= {small}')}{by_position}"
         )
         bounded = f"{plain} UNION ALL {bounded}"
@@ -171,7 +187,33 @@ def engine_sql(plan: Plan, table: str, unit_rows: str | None = None, source: str
     return (
         f"WITH parts AS ({parts}) SELECT {outer_keys}{totals}"
         + "".join(f", SUM({twin}) AS {name}" for name, twin in twins.items())
-        + f" FROM ({bounded}){group_by}"
+        + f"{total} FROM ({bounded}){group_by}"
+    )
+
+
+def truncation_sql(plan: Plan, table: str, unit_rows: str | None = None, source: str | None = None) -> str:
+    """The number of units over the bound (``t_over``) as a query of its own, for plans whose statistics
+    query has no place for it (only order statistics, modes or distinct counts; "" otherwise): a unit is
+    over when its rows kept by the WHERE number more than ``m``, or (grouped) reach more than ``G`` groups.
+    Units with at most ``min(m, G)`` rows in the table (``m`` ungrouped) cannot be, so they are skipped
+    where the hidden per-unit row count allows."""
+    unit = plan.table.privacy_unit
+    if unit is None or plan.truncation_epsilon <= 0 or _distinct(plan.statistics)[0]:
+        return ""  # no estimate, or the statistics query (engine_sql) counts them
+    keys = _keys(plan)
+    m, g = plan.table.max_contributions, plan.table.max_groups
+    small = min(m, g) if keys else m
+    conditions = [c for c in (_where(plan), f"{quote(unit_rows)} > {small}" if unit_rows else None) if c]
+    where = f" WHERE {' AND '.join(f'({c})' for c in conditions)}" if conditions else ""
+    key_select = "".join(f", {k} AS k{i}" for i, k in enumerate(keys))
+    parts = (
+        f"SELECT {quote(unit)} AS u{key_select}, COUNT(*) AS r FROM {from_item(plan, table, source)}{where} "
+        f"GROUP BY {_positions(1 + len(keys))}"
+    )
+    over = f"SUM(r) > {m}" + (f" OR COUNT(*) > {g}" if keys else "")
+    return (
+        f"WITH parts AS ({parts}) SELECT COUNT(*) AS {T_COLUMN} FROM "
+        f"(SELECT u FROM parts GROUP BY u HAVING {over}) AS _o"
     )
 
 
