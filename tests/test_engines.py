@@ -108,8 +108,8 @@ QUERIES = [
     "FROM {t}",
     "DP-SELECT 1 SUM(income * income / 1000), AVG(income / (age + 1)), SUM(COALESCE(age, 0) * 3) FROM {t}",
     # a unit's rows share one city, so the group a unit keeps (max_groups 1) is not drawn at random
-    "DP-SELECT 1 CASE WHEN city IN ('Bern', 'Chur') AND 1 + 1 = 2 THEN 'east' ELSE 'west' END AS g, COUNT(*), "
-    "SUM(income) FROM {t} GROUP BY g",
+    "DP-SELECT 1 CASE WHEN city IN ('Bern', 'Chur') AND 1 + 1 = 2 THEN 'east' ELSE 'west' END AS g, "
+    "COUNT(*), SUM(income) FROM {t} GROUP BY g",
     "DP-SELECT 1 city, SUM(CASE WHEN city = 'Bern' THEN age ELSE NULLIF(age, 40) END) FROM {t} "
     "WHERE age + 1 > 30 AND age * 2 < 150 GROUP BY city",
 ]

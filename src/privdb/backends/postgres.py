@@ -144,5 +144,5 @@ class PostgresBackend:
         for i in range(frame.shape[1]):  # numeric aggregates come back as Decimal (by position: names repeat)
             values = frame.iloc[:, i]
             if values.dtype == object and len(frame) and type(values.iloc[0]).__name__ == "Decimal":
-                frame.isetitem(i, values.astype(float))
+                frame.isetitem(i, values.astype(float).to_numpy())
         return frame

@@ -252,8 +252,8 @@ def for_engine(backend: Engine, plan: Plan | ReleasePlan | None, sql: str) -> st
             f"the {engine_name} engine cannot run this query's subquery, join condition or aggregate "
             f"argument safely: outside DuckDB privdb sends only {_PORTABLE} (docs/engines.md); joins must be "
             "on columns stored alike. Other forms could fail on some rows there and make the query fail "
-            "depending on the data: keep to these forms there, or load the tables into privdb's DuckDB for the "
-            "whole language"
+            "depending on the data: keep to these forms there, or load the tables into privdb's DuckDB "
+            "for the whole language"
         )
     if isinstance(plan, Plan):
         checked: list[tuple[exp.Expression | None, Expr | None]] = [

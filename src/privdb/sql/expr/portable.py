@@ -51,6 +51,10 @@ _TINY = 2.0**-1074  # the smallest positive double
 _LIMIT = 2.0**-1072  # a least magnitude at or above this cannot round to 0 (with margin)
 _MAX_EXTREME_ARGS = 8
 _COMPARISONS = {"eq", "neq", "lt", "lte", "gt", "gte", "distinct", "not_distinct", "between", "in"}
+_NUMERIC = {
+    "neg", "add", "sub", "mul", "div", "intdiv", "abs", "sign", "floor", "ceil", "case", "coalesce", "nullif",
+    "greatest", "least", "cast",
+}  # fmt: skip
 _STRUCTURAL = {"and", "or", "not", "is_null", "is_true", "is_false", "like"}  # total if their arguments are
 
 
@@ -84,7 +88,7 @@ def _mark(e: Expr) -> tuple[Expr, _Num | None]:
         return e, _column(e)
     if op == "clamp":
         return e, _clamp(e)
-    if e.type is Type.NUM or (e.type is Type.NULL and op in ("case", "coalesce", "nullif")):
+    if e.type in (Type.NUM, Type.NULL) and op in _NUMERIC:
         num = _number(e, args, nums)
         return replace(e, args=args, portable=num is not None), num
     portable = all(a.portable for a in args)
@@ -92,7 +96,7 @@ def _mark(e: Expr) -> tuple[Expr, _Num | None]:
         numeric = [n for a, n in zip(args, nums, strict=True) if a.type is Type.NUM]
         safe = compared_as_written(*args) or all(n is not None for n in numeric)
         return replace(e, args=args, portable=portable and safe), None
-    if op in _STRUCTURAL or (op in ("case", "coalesce", "nullif") and e.type is not Type.NUM):
+    if op in _STRUCTURAL or op in ("case", "coalesce", "nullif"):  # of text, booleans or dates
         return replace(e, args=args, portable=portable), None
     if op == "cast" and args[0].type is e.type and e.value != "int" and e.type is not Type.TEXT:
         return replace(e, args=args, portable=portable), None
@@ -174,7 +178,7 @@ def _number(e: Expr, args: tuple[Expr, ...], nums: list[_Num | None]) -> _Num | 
         if args[0].type is not Type.NUM:
             return None  # a boolean as a number: PostgreSQL has no boolean → DOUBLE
         if e.value == "int" and a.span is not None:
-            inside = -_BIGINT < a.span[0] and a.span[1] < _BIGINT
+            inside = a.span[0] > -_BIGINT and a.span[1] < _BIGINT
             return a if a.integer and inside else None
         return a
     if any(n.span is None for n in ok):
@@ -197,7 +201,7 @@ def _unary(op: str, a: _Num) -> _Num | None:
     if op in ("floor", "ceil"):
         f = math.floor if op == "floor" else math.ceil
         span = (float(f(lo)), float(f(hi)))
-        return _Num(span, 1.0, True) if -_BIGINT < span[0] and span[1] < _BIGINT else None
+        return _Num(span, 1.0, True) if span[0] > -_BIGINT and span[1] < _BIGINT else None
     return None
 
 
