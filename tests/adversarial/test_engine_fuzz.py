@@ -123,7 +123,7 @@ def test_computed_aggregate_arguments_are_total_on_sqlite_and_postgres(
     for table in ("lite", "pg"):
         query = f"DP-SELECT 1 SUM({argument}), AVG({argument}) FROM {table} WHERE n + 1 > -5"
         if argument in REFUSED:
-            with pytest.raises(PrivdbError, match="engine cannot run") as err:
+            with pytest.raises(PrivdbError, match=r"engine cannot run|can be 0") as err:
                 engine.prepare(engines, query)
             assert err.value.code == "unsupported_query"
             continue
