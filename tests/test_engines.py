@@ -103,6 +103,17 @@ QUERIES = [
     "DP-SELECT 1 city, MEDIAN(age) FROM {t} GROUP BY city",
     # a float grid: each value at its nearest grid point (FLOOR(z + 0.5)), ties clamped onto both bounds
     "DP-SELECT 1 MEDIAN(income), QUANTILE(income, 0.9), MIN(income) FROM {t}",
+    # computed forms proven total on every engine (privdb.sql.expr.portable)
+    "DP-SELECT 1 SUM(CASE WHEN age > 30 THEN income * 2 ELSE 0 END), AVG(income / 12) FROM {t}",
+    "DP-SELECT 1 SUM(CAST(age AS INT) // 7), SUM(ABS(income - 500) + SIGN(age - 50)), AVG(-age) FROM {t}",
+    "DP-SELECT 1 SUM(FLOOR(income / 3) - CEIL(income / 7)), SUM(GREATEST(age, 18)), SUM(LEAST(income, age)) "
+    "FROM {t}",
+    "DP-SELECT 1 SUM(income * income / 1000), AVG(income / (age + 1)), SUM(COALESCE(age, 0) * 3) FROM {t}",
+    # a unit's rows share one city, so the group a unit keeps (max_groups 1) is not drawn at random
+    "DP-SELECT 1 CASE WHEN city IN ('Bern', 'Chur') AND 1 + 1 = 2 THEN 'east' ELSE 'west' END AS g, "
+    "COUNT(*), SUM(income) FROM {t} GROUP BY g",
+    "DP-SELECT 1 city, SUM(CASE WHEN city = 'Bern' THEN age ELSE NULLIF(age, 40) END) FROM {t} "
+    "WHERE age + 1 > 30 AND age * 2 < 150 GROUP BY city",
 ]
 
 
@@ -154,6 +165,13 @@ def test_the_course_workflow_on_an_attached_sqlite_file(both: Database) -> None:
     ("query", "needle"),
     [
         ("DP-SELECT 1 COUNT(*) FROM lite WHERE 1 / (age - 37) > 0", "SQLite engine cannot run 1 / "),
+        # a float column may hold ±inf or 1e308 (PostgreSQL raises on overflow): not portable in WHERE
+        ("DP-SELECT 1 COUNT(*) FROM pg WHERE income * 2 > 10", "PostgreSQL engine cannot run income"),
+        # halves round differently (PostgreSQL: to even), and PostgreSQL has no fmod: DuckDB only
+        ("DP-SELECT 1 SUM(ROUND(income)) FROM pg", "PostgreSQL engine cannot run this query"),
+        ("DP-SELECT 1 SUM(age % 7) FROM lite", "SQLite engine cannot run this query"),
+        # 2^-1074-ish products could underflow to 0, which PostgreSQL raises: refused by the bounds
+        ("DP-SELECT 1 SUM(income * income * income * income * 1e-300) FROM pg", "cannot run this query"),
         ("DP-SELECT 1 COUNT(*) FROM pg WHERE CAST(city AS INTEGER) > 0", "PostgreSQL engine cannot run CAST"),
         # a LIKE pattern must be a checked text literal: refused by the expression language, every engine
         ("DP-SELECT 1 COUNT(*) FROM pg WHERE city LIKE 5", "a LIKE pattern must be a text literal"),
@@ -194,6 +212,38 @@ def test_privdb_attach_command(tmp_path: Path) -> None:
     asked = runner.invoke(app, ["query", "--db", str(tmp_path / "db"), "--analyst", "eve",
                                 "DP-SELECT 1 AVG(age) FROM people", "--format", "json"])  # fmt: skip
     assert asked.exit_code == 0, asked.output
+
+
+def test_conformance_of_an_attached_postgres_table(tmp_path: Path, postgres: str) -> None:
+    """Eight counts, all named ``count`` by PostgreSQL: once an internal error (AttributeError)."""
+    from typer.testing import CliRunner
+
+    from privdb.api import connect
+    from privdb.cli import app
+
+    frame = _people(60, seed=8)  # ages -5…109 and incomes -100…1200: outside their bounds
+    table = f"people_conf_{abs(hash(str(tmp_path)))}"
+    _postgres_table(postgres, frame, table)
+    (tmp_path / "m.yaml").write_text(
+        "tables:\n  people:\n    columns:\n      age: {type: int, lower: 0, upper: 100}\n"
+        "      income: {type: float, lower: 0, upper: 1000}\n"
+        "      city: {type: category, values: [Bern, Basel]}\n"
+    )
+    done = CliRunner().invoke(app, ["attach", "people", "--db", str(tmp_path / "db"), "--engine", postgres,
+                                    "--source", table, "--metadata", str(tmp_path / "m.yaml")])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert "internal error" not in done.output and "above the declared upper bound" in done.output
+    with connect(tmp_path / "db") as conn:
+        found = {(f.column, f.kind): f for f in conn.conformance("people")}
+    expected = {
+        ("age", "below_lower"): int((frame.age < 0).sum()),
+        ("age", "above_upper"): int((frame.age > 100).sum()),
+        ("income", "below_lower"): int((frame.income < 0).sum()),
+        ("income", "above_upper"): int((frame.income > 1000).sum()),
+        ("city", "outside_domain"): int((frame.city == "Chur").sum()),
+    }
+    assert {k: f.count for k, f in found.items()} == expected
+    assert found[("city", "outside_domain")].examples == ("Chur",)
 
 
 def test_a_dropped_postgres_connection_is_opened_again_before_anything_is_spent(

@@ -240,11 +240,9 @@ CASES: dict[str, Case] = {
     "sum_case": Case(
         "DP-SELECT 50 sex, SUM(CASE WHEN age >= 65 THEN 1 ELSE 0 END) AS seniors, COUNT(*) FROM people "
         "GROUP BY sex",
-        refused=NOT_PORTABLE,
-    ),
+    ),  # CASE of clamped numbers: total on every engine (portable.py)
     "expression_inside_aggregates": Case(
         "DP-SELECT 50 AVG(cost * 2), SUM(income / 1000) FROM visits JOIN people USING (pid)",
-        refused=NOT_PORTABLE,
     ),
 }
 # bugs, kept as failing cases (xfail strict): the reason in one line, the reproduction in the report

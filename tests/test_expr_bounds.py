@@ -369,13 +369,17 @@ def test_clamp_renders_total_and_pins_every_value() -> None:
     clamp = Expr("clamp", Type.NUM, (column,), value=(-2.5, 7.5), double=True, portable=column.portable)
     sql = expr.render(clamp)
     v = 'CAST("x" AS DOUBLE)'
-    assert sql == f"CASE WHEN {v} < -2.5 THEN -2.5 WHEN {v} > 7.5 THEN 7.5 ELSE {v} END"
+    t = repr(7.5 * 2.0**-200)  # magnitudes below 2^-200 of the bound count as 0 (no underflow elsewhere)
+    assert sql == (
+        f"CASE WHEN {v} < -2.5 THEN -2.5 WHEN {v} > 7.5 THEN 7.5 WHEN {v} > -{t} AND {v} < {t} THEN 0.0 "
+        f"ELSE {v} END"
+    )
     got = values(
         Bounded(clamp, -2.5, 7.5, False),
-        [{"x": v} for v in (None, NAN, INF, -INF, -100.0, 0.3, 100.0, -0.0)],
+        [{"x": v} for v in (None, NAN, INF, -INF, -100.0, 0.3, 100.0, -0.0, 5e-324, -1e-70, 1e-50)],
     )[:-2]
     assert got[0] is None
-    assert got[1:] == [7.5, 7.5, -2.5, -2.5, 0.3, 7.5, 0.0]
+    assert got[1:] == [7.5, 7.5, -2.5, -2.5, 0.3, 7.5, 0.0, 0.0, 0.0, 1e-50]
     con = connection([{"x": 1.0}])
     assert con.execute(f"SELECT typeof({sql}) FROM t").fetchone() == ("DOUBLE",)
 

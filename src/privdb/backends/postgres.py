@@ -141,11 +141,8 @@ class PostgresBackend:
             except psycopg.errors.QueryCanceled:
                 raise TimeoutError(f"the PostgreSQL query ran longer than {timeout} s") from None
         frame = pd.DataFrame.from_records(rows, columns=columns)
-        for column in frame.columns:  # numeric aggregates come back as Decimal
-            if (
-                frame[column].dtype == object
-                and len(frame)
-                and type(frame[column].iloc[0]).__name__ == "Decimal"
-            ):
-                frame[column] = frame[column].astype(float)
+        for i in range(frame.shape[1]):  # numeric aggregates come back as Decimal (by position: names repeat)
+            values = frame.iloc[:, i]
+            if values.dtype == object and len(frame) and type(values.iloc[0]).__name__ == "Decimal":
+                frame.isetitem(i, values.astype(float).to_numpy())
         return frame

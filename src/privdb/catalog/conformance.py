@@ -91,7 +91,10 @@ def conformance_sql(relation: str, meta: TableMeta) -> tuple[str, list[tuple[str
             labels += [(col.name, "below_lower"), (col.name, "above_upper")]
     if not parts:
         return None
-    return f"SELECT {', '.join(parts)} FROM {relation}", labels
+    # every column named (c0, c1, …): engines name them all `count`, and a frame with repeated names
+    # gives a frame, not a column, for each name (PostgreSQL's Decimal conversion failed on it)
+    named = ", ".join(f"{part} AS c{i}" for i, part in enumerate(parts))
+    return f"SELECT {named} FROM {relation}", labels
 
 
 def check_conformance(run: Any, relation: str, meta: TableMeta) -> list[Finding]:

@@ -233,6 +233,13 @@ def statistics_sql(db: Database, plan: Plan) -> str:
 
 
 _ENGINE_NAMES = {"postgres": "PostgreSQL", "sqlite": "SQLite", "spark": "Spark"}
+_PORTABLE = (
+    "the forms proven total on every engine: comparisons, IN, BETWEEN, LIKE, IS NULL, AND/OR/NOT, CASE, "
+    "COALESCE, NULLIF; + - * / // ABS SIGN FLOOR CEIL GREATEST LEAST and CAST to INTEGER (of whole numbers) "
+    "where every number read is a literal, an integer column or an aggregate's clamped column and no result "
+    "can overflow, underflow or divide by 0 by the public bounds (ROUND, %, SQRT, LN, EXP, POWER, text and "
+    "date functions stay DuckDB's)"
+)
 
 
 def for_engine(backend: Engine, plan: Plan | ReleasePlan | None, sql: str) -> str:
@@ -247,11 +254,10 @@ def for_engine(backend: Engine, plan: Plan | ReleasePlan | None, sql: str) -> st
     ):
         raise UnsupportedQuery(
             f"the {engine_name} engine cannot run this query's subquery, join condition or aggregate "
-            "argument safely: outside DuckDB privdb sends only comparisons of columns with literals, IN, "
-            "BETWEEN, LIKE, IS NULL, AND/OR/NOT, CASE, COALESCE and NULLIF with text or boolean results, and "
-            "joins on columns stored alike (arithmetic, casts and functions could fail on some rows and make "
-            "the query fail depending on the data); aggregate plain columns there, or load the tables into "
-            "privdb's DuckDB for the whole language"
+            f"argument safely: outside DuckDB privdb sends only {_PORTABLE} (docs/engines.md); joins must be "
+            "on columns stored alike. Other forms could fail on some rows there and make the query fail "
+            "depending on the data: keep to these forms there, or load the tables into privdb's DuckDB "
+            "for the whole language"
         )
     if isinstance(plan, Plan):
         checked: list[tuple[exp.Expression | None, Expr | None]] = [
@@ -263,11 +269,10 @@ def for_engine(backend: Engine, plan: Plan | ReleasePlan | None, sql: str) -> st
             if e is not None and not e.portable:
                 text = e.source or (node.sql() if node is not None else "")
                 raise UnsupportedQuery(
-                    f"the {_ENGINE_NAMES.get(backend.dialect, backend.dialect)} engine cannot run {text} "
-                    "safely: outside DuckDB privdb sends only comparisons of columns with literals, IN, "
-                    "BETWEEN, LIKE, IS NULL, AND/OR/NOT, CASE, COALESCE and NULLIF, the forms proven total "
-                    "there (arithmetic, casts and functions could fail on some rows and make the query fail "
-                    "depending on the data); load the table into privdb's DuckDB for the whole language"
+                    f"the {engine_name} engine cannot run {text} safely: outside DuckDB privdb sends only "
+                    f"{_PORTABLE} (docs/engines.md); other forms could fail on some rows there and make the "
+                    "query fail depending on the data; load the table into privdb's DuckDB for the whole "
+                    "language"
                 )
     try:
         tree = sqlglot.parse_one(sql, read="duckdb")

@@ -25,6 +25,7 @@ from fractions import Fraction
 
 from privdb.catalog.metadata import ColumnMeta
 from privdb.errors import UnsupportedQuery
+from privdb.sql.expr.portable import mark
 from privdb.sql.expr.rounding import round_half_away
 from privdb.sql.expr.types import DEFAULT_MAX_LENGTH, MAX_RESULT_LENGTH, Expr, Type
 
@@ -95,7 +96,8 @@ def bound(e: Expr, where: str) -> Bounded:
         )
     value = _Bounder(where).value(e)
     lower, upper = value.span or (0.0, 0.0)
-    return Bounded(value.expr, lower, upper, value.integer)
+    # the clamps make more forms total outside DuckDB (portable.py)
+    return Bounded(mark(value.expr), lower, upper, value.integer)
 
 
 def _as_number(e: Expr) -> Expr:

@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from privdb.catalog.metadata import TableMeta
 from privdb.errors import UnsupportedQuery
+from privdb.sql.expr.portable import mark
 from privdb.sql.expr.render import column_expr, compared_as_written
 from privdb.sql.expr.types import (
     MAX_IN_LIST,
@@ -581,4 +582,4 @@ def check(node: exp.Expression, table: TableMeta, where: str, want: Type | None 
     e = checker.check(node) if want is None else checker.typed(node, want)
     if want is not None and e.type is Type.NULL:
         return Expr("literal", want, value=None, double=False, source="NULL")
-    return e
+    return mark(e)  # which forms are total outside DuckDB too (portable.py)

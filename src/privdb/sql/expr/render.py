@@ -17,6 +17,7 @@ Why each form cannot fail (docs/proofs/sql.md, "Outcomes"):
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 from privdb.backends.duckdb import quote
@@ -28,6 +29,7 @@ __all__ = [
     "column_expr",
     "column_sql",
     "compared_as_written",
+    "flush_below",
     "render",
     "render_num",
     "render_text",
@@ -179,17 +181,34 @@ def _cast(e: Expr) -> str:
     return f"TRY_CAST({render_text(x)} AS TIMESTAMP)" if x.type is Type.TEXT else render(x)
 
 
-def clamp_sql(value: str, lo: float, hi: float) -> str:
+def clamp_sql(value: str, lo: float, hi: float, flush: float = 0.0) -> str:
     """``value`` (SQL of a number) pinned to ``[lo, hi]``: NULL stays NULL (DuckDB's LEAST/GREATEST would
     skip it); DuckDB orders NaN above every number, so NaN gives ``hi``, and ±inf give the ends. The ends
-    are DOUBLE literals (a DECIMAL literal beside a DOUBLE value would be DOUBLE anyway)."""
+    are DOUBLE literals (a DECIMAL literal beside a DOUBLE value would be DOUBLE anyway). With ``flush``,
+    magnitudes below it give 0 (``flush_below``)."""
     low, high = repr(float(lo)), repr(float(hi))
-    return f"CASE WHEN {value} < {low} THEN {low} WHEN {value} > {high} THEN {high} ELSE {value} END"
+    tiny = f" WHEN {value} > -{flush!r} AND {value} < {flush!r} THEN 0.0" if flush else ""
+    return f"CASE WHEN {value} < {low} THEN {low} WHEN {value} > {high} THEN {high}{tiny} ELSE {value} END"
+
+
+FLUSH = 2.0**-200  # relative to a column's bounds: magnitudes below count as 0 in a computed argument
+
+
+def flush_below(column: ColumnMeta, lo: float, hi: float) -> float:
+    """Magnitudes below which a clamped value of ``column`` is rendered as 0 (0: none). Only for a
+    non-integer column whose bounds hold 0, at ``FLUSH`` of its largest bound: a product or quotient of such
+    values then cannot underflow to 0, which PostgreSQL would raise (portable.py). The error is at most
+    ``2⁻²⁰⁰`` of the bound per row, far below the sum's own rounding."""
+    if (column.storage or column.type) in ("int", "bool") or lo > 0 or hi < 0:
+        return 0.0
+    threshold = max(abs(lo), abs(hi)) * FLUSH
+    return threshold if threshold >= sys.float_info.min else 0.0
 
 
 def _clamp(e: Expr) -> str:
-    """A column pinned to public bounds ``e.value = (lo, hi)`` (bounds.py)."""
-    return clamp_sql(render_num(e.args[0]), *e.value)
+    """A column pinned to public bounds ``e.value = (lo, hi)`` (bounds.py); tiny magnitudes flushed to 0."""
+    lo, hi = (float(x) for x in e.value)
+    return clamp_sql(render_num(e.args[0]), lo, hi, flush_below(e.args[0].value, lo, hi))
 
 
 def _in(e: Expr) -> str:
