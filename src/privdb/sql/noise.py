@@ -27,6 +27,7 @@ from privdb.sql.order import choose, histogram_accuracy
 from privdb.sql.plan import AggregatePlan, Plan
 from privdb.sql.postprocess import Formula, Values
 from privdb.sql.sensitivity import DISTINCT_KINDS
+from privdb.sql.validate import hidden_formula
 
 __all__ = [
     "NoisyAnswer",
@@ -275,6 +276,8 @@ def answer(
     sort_columns = {name.lower(): (role, i) for name, role, i in resolved.outputs}
     for i, agg in enumerate(plan.aggregates):
         sort_columns.setdefault(agg.output.lower(), ("aggregate", i))
+    for i in range(len(resolved.formulas)):  # ORDER BY an expression: a formula that is not an output
+        sort_columns.setdefault(hidden_formula(i), ("formula", i))
     order = list(range(n))
     for name, desc in reversed(resolved.order):
         role, i = sort_columns[name.lower()]
@@ -288,8 +291,9 @@ def answer(
 
     accuracy = []
     for name, role, i in resolved.outputs:
-        if role == "aggregate":
-            accuracy.append(_aggregate_accuracy(plan, plan.aggregates[i], per_agg[i][1], mechs, order))
+        if role == "aggregate":  # (an aggregate selected twice: each column has its entry)
+            entry = _aggregate_accuracy(plan, plan.aggregates[i], per_agg[i][1], mechs, order)
+            accuracy.append(entry | {"column": name})
         elif role == "formula":
             accuracy.append(_formula_accuracy(name, resolved.formulas[i], formula_results[i], order))
     return NoisyAnswer(columns, rows, accuracy)
