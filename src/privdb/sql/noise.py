@@ -32,6 +32,7 @@ from privdb.sql.plan import AggregatePlan, Plan
 from privdb.sql.postprocess import Formula, Values
 from privdb.sql.sensitivity import DISTINCT_KINDS
 from privdb.sql.truncation import QUERY as TRUNCATION_QUERY
+from privdb.sql.validate import hidden_formula
 
 __all__ = [
     "NoisyAnswer",
@@ -287,6 +288,8 @@ def answer(
     sort_columns = {name.lower(): (role, i) for name, role, i in resolved.outputs}
     for i, agg in enumerate(plan.aggregates):
         sort_columns.setdefault(agg.output.lower(), ("aggregate", i))
+    for i in range(len(resolved.formulas)):  # ORDER BY an expression: a formula that is not an output
+        sort_columns.setdefault(hidden_formula(i), ("formula", i))
     order = list(range(n))
     for name, desc in reversed(resolved.order):
         role, i = sort_columns[name.lower()]
@@ -300,8 +303,9 @@ def answer(
 
     accuracy = []
     for name, role, i in resolved.outputs:
-        if role == "aggregate":
-            accuracy.append(_aggregate_accuracy(plan, plan.aggregates[i], per_agg[i][1], mechs, order))
+        if role == "aggregate":  # (an aggregate selected twice: each column has its entry)
+            entry = _aggregate_accuracy(plan, plan.aggregates[i], per_agg[i][1], mechs, order)
+            accuracy.append(entry | {"column": name})
         elif role == "formula":
             accuracy.append(_formula_accuracy(name, resolved.formulas[i], formula_results[i], order))
     for (_, role, i), entry in zip((o for o in resolved.outputs if o[1] != "key"), accuracy, strict=True):

@@ -108,6 +108,15 @@ def _number(text: str, tokens: list[Token], i: int, what: str) -> tuple[float, i
     if i >= len(tokens):
         raise ParseError(f"expected {what} after DP-SELECT; write {SYNTAX}")
     tok = tokens[i]
+    after = tokens[i + 1] if i + 1 < len(tokens) else None
+    if (  # `.01`: the tokenizer gives a dot and the digits; read them as one number, as SQL does
+        tok.token_type == TokenType.DOT
+        and after is not None
+        and after.token_type == TokenType.NUMBER
+        and after.start == tok.end + 1
+        and after.text.isdigit()
+    ):
+        return sign * float("." + after.text), i + 2
     if tok.token_type != TokenType.NUMBER:
         raise InvalidParameter(
             f"{what} must be a positive number, got {tok.text!r}{_where(text, tok)}"

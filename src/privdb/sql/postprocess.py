@@ -6,8 +6,11 @@ keys is post-processing: a function of the released values alone, so it costs no
 release's guarantee carries over unchanged. This module compiles such a sqlglot expression into a
 :class:`Formula` and evaluates it vectorised over the groups. Its *leaves* are the nodes the caller's
 ``leaf`` callback names (asked about every node, parents first, before anything else); every other node
-must be one of :data:`ALLOWED`, type-checked at compile time (a leaf's type is known only at run time, so
-a mismatch there gives NULL instead).
+must be one of :data:`ALLOWED`, type-checked at compile time, leaves included: a GROUP BY key has its
+type in the language and an aggregate is a number, so ``HAVING sex = 1`` over a text key is refused before
+the data is read as the same comparison is in WHERE, instead of giving NULL in every group (issue 26). A text
+key the engine stores as numbers meets numbers as numbers (privdb.sql.expr.check.stored_number), and CAST of
+text to a number reads it as ``TRY_CAST`` does (NULL where it is not a number), as in WHERE.
 
 Evaluation is total and follows DuckDB except where DuckDB would fail: NULL propagates, AND/OR/NOT are
 three-valued, ROUND rounds half away from zero, CAST to INTEGER/BIGINT rounds to nearest (ties to even);
@@ -53,6 +56,7 @@ from privdb.sql.vectors import (
     _corners,
     _div,
     _extreme,
+    _float,
     _leaf,
     _monotone,
     _number,
@@ -65,9 +69,12 @@ from privdb.sql.vectors import (
     _widen,
 )
 
-__all__ = ["ALLOWED", "Formula", "Leaf", "Values", "compile_formula", "compile_predicate"]
+__all__ = ["ALLOWED", "Formula", "Leaf", "LeafKind", "Values", "compile_formula", "compile_predicate"]
 
 Leaf = Callable[[exp.Expression], int | None]
+# a leaf's static kind: number, text, boolean, "numtext" (a text key stored as numbers: it meets numbers as
+# numbers and text as text, as in WHERE) or "any" (known at run time only: dates, MODE's values)
+LeafKind = Callable[[int], str]
 
 ALLOWED = (
     "aggregates, GROUP BY keys, number and 'text' literals, TRUE, FALSE, NULL, + - * / %, unary -, ABS, "
@@ -144,9 +151,44 @@ _COMPARE: dict[type[exp.Expression], Callable[[Any, Any], Any]] = {
 _CASTS = {exp.DataType.Type.DOUBLE: None, exp.DataType.Type.INT: 32, exp.DataType.Type.BIGINT: 64}
 
 
+def _parse(v: Any) -> float:
+    """A value read as a number, as ``TRY_CAST(v AS DOUBLE)``: NaN (NULL) where it is not one."""
+    if isinstance(v, str):
+        try:
+            return float(v.strip())
+        except ValueError:
+            return NAN
+    return _float(v)
+
+
+def _as_parsed(c: _C) -> _C:
+    """``c``'s values read as numbers (text parsed as TRY_CAST does; numbers as they are)."""
+    if c.kind == "number":
+        return c
+
+    def run(leaves: Sequence[Values], n: int) -> _R:
+        r = c.run(leaves, n)
+        if r.kind == "list":
+            return _number(np.array([_parse(v) for v in r.x], dtype=np.float64), NAN, NAN, r.exact)
+        return _as_num(r, n)
+
+    return _C("number", run, c.leaves, c.const, c.null_literal)
+
+
+def _nonzero(c: _C) -> _C:
+    """A number as a condition: true where it is not 0, as the engine reads an integer as a boolean."""
+    number = _as_parsed(c)
+
+    def run(leaves: Sequence[Values], n: int) -> _R:
+        x = np.asarray(number.run(leaves, n).x, dtype=np.float64)
+        return _R("boolean", np.where(np.isnan(x), NAN, (x != 0).astype(np.float64)), True)
+
+    return _C("boolean", run, c.leaves)
+
+
 class _Compiler:
-    def __init__(self, leaf: Leaf, where: str) -> None:
-        self.leaf, self.where = leaf, where
+    def __init__(self, leaf: Leaf, where: str, kind_of: LeafKind | None = None) -> None:
+        self.leaf, self.where, self.kind_of = leaf, where, kind_of
 
     def refuse(self, node: exp.Expression, why: str) -> UnsupportedQuery:
         sql = node.sql(dialect="duckdb")
@@ -155,14 +197,30 @@ class _Compiler:
         )
 
     def join(self, node: exp.Expression, parts: Sequence[_C]) -> str:
-        """The common kind of values that meet (branches, compared sides); refused if they differ."""
-        known = sorted({p.kind for p in parts} - {"null", "any"})
+        """The common kind of values that meet (branches, compared sides); refused if they differ. A text
+        key stored as numbers takes the kind it meets (number, else text): :meth:`meet` converts it."""
+        kinds = {p.kind for p in parts}
+        if "numtext" in kinds:
+            met = next((k for k in ("number", "boolean") if k in kinds), "text")
+            kinds = (kinds - {"numtext"}) | {met}
+        known = sorted(kinds - {"null", "any"})
         if len(known) > 1:
             raise self.refuse(node, f"mixes {' and '.join(known)} values")
         return known[0] if known else "any" if any(p.kind == "any" for p in parts) else "null"
 
+    def meet(self, node: exp.Expression, parts: Sequence[_C]) -> tuple[str, list[_C]]:
+        """:meth:`join`, with text keys stored as numbers read as numbers (or conditions) where they meet
+        one."""
+        kind = self.join(node, parts)
+        convert = {"number": _as_parsed, "boolean": _nonzero}.get(kind)
+        return kind, [convert(p) if convert is not None and p.kind == "numtext" else p for p in parts]
+
     def typed(self, node: exp.Expression, kind: str, parent: exp.Expression) -> _C:
         c = self.compile(node)
+        if c.kind == "numtext" and kind in ("number", "boolean"):
+            return _as_parsed(c) if kind == "number" else _nonzero(c)
+        if c.kind == "numtext" and kind == "text":
+            return c
         if c.kind not in (kind, "null", "any"):
             raise self.refuse(parent, f"needs a {kind} where {node.sql(dialect='duckdb')} is {c.kind}")
         return c
@@ -170,7 +228,8 @@ class _Compiler:
     def compile(self, node: exp.Expression) -> _C:
         index = self.leaf(node)
         if index is not None:
-            return _C("any", _leaf(index), frozenset({index}))
+            kind = "any" if self.kind_of is None else self.kind_of(index)
+            return _C(kind, _leaf(index), frozenset({index}))
         if isinstance(node, exp.Paren):
             return self.compile(node.this)
         if isinstance(node, exp.Literal) and not node.is_string:
@@ -239,11 +298,13 @@ class _Compiler:
             raise self.refuse(node, "is not supported: numbers cast AS DOUBLE, INTEGER or BIGINT")
         bits = _CASTS[to]
         f = _monotone(_to_int(bits)) if bits else (lambda r: r)
-        return self.numeric(node, [self.typed(node.this, "number", node)], lambda r: f(r[0]))
+        inner = self.compile(node.this)  # text is read as TRY_CAST reads it: NULL where not a number
+        if inner.kind == "boolean":
+            raise self.refuse(node, "casts a boolean to a number; use CASE WHEN … THEN 1 ELSE 0 END")
+        return self.numeric(node, [_as_parsed(inner)], lambda r: f(r[0]))
 
     def compare(self, node: exp.Expression) -> _C:
-        a, b = self.compile(node.this), self.compile(node.expression)
-        self.join(node, [a, b])
+        _, (a, b) = self.meet(node, [self.compile(node.this), self.compile(node.expression)])
         return _compare_c(_COMPARE[type(node)], a, b)
 
     def logic(self, node: exp.Expression) -> _C:
@@ -268,15 +329,13 @@ class _Compiler:
         subquery = any(node.args.get(a) for a in ("query", "unnest", "field"))
         if subquery or not items or not all(map(_literal, items)):
             raise self.refuse(node, "needs a list of literals")
-        x, values = self.compile(node.this), [self.compile(i) for i in items]
-        self.join(node, [x, *values])
+        _, (x, *values) = self.meet(node, [self.compile(node.this), *(self.compile(i) for i in items)])
         return _fold([_compare_c(operator.eq, x, v) for v in values], _or)
 
     def between(self, node: exp.Expression) -> _C:
         if node.args.get("symmetric"):
             raise self.refuse(node, "is not supported: use BETWEEN without SYMMETRIC")
-        x, low, high = (self.compile(node.args[a]) for a in ("this", "low", "high"))
-        self.join(node, [x, low, high])
+        _, (x, low, high) = self.meet(node, [self.compile(node.args[a]) for a in ("this", "low", "high")])
         return _fold([_compare_c(operator.ge, x, low), _compare_c(operator.le, x, high)], _and)
 
     def case(self, node: exp.Expression) -> _C:
@@ -291,12 +350,12 @@ class _Compiler:
         for when, then in whens:
             c = self.compile(when) if s is not None else self.typed(when, "boolean", node)
             if s is not None:
-                self.join(node, [s, c])
-                c = _compare_c(operator.eq, s, c)
+                _, (subject_c, c) = self.meet(node, [s, c])
+                c = _compare_c(operator.eq, subject_c, c)
             conds.append(c)
             results.append(self.compile(then))
         results.append(self.compile(default if default is not None else exp.Null()))
-        kind = self.join(node, results)
+        kind, results = self.meet(node, results)
 
         def run(leaves: Sequence[Values], n: int) -> _R:
             cs, parts = [c.run(leaves, n) for c in conds], [r.run(leaves, n) for r in results]
@@ -315,7 +374,7 @@ class _Compiler:
         nullif = isinstance(node, exp.Nullif)
         args = [self.compile(a) for a in [node.this, node.expression] if a is not None] if nullif else []
         args = args or [self.compile(a) for a in [node.this, *node.expressions]]
-        kind = self.join(node, args)
+        kind, args = self.meet(node, args)
 
         def run(leaves: Sequence[Values], n: int) -> _R:
             parts = [a.run(leaves, n) for a in args]
@@ -367,17 +426,20 @@ _LITERALS = {exp.Literal: "text", exp.Boolean: "boolean", exp.Null: "null", exp.
 _KINDS = {"number": "number", "boolean": "boolean", "text": "text"}
 
 
-def compile_formula(node: exp.Expression, leaf: Leaf, where: str) -> Formula:
-    """Compile an expression over leaves (aggregates and GROUP BY keys, as ``leaf`` says) into a Formula;
-    UnsupportedQuery naming the offending part if it uses anything else or mixes types."""
-    c = _Compiler(leaf, where).compile(node)
+def compile_formula(node: exp.Expression, leaf: Leaf, where: str, kind_of: LeafKind | None = None) -> Formula:
+    """Compile an expression over leaves (aggregates and GROUP BY keys, as ``leaf`` says; of the kinds
+    ``kind_of`` gives, "any" without it) into a Formula; UnsupportedQuery naming the offending part if it
+    uses anything else or mixes types."""
+    c = _Compiler(leaf, where, kind_of).compile(node)
     return Formula(_KINDS.get(c.kind, "other"), tuple(sorted(c.leaves)), node.sql(dialect="duckdb"), c.run)
 
 
-def compile_predicate(node: exp.Expression, leaf: Leaf, where: str = "HAVING") -> Formula:
+def compile_predicate(
+    node: exp.Expression, leaf: Leaf, where: str = "HAVING", kind_of: LeafKind | None = None
+) -> Formula:
     """Compile a condition (HAVING): a Formula of kind boolean whose values are True, False or None."""
-    compiler = _Compiler(leaf, where)
-    c = compiler.compile(node)
+    compiler = _Compiler(leaf, where, kind_of)
+    c = compiler.typed(node, "boolean", node) if kind_of is not None else compiler.compile(node)
     if c.kind not in ("boolean", "null", "any"):
         raise compiler.refuse(node, f"is not a condition (it gives {c.kind} values, not TRUE or FALSE)")
     return Formula("boolean", tuple(sorted(c.leaves)), node.sql(dialect="duckdb"), c.run)

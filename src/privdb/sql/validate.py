@@ -21,6 +21,7 @@ from privdb.errors import PrivdbError, UnsupportedQuery
 from privdb.sql import expr
 from privdb.sql.aggregates import SUPPORTED, AggregateRef, Arguments, is_aggregate
 from privdb.sql.expr import Expr, Type
+from privdb.sql.expr.check import stored_number
 from privdb.sql.postprocess import Formula, compile_formula, compile_predicate
 
 __all__ = [
@@ -171,6 +172,7 @@ class _Resolver:
         self.by_text: dict[str, int] = {}
         self.leaves: list[tuple[str, int]] = []
         self.key_sql: list[str] = []
+        self.key_exprs: list[expr.Expr] = []
         self.formulas: list[Formula] = []
 
     # ---- aggregates and formula leaves
@@ -189,6 +191,11 @@ class _Resolver:
             raise UnsupportedQuery(f"{text} is selected twice; select each aggregate once")
         return found
 
+    def selected(self, node: exp.Expression) -> bool:
+        """Whether the aggregate ``node`` is already an output column."""
+        found = self.by_text.get(_strip(node).sql(dialect="duckdb"))
+        return found is not None and self.aggregates[found].visible
+
     def leaf_of(self, role: str, index: int) -> int:
         pair = (role, index)
         if pair not in self.leaves:
@@ -201,6 +208,19 @@ class _Resolver:
         except PrivdbError:
             return None
         return self.key_sql.index(rendered) if rendered in self.key_sql else None
+
+    def leaf_kind(self, index: int) -> str:
+        """A formula leaf's static kind (privdb.sql.postprocess.LeafKind): aggregates are numbers (MODE:
+        its column's values), keys their type in the language."""
+        role, i = self.leaves[index]
+        if role == "aggregate":
+            return "any" if self.aggregates[i].kind == "mode" else "number"
+        key = self.key_exprs[i]
+        if key.op == "column" and stored_number(key.value):
+            return "numtext"
+        return {expr.Type.NUM: "number", expr.Type.TEXT: "text", expr.Type.BOOL: "boolean"}.get(
+            key.type, "any"
+        )
 
     def leaf(self, node: exp.Expression) -> int | None:
         node = _strip(node)
@@ -258,6 +278,7 @@ class _Resolver:
         resolved_groups = self.groups(items)
         key_exprs = [expr.check(g, table, "GROUP BY") for g in resolved_groups]
         self.key_sql = [expr.render(k) for k in key_exprs]
+        self.key_exprs = key_exprs
         if len(set(self.key_sql)) != len(self.key_sql):
             raise UnsupportedQuery("GROUP BY lists the same key twice")
         for k in key_exprs:
@@ -276,8 +297,16 @@ class _Resolver:
             )  # fmt: skip
             if isinstance(node, exp.Star) or (isinstance(node, exp.Column) and node.is_star):
                 raise UnsupportedQuery("SELECT * returns rows; list aggregates such as COUNT(*) instead")
-            if is_aggregate(node):
+            if is_aggregate(node) and not self.selected(node):
                 outputs.append((name, "aggregate", self.register(node, name)))
+                continue
+            if is_aggregate(node):  # selected again: the same noisy value in a second column (no more ε)
+                if not isinstance(item, exp.Alias):  # as DuckDB names it, made unique (pandas' ``_1``)
+                    taken = {o[0].lower() for o in outputs}
+                    name = next(
+                        f"{name}_{i}" for i in range(1, len(items) + 1) if f"{name}_{i}".lower() not in taken
+                    )
+                outputs.append((name, "aggregate", self.register(node, None)))
                 continue
             if not _has_aggregate(node):
                 index = self.key_index(node)
@@ -291,12 +320,14 @@ class _Resolver:
                         f"{text} is neither an aggregate nor a GROUP BY key; a DP-SELECT releases only "
                         "aggregates, expressions over them, and the keys they are grouped by"
                     )
-            formulas.append(compile_formula(node, self.leaf, "the select list"))
+            formulas.append(compile_formula(node, self.leaf, "the select list", self.leaf_kind))
             self.formulas = formulas
             outputs.append((name, "formula", len(formulas) - 1))
         having_node = select.args.get("having")
         having = (
-            compile_predicate(self.aliases_expanded(having_node.this, items), self.leaf)
+            compile_predicate(
+                self.aliases_expanded(having_node.this, items), self.leaf, "HAVING", self.leaf_kind
+            )
             if having_node is not None
             else None
         )
@@ -315,7 +346,7 @@ class _Resolver:
             )
             for i in range(len(resolved_groups))
         )  # fmt: skip
-        order = self.order(outputs, keys)
+        order = self.order(outputs, keys, items, formulas)
         limit = None
         limit_node = select.args.get("limit")
         if limit_node is not None:
@@ -329,12 +360,16 @@ class _Resolver:
             having, tuple(self.leaves), computed, self.arguments.portable,
         )  # fmt: skip
 
-    def aliases_expanded(self, node: exp.Expression, items: list[exp.Expression]) -> exp.Expression:
+    def aliases_expanded(
+        self, node: exp.Expression, items: list[exp.Expression], keys: bool = False
+    ) -> exp.Expression:
         """HAVING ``n > 100`` where ``n`` is the select list's alias of an aggregate or an expression over
-        aggregates: the aliased expression in its place. A name inside an aggregate, or one that is a
-        column of the relation, stays the column (as in DuckDB)."""
+        aggregates (``keys``: or of a key): the aliased expression in its place. A name inside an
+        aggregate, or one that is a column of the relation, stays the column (as in DuckDB)."""
         aliases: dict[str, exp.Expression] = {
-            i.alias.lower(): i.this for i in items if isinstance(i, exp.Alias) and _has_aggregate(i.this)
+            i.alias.lower(): i.this
+            for i in items
+            if isinstance(i, exp.Alias) and (keys or _has_aggregate(i.this))
         }
 
         def alias_of(column: exp.Column) -> exp.Expression | None:
@@ -357,8 +392,14 @@ class _Resolver:
         return tree
 
     def order(
-        self, outputs: list[tuple[str, str, int]], keys: tuple[KeyRef, ...]
+        self,
+        outputs: list[tuple[str, str, int]],
+        keys: tuple[KeyRef, ...],
+        items: list[exp.Expression],
+        formulas: list[Formula],
     ) -> tuple[tuple[str, bool], ...]:
+        """The output order: by output columns, aggregates, or expressions over them and the keys (a hidden
+        formula, named :func:`hidden_formula`; post-processing like any other)."""
         order: list[tuple[str, bool]] = []
         order_node = self.select.args.get("order")
         if order_node is None:
@@ -387,12 +428,24 @@ class _Resolver:
                     match = outputs[pos - 1][0]
             if match is None and is_aggregate(target):  # ORDER BY COUNT(*) not selected: a hidden aggregate
                 match = self.aggregates[self.register(target, None)].output
+            if match is None and not (isinstance(target, exp.Literal | exp.Column)):
+                # ORDER BY n * 2, -AVG(x), ABS(a - b): an expression over output columns, aggregates and keys
+                formula = compile_formula(
+                    self.aliases_expanded(target, items, keys=True), self.leaf, "ORDER BY", self.leaf_kind
+                )
+                formulas.append(formula)
+                match = hidden_formula(len(formulas) - 1)
             if match is None:
                 raise UnsupportedQuery(
                     f"ORDER BY {text}: order by an output column (name, alias or position) or an aggregate"
                 )
             order.append((match, bool(ordered.args.get("desc"))))
         return tuple(order)
+
+
+def hidden_formula(index: int) -> str:
+    """The sort name of a formula that orders the rows without being an output column (ORDER BY n * 2)."""
+    return f"\x00formula{index}"
 
 
 def resolve(select: exp.Select, table: TableMeta) -> Resolved:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import duckdb
 from sqlglot import exp
 
-from privdb.catalog.metadata import TableMeta
-from privdb.errors import UnsupportedQuery
+from privdb.catalog.metadata import ColumnMeta, TableMeta
+from privdb.errors import PrivdbError, UnsupportedQuery
 from privdb.sql.expr.portable import mark
 from privdb.sql.expr.render import column_expr, compared_as_written
 from privdb.sql.expr.types import (
@@ -27,9 +28,10 @@ from privdb.sql.expr.types import (
     MAX_RESULT_LENGTH,
     Expr,
     Type,
+    column_type,
 )
 
-__all__ = ["ALLOWED", "Checker", "check"]
+__all__ = ["ALLOWED", "Checker", "check", "stored_number"]
 
 ALLOWED = (
     "columns, literals, = <> < <= > >=, IS [NOT] DISTINCT FROM, AND/OR/NOT, IS [NOT] NULL/TRUE/FALSE, "
@@ -97,6 +99,13 @@ _ANONYMOUS_NUM = {
 _BOOL_RESULT = {"isnan", "isinf", "isfinite"}
 
 
+def stored_number(column: ColumnMeta) -> bool:
+    """A column declared text whose engine stores numbers (SmartNoise's ``type: string`` over a CSV of codes,
+    PUMS' sex 0/1): where it meets a number, or stands as a condition, it is read as the number it stores,
+    as plain SQL on that engine reads it. Nothing can fail: the engine holds numbers, no conversion runs."""
+    return column_type(column) is Type.TEXT and column.storage in ("int", "float")
+
+
 def _refuse(where: str, node: Any, why: str = "") -> UnsupportedQuery:
     text = node.sql(dialect="duckdb")
     text = text if len(text) <= 80 else text[:77] + "..."
@@ -141,11 +150,31 @@ class Checker:
             raise UnsupportedQuery(f"{self.where}: {what} must be between {lo} and {hi}, got {value}")
         return value
 
+    def as_number(self, node: exp.Expression) -> Expr | None:
+        """A bare text column stored as numbers (:func:`stored_number`), read as its number; else None."""
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):
+            return None
+        try:
+            column = self.table.qualified(node.table or None, node.name)
+        except PrivdbError:
+            return None
+        if not stored_number(column):
+            return None
+        return column_expr(replace(column, type="float"), node.sql())
+
     def typed(self, node: exp.Expression, want: Type) -> Expr:
         """``node`` checked and of type ``want`` (a NULL literal fits any type; a text literal is read as a
-        number or a date where one is wanted, if it is one)."""
+        number or a date where one is wanted, if it is one; a text column stored as numbers as its number
+        where a number or a condition is wanted, non-zero being true as the engine reads it)."""
         if want in (Type.NUM, Type.DATE) and isinstance(node, exp.Literal) and node.is_string:
             return self.coerce(node, want)
+        if want in (Type.NUM, Type.BOOL) and (number := self.as_number(node)) is not None:
+            if want is Type.NUM:
+                return number
+            zero = Expr("literal", Type.NUM, value=0.0, double=False, source="0")
+            return self.make("neq", Type.BOOL, (number, zero), node, portable=number.portable)
         e = self.check(node)
         if e.type not in (want, Type.NULL):
             raise self.refuse(node, f"is {e.type.value}, where {want.value} is needed")
@@ -175,7 +204,30 @@ class Checker:
         return value.replace(tzinfo=None)
 
     def same_type(self, nodes: list[exp.Expression], node: Any) -> tuple[Expr, ...]:
-        """Operands that must share one type (comparisons, IN, CASE branches, COALESCE, …)."""
+        """Operands that must share one type (comparisons, IN, CASE branches, COALESCE, …). Text columns
+        stored as numbers meet numbers as numbers (:func:`stored_number`)."""
+        if any(self.as_number(n) is not None for n in nodes):
+            others = {self.type_of(n) for n in nodes if self.as_number(n) is None}
+            for want in (Type.NUM, Type.BOOL):  # a number, or a condition (non-zero is true)
+                if want in others:
+                    return tuple(self.typed(n, want) for n in nodes)
+        return self._same_type(nodes, node)
+
+    def type_of(self, node: exp.Expression) -> Type | None:
+        """``node``'s type, checked as a trial (the count of parts is restored); None if refused."""
+        while isinstance(node, exp.Paren | exp.Neg):
+            node = node.this
+        if isinstance(node, exp.Literal):
+            return Type.TEXT if node.is_string else Type.NUM
+        counted = self.nodes
+        try:
+            return self.check(node).type
+        except PrivdbError:
+            return None
+        finally:
+            self.nodes = counted
+
+    def _same_type(self, nodes: list[exp.Expression], node: Any) -> tuple[Expr, ...]:
         first = next((n for n in nodes if not (isinstance(n, exp.Literal) and n.is_string)), None)
         anchor = self.check(first) if first is not None else None
         want = anchor.type if anchor is not None and anchor.type is not Type.NULL else None
