@@ -57,6 +57,7 @@ lint: $(FULL)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 bench: $(FULL)
 	$(BIN)/python bench/mechanisms.py

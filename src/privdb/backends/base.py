@@ -8,7 +8,7 @@ from typing import Any, Protocol
 import pandas as pd
 
 from privdb.errors import Forbidden, UnknownTable
-from privdb.sql.suggest import did_you_mean
+from privdb.suggest import did_you_mean
 
 __all__ = ["Engine", "find_table", "not_granted"]
 

@@ -18,7 +18,7 @@ from privdb.accounting.renewal import parse_period
 from privdb.catalog.personal import PersonalEpsilon, with_personal
 from privdb.catalog.smartnoise import from_smartnoise, is_smartnoise
 from privdb.errors import InvalidParameter, UnknownColumn
-from privdb.sql.suggest import did_you_mean
+from privdb.suggest import did_you_mean
 
 __all__ = [
     "ColumnMeta",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from privdb.errors import InvalidParameter
-from privdb.sql.suggest import did_you_mean
+from privdb.suggest import did_you_mean
 
 __all__ = ["from_smartnoise", "is_smartnoise"]
 

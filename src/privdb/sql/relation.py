@@ -38,7 +38,7 @@ from privdb.errors import PrivdbError, UnknownColumn, UnsupportedQuery
 from privdb.sql import expr
 from privdb.sql.expr import Expr, Type
 from privdb.sql.expr.bounds import bound
-from privdb.sql.suggest import did_you_mean
+from privdb.suggest import did_you_mean
 
 __all__ = ["Relation", "RelationMeta", "Tables", "build_relation", "refuse_unsupported_forms"]
 

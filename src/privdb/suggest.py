@@ -1,4 +1,5 @@
-"""'Did you mean …?' for unknown names (as sqlglot's helper does)."""
+"""'Did you mean …?' for unknown names (as sqlglot's helper does): used by every layer, so it sits at the
+bottom beside privdb.errors."""
 
 from __future__ import annotations
 
