@@ -123,8 +123,9 @@ def _groups(
 
 
 def _json_interval(interval: Interval) -> list[float | None]:
-    """An interval for JSON: an unbounded end (too few rows to say anything) becomes null."""
-    return [v if math.isfinite(v) else None for v in interval]
+    """An interval for JSON: Python floats (not NumPy's), an unbounded end (too few rows to say anything)
+    null."""
+    return [float(v) if math.isfinite(v) else None for v in interval]
 
 
 def _key_values(groups: list[tuple[Any, ...]], i: int) -> Values:
