@@ -14,7 +14,7 @@ The examples carried over (facts, not code):
 ``supplies`` (``oracle_frame``): one row per purchase, 1–3 rows per professor ``pid`` (max_contributions 3),
 each professor buying one item in one year with one education level (so max_groups 1 keeps every row:
 their rows fall in one group of every grouping used here); quantity 1…100 and price 0.5…50 inside their
-declared bounds; about 5% of prices NULL (SQL's NULL, which privdb must skip as SQL does). Every key has
+declared bounds; about 4% of professors without a department (a NULL key), about 5% of prices NULL (SQL's NULL, which privdb must skip as SQL does). Every key has
 a public domain (item, year, edu) or is derived from a bounded column, so no group is thresholded away.
 
 ``plain`` of a query is the SQL whose answer privdb estimates on such data: by default the DP-SELECT with
@@ -35,6 +35,7 @@ import pandas as pd
 ITEMS = ["pencil", "pen", "scissors", "ruler", "stapler"]
 EDUCATION = ["secondary", "bachelor", "master", "doctorate"]
 YEARS = [2021, 2022, 2023]
+DEPARTMENTS = ["math", "physics", "history"]
 
 ORACLE_META: dict[str, Any] = {
     "privacy_unit": "pid",
@@ -45,6 +46,7 @@ ORACLE_META: dict[str, Any] = {
         "item": {"type": "category", "values": ITEMS},
         "edu": {"type": "category", "values": EDUCATION},
         "year": {"type": "int", "values": YEARS},
+        "dept": {"type": "category", "values": DEPARTMENTS},
         "age": {"type": "int", "lower": 18, "upper": 90},
         "quantity": {"type": "int", "lower": 0, "upper": 100},
         "price": {"type": "float", "lower": 0, "upper": 50},
@@ -65,6 +67,9 @@ def oracle_frame(units: int = 3000, seed: int = 26) -> pd.DataFrame:
             "item": np.array(ITEMS)[rng.choice(len(ITEMS), units, p=[0.35, 0.3, 0.15, 0.12, 0.08])][pid - 1],
             "edu": np.array(EDUCATION)[rng.integers(0, len(EDUCATION), units)][pid - 1],
             "year": np.array(YEARS)[rng.integers(0, len(YEARS), units)][pid - 1],
+            "dept": np.where(
+                rng.random(units) < 0.04, None, np.array(DEPARTMENTS)[rng.integers(0, 3, units)]
+            )[pid - 1],
             "age": rng.integers(18, 91, units)[pid - 1],
             "quantity": rng.integers(1, 101, n),
             "price": np.where(rng.random(n) < 0.05, np.nan, price),
@@ -120,5 +125,10 @@ ORACLE: list[OracleQuery] = [
     # two public keys; an expression summed; a sum per year of a product
     q("DP-SELECT 1 year, item, COUNT(*) AS n FROM {t} GROUP BY year, item"),
     q("DP-SELECT 1 year, SUM(quantity * price) AS spent FROM {t} GROUP BY year"),
+    # a key with NULLs: plain SQL's GROUP BY keeps a NULL group
+    q(
+        "DP-SELECT 1 dept, COUNT(*) AS n, AVG(quantity) AS q FROM {t} GROUP BY dept",
+        bug="issue 26: the NULL group of a key with a public domain is not released (plain SQL has it)",
+    ),
     q("DP-SELECT 1 SUM(CASE WHEN quantity > 50 THEN 1 ELSE 0 END) AS bulk, COUNT(*) AS n FROM {t}"),
 ]
