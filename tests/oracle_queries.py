@@ -12,10 +12,11 @@ The examples carried over (facts, not code):
   education level, counts of an age band, age buckets of ten years, averages per group.
 
 ``supplies`` (``oracle_frame``): one row per purchase, 1–3 rows per professor ``pid`` (max_contributions 3),
-each professor buying one item in one year with one education level (so max_groups 1 keeps every row:
-their rows fall in one group of every grouping used here); quantity 1…100 and price 0.5…50 inside their
-declared bounds; about 4% of professors without a department (a NULL key), about 5% of prices NULL (SQL's NULL, which privdb must skip as SQL does). Every key has
-a public domain (item, year, edu) or is derived from a bounded column, so no group is thresholded away.
+each professor buying one item in one year with one education level and one department (so max_groups 1
+keeps every row: their rows fall in one group of every grouping used here); quantity 1…100 and price
+0.5…50 inside their declared bounds; about 4% of professors without a department (a NULL key), about 5%
+of prices NULL (SQL's NULL, which privdb must skip as SQL does). Every key has a public domain (item,
+year, edu, dept) or is derived from a bounded column, so no group is thresholded away.
 
 ``plain`` of a query is the SQL whose answer privdb estimates on such data: by default the DP-SELECT with
 ``DP-SELECT ε`` replaced by ``SELECT`` (``{t}`` the table); a query whose plain form differs names it.

@@ -193,8 +193,9 @@ def test_the_fixtures_are_inside_their_bounds(corpus_db: Database) -> None:
 def _plain(query: Query) -> tuple[str, bool]:
     """The plain SQL of a corpus query, and whether released groups may be a subset of its rows. The
     corpus's truth where it has one and keeps the query's HAVING / LIMIT; else the query with
-    ``DP-SELECT 1 [DELTA δ]`` → ``SELECT`` and ``TOP n`` → ``LIMIT n`` after an ORDER BY. Subset: a DELTA (groups under the
-    release threshold are dropped), or a LIMIT without ORDER BY (which rows is the engine's choice)."""
+    ``DP-SELECT 1 [DELTA δ]`` → ``SELECT`` and ``TOP n`` → ``LIMIT n`` after an ORDER BY. Subset: a
+    DELTA (groups under the release threshold are dropped), or a LIMIT without ORDER BY (which rows is
+    the engine's choice)."""
     sql = query.sql
     limited = re.search(r"\b(LIMIT|TOP|HAVING)\b", sql) is not None
     subset = "DELTA" in sql or (re.search(r"\b(LIMIT|TOP)\b", sql) is not None and "ORDER BY" not in sql)
