@@ -185,7 +185,7 @@ QUERIES: list[tuple[str, str]] = [
     ("DP-SELECT 1 r.name, COUNT(*) FROM people p, regions r WHERE p.region = r.code GROUP BY r.name", "keys"),
     # every public key: RIGHT JOIN onto a public relation (the outlier's region 9 is in none)
     (f"DP-SELECT 1 g.code, COUNT(p.pid), SUM(p.income) FROM {RIGHT} GROUP BY g.code", "keys"),
-    (f"DP-SELECT 1 g.code, AVG(p.age) FROM {RIGHT} WHERE p.age > 30 GROUP BY 1 ORDER BY 1", "keys"),
+    (f"DP-SELECT 1 g.code, AVG(p.age) FROM {RIGHT} AND p.age > 30 GROUP BY 1 ORDER BY 1", "keys"),
     (
         "DP-SELECT 1 g.code, COUNT(q.age) FROM people_rows q RIGHT JOIN (SELECT DISTINCT code FROM "
         "regions) g ON q.region = g.code GROUP BY g.code",
@@ -208,6 +208,7 @@ QUERIES: list[tuple[str, str]] = [
     (f"DP-SELECT 1 g.code, COUNT(*) FROM {RIGHT} GROUP BY g.code", "refused"),
     (f"DP-SELECT 1 p.sex, COUNT(p.pid) FROM {RIGHT} GROUP BY 1", "refused"),
     (f"DP-SELECT 1 g.code, COUNT(p.pid) FROM {RIGHT} WHERE p.income IS NULL GROUP BY g.code", "refused"),
+    (f"DP-SELECT 1 g.code, COUNT(p.pid) FROM {RIGHT} WHERE p.age > 30 GROUP BY g.code", "refused"),
     (f"DP-SELECT 1 g.code, SUM(COALESCE(p.age, 1)) FROM {RIGHT} GROUP BY g.code", "refused"),
     (f"DP-SELECT 1 COUNT(*) FROM (SELECT p.age FROM {RIGHT}) AS s", "refused"),
     (f"DP-SELECT 1 COUNT(p.pid) FROM {RIGHT} JOIN regions r ON g.code = r.code", "refused"),

@@ -336,7 +336,8 @@ _NULL_AWARE = (exp.Is, exp.Coalesce, exp.Case, exp.If, exp.Nullif, exp.Not)
 def check_right_join(select: exp.Select, relation: Relation) -> None:
     """Refuse, in a DP-SELECT over ``private RIGHT JOIN public``, what would read the NULL rows SQL makes for
     public keys no one matched (the relation leaves them out: module doc): ``COUNT(*)``, a GROUP BY on the
-    private side, and NULL-aware forms (IS NULL, COALESCE, CASE, IF, NULLIF, NOT) of private-side columns.
+    private side, a WHERE on it (SQL's WHERE drops those keys: the condition belongs in ON), and NULL-aware
+    forms (IS NULL, COALESCE, CASE, IF, NULLIF, NOT) of private-side columns.
     Every other use of a private-side column is NULL on those rows in SQL too, so the answers agree."""
     private = relation.outer_nulls
     meta = relation.meta
@@ -371,6 +372,13 @@ def check_right_join(select: exp.Select, relation: Relation) -> None:
                     "NULLIF and NOT of the private side's columns would see the NULL rows of public keys no "
                     "one matched; filter with plain comparisons, or use INNER JOIN"
                 )
+    where = select.args.get("where")
+    if where is not None and reads_private(where.this):
+        raise UnsupportedQuery(
+            "WHERE on the private side's columns over a RIGHT JOIN drops the public keys no one matched "
+            "(their row is NULL there); put the condition in ON (… ON t.k = g.k AND <condition>) to keep "
+            "every public key, or use INNER JOIN"
+        )
     group = select.args.get("group")
     for key in group.expressions if group is not None else []:
         if isinstance(key, exp.Literal) and key.is_int:
