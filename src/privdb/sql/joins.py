@@ -15,7 +15,14 @@ expression language against the joined scope, renders without qualifiers. Why ea
   more conditions) under the same neighbouring relation: every joined row holds one unit's rows from both
   sides, so removing a unit from every table removes exactly its joined rows; the unit's joined rows are
   bounded to ``m = m_a·m_b`` (and ``max(G_a, G_b)`` groups) after the join.
-- anything else (RIGHT, FULL, CROSS, other private–private conditions) is refused with the reason.
+- **private × public without a condition** (``CROSS JOIN p``, ``FROM t, p``): exactly ``JOIN p ON TRUE``.
+- **private RIGHT JOIN public** (the last join of the DP-SELECT's own FROM): every public key. The rows are
+  the INNER join's; each public column gets the public relation's distinct values as its domain, so GROUP BY
+  on them releases every key (unmatched: noise-only). What would read SQL's NULL rows for unmatched keys
+  (COUNT(*), GROUP BY or WHERE on the private side, IS NULL/COALESCE/CASE of it) is refused
+  (``check_right_join``).
+- anything else (FULL, other RIGHT joins, private–private CROSS or other conditions) is refused with the
+  reason.
 """
 
 from __future__ import annotations

@@ -19,8 +19,11 @@ exactly as a table. What is accepted, and why each form is sound (docs/proofs/sq
 - **joins of two private tables on their common privacy unit** (``people.pid = visits.pid``): every joined
   row belongs to the one unit of both sides, and bounding is applied after the join.
 
-Everything else (other private–private joins, RIGHT/FULL/CROSS joins, GROUP BY in a subquery without the
-privacy unit, DISTINCT/LIMIT/windows in subqueries, recursive CTEs, set operations) is refused before any
+A CROSS JOIN (or ``FROM t, p``) with a public table is ``JOIN … ON TRUE``; ``t RIGHT JOIN <public> g``
+releases every public key (privdb.sql.joins). Everything else (other private–private joins, other RIGHT
+joins, FULL joins, GROUP BY in a subquery without the
+privacy unit, LIMIT/windows in subqueries, DISTINCT in subqueries of private tables, recursive CTEs, set
+operations) is refused before any
 data is read, with the reason.
 """
 
@@ -56,7 +59,8 @@ MAX_DERIVED_VALUES = 10_000  # public values of a derived key column, computed f
 _FORMS = (
     "FROM accepts: a table [AS alias]; a subquery or CTE of row-wise expressions, WHERE and renaming over "
     "a private table, or one GROUP BY of the privacy unit; [INNER | LEFT] JOIN of a public table, or of "
-    "two private tables ON their common privacy unit (a.pid = b.pid), with ON a = b [AND …] or USING (…)"
+    "two private tables ON their common privacy unit (a.pid = b.pid), with ON a = b [AND …] or USING (…); "
+    "CROSS JOIN of a public table; RIGHT JOIN onto a public relation, last, for every public key"
 )
 
 
