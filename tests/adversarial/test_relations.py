@@ -50,6 +50,7 @@ OUTLIER = 5001
 ROWS_META: dict[str, Any] = {"columns": {k: v for k, v in PEOPLE_META["columns"].items() if k != "pid"}}
 JOIN = "people p JOIN visits v ON p.pid = v.pid"
 PER_UNIT = "(SELECT pid, COUNT(*) AS n, SUM(cost) AS total FROM visits GROUP BY pid)"
+RIGHT = "people p RIGHT JOIN (SELECT DISTINCT code FROM regions) AS g ON p.region = g.code"
 
 # (query, expectation): "keys" — answered, same rows and keys (public keys); "rows" — answered, same number of
 # rows; "shape" — answered, same columns; "refused" — the same refusal on both, nothing spent or read
@@ -178,6 +179,18 @@ QUERIES: list[tuple[str, str]] = [
         "shape",
     ),
     ("DP-SELECT 1 VAR(age), STD(income), VAR_SAMP(age), STDDEV_SAMP(age), VAR_POP(age) FROM people", "keys"),
+    # a public table with no join condition (CROSS JOIN, FROM a, b): exactly JOIN … ON TRUE
+    ("DP-SELECT 1 COUNT(*) FROM people p CROSS JOIN regions r", "keys"),
+    ("DP-SELECT 1 COUNT(*), SUM(income) FROM people_rows p, regions r", "keys"),
+    ("DP-SELECT 1 r.name, COUNT(*) FROM people p, regions r WHERE p.region = r.code GROUP BY r.name", "keys"),
+    # every public key: RIGHT JOIN onto a public relation (the outlier's region 9 is in none)
+    (f"DP-SELECT 1 g.code, COUNT(p.pid), SUM(p.income) FROM {RIGHT} GROUP BY g.code", "keys"),
+    (f"DP-SELECT 1 g.code, AVG(p.age) FROM {RIGHT} AND p.age > 30 GROUP BY 1 ORDER BY 1", "keys"),
+    (
+        "DP-SELECT 1 g.code, COUNT(q.age) FROM people_rows q RIGHT JOIN (SELECT DISTINCT code FROM "
+        "regions) g ON q.region = g.code GROUP BY g.code",
+        "keys",
+    ),
     # --- key release and TOP
     ("DP-SELECT 1 kind FROM visits GROUP BY kind", "keys"),
     ("DP-SELECT 1 DISTINCT sex, region FROM people WHERE pid = 5001", "keys"),
@@ -188,8 +201,22 @@ QUERIES: list[tuple[str, str]] = [
     # --- refused: joins
     ("DP-SELECT 1 COUNT(*) FROM people p RIGHT JOIN visits v ON p.pid = v.pid", "refused"),
     ("DP-SELECT 1 COUNT(*) FROM people p FULL JOIN visits v ON p.pid = v.pid", "refused"),
-    ("DP-SELECT 1 COUNT(*) FROM people p CROSS JOIN regions r", "refused"),
-    ("DP-SELECT 1 COUNT(*) FROM people p JOIN regions r", "refused"),
+    ("DP-SELECT 1 COUNT(*) FROM people p CROSS JOIN visits v", "refused"),
+    ("DP-SELECT 1 COUNT(*) FROM people p, visits v WHERE p.pid = v.pid", "refused"),
+    ("DP-SELECT 1 COUNT(*) FROM people p CROSS JOIN regions r ON p.region = r.code", "refused"),
+    # --- refused: RIGHT JOIN forms that would read SQL's NULL rows, or without a public right side
+    (f"DP-SELECT 1 g.code, COUNT(*) FROM {RIGHT} GROUP BY g.code", "refused"),
+    (f"DP-SELECT 1 p.sex, COUNT(p.pid) FROM {RIGHT} GROUP BY 1", "refused"),
+    (f"DP-SELECT 1 g.code, COUNT(p.pid) FROM {RIGHT} WHERE p.income IS NULL GROUP BY g.code", "refused"),
+    (f"DP-SELECT 1 g.code, COUNT(p.pid) FROM {RIGHT} WHERE p.age > 30 GROUP BY g.code", "refused"),
+    (f"DP-SELECT 1 g.code, SUM(COALESCE(p.age, 1)) FROM {RIGHT} GROUP BY g.code", "refused"),
+    (f"DP-SELECT 1 COUNT(*) FROM (SELECT p.age FROM {RIGHT}) AS s", "refused"),
+    (f"DP-SELECT 1 COUNT(p.pid) FROM {RIGHT} JOIN regions r ON g.code = r.code", "refused"),
+    (
+        "DP-SELECT 1 COUNT(p.pid) FROM regions r RIGHT JOIN (SELECT DISTINCT code FROM regions) g ON TRUE",
+        "refused",
+    ),
+    ("DP-SELECT 1 COUNT(*) FROM (SELECT DISTINCT region FROM people) AS d", "refused"),
     ("DP-SELECT 1 COUNT(*) FROM people p JOIN visits v ON p.age = v.cost", "refused"),
     (f"DP-SELECT 1 COUNT(*) FROM {JOIN} OR p.age > 50", "refused"),
     ("DP-SELECT 1 COUNT(*) FROM people p JOIN visits v ON p.pid < v.pid", "refused"),

@@ -15,23 +15,33 @@ expression language against the joined scope, renders without qualifiers. Why ea
   more conditions) under the same neighbouring relation: every joined row holds one unit's rows from both
   sides, so removing a unit from every table removes exactly its joined rows; the unit's joined rows are
   bounded to ``m = m_a·m_b`` (and ``max(G_a, G_b)`` groups) after the join.
-- anything else (RIGHT, FULL, CROSS, other private–private conditions) is refused with the reason.
+- **private × public without a condition** (``CROSS JOIN p``, ``FROM t, p``): exactly ``JOIN p ON TRUE``.
+- **private RIGHT JOIN public** (the last join of the DP-SELECT's own FROM): every public key. The rows are
+  the INNER join's; each public column gets the public relation's distinct values as its domain, so GROUP BY
+  on them releases every key (unmatched: noise-only). What would read SQL's NULL rows for unmatched keys
+  (COUNT(*), GROUP BY or WHERE on the private side, IS NULL/COALESCE/CASE of it) is refused
+  (``check_right_join``).
+- anything else (FULL, other RIGHT joins, private–private CROSS or other conditions) is refused with the
+  reason.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
 
 from sqlglot import exp
 
 from privdb.backends.duckdb import quote
 from privdb.catalog.metadata import ColumnMeta
-from privdb.errors import UnsupportedQuery
+from privdb.errors import PrivdbError, UnsupportedQuery
 from privdb.sql import expr
 from privdb.sql.expr import Expr, Type
 from privdb.sql.expr.render import column_expr, render_num, render_text
 from privdb.sql.relation import (
     AMBIGUOUS,
+    MAX_DERIVED_VALUES,
     UNIT,
     UNIT_ROWS,
     Relation,
@@ -111,17 +121,29 @@ def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tabl
     """The relation ``left JOIN right`` (module doc), or a refusal that says why."""
     side = str(join.args.get("side") or "").upper()
     kind = str(join.args.get("kind") or "").upper()
-    if kind in ("CROSS", "SEMI", "ANTI", "ASOF", "POSITIONAL") or side in ("RIGHT", "FULL"):
+    if kind in ("SEMI", "ANTI", "ASOF", "POSITIONAL") or side == "FULL":
         raise UnsupportedQuery(
             f"{(side or kind)} JOIN is not supported: write INNER or LEFT JOIN with the private table first "
-            "(a RIGHT or FULL join keeps rows no person matched)"
+            "(a FULL join keeps rows no person matched)"
         )
     if join.args.get("method") or join.args.get("global"):
         raise UnsupportedQuery(f"{join.args.get('method')} JOIN is not supported; write INNER or LEFT JOIN")
     on, using = join.args.get("on"), join.args.get("using")
+    if kind == "CROSS" and (on is not None or using):
+        raise UnsupportedQuery("a CROSS JOIN takes no ON or USING; write JOIN … ON instead")
     if on is None and not using:
+        if left.public == right.public or side:
+            raise UnsupportedQuery(
+                "a JOIN needs ON a = b or USING (…); a join without a condition is a CROSS JOIN, accepted "
+                "only between a private table and a public one (FROM t CROSS JOIN p, or FROM t, p)"
+            )
+        on = exp.true()  # CROSS JOIN / FROM a, b with a public table: exactly JOIN … ON TRUE
+    if side == "RIGHT" and (left.public or not right.public):
         raise UnsupportedQuery(
-            "a JOIN needs ON a = b or USING (…); a join without a condition is a CROSS JOIN"
+            "RIGHT JOIN is supported only with a public relation on the right (private RIGHT JOIN "
+            "(SELECT DISTINCT k FROM public_table) g ON … GROUP BY g.k: every public key); otherwise "
+            "write INNER or LEFT JOIN with the private table first (a RIGHT join keeps rows no person "
+            "matched)"
         )
     if not left.public and right.public:
         pass
@@ -258,6 +280,10 @@ def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tabl
         carries = (
             private.carries_unit_rows and k is not None and k <= 1 and (private is left or side != "LEFT")
         )
+    if side == "RIGHT":  # every public key a group: the public side's values as its columns' domains
+        for old, new in rnames.items():
+            if not hidden(old) and (domain := _public_domain(right, old, tables)) is not None:
+                columns[new] = replace(columns[new], values=domain)
     rmeta = RelationMeta(
         name=draft.name, columns=columns, privacy_unit=unit, max_contributions=m, max_groups=g,
         neighbouring=draft.neighbouring, public=left.public and right.public, scope=scope,
@@ -286,7 +312,20 @@ def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tabl
     return Relation(
         rmeta, tables_read, sql, public=left.public and right.public, portable=portable,
         carried_unit=carrier.carried_unit if carries else None,
+        outer_nulls=frozenset(lnames.values()) if side == "RIGHT" else frozenset(),
     )  # fmt: skip
+
+
+def _public_domain(public: Relation, column: str, tables: Tables) -> tuple[Any, ...] | None:
+    """The distinct non-NULL values of one column of a public relation (public data), or None past
+    ``MAX_DERIVED_VALUES``: the keys a RIGHT JOIN onto it releases."""
+
+    def sql(sources: Mapping[str, str]) -> str:
+        return f"SELECT {quote(column)} FROM {public.source(sources)} AS _d WHERE {quote(column)} IS NOT NULL"
+
+    one = Relation(public.meta, public.tables, sql, public=True)
+    values = tables.public_values(one, MAX_DERIVED_VALUES + 1)
+    return tuple(values) if 0 < len(values) <= MAX_DERIVED_VALUES else None
 
 
 def _unit_hint(rel: Relation, names: dict[str, str]) -> str:
@@ -296,3 +335,64 @@ def _unit_hint(rel: Relation, names: dict[str, str]) -> str:
     if unit == UNIT:
         return f"{rel.meta.name}.<its privacy unit>"
     return f"{(_qualifiers(rel) or [rel.meta.name])[0]}.{unit}"
+
+
+_NULL_AWARE = (exp.Is, exp.Coalesce, exp.Case, exp.If, exp.Nullif, exp.Not)
+
+
+def check_right_join(select: exp.Select, relation: Relation) -> None:
+    """Refuse, in a DP-SELECT over ``private RIGHT JOIN public``, what would read the NULL rows SQL makes for
+    public keys no one matched (the relation leaves them out: module doc): ``COUNT(*)``, a GROUP BY on the
+    private side, a WHERE on it (SQL's WHERE drops those keys: the condition belongs in ON), and NULL-aware
+    forms (IS NULL, COALESCE, CASE, IF, NULLIF, NOT) of private-side columns.
+    Every other use of a private-side column is NULL on those rows in SQL too, so the answers agree."""
+    private = relation.outer_nulls
+    meta = relation.meta
+    aliases = {item.alias.lower(): item.this for item in select.expressions if isinstance(item, exp.Alias)}
+
+    def reads_private(node: exp.Expression) -> bool:
+        for column in node.find_all(exp.Column):
+            try:
+                name = meta.qualified(column.table or None, column.name).name
+            except PrivdbError:
+                target = aliases.get(column.name.lower()) if not column.table else None
+                if target is not None and target is not node and reads_private(target):
+                    return True
+                continue
+            if name in private:
+                return True
+        return False
+
+    clauses = [select.args.get(k) for k in ("where", "having", "order", "group")] + list(select.expressions)
+    for clause in clauses:
+        if clause is None:
+            continue
+        for node in clause.walk():
+            if isinstance(node, exp.Count) and isinstance(node.this, exp.Star | exp.Literal | type(None)):
+                raise UnsupportedQuery(
+                    "COUNT(*) over a RIGHT JOIN would count the NULL row SQL makes for each public key no "
+                    "one matched; count a column of the private side instead, e.g. COUNT(p.pid)"
+                )
+            if isinstance(node, _NULL_AWARE) and reads_private(node):
+                raise UnsupportedQuery(
+                    f"{node.sql(dialect='duckdb')[:60]}: over a RIGHT JOIN, IS NULL, COALESCE, CASE, IF, "
+                    "NULLIF and NOT of the private side's columns would see the NULL rows of public keys no "
+                    "one matched; filter with plain comparisons, or use INNER JOIN"
+                )
+    where = select.args.get("where")
+    if where is not None and reads_private(where.this):
+        raise UnsupportedQuery(
+            "WHERE on the private side's columns over a RIGHT JOIN drops the public keys no one matched "
+            "(their row is NULL there); put the condition in ON (… ON t.k = g.k AND <condition>) to keep "
+            "every public key, or use INNER JOIN"
+        )
+    group = select.args.get("group")
+    for key in group.expressions if group is not None else []:
+        if isinstance(key, exp.Literal) and key.is_int:
+            position = int(key.this) - 1
+            key = select.expressions[position] if 0 <= position < len(select.expressions) else key
+        if reads_private(key):
+            raise UnsupportedQuery(
+                f"GROUP BY {key.sql(dialect='duckdb')[:60]}: over a RIGHT JOIN, group by the public side's "
+                "columns (every public key is released); a private-side key is NULL for keys no one matched"
+            )

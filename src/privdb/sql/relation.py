@@ -19,8 +19,11 @@ exactly as a table. What is accepted, and why each form is sound (docs/proofs/sq
 - **joins of two private tables on their common privacy unit** (``people.pid = visits.pid``): every joined
   row belongs to the one unit of both sides, and bounding is applied after the join.
 
-Everything else (other private–private joins, RIGHT/FULL/CROSS joins, GROUP BY in a subquery without the
-privacy unit, DISTINCT/LIMIT/windows in subqueries, recursive CTEs, set operations) is refused before any
+A CROSS JOIN (or ``FROM t, p``) with a public table is ``JOIN … ON TRUE``; ``t RIGHT JOIN <public> g``
+releases every public key (privdb.sql.joins). Everything else (other private–private joins, other RIGHT
+joins, FULL joins, GROUP BY in a subquery without the
+privacy unit, LIMIT/windows in subqueries, DISTINCT in subqueries of private tables, recursive CTEs, set
+operations) is refused before any
 data is read, with the reason.
 """
 
@@ -56,7 +59,8 @@ MAX_DERIVED_VALUES = 10_000  # public values of a derived key column, computed f
 _FORMS = (
     "FROM accepts: a table [AS alias]; a subquery or CTE of row-wise expressions, WHERE and renaming over "
     "a private table, or one GROUP BY of the privacy unit; [INNER | LEFT] JOIN of a public table, or of "
-    "two private tables ON their common privacy unit (a.pid = b.pid), with ON a = b [AND …] or USING (…)"
+    "two private tables ON their common privacy unit (a.pid = b.pid), with ON a = b [AND …] or USING (…); "
+    "CROSS JOIN of a public table; RIGHT JOIN onto a public relation, last, for every public key"
 )
 
 
@@ -115,6 +119,9 @@ class Relation:
     # through, and units small there need no bounding here either (row-wise subqueries, lookups in public
     # tables with unique keys); None: no such count applies
     carried_unit: str | None = None
+    # a top-level RIGHT JOIN onto a public relation (privdb.sql.joins): the private side's internal column
+    # names, NULL in SQL's rows for public keys no one matched, which the relation leaves out
+    outer_nulls: frozenset[str] = frozenset()
 
     @property
     def carries_unit_rows(self) -> bool:
@@ -253,7 +260,7 @@ class _Builder:
         self.tables = tables
 
     # ---- FROM items
-    def relation(self, select: exp.Select, ctes: Mapping[str, exp.Expression]) -> Relation:
+    def relation(self, select: exp.Select, ctes: Mapping[str, exp.Expression], top: bool = False) -> Relation:
         ctes = dict(ctes)
         with_ = select.args.get("with_") or select.args.get("with")
         if with_ is not None:
@@ -263,7 +270,13 @@ class _Builder:
         if source is None:
             raise UnsupportedQuery("a DP-SELECT needs FROM <table>")
         rel = self.item(source.this, ctes)
-        for join in select.args.get("joins") or []:
+        joins = select.args.get("joins") or []
+        for i, join in enumerate(joins):
+            if str(join.args.get("side") or "").upper() == "RIGHT" and not (top and i == len(joins) - 1):
+                raise UnsupportedQuery(
+                    "a RIGHT JOIN onto a public relation is supported as the last join of the DP-SELECT's "
+                    "own FROM (not in a subquery or CTE, not followed by another join)"
+                )
             rel = self.join(rel, self.item(join.this, ctes), join)
         return rel
 
@@ -304,7 +317,14 @@ class _Builder:
                 "DP-SELECT per part and combine the noisy answers"
             )
         per_unit_having = node.args.get("group") is not None and select_has(node, "having")
+        distinct = select_has(node, "distinct") and node.args.get("group") is None
+        if distinct and not self.relation(node, ctes).public:
+            distinct = False  # refused below: only a subquery of public tables may be DISTINCT
         for key in ("distinct", "limit", "offset", "order", "having", "qualify", "sample", "windows"):
+            if key == "distinct" and distinct:
+                if node.args["distinct"].args.get("on") is not None:
+                    raise _refuse("DISTINCT ON in a subquery", "write SELECT DISTINCT over a public table")
+                continue
             if select_has(node, key) and not (key == "having" and per_unit_having):
                 what = {"having": "HAVING", "order": "ORDER BY", "distinct": "DISTINCT"}.get(key, key.upper())
                 raise _refuse(
@@ -324,9 +344,9 @@ class _Builder:
                 "an aggregate in a subquery without GROUP BY of the privacy unit",
                 "aggregate over all rows in the outer DP-SELECT, or GROUP BY the privacy unit inside",
             )
-        return self.rowwise(node, alias, inner)
+        return self.rowwise(node, alias, inner, distinct)
 
-    def rowwise(self, node: exp.Select, alias: str, inner: Relation) -> Relation:
+    def rowwise(self, node: exp.Select, alias: str, inner: Relation, distinct: bool = False) -> Relation:
         meta = inner.meta
         where_node = node.args.get("where")
         where = expr.check(where_node.this, meta, "WHERE", Type.BOOL) if where_node is not None else None
@@ -361,7 +381,8 @@ class _Builder:
 
         def sql(sources: Mapping[str, str]) -> str:
             extra = f", {sources[UNIT_ROWS]}" if carries and UNIT_ROWS in sources else ""
-            return f"SELECT {body}{extra} FROM {inner.source(sources)} AS _q{condition}"
+            word = "SELECT DISTINCT" if distinct else "SELECT"  # a public relation's rows only
+            return f"{word} {body}{extra} FROM {inner.source(sources)} AS _q{condition}"
 
         return Relation(
             rmeta, inner.tables, sql, public=inner.public, portable=portable, carried_unit=inner.carried_unit
@@ -544,4 +565,9 @@ def build_relation(select: exp.Select, tables: Tables) -> Relation:
     for node in list(select.find_all(exp.In)):
         if node.args.get("query") is not None:
             node.replace(_in_public(builder, node))
-    return builder.relation(select, {})
+    relation = builder.relation(select, {}, top=True)
+    if relation.outer_nulls:
+        from privdb.sql.joins import check_right_join
+
+        check_right_join(select, relation)
+    return relation
