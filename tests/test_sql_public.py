@@ -333,3 +333,41 @@ def test_cross_and_right_joins_equal_plain_sql_at_a_huge_epsilon(
     got = sorted(tuple(round(v) if isinstance(v, float) else v for v in row) for row in answer.rows)
     want = sorted(tuple(0 if v is None else v for v in row) for row in expected)
     assert got == want
+
+
+def test_a_dp_select_of_public_tables_only_is_exact_and_free(tmp_path: Path) -> None:
+    """Issue 26: noise on a public table protects no one; the DP-SELECT is answered as its plain SELECT,
+    spending nothing (``exact``), grouped keys and TOP included; forms plain SELECT does not answer
+    (MEDIAN) keep the DP path; a private table in the FROM keeps it too."""
+    import pandas as pd
+
+    from privdb.database import Database
+    from privdb.sql import engine
+
+    with Database(tmp_path / "db") as db:
+        db.backend.load_frame("regions", pd.DataFrame({"c": ["a", "b", "c", "a"], "w": [1.0, 2.0, 3.0, 4.0]}))
+        db.set_metadata(
+            "regions",
+            {
+                "public": True,
+                "columns": {"c": {"type": "text"}, "w": {"type": "float", "lower": 0, "upper": 10}},
+            },
+        )
+        db.backend.load_frame("people", pd.DataFrame({"c": ["a", "b"], "x": [1.0, 2.0]}))
+        db.set_metadata(
+            "people", {"columns": {"c": {"type": "text"}, "x": {"type": "float", "lower": 0, "upper": 5}}}
+        )
+        db.grant("eve", epsilon=10, delta=1e-6)
+        cases = {
+            "DP-SELECT 1 COUNT(*), SUM(w) FROM regions": [[4, 10.0]],
+            "DP-SELECT 1 c, COUNT(*) FROM regions GROUP BY c ORDER BY c": [["a", 2], ["b", 1], ["c", 1]],
+            "DP-SELECT .5 TOP 1 c, AVG(w) AS a FROM regions GROUP BY c ORDER BY a DESC": [["c", 3.0]],
+            "DP-SELECT ACCURACY 1 COUNT(*) FROM regions WHERE w > 1": [[3]],
+        }
+        for query, rows in cases.items():
+            result = engine.run(db, "eve", query)
+            assert result.rows == rows and result.epsilon_spent == 0 and result.extra["exact"] is True, query
+        assert db.budget("eve").epsilon_spent == 0
+        assert engine.run(db, "eve", "DP-SELECT 1 MEDIAN(w) FROM regions").epsilon_spent == 1
+        joined = engine.run(db, "eve", "DP-SELECT 1 COUNT(*) FROM people JOIN regions r ON people.c = r.c")
+        assert joined.epsilon_spent == 1 and "exact" not in joined.extra

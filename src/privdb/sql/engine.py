@@ -139,13 +139,24 @@ def _engine_of(db: Database, tables: tuple[str, ...]) -> tuple[Engine, dict[str,
     return backend, {t: quote(source) for t, (_, source) in zip(tables, found, strict=True)}
 
 
-def prepare(db: Database, text: str, analyst: str | None = None) -> tuple[Plan | ReleasePlan, str]:
+class _Exact(Exception):
+    """The exact, free answer of a DP-SELECT that reads public tables only (:func:`_exact_public`),
+    carried out of :func:`prepare` right after the parse."""
+
+    def __init__(self, result: Result) -> None:
+        self.result = result
+
+
+def prepare(
+    db: Database, text: str, analyst: str | None = None, *, exact: bool = False
+) -> tuple[Plan | ReleasePlan, str]:
     """Parse, plan and bind (the statistics' SQL; order statistics' queries are bound by
     ``histogram_queries``) without touching the data or the budget. With ``analyst``, every table is
     authorised first: nothing about a table they may not query (its columns, bounds, errors) reaches them.
 
     A query of a kept shape (the same text and asker but for ε: privdb.sql.prepared) skips the parse, the
-    relation and the resolution; the noise is sized and the engine SQL written afresh."""
+    relation and the resolution; the noise is sized and the engine SQL written afresh. ``exact``: a query
+    of public tables only is answered exactly instead (raises :class:`_Exact`; kept shapes are never one)."""
     kept = shapes(db)
     hit = kept.lookup(db, text, analyst)
     if hit is not None:
@@ -154,6 +165,8 @@ def prepare(db: Database, text: str, analyst: str | None = None) -> tuple[Plan |
         planned = plan_query(query, relation.meta, db.evaluate_domain, relation, parts.shape)
         return planned, statistics_sql(db, planned)
     query = parse_dp_select(text)  # before the state is read: a refused text never opens the data
+    if exact and analyst is not None and (answer := _exact_public(db, analyst, query)) is not None:
+        raise _Exact(answer)
     before = state(db, analyst, (), ()) if shape_of(text, analyst) is not None else None
     tables = _DatabaseTables(db, analyst)
     plan, sql, shape = _prepare(db, query, tables)
@@ -369,9 +382,32 @@ def authorize(db: Database, analyst: str, table: str) -> str:
     return find_table(table, db.table_names(), visible=db.catalog.analyst_tables(analyst))
 
 
+def _exact_public(db: Database, analyst: str, query: DPQuery) -> Result | None:
+    """A DP-SELECT that reads public tables only, answered exactly and free, as the plain SELECT it is
+    (privdb.sql.public): noise would protect no one. None where a table is private (or unknown, or not
+    granted: the DP path then refuses it as before), or where plain SELECT does not answer the form
+    (MEDIAN, QUANTILE, MODE, a record release, …): the DP path answers it then (docs/answers.md)."""
+    try:
+        ctes = {c.alias_or_name.lower() for c in query.select.find_all(exp.CTE)}
+        names = {t.name for t in query.select.find_all(exp.Table)} - {""}
+        named = [n for n in names if n.lower() not in ctes]
+        if not named or not all(_DatabaseTables(db, analyst).meta(n).public for n in named):
+            return None
+        if is_record_release(query.select):
+            return None
+        result = answer_public(db, analyst, query.body())
+    except PrivdbError:
+        return None
+    result.extra = dict(result.extra or {}) | {"exact": True}
+    return result
+
+
 def _run(db: Database, analyst: str, text: str) -> Result:
     with deadline.limit(db.query_timeout):  # planning: under the query's limit, refused free past it
-        plan, sql = prepare(db, text, analyst)
+        try:
+            plan, sql = prepare(db, text, analyst, exact=True)
+        except _Exact as answered:
+            return answered.result
         histograms = histogram_queries(db, plan) if isinstance(plan, Plan) else {}  # bound before any spend
         personal = personal_table(db, plan)
         cost = zcdp_cost(plan) if isinstance(plan, Plan) else None
