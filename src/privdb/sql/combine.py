@@ -1,6 +1,7 @@
 """Each aggregate's noisy values and intervals from the noisy per-group statistics (post-processing).
 
-Counts and sums are released as noised; their interval is the mechanism's. Ratios are post-processing:
+Sums are released as noised, counts rounded to whole numbers; their interval is the mechanism's (a
+count's rounded outward). Ratios are post-processing:
 ``AVG = S/N`` clipped to the column bounds, ``VAR_POP = Q/N − (S/N)²`` clipped to ``[0, ((U − L)/2)²]``
 and ``VARIANCE = VAR_POP·N/(N−1)`` to ``[0, ((U − L)/2)²·N/(N − 1)]`` (the most n values in ``[L, U]``
 allow), ``STDDEV``/``STDDEV_POP`` their square roots. Their intervals propagate the parts' intervals (each at
@@ -26,7 +27,7 @@ from privdb.mechanisms.base import AdditiveNoise
 from privdb.sql.intervals import released_count_intervals
 from privdb.sql.plan import PAIR_STATISTICS, AggregatePlan, Threshold
 
-__all__ = ["PAIR_KINDS", "VARIANCE_KINDS", "Interval", "combine"]
+__all__ = ["PAIR_KINDS", "VARIANCE_KINDS", "Interval", "combine", "whole"]
 
 Interval = tuple[float, float]
 VARIANCE_KINDS = ("variance", "stddev", "variance_pop", "stddev_pop")
@@ -54,6 +55,20 @@ def _ratio(s: Interval, n: Interval, lo: float, hi: float) -> Interval:
     return (_clip(a, lo, hi), _clip(b, lo, hi))
 
 
+def whole(
+    values: NDArray[np.float64], intervals: list[Interval]
+) -> tuple[NDArray[np.float64], list[Interval]]:
+    """A count as a whole number, its interval's ends rounded outward (issue 26). Post-processing: with a
+    privacy unit a unit's rows are scaled (``min(1, m/R)``) and the noise is continuous, so the noisy
+    count is fractional (5,001.19); a count is a whole number in plain SQL. The interval still holds the
+    truth whenever the unrounded one did (it only grew), and the rounded value lies inside it."""
+    rounded: NDArray[np.float64] = np.rint(values)
+    return rounded, [
+        (math.floor(a) if math.isfinite(a) else a, math.ceil(b) if math.isfinite(b) else b)
+        for a, b in intervals
+    ]
+
+
 def combine(
     agg: AggregatePlan,
     noisy: dict[str, NDArray[np.float64]],
@@ -73,9 +88,11 @@ def combine(
             assert isinstance(
                 mech, Laplace
             )  # the threshold's count keeps Laplace noise (privdb.sql.gaussian_plan)
-            return values, released_count_intervals(values, mech, threshold.tau, 1.0 - alpha)
-        width = mechs[name].half_width(alpha)  # one width for every group: the same mechanism noised each
-        return values, [(v - width, v + width) for v in values.tolist()]
+            raw = released_count_intervals(values, mech, threshold.tau, 1.0 - alpha)
+        else:
+            width = mechs[name].half_width(alpha)  # one width for every group: one mechanism noised each
+            raw = [(v - width, v + width) for v in values.tolist()]
+        return (values, raw) if agg.kind == "sum" else whole(values, raw)
     if agg.kind != "avg" and agg.kind not in VARIANCE_KINDS:
         raise ValueError(f"no noisy combination for aggregate kind {agg.kind!r}")
     assert agg.column is not None and agg.column.lower is not None and agg.column.upper is not None

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from privdb.mechanisms import DiscreteGaussian, Geometric, RandomSource
+from privdb.mechanisms import RandomSource
 from privdb.mechanisms.base import AdditiveNoise
 from privdb.sql import truncation
 from privdb.sql.combine import PAIR_KINDS, VARIANCE_KINDS, Interval, combine
@@ -172,12 +172,9 @@ def _formula_leaves(
     return out
 
 
-def _integer_valued(agg: AggregatePlan, mechs: Mapping[str, AdditiveNoise]) -> bool:
-    """A count noised by the geometric mechanism (integer noise on an integer count): its values are
-    integers, and are returned as such (not 3459.0)."""
-    return agg.kind in ("count_star", "count", "count_distinct") and all(
-        isinstance(mechs[s], (Geometric, DiscreteGaussian)) for s in agg.statistics
-    )
+def _integer_valued(agg: AggregatePlan) -> bool:
+    """A count: released as a whole number (privdb.sql.combine.whole), returned as an int (not 3459.0)."""
+    return agg.kind in ("count_star", "count", "count_distinct")
 
 
 def _integers(cells: list[Any]) -> list[Any]:
@@ -271,7 +268,7 @@ def answer(
         for f in resolved.formulas
     ]
     agg_cells = [
-        _integers(cells) if _integer_valued(agg, mechs) else cells
+        _integers(cells) if _integer_valued(agg) else cells
         for agg, cells in zip(plan.aggregates, (_cells(values) for values, _ in per_agg), strict=True)
     ]
     formula_cells = [_cells(r.values) for r in formula_results]
