@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 
 from privdb.mechanisms import RandomSource
 from privdb.mechanisms.base import AdditiveNoise
-from privdb.sql import truncation
+from privdb.sql import truncation, vanish
 from privdb.sql.combine import PAIR_KINDS, VARIANCE_KINDS, Interval, combine
 from privdb.sql.intervals import released_count_intervals
 from privdb.sql.keys import canonical_key, canonical_rank, order_key
@@ -307,8 +307,14 @@ def answer(
             accuracy.append(_formula_accuracy(name, resolved.formulas[i], formula_results[i], order))
     for (_, role, i), entry in zip((o for o in resolved.outputs if o[1] != "key"), accuracy, strict=True):
         entry["covers"] = truncation.covers(plan, plan.aggregates[i] if role == "aggregate" else None)
-    covers = truncation.label(plan.table, bool(resolved.keys))
-    return NoisyAnswer(columns, rows, accuracy, extra={"covers": covers})
+    extra: dict[str, Any] = {"covers": truncation.label(plan.table, bool(resolved.keys))}
+    outside = vanish.outside_domain(plan)  # public notes (issue 26): what the rows cannot show
+    if outside is not None:
+        extra["outside_domain"] = outside
+    marked = vanish.noise_only(plan, [kept_groups[j] for j in order])
+    if marked:
+        extra["noise_only_rows"] = marked
+    return NoisyAnswer(columns, rows, accuracy, extra=extra)
 
 
 def _formula_accuracy(name: str, formula: Formula, result: Values, order: list[int]) -> dict[str, Any]:
