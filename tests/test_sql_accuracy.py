@@ -277,8 +277,9 @@ def test_population_variance_intervals_cover(monkeypatch: pytest.MonkeyPatch, ki
 
 
 def test_sample_variance_intervals_stay_ordered_within_the_cap() -> None:
-    """The sample variance's interval, also clipped per side before: 0 ≤ a ≤ b ≤ ((U − L)/2)², and
-    ≥ 95% cover (groups of ≥ 20 rows, whose true sample variance is below the cap)."""
+    """The sample variance's interval, also clipped per side before: 0 ≤ a ≤ b ≤ ((U − L)/2)²·n/(n − 1)
+    (the most n values in [L, U] allow, issue 26; at most twice the cap), and ≥ 95% cover (groups of
+    ≥ 20 rows)."""
     meta = _meta({"g": _DOMAIN, "x": {"type": "float", "lower": -1000.0, "upper": 1.0}})
     plan = _plan("DP-SELECT 1 g, VARIANCE(x) FROM t GROUP BY g", meta)
     keys = _DOMAIN["values"]
@@ -287,7 +288,7 @@ def test_sample_variance_intervals_stay_ordered_within_the_cap() -> None:
     answer = add_noise(plan, frame, seeded(51))
     cap = (1001 / 2) ** 2
     for a, b in answer.accuracy[0]["ci95_rows"]:
-        assert 0.0 <= a <= b <= cap
+        assert 0.0 <= a <= b <= 2 * cap
     hits, total = _covered(answer, 0, dict.fromkeys(keys, 0.0))
     assert hits >= _least_covered(total, ALPHA)
 

@@ -203,10 +203,11 @@ class Result:
             table.add_column(col)
             if col in intervals:
                 table.add_column(f"{col} 95% interval", style="dim")
+        noise_only = set(self.extra.get("noise_only_rows") or ())
         for r, row in enumerate(shown):
             cells = []
-            for col, value in zip(self.columns, row, strict=True):
-                cells.append(_fmt(value))
+            for c, (col, value) in enumerate(zip(self.columns, row, strict=True)):
+                cells.append(_fmt(value) + (" *" if c == 0 and r in noise_only else ""))
                 if col in intervals:
                     lo, hi = intervals[col][r] if r < len(intervals[col]) else (None, None)
                     cells.append("" if lo is None else f"[{_fmt(lo)}, {_fmt(hi)}]")
@@ -216,6 +217,11 @@ class Result:
         cut = self.extra.get("truncation")
         if isinstance(cut, dict) and cut.get("note"):  # what contribution bounding dropped (noisy)
             yield Text(f"note: {cut['note']}", style="yellow")
+        if noise_only:
+            yield Text("*: noise only: the WHERE excludes this key, so no row is in it", style="yellow")
+        outside = self.extra.get("outside_domain")
+        if isinstance(outside, dict) and outside.get("note"):
+            yield Text(f"note: {outside['note']}", style="dim")
 
     def _repr_html_(self) -> str:
         """The notebook's view: each value with its 95% interval ("1,203 ± 7", or "12 [10, 15]" when the

@@ -1,12 +1,16 @@
 """Each aggregate's noisy values and intervals from the noisy per-group statistics (post-processing).
 
-Counts and sums are released as noised; their interval is the mechanism's. Ratios are post-processing:
-``AVG = S/N`` clipped to the column bounds, ``VARIANCE = (Q/N − (S/N)²)·N/(N−1)`` and
-``VAR_POP = Q/N − (S/N)²`` clipped to ``[0, ((U − L)/2)²]``, ``STDDEV``/``STDDEV_POP`` their square roots.
-Their intervals propagate the parts' intervals (each at ``1 − 0.05/k`` for ``k`` parts, a union bound) and
-are clipped to the value's range, so they cover the truth at least 95% of the time, always satisfy
-``L ≤ a ≤ b ≤ U`` (``0 ≤ a ≤ b ≤ ((U − L)/2)²`` for variances), and are as wide as the noise makes them:
-with income bounds 0..500,000 a small group's variance interval is large, and says so. CORR, COVAR_POP and
+Sums are released as noised, counts rounded to whole numbers; their interval is the mechanism's (a
+count's rounded outward). Ratios are post-processing:
+``AVG = S/N`` clipped to the column bounds, ``VAR_POP = Q/N − (S/N)²`` clipped to ``[0, ((U − L)/2)²]``
+and ``VARIANCE = VAR_POP·N/(N−1)`` to ``[0, ((U − L)/2)²·N/(N − 1)]`` (the most n values in ``[L, U]``
+allow), ``STDDEV``/``STDDEV_POP`` their square roots. Their intervals propagate the parts' intervals (each at
+``1 − 0.05/k`` for ``k`` parts, a union bound) and are clipped to the value's range, so they cover the truth
+at least 95% of the time, always satisfy ``L ≤ a ≤ b ≤ U`` (``0 ≤ a ≤ b`` for variances), and are as wide
+as the noise makes them: with income bounds 0..500,000 a small group's variance interval is large, and says
+so. When the propagated interval lies wholly outside the value's range, the parts' intervals missed the
+truth; the answer is then the whole range, never a point at a bound (issue 26).
+CORR, COVAR_POP and
 REGR_* come from noisy sufficient statistics, with a simulated (plug-in) interval.
 """
 
@@ -23,7 +27,7 @@ from privdb.mechanisms.base import AdditiveNoise
 from privdb.sql.intervals import released_count_intervals
 from privdb.sql.plan import PAIR_STATISTICS, AggregatePlan, Threshold
 
-__all__ = ["PAIR_KINDS", "VARIANCE_KINDS", "Interval", "combine"]
+__all__ = ["PAIR_KINDS", "VARIANCE_KINDS", "Interval", "combine", "whole"]
 
 Interval = tuple[float, float]
 VARIANCE_KINDS = ("variance", "stddev", "variance_pop", "stddev_pop")
@@ -38,12 +42,31 @@ def _clip(value: float, lo: float, hi: float) -> float:
 def _ratio(s: Interval, n: Interval, lo: float, hi: float) -> Interval:
     """Where ``S/N`` lies when ``S`` and ``N`` lie in their intervals, within ``[lo, hi]``.
 
-    Over a box with ``N > 0`` the ratio is extreme at the corners; both ends are clipped to ``[lo, hi]``
-    (clipping each end on its own side only gave ``a > b`` when every corner lay beyond one bound)."""
+    Over a box with ``N > 0`` the ratio is extreme at the corners; both ends are clipped to ``[lo, hi]``.
+    When every corner lies at or beyond one bound the box cannot hold the truth (which lies in ``[lo, hi]``):
+    the parts' intervals missed, and clipping would claim a point (``[U, U]`` for ten people aged 69); what is
+    honestly known then is ``[lo, hi]`` (issue 26)."""
     if n[0] <= 0:
         return (lo, hi)
     corners = (s[0] / n[0], s[0] / n[1], s[1] / n[0], s[1] / n[1])
-    return (_clip(min(corners), lo, hi), _clip(max(corners), lo, hi))
+    a, b = min(corners), max(corners)
+    if b <= lo or a >= hi:
+        return (lo, hi)
+    return (_clip(a, lo, hi), _clip(b, lo, hi))
+
+
+def whole(
+    values: NDArray[np.float64], intervals: list[Interval]
+) -> tuple[NDArray[np.float64], list[Interval]]:
+    """A count as a whole number, its interval's ends rounded outward (issue 26). Post-processing: with a
+    privacy unit a unit's rows are scaled (``min(1, m/R)``) and the noise is continuous, so the noisy
+    count is fractional (5,001.19); a count is a whole number in plain SQL. The interval still holds the
+    truth whenever the unrounded one did (it only grew), and the rounded value lies inside it."""
+    rounded: NDArray[np.float64] = np.rint(values)
+    return rounded, [
+        (math.floor(a) if math.isfinite(a) else a, math.ceil(b) if math.isfinite(b) else b)
+        for a, b in intervals
+    ]
 
 
 def combine(
@@ -65,9 +88,11 @@ def combine(
             assert isinstance(
                 mech, Laplace
             )  # the threshold's count keeps Laplace noise (privdb.sql.gaussian_plan)
-            return values, released_count_intervals(values, mech, threshold.tau, 1.0 - alpha)
-        width = mechs[name].half_width(alpha)  # one width for every group: the same mechanism noised each
-        return values, [(v - width, v + width) for v in values.tolist()]
+            raw = released_count_intervals(values, mech, threshold.tau, 1.0 - alpha)
+        else:
+            width = mechs[name].half_width(alpha)  # one width for every group: one mechanism noised each
+            raw = [(v - width, v + width) for v in values.tolist()]
+        return (values, raw) if agg.kind == "sum" else whole(values, raw)
     if agg.kind != "avg" and agg.kind not in VARIANCE_KINDS:
         raise ValueError(f"no noisy combination for aggregate kind {agg.kind!r}")
     assert agg.column is not None and agg.column.lower is not None and agg.column.upper is not None
@@ -101,12 +126,13 @@ def combine(
             mean = _clip(noisy[s][i] / count, lo, hi)
             second = _clip(noisy[q][i] / count, square_lo, square_hi)
             var = second - mean * mean
-            out[i] = _clip(var if population else var * count / (count - 1), 0.0, cap)
+            scale = 1.0 if population else count / (count - 1)
+            out[i] = _clip(var * scale, 0.0, cap * scale)
         else:
             out[i] = cap / 2
         n_int = interval(n, i)
         if n_int[0] <= 0:  # the count may be 0: nothing is known
-            intervals.append((0.0, cap))
+            intervals.append((0.0, cap if population else 2 * cap))
             continue
         m_lo, m_hi = _ratio(interval(s, i), n_int, lo, hi)
         e_lo, e_hi = _ratio(interval(q, i), n_int, square_lo, square_hi)
@@ -114,12 +140,19 @@ def combine(
         mean_sq_hi = max(m_lo * m_lo, m_hi * m_hi)
         # the population variance lies in [e_lo − m²_hi, e_hi − m²_lo]; the sample variance is it times
         # N/(N − 1) ≥ 1, at most n_lo/(n_lo − 1) (no bound while N may be 1)
-        v_lo = _clip(e_lo - mean_sq_hi, 0.0, cap)
+        # the sample variance of n values in [L, U] reaches ((U − L)/2)²·n/(n − 1) (two values, one at each
+        # bound: twice the cap), so its interval may reach that far
+        top = cap if population else (cap * n_int[0] / (n_int[0] - 1) if n_int[0] > 2 else 2 * cap)
+        raw_lo = e_lo - mean_sq_hi
         if population:
-            v_hi = e_hi - mean_sq_lo
+            raw_hi = e_hi - mean_sq_lo
         else:
-            v_hi = (e_hi - mean_sq_lo) * n_int[0] / (n_int[0] - 1) if n_int[0] > 1 else cap
-        intervals.append((v_lo, _clip(v_hi, v_lo, cap)))
+            raw_hi = (e_hi - mean_sq_lo) * n_int[0] / (n_int[0] - 1) if n_int[0] > 1 else top
+        if raw_hi < 0 or raw_lo > top:  # the parts' intervals missed (a variance is ≥ 0): not a point
+            intervals.append((0.0, top))
+            continue
+        v_lo = _clip(raw_lo, 0.0, top)
+        intervals.append((v_lo, _clip(raw_hi, v_lo, top)))
     if agg.kind in ("stddev", "stddev_pop"):
         return np.sqrt(out), [(math.sqrt(a), math.sqrt(b)) for a, b in intervals]
     return out, intervals

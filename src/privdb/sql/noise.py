@@ -21,9 +21,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from privdb.mechanisms import DiscreteGaussian, Geometric, RandomSource
+from privdb.mechanisms import RandomSource
 from privdb.mechanisms.base import AdditiveNoise
-from privdb.sql import truncation
+from privdb.sql import truncation, vanish
 from privdb.sql.combine import PAIR_KINDS, VARIANCE_KINDS, Interval, combine
 from privdb.sql.intervals import released_count_intervals
 from privdb.sql.keys import canonical_key, canonical_rank, order_key
@@ -173,12 +173,9 @@ def _formula_leaves(
     return out
 
 
-def _integer_valued(agg: AggregatePlan, mechs: Mapping[str, AdditiveNoise]) -> bool:
-    """A count noised by the geometric mechanism (integer noise on an integer count): its values are
-    integers, and are returned as such (not 3459.0)."""
-    return agg.kind in ("count_star", "count", "count_distinct") and all(
-        isinstance(mechs[s], (Geometric, DiscreteGaussian)) for s in agg.statistics
-    )
+def _integer_valued(agg: AggregatePlan) -> bool:
+    """A count: released as a whole number (privdb.sql.combine.whole), returned as an int (not 3459.0)."""
+    return agg.kind in ("count_star", "count", "count_distinct")
 
 
 def _integers(cells: list[Any]) -> list[Any]:
@@ -272,7 +269,7 @@ def answer(
         for f in resolved.formulas
     ]
     agg_cells = [
-        _integers(cells) if _integer_valued(agg, mechs) else cells
+        _integers(cells) if _integer_valued(agg) else cells
         for agg, cells in zip(plan.aggregates, (_cells(values) for values, _ in per_agg), strict=True)
     ]
     formula_cells = [_cells(r.values) for r in formula_results]
@@ -311,8 +308,14 @@ def answer(
             accuracy.append(_formula_accuracy(name, resolved.formulas[i], formula_results[i], order))
     for (_, role, i), entry in zip((o for o in resolved.outputs if o[1] != "key"), accuracy, strict=True):
         entry["covers"] = truncation.covers(plan, plan.aggregates[i] if role == "aggregate" else None)
-    covers = truncation.label(plan.table, bool(resolved.keys))
-    return NoisyAnswer(columns, rows, accuracy, extra={"covers": covers})
+    extra: dict[str, Any] = {"covers": truncation.label(plan.table, bool(resolved.keys))}
+    outside = vanish.outside_domain(plan)  # public notes (issue 26): what the rows cannot show
+    if outside is not None:
+        extra["outside_domain"] = outside
+    marked = vanish.noise_only(plan, [kept_groups[j] for j in order])
+    if marked:
+        extra["noise_only_rows"] = marked
+    return NoisyAnswer(columns, rows, accuracy, extra=extra)
 
 
 def _formula_accuracy(name: str, formula: Formula, result: Values, order: list[int]) -> dict[str, Any]:
