@@ -126,10 +126,11 @@ ORACLE: list[OracleQuery] = [
     # two public keys; an expression summed; a sum per year of a product
     q("DP-SELECT 1 year, item, COUNT(*) AS n FROM {t} GROUP BY year, item"),
     q("DP-SELECT 1 year, SUM(quantity * price) AS spent FROM {t} GROUP BY year"),
-    # a key with NULLs: plain SQL's GROUP BY keeps a NULL group
+    # a key with NULLs: plain SQL's GROUP BY keeps a NULL group; privdb releases the declared domain only and
+    # says so in the answer (`outside_domain`, docs/answers.md), so the truth leaves NULL out
     q(
         "DP-SELECT 1 dept, COUNT(*) AS n, AVG(quantity) AS q FROM {t} GROUP BY dept",
-        bug="issue 26: the NULL group of a key with a public domain is not released (plain SQL has it)",
+        plain="SELECT dept, COUNT(*) AS n, AVG(quantity) AS q FROM {t} WHERE dept IS NOT NULL GROUP BY dept",
     ),
     q("DP-SELECT 1 SUM(CASE WHEN quantity > 50 THEN 1 ELSE 0 END) AS bulk, COUNT(*) AS n FROM {t}"),
 ]

@@ -375,12 +375,19 @@ def test_the_intervals_cover_plain_sql_on_postgres(with_pg: Engines) -> None:
     _coverage(with_pg, "pg")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26: a COUNT over a table with a privacy unit is a fraction")
 def test_counts_are_whole_numbers(local: Engines) -> None:
-    """Plain SQL's COUNT is an integer; privdb's released count should be one too (it is where the
-    table is row-level, e.g. PUMS: 1000, not 1000.0108)."""
+    """Plain SQL's COUNT is an integer; privdb's released count is one too, with a privacy unit as well
+    (it was 2031.0109 there)."""
     res = engine.run(local.db, "a0", "DP-SELECT 1000 item, COUNT(*) AS n FROM duck GROUP BY item")
-    assert all(float(row[1]).is_integer() for row in res.rows), res.rows
+    assert all(isinstance(row[1], int) for row in res.rows), res.rows
+
+
+def test_a_null_key_is_left_out_with_a_note(local: Engines) -> None:
+    """The NULL group plain SQL has is not released (keys outside the declared domain never are); the
+    answer says so."""
+    res = engine.run(local.db, "a0", "DP-SELECT 1000 dept, COUNT(*) AS n FROM duck GROUP BY dept")
+    assert None not in [row[0] for row in res.rows]
+    assert res.extra["outside_domain"]["released"] is False
 
 
 def test_the_oracle_finds_what_is_wrong(local: Engines) -> None:
