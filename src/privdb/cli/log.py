@@ -17,7 +17,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from privdb.cli.app import app, console, friendly
+from privdb.cli.core import app, console, friendly
 from privdb.cli.options import FormatOption, LedgerOption, MaybeDb, TokenOption, UrlOption, open_connection
 from privdb.errors import InvalidParameter
 

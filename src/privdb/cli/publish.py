@@ -15,25 +15,19 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-import pandas as pd
 import typer
 
-from privdb.backends.duckdb import DuckDBBackend
-from privdb.catalog.metadata import TableMeta, load_metadata, metadata_from_dict
 from privdb.cli.anonymize import _suffix, qi_columns
-from privdb.cli.app import app, console, friendly
-from privdb.database import Database
+from privdb.cli.core import app, console, friendly
 from privdb.errors import InvalidParameter
-from privdb.publish.charge import reserve_release
-from privdb.publish.service import (
-    HistogramOptions,
-    SafePubOptions,
-    publish_histogram,
-    publish_safepub,
-    table_rows,
-)
+
+if TYPE_CHECKING:  # the engine is imported by the commands that run it, so `privdb --help` starts fast
+    import pandas as pd
+
+    from privdb.catalog.metadata import TableMeta
+    from privdb.database import Database
 
 __all__ = ["publish_app", "source_table"]
 
@@ -49,6 +43,8 @@ app.add_typer(publish_app, name="publish")
 
 def open_database(db: Path | None) -> Database:
     """The database whose ledger pays; refuses a missing ``--db`` or a directory that is no database."""
+    from privdb.database import Database
+
     if db is None:
         raise InvalidParameter(
             "give --db DIR: every release is charged to the owner's account in that database's ledger"
@@ -66,6 +62,7 @@ def read_input(database: Database, source: str, table: str | None) -> tuple[pd.D
     name), or a CSV/Parquet file (``--table``, default the file's stem)."""
     from privdb.anonymize.tables import read_table
     from privdb.backends.duckdb import check_name
+    from privdb.publish.service import table_rows
 
     names = {n.lower(): n for n in database.table_names()}
     if source.lower() in names and not Path(source).is_file():
@@ -116,6 +113,7 @@ def safepub_command(
     below k; (ε, δ)-DP. Only the quasi-identifiers of the kept records are written."""
     from privdb.anonymize import load_hierarchies
     from privdb.publish.report import publication_report, report_png
+    from privdb.publish.service import SafePubOptions, publish_safepub
 
     columns = qi_columns(qi)
     _suffix(output, (".csv",), "-o")
@@ -180,11 +178,15 @@ def source_table(
 ) -> tuple[pd.DataFrame, TableMeta]:
     """IN as a frame and its metadata: a table of the database (its stored metadata), or a CSV/Parquet file
     with ``--metadata`` (charged as ``--table``, default the file's stem)."""
+    from privdb.publish.service import table_rows
+
     if source in set(db.table_names()) or (not Path(source).exists() and metadata is None):
         meta = db.metadata(source)  # unknown_table with a suggestion when it is neither
         frame = table_rows(db, meta.name)
         return frame, meta
     from privdb.anonymize.tables import read_table
+    from privdb.backends.duckdb import DuckDBBackend
+    from privdb.catalog.metadata import load_metadata, metadata_from_dict
 
     if metadata is None:
         raise InvalidParameter(
@@ -271,6 +273,8 @@ def histogram(
     if png is not None:
         _writable(png, "--report-png")
     marginals = [tuple(c.strip() for c in spec.split(",") if c.strip()) for spec in columns or []]
+    from privdb.publish.service import HistogramOptions, publish_histogram
+
     with open_database(db) as database:
         frame, meta = source_table(database, source, table, metadata)
         options = HistogramOptions(
@@ -336,6 +340,8 @@ def synthetic(
         if path is not None:
             _writable(path, what)
     chosen = [c.strip() for c in (columns or "").split(",") if c.strip()] or None
+    from privdb.publish.charge import reserve_release
+
     with open_database(db) as database:
         frame, meta = source_table(database, source, table, metadata)
         options = {"epsilon": epsilon, "delta": delta, "rows": rows, "method": method, "columns": chosen,
