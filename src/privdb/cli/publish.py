@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
+from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import typer
 
 from privdb.cli.anonymize import _suffix, qi_columns
 from privdb.cli.core import app, console, friendly
-from privdb.errors import InvalidParameter
+from privdb.errors import DatabaseInUse, InvalidParameter
 
 if TYPE_CHECKING:  # the engine is imported by the commands that run it, so `privdb --help` starts fast
     import pandas as pd
@@ -57,6 +59,39 @@ def open_database(db: Path | None) -> Database:
     return Database(db)
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def served_hint(func: F) -> F:
+    """The refusal when a server holds ``--db``'s data file: ``privdb publish`` has no ``--url``, so it names
+    what works (stopping the server, or the server's POST /v1/publish from Python) rather than ``--url``."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except DatabaseInUse as err:
+            db = kwargs.get("db")
+            raise (err if db is None else _publish_in_use(Path(db), err)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _publish_in_use(db: Path, err: DatabaseInUse) -> DatabaseInUse:
+    from privdb.inuse import running_server
+
+    server = running_server(db)
+    if server is None:
+        return err
+    return DatabaseInUse(
+        f"the database {str(db)!r} is in use by a running `privdb serve` (pid {server['pid']}); `privdb "
+        "publish` works on a database no server holds: stop the server first, or publish over it from Python "
+        f"with the owner's token: privdb.connect({server['url']!r}, token=OWNER).publish('histogram', "
+        "TABLE, epsilon=1, columns=[['a']]) (docs/publish.md)",
+        err.holder,
+    )
+
+
 def read_input(database: Database, source: str, table: str | None) -> tuple[pd.DataFrame, str]:
     """The rows to publish and the name of the table they are charged to: a table of the database (by
     name), or a CSV/Parquet file (``--table``, default the file's stem)."""
@@ -82,6 +117,7 @@ def read_input(database: Database, source: str, table: str | None) -> tuple[pd.D
 
 @publish_app.command("safepub")
 @friendly
+@served_hint
 def safepub_command(
     source: Annotated[str, typer.Argument(help="a table of --db, or a CSV/Parquet file", show_default=False)],
     qi: Annotated[str, typer.Option("--qi", help="comma-separated quasi-identifier columns (all released)")],
@@ -223,6 +259,7 @@ def _bins(specs: list[str]) -> dict[str, int]:
 
 @publish_app.command("histogram")
 @friendly
+@served_hint
 def histogram(
     source: Annotated[str, typer.Argument(metavar="IN", help="a table of --db, or a CSV/Parquet file")],
     epsilon: Annotated[float, typer.Option(help="ε of the whole release")],
@@ -306,6 +343,7 @@ def histogram(
 
 @publish_app.command("synthetic")
 @friendly
+@served_hint
 def synthetic(
     source: Annotated[str, typer.Argument(metavar="IN", help="a table of --db, or a CSV/Parquet file")],
     epsilon: Annotated[float, typer.Option(help="ε of the whole release")],
