@@ -17,7 +17,7 @@ import duckdb
 import pandas as pd
 
 from privdb.catalog.reading import FORMATS, FileFormat, ReadOptions
-from privdb.errors import InvalidParameter
+from privdb.errors import InvalidParameter, install_hint
 
 __all__ = [
     "FORMATS",
@@ -159,7 +159,7 @@ def _excel(path: Path, options: ReadOptions) -> pd.DataFrame:
 
     if importlib.util.find_spec("openpyxl") is None:  # pandas' reader for .xlsx
         raise InvalidParameter(
-            "reading Excel needs openpyxl: pip install 'privdb[excel]' (or save the sheet as CSV)"
+            f"reading Excel needs openpyxl: {install_hint('excel')} (or save the sheet as CSV)"
         )
     try:
         frame = pd.read_excel(
