@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from privdb.cli import app
-from privdb.cli.app import PANELS
+from privdb.cli.core import PANELS
 
 
 def _help(*args: str) -> str:

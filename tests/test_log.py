@@ -132,7 +132,9 @@ def test_privdb_log_embedded(logged: tuple[Path, dict[str, str]]) -> None:
         everything = db.log()
     result = _cli("--db", str(path), "--format", "json", "--limit", "3", "--offset", "2")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == everything[2:5]
+    assert json.loads(result.stdout) == everything[::-1][2:5]  # newest first, as `git log`
+    result = _cli("--db", str(path), "--format", "json", "--limit", "3", "--reverse")
+    assert json.loads(result.stdout) == everything[:3]  # the oldest first, on request
     result = _cli("--db", str(path), "--format", "json", "--status", "refused", "--table", "people")
     assert json.loads(result.stdout) == _expected(everything, None, "people", "refused", None)
     result = _cli("--db", str(path), "--limit", "2", "--newest-first")

@@ -48,6 +48,21 @@ def owner(server: Server, tokens: dict[str, str], *args: str) -> Any:
     return runner.invoke(app, [*args, "--url", server.url, "--token", tokens["owner"]])
 
 
+def test_publish_meets_the_servers_lock_and_is_told_what_works(
+    served: tuple[Server, dict[str, str]], tmp_path: Path
+) -> None:
+    """``privdb publish`` has no --url: the refusal must not send the owner there, but name what works."""
+    server, _ = served
+    out = tmp_path / "h.csv"
+    args = ["publish", "histogram", "people", "--db", str(server.db), "--columns", "age", "--epsilon", "1"]
+    done = privdb_cli(*args, "-o", str(out))
+    assert done.returncode == 2, done.stderr
+    assert "in use by a running `privdb serve`" in done.stderr
+    assert "--url" not in done.stderr
+    assert f"privdb.connect('{server.url}', token=OWNER).publish(" in done.stderr
+    assert not out.exists()
+
+
 def test_a_db_command_meets_the_servers_lock_and_is_told_what_to_do(
     served: tuple[Server, dict[str, str]],
 ) -> None:

@@ -161,3 +161,9 @@ class LimitReached(PrivdbError):
     (A code beyond DESIGN.md's list.)"""
 
     code = "limit_reached"
+
+
+def install_hint(extra: str) -> str:
+    """How to add an optional part (a ``pyproject.toml`` extra): privdb is installed from its checkout, not
+    from PyPI, so ``pip install 'privdb[extra]'`` would not find it."""
+    return f"pip install -e '.[{extra}]' in privdb's checkout (`make test` installs every extra)"

@@ -39,7 +39,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from privdb.errors import InvalidParameter
+from privdb.errors import InvalidParameter, install_hint
 
 __all__ = ["Cursor", "SQLStore", "glob_word_match", "is_store_url", "open_store", "store_for"]
 
@@ -281,9 +281,7 @@ class PostgresStore(SQLStore):
         try:
             import psycopg
         except ImportError:
-            raise InvalidParameter(
-                "a PostgreSQL ledger needs psycopg: pip install 'privdb[postgres]'"
-            ) from None
+            raise InvalidParameter(f"a PostgreSQL ledger needs psycopg: {install_hint('postgres')}") from None
         self._url = url
         try:
             conn = self._open()

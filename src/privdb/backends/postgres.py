@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from privdb.backends.base import find_table
-from privdb.errors import EngineUnavailable, ParseError
+from privdb.errors import EngineUnavailable, ParseError, install_hint
 
 __all__ = ["PostgresBackend", "postgres_type"]
 
@@ -45,7 +45,7 @@ class PostgresBackend:
             import psycopg
         except ImportError:
             raise EngineUnavailable(
-                "PostgreSQL needs the psycopg driver: pip install 'privdb[postgres]' (nothing was spent)"
+                f"PostgreSQL needs the psycopg driver: {install_hint('postgres')} (nothing was spent)"
             ) from None
 
         self._psycopg = psycopg

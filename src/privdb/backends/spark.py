@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from privdb.backends.base import find_table
-from privdb.errors import EngineUnavailable, InvalidParameter, ParseError, UnknownTable
+from privdb.errors import EngineUnavailable, InvalidParameter, ParseError, UnknownTable, install_hint
 
 __all__ = ["SparkBackend", "spark_type"]
 
@@ -62,7 +62,7 @@ class SparkBackend:
             from pyspark.sql import SparkSession
         except ImportError:
             raise EngineUnavailable(
-                "Spark needs PySpark: pip install 'privdb[spark]' (nothing was spent)"
+                f"Spark needs PySpark: {install_hint('spark')} (nothing was spent)"
             ) from None
         try:
             return (

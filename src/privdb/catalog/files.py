@@ -10,14 +10,14 @@ DuckDB's extension server cannot do.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import duckdb
 import pandas as pd
 
-from privdb.errors import InvalidParameter
+from privdb.catalog.reading import FORMATS, FileFormat, ReadOptions
+from privdb.errors import InvalidParameter, install_hint
 
 __all__ = [
     "FORMATS",
@@ -30,8 +30,6 @@ __all__ = [
     "to_csv_text",
 ]
 
-FileFormat = Literal["csv", "parquet", "json", "excel"]
-FORMATS: tuple[FileFormat, ...] = ("csv", "parquet", "json", "excel")
 _SUFFIXES: dict[str, FileFormat] = {
     ".parquet": "parquet",
     ".pq": "parquet",
@@ -41,48 +39,6 @@ _SUFFIXES: dict[str, FileFormat] = {
     ".xlsx": "excel",
     ".xlsm": "excel",
 }
-
-
-@dataclass(frozen=True)
-class ReadOptions:
-    """How to read a file. ``None`` means "detect" (DuckDB's sniffer for CSV); names replace the header (or
-    name the columns of a file without one)."""
-
-    header: bool | None = None
-    names: tuple[str, ...] | None = None
-    delimiter: str | None = None
-    quote: str | None = None
-    null: tuple[str, ...] = field(default_factory=tuple)
-    format: FileFormat | None = None
-    skip_bad_lines: bool = False  # leave out a CSV's malformed lines (counted) instead of refusing the file
-
-    def __post_init__(self) -> None:
-        if self.names is not None:
-            clean = tuple(n.strip() for n in self.names)
-            if not clean or any(not n for n in clean):
-                raise InvalidParameter(
-                    "--names needs comma-separated column names, e.g. --names age,sex,income"
-                )
-            dupes = sorted({n for n in clean if clean.count(n) > 1})
-            if dupes:
-                raise InvalidParameter(f"--names repeats {', '.join(dupes)}: each column needs its own name")
-            object.__setattr__(self, "names", clean)
-        if self.delimiter is not None and not 1 <= len(self.delimiter.encode()) <= 4:
-            raise InvalidParameter(
-                "--delimiter must be 1 to 4 bytes, e.g. ',' or ';' or '\\t' or ', ' (comma and space)"
-            )
-        if self.quote is not None and len(self.quote) != 1:
-            raise InvalidParameter("--quote must be one character, e.g. '\"' or \"'\"")
-
-    def misfits(self, kind: FileFormat) -> list[str]:
-        """The options given that a reader of ``kind`` does not understand."""
-        given = {
-            "--no-header": self.header is not None and kind not in ("csv", "excel"),
-            "--delimiter": self.delimiter is not None and kind != "csv",
-            "--quote": self.quote is not None and kind != "csv",
-            "--null": bool(self.null) and kind not in ("csv", "excel"),
-        }
-        return [name for name, on in given.items() if on]
 
 
 def format_of(path: Path, options: ReadOptions) -> FileFormat:
@@ -203,7 +159,7 @@ def _excel(path: Path, options: ReadOptions) -> pd.DataFrame:
 
     if importlib.util.find_spec("openpyxl") is None:  # pandas' reader for .xlsx
         raise InvalidParameter(
-            "reading Excel needs openpyxl: pip install 'privdb[excel]' (or save the sheet as CSV)"
+            f"reading Excel needs openpyxl: {install_hint('excel')} (or save the sheet as CSV)"
         )
     try:
         frame = pd.read_excel(

@@ -1,66 +1,63 @@
-"""The ``privdb`` command: a thin face over the library (Typer + Rich)."""
+"""The ``privdb`` command: a thin face over the library (Typer + Rich).
+
+``privdb --version`` answers before Typer and the command modules are imported (they take most of a start);
+every other invocation assembles the application (privdb.cli.commands), whose modules import the engine only
+inside the commands that use it, so ``privdb --help`` starts in a fraction of a second.
+"""
+
+from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-try:  # the imports take the command's first second or two: Ctrl-C then ends it as it does later
-    from privdb.cli import (
-        analyst,
-        anonymize,
-        budgets,
-        database,
-        epsilon,
-        linkage,
-        load,
-        log,
-        publish,
-        showcase,
-        survey,
-        tune,
-    )
-    from privdb.cli.app import app, arrange, stop_interrupted
-except KeyboardInterrupt:
-    sys.stderr.write("interrupted\n")
-    sys.exit(130)
+if TYPE_CHECKING:
+    import typer
+
+    from privdb.cli.commands import app
 
 __all__ = ["app", "main"]
 
-_COMMANDS = (
-    analyst,
-    anonymize,
-    budgets,
-    database,
-    epsilon,
-    linkage,
-    load,
-    log,
-    publish,
-    showcase,
-    survey,
-    tune,
-)  # importing them registers their commands on ``app``
-arrange(app)
+
+def __getattr__(name: str) -> object:
+    """``app``: the Typer application with every command registered, assembled on first use."""
+    if name == "app":
+        from privdb.cli.commands import app
+
+        return app
+    raise AttributeError(f"module 'privdb.cli' has no attribute {name!r}")
 
 
 def main() -> None:
     """Console-script entry point. A usage error (an unknown option, a value not among the choices) is one
-    line on stderr and exit status 2, like every other user error (the exit statuses of cli/app.py); Ctrl-C
+    line on stderr and exit status 2, like every other user error (the exit statuses of cli/core.py); Ctrl-C
     is "interrupted" and exit status 130, wherever it lands."""
-    import typer
+    if sys.argv[1:] == ["--version"]:
+        from privdb import __version__
 
-    from privdb.interrupt import install
+        sys.stdout.write(f"privdb {__version__}\n")
+        sys.exit(0)
+    try:  # the imports take a moment: Ctrl-C then ends the command as it does later
+        import typer
 
+        from privdb.cli.commands import app
+        from privdb.interrupt import install
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        sys.exit(130)
     install()
     try:
-        code = _run()
+        code = _run(app)
     except typer.Exit as done:  # only from stop_interrupted(): the commands' own exits return a code
         sys.exit(done.exit_code)
     sys.exit(code)
 
 
-def _run() -> int:
+def _run(app: typer.Typer) -> int:
     """The command's exit status; Ctrl-C outside a command (while Typer parses) is "interrupted" too."""
     import typer
     from typer import rich_utils
+
+    from privdb.cli.core import stop_interrupted
 
     try:
         code = app(standalone_mode=False, prog_name="privdb")

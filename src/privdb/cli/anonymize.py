@@ -20,7 +20,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from privdb.cli.app import app, console, errors, friendly
+from privdb.cli.core import app, console, errors, friendly
 from privdb.cli.options import TableOrJson
 from privdb.errors import InvalidParameter
 

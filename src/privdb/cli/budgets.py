@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from privdb.accounting.renewal import RENEWAL_WARNING, parse_period
-from privdb.cli.app import app, console, friendly
+from privdb.cli.core import app, console, friendly
 from privdb.cli.database import OwnerDb, owner_connection
 from privdb.cli.options import LedgerOption, TableOrJson, TokenOption, UrlOption
 from privdb.errors import InvalidParameter

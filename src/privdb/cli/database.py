@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from privdb.cli.app import app, console, errors, friendly
+from privdb.cli.core import app, console, errors, friendly
 from privdb.cli.options import DbOption, FormatOption, LedgerOption, TokenOption, UrlOption, open_connection
 from privdb.errors import InvalidParameter
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from privdb.cli.app import app, console, friendly
+from privdb.cli.core import app, console, friendly
 from privdb.cli.options import TableOrJson
 from privdb.errors import InvalidParameter
 

@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from privdb.cli.anonymize import qi_columns
-from privdb.cli.app import app, console, friendly
+from privdb.cli.core import app, console, friendly
 from privdb.cli.options import TableOrJson
 
 

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
-from privdb.catalog.files import FileFormat, ReadOptions
-from privdb.cli.app import app, console, errors, friendly
+from privdb.catalog.reading import FileFormat, ReadOptions
+from privdb.cli.core import app, console, errors, friendly
 from privdb.cli.options import LedgerOption, TokenOption, UrlOption
 from privdb.errors import InvalidParameter
 

@@ -17,7 +17,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from privdb.cli.app import app, console, friendly
+from privdb.cli.core import app, console, friendly
 from privdb.cli.options import FormatOption, LedgerOption, MaybeDb, TokenOption, UrlOption, open_connection
 from privdb.errors import InvalidParameter
 
@@ -62,11 +62,19 @@ def log(
         Literal["answered", "refused", "interrupted"] | None,
         typer.Option("--outcome", "--status", help="only entries that ended so"),
     ] = None,
-    newest_first: Annotated[bool, typer.Option("--newest-first", help="the latest entries first")] = False,
+    newest_first: Annotated[
+        bool,
+        typer.Option(
+            "--newest-first/--reverse",
+            help="the latest entries first, as `git log` lists them (so --limit 3 shows the last three); "
+            "--reverse: the oldest first",
+            show_default=False,
+        ),
+    ] = True,
     output_format: FormatOption = "table",
 ) -> None:
-    """Show the query log: who asked what, when, what it cost and how it ended (the owner: everyone's;
-    an analyst's token: their own)."""
+    """Show the query log, newest first: who asked what, when, what it cost and how it ended (the owner:
+    everyone's; an analyst's token: their own)."""
     start = None if since is None else parse_since(since)
     with open_connection(db, url, token, ledger=ledger) as conn:
         entries: list[dict[str, Any]] = conn.log(

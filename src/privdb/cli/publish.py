@@ -14,26 +14,22 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
+from functools import wraps
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
-import pandas as pd
 import typer
 
-from privdb.backends.duckdb import DuckDBBackend
-from privdb.catalog.metadata import TableMeta, load_metadata, metadata_from_dict
 from privdb.cli.anonymize import _suffix, qi_columns
-from privdb.cli.app import app, console, friendly
-from privdb.database import Database
-from privdb.errors import InvalidParameter
-from privdb.publish.charge import reserve_release
-from privdb.publish.service import (
-    HistogramOptions,
-    SafePubOptions,
-    publish_histogram,
-    publish_safepub,
-    table_rows,
-)
+from privdb.cli.core import app, console, friendly
+from privdb.errors import DatabaseInUse, InvalidParameter
+
+if TYPE_CHECKING:  # the engine is imported by the commands that run it, so `privdb --help` starts fast
+    import pandas as pd
+
+    from privdb.catalog.metadata import TableMeta
+    from privdb.database import Database
 
 __all__ = ["publish_app", "source_table"]
 
@@ -49,6 +45,8 @@ app.add_typer(publish_app, name="publish")
 
 def open_database(db: Path | None) -> Database:
     """The database whose ledger pays; refuses a missing ``--db`` or a directory that is no database."""
+    from privdb.database import Database
+
     if db is None:
         raise InvalidParameter(
             "give --db DIR: every release is charged to the owner's account in that database's ledger"
@@ -61,11 +59,45 @@ def open_database(db: Path | None) -> Database:
     return Database(db)
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def served_hint(func: F) -> F:
+    """The refusal when a server holds ``--db``'s data file: ``privdb publish`` has no ``--url``, so it names
+    what works (stopping the server, or the server's POST /v1/publish from Python) rather than ``--url``."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except DatabaseInUse as err:
+            db = kwargs.get("db")
+            raise (err if db is None else _publish_in_use(Path(db), err)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _publish_in_use(db: Path, err: DatabaseInUse) -> DatabaseInUse:
+    from privdb.inuse import running_server
+
+    server = running_server(db)
+    if server is None:
+        return err
+    return DatabaseInUse(
+        f"the database {str(db)!r} is in use by a running `privdb serve` (pid {server['pid']}); `privdb "
+        "publish` works on a database no server holds: stop the server first, or publish over it from Python "
+        f"with the owner's token: privdb.connect({server['url']!r}, token=OWNER).publish('histogram', "
+        "TABLE, epsilon=1, columns=[['a']]) (docs/publish.md)",
+        err.holder,
+    )
+
+
 def read_input(database: Database, source: str, table: str | None) -> tuple[pd.DataFrame, str]:
     """The rows to publish and the name of the table they are charged to: a table of the database (by
     name), or a CSV/Parquet file (``--table``, default the file's stem)."""
     from privdb.anonymize.tables import read_table
     from privdb.backends.duckdb import check_name
+    from privdb.publish.service import table_rows
 
     names = {n.lower(): n for n in database.table_names()}
     if source.lower() in names and not Path(source).is_file():
@@ -85,6 +117,7 @@ def read_input(database: Database, source: str, table: str | None) -> tuple[pd.D
 
 @publish_app.command("safepub")
 @friendly
+@served_hint
 def safepub_command(
     source: Annotated[str, typer.Argument(help="a table of --db, or a CSV/Parquet file", show_default=False)],
     qi: Annotated[str, typer.Option("--qi", help="comma-separated quasi-identifier columns (all released)")],
@@ -116,6 +149,7 @@ def safepub_command(
     below k; (ε, δ)-DP. Only the quasi-identifiers of the kept records are written."""
     from privdb.anonymize import load_hierarchies
     from privdb.publish.report import publication_report, report_png
+    from privdb.publish.service import SafePubOptions, publish_safepub
 
     columns = qi_columns(qi)
     _suffix(output, (".csv",), "-o")
@@ -180,11 +214,15 @@ def source_table(
 ) -> tuple[pd.DataFrame, TableMeta]:
     """IN as a frame and its metadata: a table of the database (its stored metadata), or a CSV/Parquet file
     with ``--metadata`` (charged as ``--table``, default the file's stem)."""
+    from privdb.publish.service import table_rows
+
     if source in set(db.table_names()) or (not Path(source).exists() and metadata is None):
         meta = db.metadata(source)  # unknown_table with a suggestion when it is neither
         frame = table_rows(db, meta.name)
         return frame, meta
     from privdb.anonymize.tables import read_table
+    from privdb.backends.duckdb import DuckDBBackend
+    from privdb.catalog.metadata import load_metadata, metadata_from_dict
 
     if metadata is None:
         raise InvalidParameter(
@@ -221,6 +259,7 @@ def _bins(specs: list[str]) -> dict[str, int]:
 
 @publish_app.command("histogram")
 @friendly
+@served_hint
 def histogram(
     source: Annotated[str, typer.Argument(metavar="IN", help="a table of --db, or a CSV/Parquet file")],
     epsilon: Annotated[float, typer.Option(help="ε of the whole release")],
@@ -271,6 +310,8 @@ def histogram(
     if png is not None:
         _writable(png, "--report-png")
     marginals = [tuple(c.strip() for c in spec.split(",") if c.strip()) for spec in columns or []]
+    from privdb.publish.service import HistogramOptions, publish_histogram
+
     with open_database(db) as database:
         frame, meta = source_table(database, source, table, metadata)
         options = HistogramOptions(
@@ -302,6 +343,7 @@ def histogram(
 
 @publish_app.command("synthetic")
 @friendly
+@served_hint
 def synthetic(
     source: Annotated[str, typer.Argument(metavar="IN", help="a table of --db, or a CSV/Parquet file")],
     epsilon: Annotated[float, typer.Option(help="ε of the whole release")],
@@ -336,6 +378,8 @@ def synthetic(
         if path is not None:
             _writable(path, what)
     chosen = [c.strip() for c in (columns or "").split(",") if c.strip()] or None
+    from privdb.publish.charge import reserve_release
+
     with open_database(db) as database:
         frame, meta = source_table(database, source, table, metadata)
         options = {"epsilon": epsilon, "delta": delta, "rows": rows, "method": method, "columns": chosen,

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from privdb.cli.app import app, console, friendly
+from privdb.cli.core import app, console, friendly
 from privdb.cli.options import TableOrJson
 
 DEMOS = ("sql", "local", "holdout", "linkage")

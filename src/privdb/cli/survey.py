@@ -18,11 +18,10 @@ from typing import Annotated, Any, Literal
 import typer
 from rich.table import Table
 
-from privdb.cli.app import app, console, friendly
+from privdb.cli.core import app, console, friendly
 from privdb.cli.options import FormatOption, TableOrJson, TokenOption, UrlOption
 from privdb.errors import InvalidParameter
 from privdb.local.limits import DEFAULT_OPEN_LIMIT
-from privdb.local.survey import Survey
 
 survey_app = typer.Typer(
     name="survey",
@@ -147,6 +146,8 @@ def submit(
     """Randomise true answers here, with the survey's protocol and ε, and send only the randomised responses
     (on a server, with a respondent token: one answer; or an open survey's collection token)."""
     text = sys.stdin.read() if answers is None else answers.read_text(encoding="utf-8")
+    from privdb.local.survey import Survey
+
     with _collector(db, url, token) as collector:
         survey = Survey(collector.survey(name)["spec"])
         sent = collector.add_responses(name, survey.randomize(survey.answers(text.splitlines())))
@@ -198,6 +199,8 @@ def list_surveys(
     db: Db = None, url: UrlOption = None, token: TokenOption = None, output_format: TableOrJson = "table"
 ) -> None:
     """The declared surveys: protocol, answers, ε and number of responses."""
+    from privdb.local.survey import Survey
+
     with _collector(db, url, token) as collector:
         found = collector.surveys()
     if output_format == "json":

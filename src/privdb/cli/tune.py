@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from privdb.cli.app import app, console, friendly
+from privdb.cli.core import app, console, friendly
 from privdb.cli.options import TableOrJson, TokenOption
 from privdb.cli.publish import open_database
 from privdb.errors import Unauthorized

@@ -6,25 +6,40 @@ reports. Every protocol is a public description (:class:`LocalProtocol`) with a 
 unbiased counts with variances and 95% intervals, accumulating batches). Proofs: docs/proofs/local.md.
 """
 
+import importlib
 from typing import TYPE_CHECKING
-
-from privdb.local.estimators import Frequencies, SupportEstimator, project_simplex
-from privdb.local.oracles import HashReports, OLHProtocol, OUEProtocol, UnaryReports
-from privdb.local.protocols import BinaryProtocol, KaryProtocol, LocalProtocol, Randomizer
-from privdb.local.stream import SurveyStream
 
 if TYPE_CHECKING:
     from privdb.local.compare import LocalCentralComparison, compare_local_central, plot_local_central
+    from privdb.local.estimators import Frequencies, SupportEstimator, project_simplex
+    from privdb.local.oracles import HashReports, OLHProtocol, OUEProtocol, UnaryReports
+    from privdb.local.protocols import BinaryProtocol, KaryProtocol, LocalProtocol, Randomizer
+    from privdb.local.stream import SurveyStream
 
-_LAZY = ("LocalCentralComparison", "compare_local_central", "plot_local_central")
+# the names load on first use, so that a light module of the package (privdb.local.limits, read by the CLI's
+# help) does not pay for NumPy and SciPy; ``python -m privdb.local.compare`` runs the comparison
+_LAZY = {
+    "BinaryProtocol": "protocols",
+    "Frequencies": "estimators",
+    "HashReports": "oracles",
+    "KaryProtocol": "protocols",
+    "LocalCentralComparison": "compare",
+    "LocalProtocol": "protocols",
+    "OLHProtocol": "oracles",
+    "OUEProtocol": "oracles",
+    "Randomizer": "protocols",
+    "SupportEstimator": "estimators",
+    "SurveyStream": "stream",
+    "UnaryReports": "oracles",
+    "compare_local_central": "compare",
+    "plot_local_central": "compare",
+    "project_simplex": "estimators",
+}
 
 
 def __getattr__(name: str) -> object:
-    """The local-versus-central comparison loads on first use (``python -m privdb.local.compare`` runs it)."""
     if name in _LAZY:
-        from privdb.local import compare
-
-        return getattr(compare, name)
+        return getattr(importlib.import_module(f"privdb.local.{_LAZY[name]}"), name)
     raise AttributeError(f"module 'privdb.local' has no attribute {name!r}")
 
 

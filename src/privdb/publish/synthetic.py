@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 
 from privdb.accounting import zcdp
 from privdb.catalog.metadata import TableMeta
-from privdb.errors import InvalidParameter
+from privdb.errors import InvalidParameter, install_hint
 from privdb.mechanisms import RandomSource
 from privdb.mechanisms.randomness import default_source
 from privdb.publish.aim import aim
@@ -55,7 +55,7 @@ def load_mbi() -> Any:
     """The ``mbi`` package (private-pgm), imported on first use, in float64 (its advice for large tables)."""
     if _missing("jax") or _missing("mbi"):
         raise InvalidParameter(
-            "synthetic data needs the mbi package (private-pgm): pip install 'privdb[synthetic]' "
+            f"synthetic data needs the mbi package (private-pgm): {install_hint('synthetic')} "
             "(nothing was spent)"
         )
     import jax
