@@ -1,6 +1,6 @@
 """privdb's anonymisation (Mondrian, optimal full-domain search, privacy checks) against its peers, one run.
 
-Data: UCI Adult (``../shared/data/adult``, 30,162 records, ``;``-separated) with quasi-identifiers age,
+Data: UCI Adult (``data/adult``, 30,162 records, ``;``-separated) with quasi-identifiers age,
 workclass, education, marital-status, occupation, race, sex, native-country and sensitive salary-class; the
 shipped ARX hierarchies for the full-domain search. Adult replicated to ``--rows`` (1,000,000) records, age
 perturbed by a uniform integer in [-2, 2] clipped to 17..90 (seeded), and a harder variant where, for half the
@@ -85,7 +85,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LOAD_AT_START = os.getloadavg()
 
 START, END = markers("anonymize")
-DATA = ROOT.parent / "shared" / "data" / "adult"
+DATA = ROOT / "data" / "adult"
 ANJANA_VENV = PEERS / "anjana"
 ANJANA_VERSION = "1.2.3"  # the latest on PyPI when written; pins numpy==2.0.2, pandas==2.3.3, pycanon==1.3.5
 
@@ -866,7 +866,7 @@ def notes(peer: dict[str, str] | None, budget: float, repeats: int, cold_repeats
         "release (so that l and recursive c are not trivial), raw Adult (the most classes), the "
         "1,000,000-row k = 10 release. Recursive c: the smallest integer c with r₁ < c·(r_l + … + r_m) in "
         "every class; the oracle is plain pandas groupby and sorting (skipped on the 1M table); pycanon "
-        "sorts the counts ascending (RESEARCH.md) and returns NaN when l = 1.",
+        "sorts the counts ascending (the definition sorts them descending) and returns NaN when l = 1.",
     ]
 
 
@@ -890,7 +890,7 @@ def markdown(
     lines = [START, "## Anonymisation: Mondrian, full-domain search, checks; anjana and pycanon", ""]
     lines += [f"Written by `bench/anonymize.py`; command: `{command}`", "", f"Machine: {machine(peer)}", ""]
     lines += [
-        "Adult (`../shared/data/adult/adult.csv`, 30,162 records), quasi-identifiers " + ", ".join(QI) + "; "
+        "Adult (`data/adult/adult.csv`, 30,162 records), quasi-identifiers " + ", ".join(QI) + "; "
         f"sensitive {SENSITIVE}. Seconds are wall time. Ratios are the peer's figure ÷ privdb's (above 1× "
         "privdb is faster). The machine has 2 cores and other work ran at the same time: single figures can "
         "be noisy by ±30 %.",

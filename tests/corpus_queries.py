@@ -1,6 +1,6 @@
 """A corpus of DP-SELECT queries as analysts write them (issue 14), run by tests/test_sql_corpus.py.
 
-Three parts: ``PUMS`` (the census sample in ../shared/data/pums, loaded as ``PUMS``, row-level, and
+Three parts: ``PUMS`` (the census sample in data/pums, loaded as ``PUMS``, row-level, and
 ``PUMS_pid``, one row per person ``pid``), ``PEOPLE`` (tests/joinfixtures.py: ``people`` one row per person,
 ``visits`` up to 5 rows per person in up to 2 groups, ``regions`` public) and ``REFUSED`` (the forms issue 14
 item 10 keeps refused, each with the reason the message must give).

@@ -15,7 +15,7 @@ from privdb.database import Database
 from privdb.publish.charge import OWNER_ACCOUNT
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
+ADULT = Path(__file__).resolve().parents[1] / "data" / "adult"
 
 
 def example_people(path: Path) -> Path:

@@ -8,7 +8,7 @@ from typing import Any
 from privdb.data.census import METADATA, generate
 from privdb.database import Database
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 PACKAGED = Path(__file__).resolve().parents[1] / "src" / "privdb" / "data"
 
 TAX_METADATA: dict[str, Any] = {
@@ -25,8 +25,8 @@ TAX_METADATA: dict[str, Any] = {
 
 
 def tax_office_csv() -> Path:
-    shared = SHARED / "examples" / "tax_office.csv"
-    return shared if shared.exists() else PACKAGED / "tax_office.csv"
+    """The notes' tax office table: packaged with privdb (data/examples/README.md lists it there)."""
+    return PACKAGED / "tax_office.csv"
 
 
 def make_db(path: Path, *, people: int = 20_000, repeat_share: float = 0.0) -> Database:

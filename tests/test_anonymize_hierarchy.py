@@ -22,7 +22,7 @@ from privdb.anonymize import (
 from privdb.anonymize.resolve import resolve, validated
 from privdb.errors import InvalidParameter, UnknownColumn
 
-ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
+ADULT = Path(__file__).resolve().parents[1] / "data" / "adult"
 HIER = ADULT / "hierarchies"
 
 

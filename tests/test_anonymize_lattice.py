@@ -13,7 +13,7 @@ from privdb.anonymize import Hierarchy, anonymize, load_hierarchies
 from privdb.anonymize.resolve import resolve
 from privdb.errors import InvalidParameter
 
-ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
+ADULT = Path(__file__).resolve().parents[1] / "data" / "adult"
 QI = ["age", "workclass", "education", "marital-status", "occupation", "race", "sex", "native-country"]
 
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from privdb.anonymize import linkage as pl
 from privdb.errors import InvalidParameter, UnknownColumn
 
-ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult" / "adult.csv"
+ADULT = Path(__file__).resolve().parents[1] / "data" / "adult" / "adult.csv"
 
 
 def test_course_example() -> None:
@@ -81,7 +81,6 @@ def test_match_and_link_against_brute_force(
     assert [int(hits[i][0]) for i in want] == list(res.public_rows)
 
 
-@pytest.mark.skipif(not ADULT.exists(), reason="shared Adult data not found")
 def test_adult_example_before_and_after() -> None:
     res = pl.adult_example(ADULT, public_share=0.5, k=10, seed=1)
     assert res["before"]["unique"] > 1000

@@ -19,11 +19,10 @@ from scipy.optimize import linprog
 from privdb.anonymize import models as pm
 from privdb.errors import InvalidParameter, UnknownColumn
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-ADULT = SHARED / "adult" / "adult.csv"
-STUDENTS = SHARED / "examples" / "students_os.csv"
+DATA = Path(__file__).resolve().parents[1] / "data"
+ADULT = DATA / "adult" / "adult.csv"
+STUDENTS = DATA / "examples" / "students_os.csv"
 ADULT_QI = ["age", "workclass", "education", "marital-status", "occupation", "race", "sex", "native-country"]
-needs_adult = pytest.mark.skipif(not ADULT.exists(), reason="shared Adult data not found")
 
 # Li, Li, Venkatasubramanian (ICDE 2007), Figure 1, in ARX layout.
 DISEASES = pd.DataFrame(
@@ -79,7 +78,6 @@ def test_recursive_vector() -> None:
     assert math.isinf(pm.recursive_c(t, ["g"], "s", 4))  # three values cannot be 4-diverse
 
 
-@pytest.mark.skipif(not STUDENTS.exists(), reason="shared examples not found")
 def test_notes_students_t_closeness() -> None:
     _, released = notes_release()
     res = pm.check(released, ["plz", "points"], "system", distance="variational")
@@ -92,7 +90,6 @@ def test_notes_students_t_closeness() -> None:
     )  # EMD, equal distance
 
 
-@pytest.mark.skipif(not STUDENTS.exists(), reason="shared examples not found")
 def test_coverage_catches_3400_in_3200_3299() -> None:
     original, released = notes_release()
     cov = pm.covers(original, released, ["plz", "points"])
@@ -304,7 +301,6 @@ def pycanon_agrees(df: pd.DataFrame, qi: list[str], sensitive: str) -> None:
     assert res.t == pytest.approx(anonymity.t_closeness(df, qi, [sensitive]), abs=1e-12)
 
 
-@needs_adult
 def test_pycanon_agrees_on_coarsened_adult() -> None:
     df = pd.read_csv(ADULT, sep=";")
     coarse = df.assign(age=(df["age"] // 20 * 20).astype(str), education=df["education"].str[:2])
@@ -313,7 +309,6 @@ def test_pycanon_agrees_on_coarsened_adult() -> None:
     pycanon_agrees(df, ["sex", "race", "marital-status"], "age")  # ordered distance (numbers)
 
 
-@needs_adult
 @pytest.mark.slow
 def test_pycanon_agrees_on_raw_adult() -> None:
     df = pd.read_csv(ADULT, sep=";")

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from privdb.anonymize import Anonymized, TaxonomyHierarchy, anonymize, load_hierarchies
 from privdb.errors import InvalidParameter, UnknownColumn
 
-ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
+ADULT = Path(__file__).resolve().parents[1] / "data" / "adult"
 QI = ["age", "workclass", "education", "marital-status", "occupation", "race", "sex", "native-country"]
 
 

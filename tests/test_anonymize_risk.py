@@ -15,11 +15,10 @@ from privdb.anonymize import utility as pu
 from privdb.anonymize._classes import group
 from privdb.errors import InvalidParameter, UnknownColumn
 
-ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult" / "adult.csv"
+ADULT = Path(__file__).resolve().parents[1] / "data" / "adult" / "adult.csv"
 ADULT_QI = ["age", "workclass", "education", "marital-status", "occupation", "race", "sex", "native-country"]
 
 
-@pytest.mark.skipif(not ADULT.exists(), reason="shared Adult data not found")
 def test_raw_adult_figures() -> None:
     df = pd.read_csv(ADULT, sep=";")
     r = pr.risk(df, ADULT_QI).to_dict()

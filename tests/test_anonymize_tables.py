@@ -12,7 +12,7 @@ import pytest
 from privdb.anonymize import anonymize
 from privdb.anonymize.tables import read_table, write_table
 
-ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult" / "adult.csv"
+ADULT = Path(__file__).resolve().parents[1] / "data" / "adult" / "adult.csv"
 AWKWARD = {
     "gaps.csv": "a,d,t,x,b,s\n1,2024-01-02,2024-01-02 10:00:00,1.5,true,x\n,2024-02-03,,,false,\n"
     '3,,2024-01-02 11:00:00,2.0,,"y,z"\n',

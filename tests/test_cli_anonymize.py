@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from conftest import seeded
 from privdb.cli import app
 
-ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
+ADULT = Path(__file__).resolve().parents[1] / "data" / "adult"
 QI = "age,workclass,education,marital-status,occupation,race,sex,native-country"
 qi_list = QI.split(",")
 

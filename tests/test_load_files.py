@@ -20,7 +20,7 @@ from privdb.errors import InvalidParameter
 from serverfixtures import Server, make_server_db
 
 ROOT = Path(__file__).resolve().parents[1]
-UCI = ROOT.parent / "shared" / "data" / "adult" / "adult_uci.data"
+UCI = ROOT / "data" / "adult" / "adult_uci.data"
 NAMES = (
     "age,workclass,fnlwgt,education,education-num,marital-status,occupation,relationship,race,sex,"
     "capital-gain,capital-loss,hours-per-week,native-country,income"

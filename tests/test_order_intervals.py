@@ -1,6 +1,6 @@
 """The 95% intervals of MEDIAN, QUANTILE, MIN and MAX in the answer's units (privdb.sql.order).
 
-Coverage on the census sample (../shared/data/pums, 1,000 rows): many seeded releases from the engine's own
+Coverage on the census sample (data/pums, 1,000 rows): many seeded releases from the engine's own
 histograms, each checked against the true quantile set of the clamped values. Each coverage test fails
 with probability ≤ 1e-6 when the true coverage is exactly 95% (binomial tail); the construction is
 conservative, so in practice it misses far less often.
@@ -24,9 +24,9 @@ from privdb.sql import engine
 from privdb.sql.noise import add_noise
 from privdb.sql.order import bracket, interval_of
 from privdb.sql.plan import Plan
-from sqlfixtures import SHARED
+from sqlfixtures import DATA
 
-PUMS_CSV = SHARED / "pums" / "PUMS.csv"
+PUMS_CSV = DATA / "pums" / "PUMS.csv"
 META: dict[str, Any] = {
     "columns": {
         "age": {"type": "int", "lower": 0, "upper": 100},  # one candidate per year: an exact grid
@@ -40,8 +40,6 @@ MISSES_ALLOWED = int(stats.binom.isf(ALPHA, RUNS, 0.05))  # P(more misses | 95% 
 
 @pytest.fixture(scope="module")
 def pums(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
-    if not PUMS_CSV.exists():
-        pytest.skip(f"the PUMS sample is not in {PUMS_CSV.parent}")
     db = Database(tmp_path_factory.mktemp("pums") / "db")
     db.load("PUMS", PUMS_CSV, META)
     db.grant("eve", epsilon=100)

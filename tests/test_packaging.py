@@ -39,6 +39,9 @@ def test_the_wheel_carries_the_package_data_and_the_entry_point(wheel: Path) -> 
     for data in ("privdb/py.typed", "privdb/data/tax_office.csv", "privdb/server/static/index.html"):
         assert data in names
     assert not any(n.startswith(("tests/", "bench/")) for n in names)
+    # the repository's data sets (data/: Adult, PUMS, the notes' tables) are for tests and examples only
+    assert not any(n.startswith(("data/", "examples/")) or n.endswith((".data", "PUMS.csv")) for n in names)
+    assert not any("adult" in n.lower() for n in names)
     assert "privdb = privdb.cli:main" in scripts
     # the engines and peers stay optional: the default install is small
     default = [

@@ -25,16 +25,9 @@ from privdb.publish.charge import OWNER_ACCOUNT
 from privdb.publish.parameters import delta_of_k
 from privdb.publish.report import marginal_distances, publication_report
 
-SHARED = next(
-    (
-        p / "shared" / "data"
-        for p in Path(__file__).resolve().parents[2:4]
-        if (p / "shared" / "data").is_dir()
-    ),
-    Path(__file__).resolve().parents[2] / "shared" / "data",
-)  # the main checkout's sibling, or a worktree's (one level deeper)
-ADULT = SHARED / "adult"
-PATIENTS = SHARED / "examples" / "patients.csv"
+DATA = Path(__file__).resolve().parents[1] / "data"
+ADULT = DATA / "adult"
+PATIENTS = DATA / "examples" / "patients.csv"
 ADULT_QI = ["age", "workclass", "education", "marital-status", "occupation", "race", "sex", "native-country"]
 
 runner = CliRunner()

@@ -14,7 +14,7 @@ from privdb.cli import app
 from privdb.database import Database
 from privdb.errors import InvalidParameter
 
-PUMS = Path(__file__).resolve().parents[2] / "shared" / "data" / "pums"
+PUMS = Path(__file__).resolve().parents[1] / "data" / "pums"
 runner = CliRunner()
 
 

@@ -35,9 +35,9 @@ from privdb.database import Database
 from privdb.errors import PrivdbError
 from privdb.result import Result
 from privdb.sql import engine
-from sqlfixtures import SHARED
+from sqlfixtures import DATA
 
-PUMS_DIR = SHARED / "pums"
+PUMS_DIR = DATA / "pums"
 ANALYST = "analyst"
 EPSILON = 1.0  # every query of the corpus asks for ε = 1 (checked below)
 
@@ -73,8 +73,6 @@ PUMS_PID_META: dict[str, Any] = {
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
-    if not (PUMS_DIR / "PUMS.csv").exists():
-        pytest.skip(f"the PUMS sample is not in {PUMS_DIR}")
     database = people_visits(tmp_path_factory.mktemp("corpus") / "db", frames())
     database.load("PUMS", PUMS_DIR / "PUMS.csv", PUMS_META)
     database.load("PUMS_pid", PUMS_DIR / "PUMS_pid.csv", PUMS_PID_META)
