@@ -155,8 +155,6 @@ def _bounded(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
 
 @pytest.fixture(scope="module")
 def corpus_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
-    if not (PUMS_DIR / "PUMS.csv").exists():
-        pytest.skip(f"the PUMS sample is not in {PUMS_DIR}")
     database = people_visits(tmp_path_factory.mktemp("oracle") / "db", _bounded(frames()))
     database.load("PUMS", PUMS_DIR / "PUMS.csv", PUMS_META)
     database.load("PUMS_pid", PUMS_DIR / "PUMS_pid.csv", PUMS_PID_META)
