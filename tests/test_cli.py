@@ -172,6 +172,17 @@ def test_grant_refuses_an_unknown_table_with_a_suggestion(tmp_path: Path) -> Non
     assert _run("grant", "--db", db, "bob", "--epsilon", "1", "--tables", "People").returncode == 0
 
 
+def test_attach_help_shows_four_slashes_for_an_absolute_sqlite_path() -> None:
+    """Issue 27: the help showed sqlite:///path, which reads an absolute path as a relative one."""
+    result = runner.invoke(app, ["attach", "--help"], env={"COLUMNS": "200"})
+    text = " ".join(result.output.replace("│", " ").split())
+    assert result.exit_code == 0
+    assert "sqlite:////abs/path.db (absolute: four slashes)" in text and "sqlite:///relative.db" in text
+    assert "sqlite:///path/file.db" not in text
+    engines = (Path(__file__).resolve().parents[1] / "docs" / "engines.md").read_text()
+    assert "sqlite:////abs/path.db" in engines and "sqlite:///path/file.db" not in engines
+
+
 def test_demo_local_writes_the_local_vs_central_plot(tmp_path: Path) -> None:
     out = tmp_path / "lc.png"
     result = runner.invoke(app, ["demo", "local", "--out", str(out)])

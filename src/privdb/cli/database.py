@@ -38,7 +38,14 @@ def owner_connection(db: Path | None, url: str | None, token: str | None, ledger
 @friendly
 def attach(
     table: Annotated[str, typer.Argument(help="the name analysts will query")],
-    engine: Annotated[str, typer.Option("--engine", help="where the data stays: sqlite:///path/file.db")],
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            help="where the data stays: sqlite:////abs/path.db (absolute: four slashes), "
+            "sqlite:///relative.db, postgresql://user@host:port/dbname or spark://local[2]",
+        ),
+    ],
     metadata: Annotated[Path, typer.Option(help="privacy metadata YAML")],
     source: Annotated[
         str | None, typer.Option(help="the table's name in that engine (default: TABLE)")
