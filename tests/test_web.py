@@ -313,6 +313,15 @@ def test_surveys_are_shown_with_their_intervals(server: tuple[str, dict[str, str
         chart = surveys.get_by_test_id("survey-chart")
         expect(chart.get_by_test_id("survey-bar")).to_have_count(3)
         expect(chart.get_by_test_id("survey-errorbar")).to_have_count(3)
+        # issue 27: bars coloured from the stylesheet (not SVG's default black), labels of a readable size on
+        # screen, and the axis's "100 %" tick inside the picture
+        fill = chart.get_by_test_id("survey-bar").first.evaluate("e => getComputedStyle(e).fill")
+        assert fill not in ("rgb(0, 0, 0)", "black", "none"), fill
+        sizes = chart.locator("text").evaluate_all("ts => ts.map(t => t.getBoundingClientRect().height)")
+        assert max(sizes) < 24, sizes
+        box = chart.evaluate("e => e.getBoundingClientRect().right")
+        ticks = chart.locator("text").evaluate_all("ts => ts.map(t => t.getBoundingClientRect().right)")
+        assert max(ticks) <= box + 0.5, (ticks, box)
         page.get_by_test_id("sign-out").click()
         expect(surveys).to_be_hidden()
         assert errors == []
