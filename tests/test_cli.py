@@ -157,6 +157,32 @@ def test_query_errors_are_one_line_exit_2(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "does not exist" in proc.stderr
 
 
+def test_grant_refuses_an_unknown_table_with_a_suggestion(tmp_path: Path) -> None:
+    """Issue 27: `grant --tables peeple` granted a table that is not there, without a word."""
+    db = str(tmp_path / "db")
+    csv = tmp_path / "t.csv"
+    csv.write_text("a,b\n1,2\n3,4\n")
+    assert _run("load", "--db", db, "people", str(csv)).returncode == 0
+    proc = _run("grant", "--db", db, "bob", "--epsilon", "1", "--tables", "people,peeple")
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and proc.stdout == "", proc.stderr
+    assert "no table 'peeple'" in lines[0] and "did you mean 'people'?" in lines[0]
+    proc = _run("query", "--db", db, "--analyst", "bob", "DP-SELECT 1 COUNT(*) FROM people")
+    assert "unauthorized" in proc.stderr  # refused before anything changed: bob was not created
+    assert _run("grant", "--db", db, "bob", "--epsilon", "1", "--tables", "People").returncode == 0
+
+
+def test_attach_help_shows_four_slashes_for_an_absolute_sqlite_path() -> None:
+    """Issue 27: the help showed sqlite:///path, which reads an absolute path as a relative one."""
+    result = runner.invoke(app, ["attach", "--help"], env={"COLUMNS": "200"})
+    text = " ".join(result.output.replace("│", " ").split())
+    assert result.exit_code == 0
+    assert "sqlite:////abs/path.db (absolute: four slashes)" in text and "sqlite:///relative.db" in text
+    assert "sqlite:///path/file.db" not in text
+    engines = (Path(__file__).resolve().parents[1] / "docs" / "engines.md").read_text()
+    assert "sqlite:////abs/path.db" in engines and "sqlite:///path/file.db" not in engines
+
+
 def test_demo_local_writes_the_local_vs_central_plot(tmp_path: Path) -> None:
     out = tmp_path / "lc.png"
     result = runner.invoke(app, ["demo", "local", "--out", str(out)])

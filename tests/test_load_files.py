@@ -125,6 +125,10 @@ def test_infer_writes_a_reviewable_skeleton_that_loads_back(tmp_path: Path) -> N
     assert spec["sex"] == {"type": "category", "values": ["Female", "Male"]}
     assert spec["income"]["values"] == ["<=50K", ">50K"]
     assert out.count("from the data") >= 14  # every bound and domain is marked
+    # fnlwgt is an integer unique per row, but a census weight, never a person (issue 27): no unit guessed
+    assert "privacy_unit" not in yaml.safe_load(out)["tables"]["adult"]
+    assert spec["fnlwgt"]["lower"] == int(truth["fnlwgt"].min()) and "private_id" not in spec["fnlwgt"]
+    assert "no privacy unit guessed" in err
     skeleton = tmp_path / "adult.yaml"
     skeleton.write_text(out)
     db = str(tmp_path / "db")
@@ -148,6 +152,27 @@ def test_infer_guesses_the_privacy_unit_and_keeps_free_text_as_text(tmp_path: Pa
     assert code == 0 and table["privacy_unit"] == "pid"
     assert table["columns"]["pid"] == {"type": "int", "private_id": True}
     assert table["columns"]["name"] == {"type": "text"} and "identifier: true if it names" in out
+
+
+@pytest.mark.parametrize(
+    ("columns", "unit"),
+    [
+        ({"row": range(100), "person_id": [i // 2 for i in range(100)]}, "person_id"),  # id name, repeats
+        ({"order_id": range(100), "user_id": [i % 7 for i in range(100)]}, "user_id"),  # a person's id first
+        ({"UserID": [f"u{i}" for i in range(100)], "x": [1] * 100}, "UserID"),  # a text id, camel case
+        ({"wgt_id": range(100), "serial": range(100)}, None),  # a weight, and a unique int not named id
+        ({"id": [i + 0.5 for i in range(100)]}, None),  # a float never names a person
+    ],
+)
+def test_infer_guesses_the_unit_by_name_never_a_weight_or_float(
+    tmp_path: Path, columns: dict[str, object], unit: str | None
+) -> None:
+    pd.DataFrame(columns).to_csv(tmp_path / "f.csv", index=False)
+    code, out, err = _invoke("infer", "t", str(tmp_path / "f.csv"))
+    table = yaml.safe_load(out)["tables"]["t"]
+    assert code == 0 and table.get("privacy_unit") == unit
+    assert [c for c, s in table["columns"].items() if s.get("private_id")] == ([unit] if unit else [])
+    assert ("no privacy unit guessed" in err) == (unit is None)
 
 
 def test_load_warns_where_the_data_strays_from_the_metadata(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -41,6 +42,31 @@ def test_coin_protocol_is_ln3_dp_with_estimator_2p_minus_half() -> None:
     # the notes: true rate q = 2p − 1/2 for observed rate p
     responses = [1] * 60 + [0] * 40
     assert coin.estimate(responses).value == pytest.approx(2 * 0.6 - 0.5)
+
+
+def test_a_binary_estimate_never_has_a_standard_error_of_zero() -> None:
+    """Issue 27: three yes of three printed a share of 1.5 with a standard error of 0.0 (the observed rate
+    was 1). The error is taken at the share clipped to [0, 1]: here 1, a rate of yes of 3/4."""
+    coin = CoinProtocol()
+    for said, value in (([True] * 3, 1.5), ([False] * 3, -0.5)):
+        estimate = coin.estimate(said)
+        assert estimate.value == pytest.approx(value)
+        assert estimate.std_error == pytest.approx(math.sqrt(0.75 * 0.25 / 3) / 0.5)
+    # inside [0, 1] it is the plug-in error at the estimate: 60 yes of 100 → rate 0.6
+    assert coin.estimate([1] * 60 + [0] * 40).std_error == pytest.approx(math.sqrt(0.6 * 0.4 / 100) / 0.5)
+    counts = KaryRandomizedResponse(k=3, epsilon=1.0).estimate_counts([0, 0, 0, 0])
+    assert all(c.std_error > 0 for c in counts)
+
+
+def test_the_readme_coin_example_prints_a_share_and_a_standard_error() -> None:
+    """The README's block, run here: 1,000 respondents (a share of 0.3 estimated with error ≈ 0.03; leaving
+    [0, 1] would take a 10-standard-error draw, probability < 1e-20)."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = readme[readme.index("coin = CoinProtocol()") :].split("```")[0]
+    scope: dict[str, object] = {"np": np, "CoinProtocol": CoinProtocol, "print": lambda *_: None}
+    exec(block, scope)
+    estimate = scope["coin"].estimate(scope["answers"])  # type: ignore[attr-defined]
+    assert 0 <= estimate.value <= 1 and 0.02 < estimate.std_error < 0.04
 
 
 def test_alpha_protocol_worked_answer() -> None:

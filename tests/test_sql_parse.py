@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import sqlglot
 
@@ -116,6 +117,61 @@ def test_parse_errors_point_at_the_spot() -> None:
     with pytest.raises(PrivdbError) as err:
         parse_dp_select("DP-SELECT nan COUNT(*) FROM t")
     assert "line 1" in err.value.message and "^^^" in err.value.message
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        # a reserved word as a column's name: the fix, not sqlglot's "Required keyword … missing for …"
+        (
+            "DP-SELECT 1 age, COUNT(*) FROM people GROUP BY limit",
+            "'limit' is a reserved word of SQL; if it names a column, quote it with double quotes: \"limit\""
+            " (line 1, column 48)\n  DP-SELECT 1 age, COUNT(*) FROM people GROUP BY limit\n"
+            + " " * 49
+            + "^^^^^",
+        ),
+        (
+            "DP-SELECT 1 COUNT(*)\nFROM people WHERE select = 1",
+            "'select' is a reserved word of SQL; if it names a column, quote it with double quotes: "
+            '"select" (line 2, column 19)',
+        ),
+        (
+            "DP-SELECT 1 COUNT(*) FROM people UNION SELECT COUNT(*) FROM people",
+            "UNION: DP-SELECT answers one SELECT (set operations are not supported); run the parts as "
+            "separate DP-SELECT queries and combine their answers",
+        ),
+        (
+            "DP-SELECT 1 COUNT(*) FROM people INTERSECT SELECT COUNT(*) FROM people",
+            "INTERSECT: DP-SELECT answers",
+        ),
+        ("DP-SELECT 1 COUNT(*) FROM people EXCEPT SELECT COUNT(*) FROM people", "EXCEPT: DP-SELECT answers"),
+        (
+            "DP-SELECT 1 PERCENTILE_CONT(0.9) WITHIN GROUP (ORDER BY income) FROM people",
+            "PERCENTILE_CONT(…) WITHIN GROUP (ORDER BY …) is not supported; write QUANTILE(income, 0.9)",
+        ),
+        (
+            "DP-SELECT 1 percentile_disc(0.25) WITHIN GROUP (ORDER BY age DESC) FROM people",
+            "write QUANTILE(age, 0.75)",
+        ),
+    ],
+)
+def test_newcomers_sql_gets_a_message_that_says_what_to_write(db: Database, query: str, message: str) -> None:
+    """Issue 27: a reserved word, a set operation and WITHIN GROUP got sqlglot's raw messages; free."""
+    before = db.budget("alice")
+    with pytest.raises(PrivdbError) as err:
+        engine.run(db, "alice", query)
+    assert message in err.value.message and "sqlglot" not in err.value.message
+    assert db.budget("alice") == before
+
+
+def test_a_quoted_reserved_word_is_a_column(tmp_path: Path) -> None:
+    with Database(tmp_path / "db") as database:
+        database.backend.raw("SELECT 1")  # opens the database
+        database.backend.load_frame("t", pd.DataFrame({"limit": [i % 5 for i in range(100)]}))
+        database.set_metadata("t", {"columns": {"limit": {"type": "int", "lower": 0, "upper": 4}}})
+        database.grant("a", epsilon=10)
+        result = engine.run(database, "a", 'DP-SELECT 1 "limit", COUNT(*) FROM t GROUP BY "limit"')
+        assert len(result.to_pandas()) == 5
 
 
 def test_normalised_text_ignores_spacing_case_and_comments() -> None:

@@ -230,6 +230,15 @@ def test_answers_charts_csv_and_the_paged_log(busy: tuple[Server, dict[str, str]
     assert got.splitlines()[0] == "sex,n,n_ci95_low,n_ci95_high,mean_age,mean_age_ci95_low,mean_age_ci95_high"
     pd.testing.assert_frame_equal(pd.read_csv(io.StringIO(got)), pd.read_csv(io.StringIO(cli)))
 
+    # Bins in key order whatever order the rows come in (issue 27: an age histogram drawn by count).
+    run(page, "DP-SELECT 1 sex, COUNT(*) AS n FROM people GROUP BY sex ORDER BY sex DESC")
+    expect(page.get_by_test_id("result-row").first).to_contain_text("M")
+    bars = page.get_by_test_id("chart-svg").get_by_test_id("chart-bar").locator("title").all_text_contents()
+    assert [b.split(":")[0] for b in bars] == ["F", "M"], bars
+    keys = [[30], [4], [None], ["b10"], ["b9"], [4.5]]
+    ordered = page.evaluate("ks => ks.sort(privdbPage.byKey)", keys)
+    assert ordered == [[4], [4.5], [30], ["b9"], ["b10"], [None]], ordered
+
     # The axis never reads "-0": ticks are whole multiples of the step (a running sum drifted below zero).
     helpers = "({lo, hi}) => privdbPage.niceTicks(lo, hi, 5).map(privdbPage.fmt)"
     for lo, hi in ((-0.35, 0.25), (-0.7, 0.3), (-0.25, 0.4), (-0.0, 3.0)):
@@ -246,7 +255,7 @@ def test_answers_charts_csv_and_the_paged_log(busy: tuple[Server, dict[str, str]
 
     # The owner's log: 50 rows a page, newest first, and the page stays short after 2,600 queries.
     pager = page.get_by_test_id("log-pager")
-    expect(pager.get_by_test_id("page-range")).to_have_text("1–50 of 2,602")
+    expect(pager.get_by_test_id("page-range")).to_have_text("1–50 of 2,603")
     log = page.get_by_test_id("log")
     expect(log.get_by_test_id("log-row")).to_have_count(50)
     expect(log.get_by_test_id("log-row").first).to_contain_text("GROUP BY sex")
@@ -254,9 +263,9 @@ def test_answers_charts_csv_and_the_paged_log(busy: tuple[Server, dict[str, str]
     height = page.evaluate("document.documentElement.scrollHeight")
     assert height < 5000, height
     pager.get_by_test_id("older").click()
-    expect(pager.get_by_test_id("page-range")).to_have_text("51–100 of 2,602")
-    first = log.get_by_test_id("log-row").first  # page 1 held the 2 answers and refusals 2599…2552
-    expect(first).to_contain_text("DP-SELECT 2551 COUNT(*) FROM nowhere")
+    expect(pager.get_by_test_id("page-range")).to_have_text("51–100 of 2,603")
+    first = log.get_by_test_id("log-row").first  # page 1 held the 3 answers and refusals 2599…2553
+    expect(first).to_contain_text("DP-SELECT 2552 COUNT(*) FROM nowhere")
     expect(pager.get_by_test_id("newer")).to_be_enabled()
     page.screenshot(path="/tmp/privdb-page-owner-log.png", full_page=True)
     assert errors == []
@@ -313,6 +322,15 @@ def test_surveys_are_shown_with_their_intervals(server: tuple[str, dict[str, str
         chart = surveys.get_by_test_id("survey-chart")
         expect(chart.get_by_test_id("survey-bar")).to_have_count(3)
         expect(chart.get_by_test_id("survey-errorbar")).to_have_count(3)
+        # issue 27: bars coloured from the stylesheet (not SVG's default black), labels of a readable size on
+        # screen, and the axis's "100 %" tick inside the picture
+        fill = chart.get_by_test_id("survey-bar").first.evaluate("e => getComputedStyle(e).fill")
+        assert fill not in ("rgb(0, 0, 0)", "black", "none"), fill
+        sizes = chart.locator("text").evaluate_all("ts => ts.map(t => t.getBoundingClientRect().height)")
+        assert max(sizes) < 24, sizes
+        box = chart.evaluate("e => e.getBoundingClientRect().right")
+        ticks = chart.locator("text").evaluate_all("ts => ts.map(t => t.getBoundingClientRect().right)")
+        assert max(ticks) <= box + 0.5, (ticks, box)
         page.get_by_test_id("sign-out").click()
         expect(surveys).to_be_hidden()
         assert errors == []

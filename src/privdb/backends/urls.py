@@ -24,6 +24,6 @@ def open_engine(url: str) -> Engine:
 
         return SparkBackend(url)
     raise InvalidParameter(
-        f"unsupported engine URL {url!r}: use sqlite:///path/to/file.db, "
+        f"unsupported engine URL {url!r}: use sqlite:////abs/path.db (absolute), sqlite:///relative.db, "
         "postgresql://user@host:port/dbname or spark://local[2] (or spark://HOST:7077)"
     )

@@ -8,6 +8,7 @@ them with public knowledge (a legal age range, a published list of states) befor
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,7 @@ import yaml
 
 from privdb.backends.duckdb import engine_type
 
-__all__ = ["MAX_CATEGORIES", "MAX_LABEL", "Skeleton", "infer_skeleton"]
+__all__ = ["MAX_CATEGORIES", "MAX_LABEL", "Skeleton", "infer_skeleton", "unit_rank"]
 
 # a text column is written as a category (its distinct values copied as the domain) only when it looks like
 # a code list: at most this many distinct values, none longer than MAX_LABEL characters, and each value
@@ -27,10 +28,33 @@ MAX_LABEL = 32
 
 @dataclass(frozen=True)
 class Skeleton:
-    """The YAML text, and the text columns left without a domain (for the owner to hear about)."""
+    """The YAML text, the text columns left without a domain and the guessed privacy unit (or None), for
+    the owner to hear about."""
 
     text: str
     undomained: tuple[str, ...]
+    unit: str | None = None
+
+
+# the privacy unit is guessed from the column's name only: a column unique per row is not a person's id for
+# being unique (UCI Adult's census weight fnlwgt is), and a weight or a float never names a person
+_PERSON_IDS = frozenset(
+    {"id", "pid", "uid", "personid", "userid", "respondentid", "patientid", "participantid", "subjectid"}
+)
+_WEIGHT = re.compile(r"wgt|weight", re.IGNORECASE)
+
+
+def unit_rank(name: str, kind: str) -> int | None:
+    """How well ``name`` reads as a person's id: 0 (id, pid, person_id, user_id …), 1 (another …_id),
+    None (not an id: a float, a weight, or a name without "id")."""
+    if kind not in ("int", "text") or _WEIGHT.search(name):
+        return None
+    tokens = [t for t in re.split(r"[^a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()) if t]
+    if not tokens:
+        return None
+    if "".join(tokens) in _PERSON_IDS or "".join(tokens[-2:]) in _PERSON_IDS:
+        return 0
+    return 1 if tokens[-1] == "id" else None
 
 
 _HEADER = """\
@@ -87,20 +111,21 @@ def infer_skeleton(
     rows = int(row[0]) if row else 0
     lines: list[str] = []
     undomained: list[str] = []
-    unit_guess: str | None = None
+    ranked = [(r, i) for i, (n, t) in enumerate(columns) if (r := unit_rank(n, _kind(t))) is not None]
+    unit_guess = columns[min(ranked)[1]][0] if ranked else None
     width = max((len(n) for n, _ in columns), default=0) + 1
     for i, (name, duck_type) in enumerate(columns):
         distinct, low, high, longest, present = row[1 + 5 * i : 6 + 5 * i]
         kind = _kind(duck_type)
         spec: dict[str, Any] = {"type": kind}
         note = ""
-        if kind in ("int", "float") and low is not None:
+        if name == unit_guess:
+            spec = {"type": kind, "private_id": True}
+            each = "every value distinct" if rows and distinct == rows else "values repeat (rows per person)"
+            note = f"{each}: a person's id? (if not, drop private_id and give bounds or a domain)"
+        elif kind in ("int", "float") and low is not None:
             spec |= {"lower": _number(low, kind), "upper": _number(high, kind)}
             note = "bounds from the data: replace with public bounds"
-            if kind == "int" and rows and distinct == rows and unit_guess is None:
-                unit_guess = name
-                note = "every value distinct: a person's id? (if not, give type int with bounds)"
-                spec = {"type": "int", "private_id": True}
         elif kind == "text" and _code_list(distinct, longest, present, max_categories):
             q = '"' + name.replace('"', '""') + '"'
             found = con.execute(f"SELECT DISTINCT {q} FROM {relation} WHERE {q} IS NOT NULL ORDER BY 1")
@@ -123,7 +148,7 @@ def infer_skeleton(
         else ""
     )
     head = _HEADER.format(table=table, source=source, unit=unit)
-    return Skeleton(head + "\n".join(lines) + "\n", tuple(undomained))
+    return Skeleton(head + "\n".join(lines) + "\n", tuple(undomained), unit_guess)
 
 
 def _code_list(distinct: Any, longest: Any, present: Any, max_categories: int) -> bool:

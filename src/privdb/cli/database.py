@@ -15,6 +15,7 @@ from rich.table import Table
 from privdb.cli.core import app, console, errors, friendly
 from privdb.cli.options import DbOption, FormatOption, LedgerOption, TokenOption, UrlOption, open_connection
 from privdb.errors import InvalidParameter
+from privdb.suggest import did_you_mean
 
 OwnerDb = Annotated[
     Path | None, typer.Option("--db", help="database directory (created on first use), or --url for a server")
@@ -37,7 +38,14 @@ def owner_connection(db: Path | None, url: str | None, token: str | None, ledger
 @friendly
 def attach(
     table: Annotated[str, typer.Argument(help="the name analysts will query")],
-    engine: Annotated[str, typer.Option("--engine", help="where the data stays: sqlite:///path/file.db")],
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            help="where the data stays: sqlite:////abs/path.db (absolute: four slashes), "
+            "sqlite:///relative.db, postgresql://user@host:port/dbname or spark://local[2]",
+        ),
+    ],
     metadata: Annotated[Path, typer.Option(help="privacy metadata YAML")],
     source: Annotated[
         str | None, typer.Option(help="the table's name in that engine (default: TABLE)")
@@ -86,6 +94,12 @@ def grant(
     """Create an analyst with a budget (or change it); prints a new token (the old one stops working)."""
     scope = None if tables is None else [t.strip() for t in tables.split(",") if t.strip()]
     with owner_connection(db, url, token, ledger) as conn:
+        if scope:  # a typo would grant a table that is not there: refused before anything changes
+            known = [str(t["name"]) for t in conn.tables()]
+            lowered = {k.lower() for k in known}
+            for name in scope:
+                if name.lower() not in lowered:
+                    raise InvalidParameter(f"--tables: no table {name!r}{did_you_mean(name, known)}")
         issued = conn.grant(
             analyst,
             epsilon=epsilon,

@@ -164,6 +164,14 @@ def infer(
     sys.stdout.write(skeleton.text)
     if skipped:
         errors().print(f"warning: skipped {skipped:,} malformed line{'s' if skipped > 1 else ''} of the file")
+    if skeleton.unit is None:
+        errors().print(
+            "note: no privacy unit guessed (no column is named like a person's id: id, pid, person_id, "
+            "user_id); if a person can have several rows, add privacy_unit: <column> to the table, "
+            "otherwise each row is one person",
+            markup=False,
+            highlight=False,
+        )
     if skeleton.undomained:
         errors().print(
             "note: no domain written for "

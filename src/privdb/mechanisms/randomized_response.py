@@ -151,13 +151,17 @@ class BinaryRandomizedResponse(Mechanism):
         return truth ^ self._flips(truth.size)
 
     def estimate(self, responses: ArrayLike) -> Estimate:
-        """Unbiased estimate of the true share of yes from randomised responses."""
+        """Unbiased estimate of the true share of yes from randomised responses.
+
+        The value is unbiased, so it can fall outside [0, 1] for few people (three yes of three: 1.5); clip
+        it to read it as a share. The standard error is taken at that clipped share, whose rate of yes lies in
+        [b, a]: not the observed rate, which is 0 or 1 when everyone said the same and would give 0."""
         said = _bits(responses)
         n = said.size
-        observed = float(said.mean())
         a, b = float(self.yes_given_yes), float(self.yes_given_no)
-        value = (observed - b) / (a - b)
-        return Estimate(value, math.sqrt(observed * (1 - observed) / n) / (a - b))
+        value = (float(said.mean()) - b) / (a - b)
+        rate = b + (a - b) * min(max(value, 0.0), 1.0)
+        return Estimate(value, math.sqrt(rate * (1 - rate) / n) / (a - b))
 
     def variance_bound(self, n: int) -> float:
         """Worst-case variance of the estimate: ``1/(4n(a − b)²)``."""
@@ -272,6 +276,6 @@ class KaryRandomizedResponse(Mechanism):
         out = []
         for c in counts:
             value = (c - n * self.q) / (self.p - self.q)
-            share = c / n
-            out.append(Estimate(value, math.sqrt(n * share * (1 - share)) / (self.p - self.q)))
+            rate = self.q + (self.p - self.q) * min(max(value / n, 0.0), 1.0)  # as for the binary estimate
+            out.append(Estimate(value, math.sqrt(n * rate * (1 - rate)) / (self.p - self.q)))
         return out

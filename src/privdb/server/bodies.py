@@ -92,6 +92,8 @@ class TableIn(Body):
 
 class AttachIn(Body):
     name: str = Field(max_length=64)
-    engine: str = Field(description="sqlite:///path/file.db, postgresql://user@host/db or spark://…")
+    engine: str = Field(
+        description="sqlite:////abs/path.db (absolute), sqlite:///relative.db, postgresql://user@host/db or spark://…"
+    )
     source: str | None = Field(default=None, description="the table's name in that engine (default: name)")
     metadata: dict[str, Any] | None = None

@@ -26,6 +26,7 @@ from sqlglot.errors import SqlglotError, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from privdb.errors import InvalidParameter, ParseError, RawAccessDenied, UnsupportedQuery
+from privdb.sql.hints import check_within_group, reserved_word, set_operation
 from privdb.text import lone_surrogate
 
 __all__ = [
@@ -93,6 +94,18 @@ def _underline(text: str, start: int, end: int) -> str:
     line = text[line_start:line_end]
     width = max(1, min(end, line_end) - start + 1)
     return f"\n  {line}\n  {' ' * (start - line_start)}{'^' * width}"
+
+
+def _error_start(body: str, line: object, col: object, highlight: str) -> int | None:
+    """Where sqlglot's error token starts in ``body``: its ``line`` and ``col`` give the token's last
+    character (1-based); None when they do not point at ``highlight``."""
+    if not (highlight and isinstance(line, int) and isinstance(col, int)):
+        return None
+    lines = body.split("\n")
+    if not 1 <= line <= len(lines):
+        return None
+    start = sum(len(x) + 1 for x in lines[: line - 1]) + col - len(highlight)
+    return start if start >= 0 and body[start : start + len(highlight)] == highlight else None
 
 
 def _where(text: str, token: Token) -> str:
@@ -290,13 +303,15 @@ def _parse(text: str) -> DPQuery:
     except SqlglotParseError as err:
         info = err.errors[0] if err.errors else {}
         desc = str(info.get("description", "syntax error"))
-        start = int(info.get("start_context", "") and 0)
-        line, col = info.get("line"), info.get("col")
-        where = f" (line {line}, column {col})" if line is not None else ""
         highlight = str(info.get("highlight", ""))
-        pos = body.find(highlight) + offset if highlight and body.find(highlight) >= 0 else start
-        mark = _underline(text, max(pos, 0), max(pos, 0) + max(len(highlight), 1) - 1) if highlight else ""
-        raise ParseError(f"{desc}{where}{mark}") from None
+        pos = _error_start(body, info.get("line"), info.get("col"), highlight)
+        where, mark = "", ""
+        if pos is not None:  # sqlglot's line and column are in the body: given here in the query's text
+            pos += offset
+            line = text.count("\n", 0, pos) + 1
+            where = f" (line {line}, column {pos - text.rfind(chr(10), 0, pos)})"
+            mark = _underline(text, pos, pos + len(highlight) - 1)
+        raise ParseError(f"{reserved_word(highlight, _DIALECT) or desc}{where}{mark}") from None
     except SqlglotError as err:  # TokenError, UnsupportedError, …
         raise ParseError(f"cannot read the query: {err}") from None
     statements = [s for s in statements if s is not None]
@@ -307,10 +322,11 @@ def _parse(text: str) -> DPQuery:
             else f"nothing to select; write {SYNTAX}"
         )
     select = statements[0]
+    if isinstance(select, exp.SetOperation):
+        raise UnsupportedQuery(set_operation(select))
     if not isinstance(select, exp.Select):
-        raise UnsupportedQuery(
-            f"DP-SELECT wraps one plain SELECT; set operations (UNION, …) are not supported. Write {SYNTAX}"
-        )
+        raise UnsupportedQuery(f"DP-SELECT wraps one plain SELECT. Write {SYNTAX}")
+    check_within_group(select)
     if top is not None:  # TOP n is LIMIT n (the smaller, if both are written)
         limit = select.args.get("limit")
         value = limit.expression if limit is not None else None

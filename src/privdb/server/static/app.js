@@ -6,6 +6,21 @@
   const { TOKEN_KEY, $, el, svg, fill, authFetch } = window.privdbCommon;
   const MAX_TABLE_ROWS = 500;
   const MAX_CHART_BARS = 60;
+
+  // Key tuples in order: numbers by value, text as people sort it (numeric-aware), NULL last.
+  function byKey(a, b) {
+    for (let i = 0; i < a.length; i++) {
+      const [x, y] = [a[i], b[i]];
+      if (x === y) continue;
+      if (x === null || x === undefined) return 1;
+      if (y === null || y === undefined) return -1;
+      if (typeof x === "number" && typeof y === "number") return x - y;
+      const c = String(x).localeCompare(String(y), undefined, { numeric: true });
+      if (c) return c;
+    }
+    return 0;
+  }
+
   const LOG_PAGE = 50; // log entries per page: the page stays short however long the log grows
   const TITLES = {
     budget_exhausted: "Refused: not enough budget left.",
@@ -548,11 +563,13 @@
       .slice(0, MAX_CHART_BARS)
       .map((row, i) => ({
         label: keys.length ? keys.map((k) => String(row[k])).join(" · ") : "all rows",
+        key: keys.map((k) => row[k]),
         value: row[vi],
         lo: acc.ci95_rows[i][0],
         hi: acc.ci95_rows[i][1],
       }))
-      .filter((d) => [d.value, d.lo, d.hi].every(Number.isFinite));
+      .filter((d) => [d.value, d.lo, d.hi].every(Number.isFinite))
+      .sort((a, b) => byKey(a.key, b.key)); // bins in key order (an age histogram by age), not by count
     if (!data.length) return;
 
     let lo = Math.min(0, ...data.map((d) => Math.min(d.value, d.lo)));
@@ -888,7 +905,7 @@
   }
 
   // For the page's tests and the browser console: the pure helpers, read-only.
-  window.privdbPage = Object.freeze({ fmt, niceTicks, toCsv });
+  window.privdbPage = Object.freeze({ byKey, fmt, niceTicks, toCsv });
 
   // ---- wiring
   document.addEventListener("DOMContentLoaded", () => {

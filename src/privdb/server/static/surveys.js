@@ -20,9 +20,12 @@
     const rows = found.estimates;
     const width = 420;
     const label = 110;
+    const right = 28; // room for the "100 %" tick, centred on the axis's end
     const height = 24 * rows.length + 24;
-    const x = (share) => label + Math.max(0, Math.min(1, share)) * (width - label - 10);
-    const box = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "data-testid": "survey-chart" });
+    const x = (share) => label + Math.max(0, Math.min(1, share)) * (width - label - right);
+    const box = svg("svg", {
+      viewBox: `0 0 ${width} ${height}`, role: "img", class: "survey-chart", "data-testid": "survey-chart",
+    });
     const title = svg("title", {});
     title.textContent = `${found.name}: estimated share of each answer, with 95 % intervals`;
     box.append(title);
