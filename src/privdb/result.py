@@ -135,7 +135,8 @@ class Result:
             at = frame.columns.get_loc(col)
             assert isinstance(at, int)
             for offset, side in enumerate(("low", "high")):
-                ends = [np.nan if r is None or r[offset] is None else float(r[offset]) for r in rows]
+                # a whole count's ends are whole numbers: kept as integers, as the web page's CSV has them
+                ends = [np.nan if r is None or r[offset] is None else r[offset] for r in rows]
                 frame.insert(at + 1 + offset, f"{col}_ci95_{side}", ends[: len(frame)])
         return frame
 

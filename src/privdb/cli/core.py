@@ -136,7 +136,8 @@ def friendly(func: F) -> F:
 def stop_interrupted() -> None:
     """End the command after Ctrl-C: one line on stderr, exit status 130."""
     settle()
-    sys.stderr.write("interrupted\n")
+    sys.stderr.flush()
+    os.write(2, b"interrupted\n")  # unbuffered: the line is out whatever the interrupted code left behind
     raise typer.Exit(INTERRUPTED)
 
 

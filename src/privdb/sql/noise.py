@@ -123,9 +123,12 @@ def _groups(
 
 
 def _json_interval(interval: Interval) -> list[float | None]:
-    """An interval for JSON: Python floats (not NumPy's), an unbounded end (too few rows to say anything)
-    null."""
-    return [float(v) if math.isfinite(v) else None for v in interval]
+    """An interval for JSON: Python numbers (not NumPy's; a whole count's ends stay integers), an unbounded
+    end (too few rows to say anything) null."""
+    return [
+        None if not math.isfinite(v) else int(v) if isinstance(v, int | np.integer) else float(v)
+        for v in interval
+    ]
 
 
 def _key_values(groups: list[tuple[Any, ...]], i: int) -> Values:
