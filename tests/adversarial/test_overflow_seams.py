@@ -233,3 +233,35 @@ def test_any_failure_after_reading_is_one_outcome(
         assert [db.budget("eve").epsilon_spent for db in pair.both()] == [Fraction(1, 2)] * 2
     finally:
         pair.close()
+
+
+@pytest.mark.slow
+def test_a_postgres_numeric_beyond_double_cannot_fail_the_query(tmp_path: Path) -> None:
+    """A PostgreSQL NUMERIC of 1e400 made the clamp's conversion to DOUBLE PRECISION raise after reading, so
+    the query failed exactly when that row existed. The bounds now meet the stored NUMERIC and only values
+    inside them are converted: both neighbours answer."""
+    import psycopg
+
+    meta = {"columns": {"pid": {"type": "int", "lower": 0, "upper": 10_000},
+                        "x": {"type": "float", "lower": 0, "upper": 100}}}  # fmt: skip
+    rows = {"without": [(0, 5), (1, 7)], "with": [(0, 5), (1, 7), (5000, "1e400")]}
+    dbs = []
+    with postgres_cluster() as url:
+        for name, data in rows.items():
+            with psycopg.connect(url, autocommit=True) as pg:
+                pg.execute(f"CREATE TABLE n_{name} (pid BIGINT, x NUMERIC)")
+                for row in data:
+                    pg.execute(f"INSERT INTO n_{name} VALUES (%s, %s::numeric)", row)
+            db = Database(tmp_path / name)
+            db.attach("pg", url, source=f"n_{name}", metadata=meta)
+            db.grant("eve", epsilon=100, delta=1e-3)
+            db.noise_source = seeded(7)
+            dbs.append(db)
+        try:
+            for aggregate in ("SUM(x)", "AVG(x)", "VARIANCE(x)", "MEDIAN(x)", "SUM(x * 2)", "AVG(x / 4)"):
+                query = f"DP-SELECT 1 {aggregate} FROM pg WHERE pid >= 0"
+                first, second = (outcome(db, query) for db in dbs)
+                assert first == second and first[0] == "answered", (query, first, second)
+        finally:
+            for db in dbs:
+                db.close()

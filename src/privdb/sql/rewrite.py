@@ -52,7 +52,11 @@ def _clamped(column: ColumnMeta) -> str:
     and multiplied in its own type (DuckDB reads ``0.0`` as a DECIMAL literal), and an overflow there on
     some rows would make the query fail depending on the data (``SUM(a * b)`` of two INTEGER columns)."""
     assert column.lower is not None and column.upper is not None
-    return clamp_sql(f"TRY_CAST({quote(column.name)} AS DOUBLE)", column.lower, column.upper)
+    name = quote(column.name)
+    numeric = (column.storage or column.type) in ("int", "float")  # compared as stored (clamp_sql)
+    return clamp_sql(
+        f"TRY_CAST({name} AS DOUBLE)", column.lower, column.upper, stored=name if numeric else None
+    )
 
 
 def _where(plan: Plan) -> str | None:

@@ -181,14 +181,22 @@ def _cast(e: Expr) -> str:
     return f"TRY_CAST({render_text(x)} AS TIMESTAMP)" if x.type is Type.TEXT else render(x)
 
 
-def clamp_sql(value: str, lo: float, hi: float, flush: float = 0.0) -> str:
+def clamp_sql(value: str, lo: float, hi: float, flush: float = 0.0, stored: str | None = None) -> str:
     """``value`` (SQL of a number) pinned to ``[lo, hi]``: NULL stays NULL (DuckDB's LEAST/GREATEST would
     skip it); DuckDB orders NaN above every number, so NaN gives ``hi``, and ±inf give the ends. The ends
     are DOUBLE literals (a DECIMAL literal beside a DOUBLE value would be DOUBLE anyway). With ``flush``,
-    magnitudes below it give 0 (``flush_below``)."""
+    magnitudes below it give 0 (``flush_below``).
+
+    ``stored``: the column as the engine stores it, when ``value`` is its conversion to DOUBLE. The bounds
+    are then compared with the stored value and the conversion runs only on values inside them: a
+    PostgreSQL NUMERIC of 1e400 makes ``CAST(… AS DOUBLE PRECISION)`` raise, so converting first would make
+    the query fail exactly when such a row exists (issue 25's class). PostgreSQL reads the literals as
+    NUMERIC there, so no comparison can overflow; NaN (above every number in DuckDB and PostgreSQL) and
+    ±Infinity give the ends as before."""
     low, high = repr(float(lo)), repr(float(hi))
-    tiny = f" WHEN {value} > -{flush!r} AND {value} < {flush!r} THEN 0.0" if flush else ""
-    return f"CASE WHEN {value} < {low} THEN {low} WHEN {value} > {high} THEN {high}{tiny} ELSE {value} END"
+    test = value if stored is None else stored
+    tiny = f" WHEN {test} > -{flush!r} AND {test} < {flush!r} THEN 0.0" if flush else ""
+    return f"CASE WHEN {test} < {low} THEN {low} WHEN {test} > {high} THEN {high}{tiny} ELSE {value} END"
 
 
 FLUSH = 2.0**-200  # relative to a column's bounds: magnitudes below count as 0 in a computed argument
@@ -208,7 +216,9 @@ def flush_below(column: ColumnMeta, lo: float, hi: float) -> float:
 def _clamp(e: Expr) -> str:
     """A column pinned to public bounds ``e.value = (lo, hi)`` (bounds.py); tiny magnitudes flushed to 0."""
     lo, hi = (float(x) for x in e.value)
-    return clamp_sql(render_num(e.args[0]), lo, hi, flush_below(e.args[0].value, lo, hi))
+    column = e.args[0]
+    stored = _column(column) if column.op == "column" and column.portable else None  # stored as a number
+    return clamp_sql(render_num(column), lo, hi, flush_below(column.value, lo, hi), stored)
 
 
 def _in(e: Expr) -> str:
