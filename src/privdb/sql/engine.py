@@ -10,27 +10,21 @@ the failure itself may depend on the data). The spend is committed before the an
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
-import sqlglot
 from sqlglot import exp
 
 from privdb import deadline
 from privdb.accounting.composition import GaussianCost
 from privdb.accounting.disclosure import presence_disclosure
-from privdb.backends.base import Engine, find_table
-from privdb.backends.duckdb import DuckDBBackend, quote
-from privdb.catalog.metadata import ColumnMeta, TableMeta
+from privdb.backends.duckdb import DuckDBBackend
 from privdb.database import Database
 from privdb.errors import (
-    EngineUnavailable,
     InternalError,
     PrivdbError,
     QueryFailed,
     Unauthorized,
-    UnknownTable,
     UnsupportedQuery,
 )
 from privdb.mechanisms._validate import exact
@@ -39,15 +33,14 @@ from privdb.sql import accuracy_first
 from privdb.sql.accuracy import with_chosen_epsilon
 from privdb.sql.charge import charged
 from privdb.sql.explain import describe, describe_release
-from privdb.sql.expr import Expr
 from privdb.sql.gaussian_plan import zcdp_cost
-from privdb.sql.noise import NoisyAnswer, Statistics, add_noise, canonical_key
+from privdb.sql.noise import NoisyAnswer, Statistics, add_noise
 from privdb.sql.parse import DPQuery, parse_dp_select
-from privdb.sql.personal import losses_note, mark_accuracy, personal_table, sampled_source, summary
+from privdb.sql.personal import losses_note, mark_accuracy, personal_table, summary
 from privdb.sql.plan import Plan, Shape, plan_query, plan_shape
 from privdb.sql.prepared import shape_of, shapes, state
 from privdb.sql.public import answer_public, is_plain_select
-from privdb.sql.relation import UNIT_ROWS, Relation, Tables, build_relation
+from privdb.sql.relation import build_relation
 from privdb.sql.release import (
     RELEASE_GUARANTEE,
     ReleasePlan,
@@ -56,9 +49,14 @@ from privdb.sql.release import (
     randomize_records,
     release_sql,
 )
-from privdb.sql.rewrite import distinct_sql, engine_sql, histogram_sql, truncation_sql
-from privdb.sql.sensitivity import DISTINCT_KINDS
-from privdb.sql.truncation import QUERY as TRUNCATION_QUERY
+from privdb.sql.targets import (
+    DatabaseTables,
+    authorize,
+    for_engine,
+    histogram_queries,
+    statistics_sql,
+    target,
+)
 
 __all__ = ["authorize", "charged", "explain", "prepare", "run", "statistics_sql", "target"]
 
@@ -75,68 +73,6 @@ def _table_of(query: DPQuery) -> str:
     if table.args.get("db") or table.args.get("catalog"):
         raise UnsupportedQuery("FROM must name a table of this database, without a schema")
     return str(table.name)
-
-
-class _DatabaseTables(Tables):
-    """The relation builder's view of the database: metadata of tables the analyst may query (authorised
-    first, so nothing about another table reaches them), and reads of public tables only."""
-
-    def __init__(self, db: Database, analyst: str | None) -> None:
-        self.db = db
-        self.analyst = analyst
-        self.read: list[tuple[str, Any]] = []  # each table's stored metadata, read before use (prepared.py)
-
-    def meta(self, name: str) -> TableMeta:
-        table = name if self.analyst is None else authorize(self.db, self.analyst, name)
-        self.read.append((table, self.db.catalog.metadata(table)))
-        try:
-            return self.db.metadata(table)
-        except UnknownTable:
-            if self.analyst is None:
-                raise  # the owner: the lookup's own message, with suggestions from every table
-            # authorised, so the table is registered: its attached engine no longer has the source (and
-            # the lookup's suggestions would name that engine's other tables)
-            raise EngineUnavailable(
-                f"table {table!r} cannot be read now: its attached engine no longer has its source; "
-                "nothing was spent: ask the owner to attach it again"
-            ) from None
-
-    def _read_public(self, relation: Relation, query: Callable[[str], str]) -> pd.DataFrame:
-        """``query(<the relation as a FROM item>)`` run on its engine: public tables only."""
-        assert relation.public, "only public tables are read to plan a query"
-        backend, sources = _engine_of(self.db, relation.tables)
-        sql = query(relation.source(sources))
-        return backend.fetch(for_engine(backend, None, sql), timeout=self.db.query_timeout)
-
-    def max_matches(self, relation: Relation, keys: list[str]) -> int:
-        by = f" GROUP BY {', '.join(keys)}" if keys else ""
-        frame = self._read_public(
-            relation,
-            lambda rows: f"SELECT MAX(n) AS n FROM (SELECT COUNT(*) AS n FROM {rows} AS _p{by}) AS _m",
-        )
-        value = canonical_key(frame.iloc[0, 0]) if len(frame) else None
-        return 0 if value is None else int(value)
-
-    def values_of(self, sql: str, column: ColumnMeta, values: list[Any]) -> tuple[Any, ...] | None:
-        return self.db.evaluate_domain(sql, column, values)
-
-    def public_values(self, relation: Relation, limit: int) -> list[Any]:
-        frame = self._read_public(
-            relation, lambda rows: f"SELECT DISTINCT * FROM {rows} AS _p LIMIT {int(limit)}"
-        )
-        return [canonical_key(v) for v in frame.iloc[:, 0].tolist()] if frame.shape[1] else []
-
-
-def _engine_of(db: Database, tables: tuple[str, ...]) -> tuple[Engine, dict[str, str]]:
-    """The one engine holding every table of a query, and each table's quoted name there."""
-    found = [db.backend_for(t) for t in tables]
-    backend = found[0][0]
-    if any(engine is not backend for engine, _ in found):
-        raise UnsupportedQuery(
-            f"the tables {', '.join(repr(t) for t in tables)} live in different engines; a query joins "
-            "tables of one engine (load or attach them together)"
-        )
-    return backend, {t: quote(source) for t, (_, source) in zip(tables, found, strict=True)}
 
 
 class _Exact(Exception):
@@ -168,7 +104,7 @@ def prepare(
     if exact and analyst is not None and (answer := _exact_public(db, analyst, query)) is not None:
         raise _Exact(answer)
     before = state(db, analyst, (), ()) if shape_of(text, analyst) is not None else None
-    tables = _DatabaseTables(db, analyst)
+    tables = DatabaseTables(db, analyst)
     plan, sql, shape = _prepare(db, query, tables)
     if before is not None and shape is not None and isinstance(plan, Plan):
         kept.keep(db, text, analyst, plan, shape, before, tables.read)
@@ -176,7 +112,7 @@ def prepare(
 
 
 def _prepare(
-    db: Database, query: DPQuery, tables: _DatabaseTables
+    db: Database, query: DPQuery, tables: DatabaseTables
 ) -> tuple[Plan | ReleasePlan, str, Shape | None]:
     plan: Plan | ReleasePlan
     if is_record_release(query.select):
@@ -204,120 +140,6 @@ def _prepare(
     if plan.query.schedule is not None:
         accuracy_first.calibrate(plan)  # every step's noise, before anything is read
     return plan, statistics_sql(db, plan), shape
-
-
-def target(db: Database, meta: TableMeta) -> tuple[Engine, str, str | None]:
-    """Where a table's engine SQL runs: the engine, the table's name there, and the hidden per-unit row
-    count column the rewrite may use (None without a privacy unit, or where privdb keeps none)."""
-    backend, source = db.backend_for(meta.name)
-    return backend, source, backend.unit_rows(source, meta.privacy_unit) if meta.privacy_unit else None
-
-
-def _plan_target(db: Database, plan: Plan) -> tuple[Engine, str, str | None, str | None]:
-    """Where a plan's engine SQL runs: the engine, the base table's name there, its hidden per-unit row
-    counts (a plain table only), and the FROM item of a subquery or JOIN (None: the table itself)."""
-    relation = plan.relation
-    if relation is None:
-        return (*target(db, plan.table), None)
-    backend, sources = _engine_of(db, relation.tables)
-    _, base = db.backend_for(relation.base)
-    personal = personal_table(db, plan)
-    if personal is not None:  # the Sample mechanism: the query reads a sample of the table's units
-        sources[personal.name] = sampled_source(personal, sources[personal.name], plan.epsilon)
-    if relation.plain:
-        unit = plan.table.privacy_unit
-        sampled = sources[relation.base] if personal is not None else None
-        return backend, base, backend.unit_rows(base, unit) if unit else None, sampled
-    unit_rows = None
-    if relation.carried_unit is not None and plan.table.privacy_unit is not None:
-        unit_rows = backend.unit_rows(base, relation.carried_unit)  # no second read of the metadata
-        if unit_rows is not None:
-            sources[UNIT_ROWS] = quote(unit_rows)
-    return backend, base, unit_rows, relation.source(sources)
-
-
-def statistics_sql(db: Database, plan: Plan) -> str:
-    """The plan's engine SQL in its engine's dialect, bound (names and types checked, no data read)."""
-    backend, source, unit_rows, from_ = _plan_target(db, plan)
-    sql = for_engine(backend, plan, engine_sql(plan, source, unit_rows, from_))
-    if sql:
-        backend.bind(sql)
-    return sql
-
-
-_ENGINE_NAMES = {"postgres": "PostgreSQL", "sqlite": "SQLite", "spark": "Spark"}
-_PORTABLE = (
-    "the forms proven total on every engine: comparisons, IN, BETWEEN, LIKE, IS NULL, AND/OR/NOT, CASE, "
-    "COALESCE, NULLIF; + - * / // ABS SIGN FLOOR CEIL GREATEST LEAST and CAST to INTEGER (of whole numbers) "
-    "where every number read is a literal, an integer column or an aggregate's clamped column and no result "
-    "can overflow, underflow or divide by 0 by the public bounds (ROUND, %, SQRT, LN, EXP, POWER, text and "
-    "date functions stay DuckDB's)"
-)
-
-
-def for_engine(backend: Engine, plan: Plan | ReleasePlan | None, sql: str) -> str:
-    """The engine SQL in ``backend``'s dialect (sqlglot). Engines other than DuckDB have no ``TRY``, so a
-    WHERE or key expression that could fail on some rows is refused there (whether a query fails must
-    never depend on the data); the remaining ``TRY`` wrappers guard only casts of clamped values."""
-    if backend.dialect == "duckdb" or not sql:
-        return sql
-    engine_name = _ENGINE_NAMES.get(backend.dialect, backend.dialect)
-    if isinstance(plan, Plan) and (
-        not plan.resolved.portable or (plan.relation is not None and not plan.relation.portable)
-    ):
-        raise UnsupportedQuery(
-            f"the {engine_name} engine cannot run this query's subquery, join condition or aggregate "
-            f"argument safely: outside DuckDB privdb sends only {_PORTABLE} (docs/engines.md); joins must be "
-            "on columns stored alike. Other forms could fail on some rows there and make the query fail "
-            "depending on the data: keep to these forms there, or load the tables into privdb's DuckDB "
-            "for the whole language"
-        )
-    if isinstance(plan, Plan):
-        checked: list[tuple[exp.Expression | None, Expr | None]] = [
-            (k.node, k.expr) for k in plan.resolved.keys
-        ]
-        if plan.resolved.where is not None:
-            checked.append((None, plan.resolved.where))
-        for node, e in checked:
-            if e is not None and not e.portable:
-                text = e.source or (node.sql() if node is not None else "")
-                raise UnsupportedQuery(
-                    f"the {engine_name} engine cannot run {text} safely: outside DuckDB privdb sends only "
-                    f"{_PORTABLE} (docs/engines.md); other forms could fail on some rows there and make the "
-                    "query fail depending on the data; load the table into privdb's DuckDB for the whole "
-                    "language"
-                )
-    try:
-        tree = sqlglot.parse_one(sql, read="duckdb")
-    except RecursionError:  # a long chain (256 parts at most) nests too deeply for the transpiler
-        raise UnsupportedQuery(
-            f"the query is too deeply nested for the {_ENGINE_NAMES.get(backend.dialect, backend.dialect)} "
-            "engine; shorten its chains of AND/OR or arithmetic"
-        ) from None
-    for node in list(tree.find_all(exp.Try)):
-        node.replace(node.this)
-    for i, sub in enumerate(tree.find_all(exp.Subquery)):  # PostgreSQL wants every derived table named
-        if not sub.alias:
-            sub.set("alias", exp.TableAlias(this=exp.to_identifier(f"_q{i}")))
-    return tree.sql(dialect=backend.dialect)
-
-
-def histogram_queries(db: Database, plan: Plan) -> dict[str, str]:
-    """The engine queries of a plan's order statistics and modes (by histogram name) and of its distinct
-    counts (by statistic name), bound."""
-    backend, source, unit_rows, from_ = _plan_target(db, plan)
-    out = {}
-    for h in plan.histograms:
-        out[h.name] = for_engine(backend, plan, histogram_sql(plan, h, source, unit_rows, from_))
-        backend.bind(out[h.name])
-    for stat in plan.statistics:
-        if stat.kind in DISTINCT_KINDS:
-            out[stat.name] = for_engine(backend, plan, distinct_sql(plan, stat, source, from_))
-            backend.bind(out[stat.name])
-    if over := truncation_sql(plan, source, unit_rows, from_):  # the statistics query has no place for it
-        out[TRUNCATION_QUERY] = for_engine(backend, plan, over)
-        backend.bind(out[TRUNCATION_QUERY])
-    return out
 
 
 def explain(db: Database, text: str, analyst: str | None = None) -> dict[str, Any]:
@@ -373,15 +195,6 @@ def _answer(db: Database, analyst: str, text: str) -> Result:
         raise
 
 
-def authorize(db: Database, analyst: str, table: str) -> str:
-    """Refuse (before anything is spent) an unknown analyst, or a table they may not query; return the
-    table's stored name. Suggestions come only from the tables the analyst may query, and a scoped analyst
-    gets one refusal for any table outside the grant, whether or not it exists (``find_table``)."""
-    if not db.catalog.has_analyst(analyst):
-        raise Unauthorized(f"unknown analyst {analyst!r}; the owner creates analysts with `privdb grant`")
-    return find_table(table, db.table_names(), visible=db.catalog.analyst_tables(analyst))
-
-
 def _exact_public(db: Database, analyst: str, query: DPQuery) -> Result | None:
     """A DP-SELECT that reads public tables only, answered exactly and free, as the plain SELECT it is
     (privdb.sql.public): noise would protect no one. None where a table is private (or unknown, or not
@@ -391,7 +204,7 @@ def _exact_public(db: Database, analyst: str, query: DPQuery) -> Result | None:
         ctes = {c.alias_or_name.lower() for c in query.select.find_all(exp.CTE)}
         names = {t.name for t in query.select.find_all(exp.Table)} - {""}
         named = [n for n in names if n.lower() not in ctes]
-        if not named or not all(_DatabaseTables(db, analyst).meta(n).public for n in named):
+        if not named or not all(DatabaseTables(db, analyst).meta(n).public for n in named):
             return None
         if is_record_release(query.select):
             return None

@@ -47,6 +47,7 @@ from privdb.result import Result
 from privdb.sql.noise import canonical_key
 from privdb.sql.parse import MAX_DEPTH, MAX_QUERY_LENGTH, check_text, nesting
 from privdb.sql.public_check import plain_sql
+from privdb.sql.targets import authorize
 
 __all__ = ["MAX_PUBLIC_ROWS", "MAX_RESULT_ROWS", "PUBLIC_TIMEOUT", "answer_public", "is_plain_select"]
 
@@ -188,8 +189,6 @@ def _parse(text: str) -> tuple[exp.Query, str]:
 
 def _public_tables(db: Database, analyst: str, query: exp.Query) -> dict[str, tuple[Engine, str]]:
     """Every table ``query`` names, authorised and public: stored name → (engine, name there)."""
-    from privdb.sql.engine import authorize  # engine.run calls this module: imported when first used
-
     ctes = _cte_scopes(query)
     tables: dict[str, tuple[Engine, str]] = {}
     for table in query.find_all(exp.Table):
