@@ -92,7 +92,7 @@ def prepare(
 
     A query of a kept shape (the same text and asker but for ε: privdb.sql.prepared) skips the parse, the
     relation and the resolution; the noise is sized and the engine SQL written afresh. ``exact``: a query
-    of public tables only is answered exactly instead (raises :class:`_Exact`; kept shapes are never one)."""
+    of public tables only is answered exactly instead (raises :class:`_Exact`; such shapes are never kept)."""
     kept = shapes(db)
     hit = kept.lookup(db, text, analyst)
     if hit is not None:
@@ -101,19 +101,19 @@ def prepare(
         planned = plan_query(query, relation.meta, db.evaluate_domain, relation, parts.shape)
         return planned, statistics_sql(db, planned)
     query = parse_dp_select(text)  # before the state is read: a refused text never opens the data
-    if exact and analyst is not None and (answer := _exact_public(db, analyst, query)) is not None:
-        raise _Exact(answer)
     before = state(db, analyst, (), ()) if shape_of(text, analyst) is not None else None
     tables = DatabaseTables(db, analyst)
-    plan, sql, shape = _prepare(db, query, tables)
+    plan, sql, shape = _prepare(db, query, tables, exact)
     if before is not None and shape is not None and isinstance(plan, Plan):
         kept.keep(db, text, analyst, plan, shape, before, tables.read)
     return plan, sql
 
 
 def _prepare(
-    db: Database, query: DPQuery, tables: DatabaseTables
+    db: Database, query: DPQuery, tables: DatabaseTables, exact: bool = False
 ) -> tuple[Plan | ReleasePlan, str, Shape | None]:
+    """:func:`prepare` after the parse; the shape is None where none is kept (record releases, and
+    relations of public tables only, which a run answers exactly: a kept shape would skip that)."""
     plan: Plan | ReleasePlan
     if is_record_release(query.select):
         if query.accuracy is not None:
@@ -133,13 +133,16 @@ def _prepare(
             backend.bind(sql)
         return plan, sql, None
     relation = build_relation(query.select, tables)
+    public = exact and relation.public and tables.analyst is not None
+    if public and (answer := _exact_public(db, str(tables.analyst), query)) is not None:
+        raise _Exact(answer)
     if query.accuracy is not None:  # the smallest ε reaching the accuracy, from plans alone
         query = with_chosen_epsilon(query, relation, db.evaluate_domain)
     shape = plan_shape(query, relation.meta, db.evaluate_domain)
     plan = plan_query(query, relation.meta, db.evaluate_domain, relation, shape)
     if plan.query.schedule is not None:
         accuracy_first.calibrate(plan)  # every step's noise, before anything is read
-    return plan, statistics_sql(db, plan), shape
+    return plan, statistics_sql(db, plan), None if relation.public else shape
 
 
 def explain(db: Database, text: str, analyst: str | None = None) -> dict[str, Any]:
@@ -196,18 +199,10 @@ def _answer(db: Database, analyst: str, text: str) -> Result:
 
 
 def _exact_public(db: Database, analyst: str, query: DPQuery) -> Result | None:
-    """A DP-SELECT that reads public tables only, answered exactly and free, as the plain SELECT it is
-    (privdb.sql.public): noise would protect no one. None where a table is private (or unknown, or not
-    granted: the DP path then refuses it as before), or where plain SELECT does not answer the form
-    (MEDIAN, QUANTILE, MODE, a record release, …): the DP path answers it then (docs/answers.md)."""
+    """A DP-SELECT whose relation reads public tables only, answered exactly and free, as the plain SELECT
+    it is (privdb.sql.public): noise would protect no one. None where plain SELECT does not answer the form
+    (MEDIAN, QUANTILE, MODE, …): the DP path answers it then (docs/answers.md)."""
     try:
-        ctes = {c.alias_or_name.lower() for c in query.select.find_all(exp.CTE)}
-        names = {t.name for t in query.select.find_all(exp.Table)} - {""}
-        named = [n for n in names if n.lower() not in ctes]
-        if not named or not all(DatabaseTables(db, analyst).meta(n).public for n in named):
-            return None
-        if is_record_release(query.select):
-            return None
         result = answer_public(db, analyst, query.body())
     except PrivdbError:
         return None
