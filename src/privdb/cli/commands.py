@@ -1,35 +1,16 @@
 """The assembled ``privdb`` application: importing each command module registers its commands on ``app``."""
 
-from privdb.cli import (
-    analyst,
-    anonymize,
-    budgets,
-    database,
-    epsilon,
-    linkage,
-    load,
-    log,
-    publish,
-    showcase,
-    survey,
-    tune,
-)
+from importlib import import_module
+
 from privdb.cli.core import app, arrange
 
 __all__ = ["app"]
 
-_COMMANDS = (
-    analyst,
-    anonymize,
-    budgets,
-    database,
-    epsilon,
-    linkage,
-    load,
-    log,
-    publish,
-    showcase,
-    survey,
-    tune,
-)
+_COMMANDS = tuple(
+    import_module(f"privdb.cli.{name}")  # each registers its commands on ``app`` as it is imported
+    for name in (
+        "analyst", "anonymize", "budgets", "database", "epsilon", "linkage", "load", "log", "publish",
+        "showcase", "survey", "tune",
+    )
+)  # fmt: skip
 arrange(app)

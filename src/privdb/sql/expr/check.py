@@ -206,8 +206,9 @@ class Checker:
     def same_type(self, nodes: list[exp.Expression], node: Any) -> tuple[Expr, ...]:
         """Operands that must share one type (comparisons, IN, CASE branches, COALESCE, …). Text columns
         stored as numbers meet numbers as numbers (:func:`stored_number`)."""
-        if any(self.as_number(n) is not None for n in nodes):
-            others = {self.type_of(n) for n in nodes if self.as_number(n) is None}
+        stored = [self.as_number(n) is not None for n in nodes]
+        if any(stored):
+            others = {self.type_of(n) for n, number in zip(nodes, stored, strict=True) if not number}
             for want in (Type.NUM, Type.BOOL):  # a number, or a condition (non-zero is true)
                 if want in others:
                     return tuple(self.typed(n, want) for n in nodes)
