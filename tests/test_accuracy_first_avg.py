@@ -1,5 +1,5 @@
 """`DP-SELECT ACCURACY a [CONFIDENCE c] MAX m AVG(…)` (issue 16): accuracy first by noise reduction
-(privdb.sql.accuracy_first, docs/proofs/accuracy-first.md). The schedule is public and shown by explain;
+(privdb.sql.accuracy.first, docs/proofs/accuracy-first.md). The schedule is public and shown by explain;
 answers are within ± a as often as promised; the ledger charges exactly the ex-post ε of the step reached
 (MAX reserved, the rest returned); every bad request is refused before reading, free."""
 
@@ -19,7 +19,7 @@ from privdb.cli import app
 from privdb.data.census import METADATA, generate
 from privdb.database import Database
 from privdb.errors import BudgetExhausted, InvalidParameter, PrivdbError
-from privdb.sql.accuracy_first import RANGE, RATIO
+from privdb.sql.accuracy.first import RANGE, RATIO
 
 N = 1500
 

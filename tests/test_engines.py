@@ -18,7 +18,8 @@ from pgfixture import postgres_cluster
 from privdb.database import Database
 from privdb.errors import EngineUnavailable, PrivdbError
 from privdb.sql import engine
-from privdb.sql.plan import Plan
+from privdb.sql.plan.types import Plan
+from privdb.sql.run.targets import histogram_queries
 
 META: dict[str, Any] = {
     "privacy_unit": "pid",
@@ -103,7 +104,7 @@ QUERIES = [
     "DP-SELECT 1 city, MEDIAN(age) FROM {t} GROUP BY city",
     # a float grid: each value at its nearest grid point (FLOOR(z + 0.5)), ties clamped onto both bounds
     "DP-SELECT 1 MEDIAN(income), QUANTILE(income, 0.9), MIN(income) FROM {t}",
-    # computed forms proven total on every engine (privdb.sql.expr.portable)
+    # computed forms proven total on every engine (privdb.sql.front.expr.portable)
     "DP-SELECT 1 SUM(CASE WHEN age > 30 THEN income * 2 ELSE 0 END), AVG(income / 12) FROM {t}",
     "DP-SELECT 1 SUM(CAST(age AS INT) // 7), SUM(ABS(income - 500) + SIGN(age - 50)), AVG(-age) FROM {t}",
     "DP-SELECT 1 SUM(FLOOR(income / 3) - CEIL(income / 7)), SUM(GREATEST(age, 18)), SUM(LEAST(income, age)) "
@@ -127,7 +128,7 @@ def engine_statistics(db: Database, query: str, dialect: str) -> list[pd.DataFra
     backend, _ = db.backend_for(plan.table.name)
     assert backend.dialect == dialect
     parts = [backend.fetch(sql)] if sql else []
-    parts += [backend.fetch(h) for h in engine.histogram_queries(db, plan).values()]
+    parts += [backend.fetch(h) for h in histogram_queries(db, plan).values()]
     return [p.sort_values(list(p.columns)).reset_index(drop=True) for p in parts]
 
 

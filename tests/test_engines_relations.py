@@ -54,7 +54,8 @@ from privdb.database import Database
 from privdb.errors import InternalError, PrivdbError, QueryFailed, UnsupportedQuery
 from privdb.result import Result
 from privdb.sql import engine
-from privdb.sql.plan import Plan
+from privdb.sql.plan.types import Plan
+from privdb.sql.run.targets import histogram_queries
 
 T = 6.0  # intervals are widened T-fold: 20**-6 ≈ 1.6e-8 per value (module doc)
 EPSILON = 50
@@ -510,7 +511,7 @@ def engine_statistics(db: Database, query: str, dialect: str) -> list[pd.DataFra
     backend, _ = db.backend_for(base)
     assert backend.dialect == dialect
     parts = [backend.fetch(sql)] if sql else []
-    parts += [backend.fetch(h) for h in engine.histogram_queries(db, plan).values()]
+    parts += [backend.fetch(h) for h in histogram_queries(db, plan).values()]
     return [p.sort_values(list(p.columns)).reset_index(drop=True) for p in parts]
 
 

@@ -1,4 +1,4 @@
-"""Bounds of aggregate arguments by interval arithmetic (privdb.sql.expr.bounds).
+"""Bounds of aggregate arguments by interval arithmetic (privdb.sql.front.expr.bounds).
 
 Each rule is checked on its own, each refusal by its message, and a property test evaluates random
 arguments in DuckDB over tables whose values break the declared bounds (NULL, NaN, ±inf, out of range):
@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.errors import UnsupportedQuery
-from privdb.sql import expr
-from privdb.sql.expr import Bounded, Expr, Type, bound
-from privdb.sql.expr.render import column_expr, render_num
-from privdb.sql.expr.types import DEFAULT_MAX_LENGTH, MAX_RESULT_LENGTH
+from privdb.sql.front import expr
+from privdb.sql.front.expr import Bounded, Expr, Type, bound
+from privdb.sql.front.expr.render import column_expr, render_num
+from privdb.sql.front.expr.types import DEFAULT_MAX_LENGTH, MAX_RESULT_LENGTH
 
 COLUMNS = {
     "a": ColumnMeta("a", "int", -10, 10, storage="int"),

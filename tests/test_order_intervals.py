@@ -1,4 +1,4 @@
-"""The 95% intervals of MEDIAN, QUANTILE, MIN and MAX in the answer's units (privdb.sql.order).
+"""The 95% intervals of MEDIAN, QUANTILE, MIN and MAX in the answer's units (privdb.sql.plan.order).
 
 Coverage on the census sample (data/pums, 1,000 rows): many seeded releases from the engine's own
 histograms, each checked against the true quantile set of the clamped values. Each coverage test fails
@@ -21,9 +21,11 @@ from scipy import stats
 from conftest import ALPHA, seeded
 from privdb.database import Database
 from privdb.sql import engine
-from privdb.sql.noise import add_noise
-from privdb.sql.order import bracket, interval_of
-from privdb.sql.plan import Plan
+from privdb.sql.answer.choose import interval_of
+from privdb.sql.answer.noise import add_noise
+from privdb.sql.plan.order import bracket
+from privdb.sql.plan.types import Plan
+from privdb.sql.run.targets import histogram_queries
 from sqlfixtures import DATA
 
 PUMS_CSV = DATA / "pums" / "PUMS.csv"
@@ -62,7 +64,7 @@ def releases(db: Database, query: str, runs: int, seed: int) -> tuple[Plan, list
     plan, sql = engine.prepare(db, query)
     assert isinstance(plan, Plan)
     frame = db.backend.fetch(sql) if sql else None
-    hists = {n: db.backend.fetch(s) for n, s in engine.histogram_queries(db, plan).items()}
+    hists = {n: db.backend.fetch(s) for n, s in histogram_queries(db, plan).items()}
     source = seeded(seed)
     return plan, [add_noise(plan, frame, source, hists) for _ in range(runs)]
 

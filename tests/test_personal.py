@@ -22,8 +22,9 @@ from privdb.cli import app
 from privdb.database import Database
 from privdb.errors import InvalidParameter, PrivdbError, UnknownColumn, UnsupportedQuery
 from privdb.sql import engine
-from privdb.sql.personal import inclusion
-from privdb.sql.plan import Plan
+from privdb.sql.plan.personal import inclusion
+from privdb.sql.plan.types import Plan
+from privdb.sql.run.targets import histogram_queries
 
 STRICT, LIBERAL = 0.1, 1.0
 PEOPLE: dict[str, Any] = {
@@ -201,7 +202,7 @@ def test_every_read_of_a_query_samples_the_table(db: Database) -> None:
     for query in queries:
         plan, sql = engine.prepare(db, query, "alice")
         assert isinstance(plan, Plan)
-        for read in [sql, *engine.histogram_queries(db, plan).values()]:
+        for read in [sql, *histogram_queries(db, plan).values()]:
             if read:
                 assert "random() < CASE WHEN" in read and '"eps"' in read, (query, read)
 

@@ -1,4 +1,4 @@
-"""Prepared query shapes (privdb.sql.prepared): a query asked again at another ε reuses its parse, relation
+"""Prepared query shapes (privdb.sql.plan.prepared): a query asked again at another ε reuses its parse, relation
 and resolution, and gets exactly what a fresh prepare gives — plan, engine SQL, answers for a seed,
 refusals and charges — and a change of metadata, grants, attachments or tables is seen at the next query,
 also when another process makes it."""
@@ -18,9 +18,10 @@ from conftest import seeded
 from privdb.database import Database
 from privdb.errors import PrivdbError
 from privdb.sql import engine
-from privdb.sql.parse import MAX_EPSILON, parse_dp_select
-from privdb.sql.plan import Plan
-from privdb.sql.prepared import shape_of, shapes
+from privdb.sql.front.parse import MAX_EPSILON, parse_dp_select
+from privdb.sql.plan.prepared import shape_of, shapes
+from privdb.sql.plan.types import Plan
+from privdb.sql.run.targets import histogram_queries
 from sqlfixtures import TAX_METADATA, make_db
 
 # one of each form the planner treats differently
@@ -58,7 +59,7 @@ def _facts(db: Database, plan: Any, sql: str) -> dict[str, Any]:
     assert isinstance(plan, Plan)
     return {
         "sql": sql,
-        "histograms": engine.histogram_queries(db, plan),
+        "histograms": histogram_queries(db, plan),
         "statistics": plan.statistics,
         "aggregates": plan.aggregates,
         "threshold": plan.threshold,

@@ -20,10 +20,13 @@ from conftest import seeded
 from privdb.catalog.metadata import ColumnMeta
 from privdb.database import Database
 from privdb.mechanisms import ExponentialMechanism
-from privdb.sql import engine, order
-from privdb.sql.noise import add_noise
-from privdb.sql.plan import Plan
-from privdb.sql.sensitivity import make_histogram
+from privdb.sql import engine
+from privdb.sql.answer import choose
+from privdb.sql.answer.noise import add_noise
+from privdb.sql.plan import types
+from privdb.sql.plan.sensitivity import make_histogram
+from privdb.sql.plan.types import Plan
+from privdb.sql.run.targets import histogram_queries
 
 RUNS = 200
 
@@ -37,7 +40,7 @@ def _draws(tmp_path: Path, frame: pd.DataFrame, meta: dict[str, Any], query: str
         db.set_metadata("t", meta)
         plan, _ = engine.prepare(db, query)
         assert isinstance(plan, Plan)
-        hists = {n: db.backend.fetch(s) for n, s in engine.histogram_queries(db, plan).items()}
+        hists = {n: db.backend.fetch(s) for n, s in histogram_queries(db, plan).items()}
     finally:
         db.close()
     source = seeded(seed)
@@ -135,18 +138,18 @@ def test_every_choice_is_epsilon_dp_on_tied_neighbours(m: int, substitute: bool,
     column = ColumnMeta("v", "int", 0.0, 20.0)
     hist = make_histogram("h", "quantile", column, 1.0, m, substitute, q)
     cells = (0, 7, 8, 12, 20)
-    shares = (order.ANSWER_SHARE, order.END_SHARE, order.END_SHARE)
+    shares = (types.ANSWER_SHARE, types.END_SHARE, types.END_SHARE)
     mechs = [ExponentialMechanism(epsilon=hist.epsilon * s, sensitivity=hist.sensitivity) for s in shares]
     worst, moved = 0.0, 0.0
     for base in itertools.product(range(3), repeat=len(cells)):
         counts = {c: float(n) for c, n in zip(cells, base, strict=True) if n}
-        utils = order.utilities(hist, counts, q)
+        utils = choose.utilities(hist, counts, q)
         before = [np.log(mech.probabilities(u)) for mech, u in zip(mechs, utils, strict=True)]
         for change in _neighbours(m, substitute, cells):
             other = {c: counts.get(c, 0.0) + change.get(c, 0.0) for c in cells}
             if min(other.values()) < 0:
                 continue
-            after = order.utilities(hist, {c: n for c, n in other.items() if n}, q)
+            after = choose.utilities(hist, {c: n for c, n in other.items() if n}, q)
             for mech, share, p, u, v in zip(mechs, shares, before, after, utils, strict=True):
                 moved = max(moved, float(np.max(np.abs(u - v))) / hist.sensitivity)
                 ratio = float(np.max(np.abs(p - np.log(mech.probabilities(u))))) / (hist.epsilon * share)

@@ -24,9 +24,9 @@ from privdb.backends.duckdb import DuckDBBackend
 from privdb.database import Database
 from privdb.errors import InternalError
 from privdb.sql import engine
+from privdb.sql.answer.noise import _groups, add_noise
 from privdb.sql.engine import prepare
-from privdb.sql.noise import _groups, add_noise
-from privdb.sql.plan import Plan
+from privdb.sql.plan.types import Plan
 from sqlfixtures import make_db
 
 COUNT = "DP-SELECT {} COUNT(*) FROM people WHERE age > 30"

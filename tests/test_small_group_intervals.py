@@ -18,9 +18,10 @@ from scipy import stats
 
 from conftest import ALPHA, seeded
 from privdb.catalog.metadata import metadata_from_dict
-from privdb.sql.noise import add_noise
-from privdb.sql.parse import parse_dp_select
-from privdb.sql.plan import Plan, plan_query
+from privdb.sql.answer.noise import add_noise
+from privdb.sql.front.parse import parse_dp_select
+from privdb.sql.plan.planner import plan_query
+from privdb.sql.plan.types import Plan
 
 _RUNS = 2000
 _KEYS = [f"r{i}" for i in range(_RUNS)]

@@ -23,11 +23,14 @@ from conftest import ALPHA, seeded
 from privdb.catalog.metadata import TableMeta, metadata_from_dict
 from privdb.database import Database
 from privdb.mechanisms import Geometric, Laplace
-from privdb.sql import engine, validate
-from privdb.sql import plan as plan_module
-from privdb.sql.noise import NoisyAnswer, add_noise, released_count_intervals
-from privdb.sql.parse import parse_dp_select
-from privdb.sql.plan import Plan, plan_query
+from privdb.sql import engine
+from privdb.sql.answer.intervals import released_count_intervals
+from privdb.sql.answer.noise import NoisyAnswer, add_noise
+from privdb.sql.front import validate
+from privdb.sql.front.parse import parse_dp_select
+from privdb.sql.plan import planner as plan_module
+from privdb.sql.plan.planner import plan_query
+from privdb.sql.plan.types import Plan
 
 
 def _least_covered(n: int, alpha: float, p: float = 0.95) -> int:

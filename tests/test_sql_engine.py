@@ -15,7 +15,7 @@ from conftest import seeded
 from privdb.database import Database
 from privdb.errors import PrivdbError
 from privdb.sql import engine
-from privdb.sql.noise import add_noise
+from privdb.sql.answer.noise import add_noise
 from sqlfixtures import make_db
 
 

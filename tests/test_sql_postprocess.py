@@ -1,4 +1,4 @@
-"""privdb.sql.postprocess: expressions over noisy aggregates and HAVING, evaluated as post-processing."""
+"""privdb.sql.front.formulas: expressions over noisy aggregates and HAVING, evaluated as post-processing."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from sqlglot import exp
 
 from privdb.errors import UnsupportedQuery
-from privdb.sql.postprocess import ALLOWED, Formula, Values, compile_formula, compile_predicate
+from privdb.sql.front.formulas import ALLOWED, Formula, Values, compile_formula, compile_predicate
 
 F = NDArray[np.float64]
 

@@ -18,7 +18,7 @@ from conftest import ALPHA, seeded
 from privdb.audit import audit
 from privdb.database import Database
 from privdb.sql import engine
-from privdb.sql.noise import add_noise
+from privdb.sql.answer.noise import add_noise
 
 BASE = pd.DataFrame(
     {

@@ -21,9 +21,10 @@ from privdb.errors import (
     RawAccessDenied,
     UnsupportedQuery,
 )
-from privdb.sql import engine, public
-from privdb.sql.parse import MAX_QUERY_LENGTH
-from privdb.sql.public import MAX_RESULT_ROWS, answer_public, is_plain_select
+from privdb.sql import engine
+from privdb.sql.front.parse import MAX_QUERY_LENGTH
+from privdb.sql.public import answer as public
+from privdb.sql.public.answer import MAX_RESULT_ROWS, answer_public, is_plain_select
 
 REGIONS = pd.DataFrame({"code": [1, 2, 3], "name": ["North", "South", "East"]})
 

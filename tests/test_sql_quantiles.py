@@ -18,8 +18,9 @@ from privdb.database import Database
 from privdb.errors import PrivdbError
 from privdb.mechanisms import ExponentialMechanism
 from privdb.sql import engine
-from privdb.sql.noise import add_noise
-from privdb.sql.plan import Plan
+from privdb.sql.answer.noise import add_noise
+from privdb.sql.plan.types import Plan
+from privdb.sql.run.targets import histogram_queries
 
 META: dict[str, Any] = {
     "columns": {
@@ -94,7 +95,7 @@ def test_the_engine_draws_from_the_exact_exponential_distribution(tmp_path: Path
     try:
         plan, _ = engine.prepare(db, "DP-SELECT 1 MEDIAN(age) FROM t")
         assert isinstance(plan, Plan)
-        hists = {n: db.backend.fetch(s) for n, s in engine.histogram_queries(db, plan).items()}
+        hists = {n: db.backend.fetch(s) for n, s in histogram_queries(db, plan).items()}
         source = seeded(7)
         draws = [add_noise(plan, None, source, hists).rows[0][0] for _ in range(20_000)]
     finally:
@@ -104,7 +105,7 @@ def test_the_engine_draws_from_the_exact_exponential_distribution(tmp_path: Path
     upto = np.array([(frame["age"] <= y).sum() for y in candidates])
     target = 0.5 * len(frame)  # utility: distance from q·n to the rank interval; Δ = max(q, 1 − q) = 1/2
     utility = -np.maximum(np.maximum(below - target, target - upto), 0)
-    # the answer gets half the group's ε; the other half chooses its interval's ends (privdb.sql.order)
+    # the answer gets half the group's ε; the other half chooses its interval's ends (privdb.sql.plan.order)
     expected = ExponentialMechanism(epsilon=0.5, sensitivity=0.5).probabilities(utility)
     observed = np.array([draws.count(float(y)) for y in candidates])
     keep = expected * len(draws) >= 5
@@ -124,7 +125,7 @@ def test_median_on_neighbours_stays_within_the_claim(tmp_path: Path, extra: int)
         try:
             plan, _ = engine.prepare(db, "DP-SELECT 1 MEDIAN(age) FROM t")
             assert isinstance(plan, Plan)
-            hists = {n: db.backend.fetch(s) for n, s in engine.histogram_queries(db, plan).items()}
+            hists = {n: db.backend.fetch(s) for n, s in histogram_queries(db, plan).items()}
         finally:
             db.close()
         source = seeded(11 + i)
@@ -157,7 +158,7 @@ def test_a_person_with_many_rows_moves_a_median_by_at_most_m_ranks(tmp_path: Pat
     try:
         plan, _ = engine.prepare(db, "DP-SELECT 1 MEDIAN(age) FROM t")
         assert isinstance(plan, Plan)
-        hist_frame = db.backend.fetch(engine.histogram_queries(db, plan)[plan.histograms[0].name])
+        hist_frame = db.backend.fetch(histogram_queries(db, plan)[plan.histograms[0].name])
     finally:
         db.close()
     assert hist_frame["n"].sum() == pytest.approx(2001)  # the heavy person counts as one row

@@ -14,8 +14,8 @@ import pytest
 from conftest import seeded
 from privdb.database import Database
 from privdb.sql import engine
-from privdb.sql.noise import add_noise
-from privdb.sql.plan import Plan
+from privdb.sql.answer.noise import add_noise
+from privdb.sql.plan.types import Plan
 
 META: dict[str, Any] = {
     "columns": {

@@ -15,8 +15,8 @@ from privdb.backends.duckdb import unit_rows_column
 from privdb.database import Database
 from privdb.errors import InvalidParameter, UnknownColumn
 from privdb.sql import engine
-from privdb.sql.plan import Plan
-from privdb.sql.rewrite import engine_sql
+from privdb.sql.plan.types import Plan
+from privdb.sql.run.rewrite import engine_sql
 
 HIDDEN = unit_rows_column("pid")
 
@@ -207,7 +207,7 @@ def test_values_are_clamped_as_double_whatever_the_column_type(tmp_path: Path) -
 def test_nan_and_null_keys_add_up_whatever_the_row_order(tmp_path: Path) -> None:
     """NaN and NULL are two groups to the engine and one key (null) in the answer: the answer's statistic
     is their sum, not whichever row the engine happened to return last."""
-    from privdb.sql.noise import _groups
+    from privdb.sql.answer.noise import _groups
 
     with Database(tmp_path / "db") as db:
         db.owner_sql("CREATE TABLE t (k DOUBLE, x DOUBLE)")
@@ -251,7 +251,7 @@ def test_a_lookup_in_a_public_table_keeps_the_small_unit_shortcut(tmp_path: Path
     bounding every unit; with a repeated public key the shortcut is not taken."""
     from joinfixtures import frames, people_visits
     from privdb.sql import engine
-    from privdb.sql.plan import Plan
+    from privdb.sql.plan.types import Plan
 
     tables = frames(people=400, seed=2)
     tables["people"] = pd.concat([tables["people"], tables["people"].head(30)], ignore_index=True)  # repeats

@@ -99,8 +99,9 @@ def test_one_person_moves_each_statistic_within_its_sensitivity(
 ) -> None:
     """Add/remove neighbours computed for real by the engine (clamping included)."""
     from privdb.sql import engine
-    from privdb.sql.plan import Plan, make_statistic
-    from privdb.sql.rewrite import engine_sql
+    from privdb.sql.plan.sensitivity import make_statistic
+    from privdb.sql.plan.types import Plan
+    from privdb.sql.run.rewrite import engine_sql
 
     base = _data(300, seed=3)
     other = pd.concat([base, pd.DataFrame([{"x1": extra[0], "x2": extra[1], "y": extra[2], "free": 0.0}])])

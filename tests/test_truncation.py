@@ -16,7 +16,7 @@ from conftest import seeded
 from privdb.cli import app
 from privdb.database import Database
 from privdb.sql.engine import explain, prepare, run
-from privdb.sql.truncation import TRUNCATION_SHARE
+from privdb.sql.plan.truncation import TRUNCATION_SHARE
 
 PEOPLE, BOUND = 20_000, 3
 VISITS_META: dict[str, Any] = {

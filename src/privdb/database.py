@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -37,13 +38,17 @@ from privdb.catalog.metadata import (
 )
 from privdb.catalog.querylog import LogFilter, LogOptions
 from privdb.catalog.store import Catalog
+from privdb.catalog.values import all_numbers
 from privdb.errors import DatabaseInUse, Forbidden, InvalidParameter, PrivdbError, UnknownTable
 from privdb.inuse import in_use
+from privdb.lru import LRU
 from privdb.mechanisms import RandomSource
-from privdb.sql.expr.types import Type, column_type
-from privdb.sql.prepared import PreparedShapes
 
-__all__ = ["Database", "log_subject"]
+__all__ = ["MAX_SHAPES", "Database", "log_subject"]
+
+MAX_SHAPES = (
+    512  # query shapes kept per database (privdb.sql.plan.prepared), least recently used dropped first
+)
 
 
 def log_subject(viewer: str | None, asked: str | None) -> str | None:
@@ -67,9 +72,7 @@ def _as_declared(columns: dict[str, str], spec: dict[str, Any] | None) -> dict[s
         if isinstance(kind, StoredType) and isinstance(facts, dict) and facts.get("type"):
             typed = str(facts["type"]).lower()
             if typed == "category":  # stored as numbers exactly when the language reads it as a number
-                values = tuple(facts.get("values") or ())
-                numeric = column_type(ColumnMeta(name, "category", values=values)) is Type.NUM
-                typed = "float" if numeric else "text"
+                typed = "float" if all_numbers(facts.get("values") or ()) else "text"
             out[name] = typed
         else:
             out[name] = kind
@@ -93,7 +96,8 @@ class Database:
         self.catalog, self.ledger = Catalog(store), Ledger(store)
         self.noise_source: RandomSource | None = None  # None: the CSPRNG; tests may inject a seeded one
         self.query_timeout: float | None = None  # seconds an engine query may run (the server sets one)
-        self.prepared = PreparedShapes()  # query shapes planned already (privdb.sql.prepared)
+        # query shapes planned already, kept and checked by privdb.sql.plan.prepared
+        self.prepared: LRU[Hashable, object] = LRU(MAX_SHAPES)
         self.skipped_lines: dict[str, int] = {}  # table → malformed CSV lines its last load here left out
 
     @property

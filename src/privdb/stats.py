@@ -26,9 +26,13 @@ from numpy.typing import NDArray
 from privdb.api import Connection
 from privdb.errors import InvalidParameter
 from privdb.result import Result
-from privdb.sql import engine
-from privdb.sql.noise import NoisyAnswer
-from privdb.sql.plan import Plan, Statistic, make_statistic
+from privdb.sql.access import authorize
+from privdb.sql.answer.noise import NoisyAnswer
+from privdb.sql.charge import charged
+from privdb.sql.plan.sensitivity import make_statistic
+from privdb.sql.plan.types import Plan, Statistic
+from privdb.sql.prepare import prepare
+from privdb.sql.run.targets import statistics_sql
 
 __all__ = ["Regression", "linear_regression"]
 
@@ -80,10 +84,10 @@ def linear_regression(conn: Connection, table: str, y: str, xs: list[str], epsil
         raise InvalidParameter("give one or more distinct regressors xs, none of them the response y")
     db, analyst = conn._db, conn.analyst
     present = " AND ".join(f'"{c}" IS NOT NULL' for c in [y, *xs])
-    base, _ = engine.prepare(db, f"DP-SELECT {epsilon!r} COUNT(*) FROM {table} WHERE {present}")
+    base, _ = prepare(db, f"DP-SELECT {epsilon!r} COUNT(*) FROM {table} WHERE {present}")
     assert isinstance(base, Plan)
     meta = base.table
-    engine.authorize(db, analyst, meta.name)
+    authorize(db, analyst, meta.name)
     columns = {c: meta.column(c) for c in [y, *xs]}
     wanted: list[tuple[str, str, str, str | None]] = [("n", "rows", y, None), ("y", "sum", y, None)]
     for i, xi in enumerate(xs):
@@ -100,7 +104,7 @@ def linear_regression(conn: Connection, table: str, y: str, xs: list[str], epsil
     roles = {role: stat for (role, *_), stat in zip(wanted, stats, strict=True)}
     plan = dataclasses.replace(base, statistics=tuple(stats), aggregates=(), histograms=())
     backend, _ = db.backend_for(meta.name)
-    sql = engine.statistics_sql(db, plan)
+    sql = statistics_sql(db, plan)
     names = ["intercept", *xs]
 
     def read() -> dict[str, float]:
@@ -125,7 +129,7 @@ def linear_regression(conn: Connection, table: str, y: str, xs: list[str], epsil
         return NoisyAnswer(names, [[float(c) for c in coef]], accuracy)
 
     key = f"REGRESSION {base.epsilon!r} {meta.name}: {y} ~ {' + '.join(xs)}"
-    result = engine.charged(
+    result = charged(
         db, analyst, key=key, table=meta.name, epsilon=base.epsilon, delta=0.0, read=read, respond=respond
     )
     coefficients = dict(zip(result.columns, result.rows[0], strict=True))

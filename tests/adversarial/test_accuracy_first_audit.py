@@ -17,8 +17,8 @@ from privdb.audit import audit
 from privdb.mechanisms import Geometric
 from privdb.mechanisms.noise_reduction import NoiseReduction
 from privdb.sql import engine
-from privdb.sql.noise import _groups
-from privdb.sql.plan import Plan
+from privdb.sql.answer.noise import _groups
+from privdb.sql.plan.types import Plan
 
 QUERY = "DP-SELECT ACCURACY 500 MAX 1 AVG(income) FROM people"
 STEPS = (0.5, 1.0)  # the audited prefix: (v_1, v_2) costs ε_2 = 1 ex post; drawn afresh it would cost 1.5

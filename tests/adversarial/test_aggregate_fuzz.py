@@ -5,7 +5,7 @@ Random expressions of the allowed language, and CASEs choosing between extreme l
 JOIN with a public table, accuracy-first and Gaussian queries. The table holds every edge value and the
 added person holds more. Each query must end the same way on both neighbours (refused before reading, or
 answered with the same columns and rows), never in an internal error or a charged failure: the sums the
-engine computes are finite on every database the metadata allows (privdb.sql.expr.totality), so nothing
+engine computes are finite on every database the metadata allows (privdb.sql.front.expr.totality), so nothing
 after reading can fail.
 """
 

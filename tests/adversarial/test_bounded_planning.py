@@ -35,7 +35,7 @@ from privdb.mechanisms.gaussian import analytic_gaussian_sigma
 from privdb.mechanisms.noise_reduction import NoiseReduction
 from privdb.publish.parameters import parameters
 from privdb.sql import engine
-from privdb.sql.personal import inclusion
+from privdb.sql.plan.personal import inclusion
 
 EXTREMES = [1e308, 5e-324, 1e-300, 1000.0, 1e-12, 1.0, 0.5, 2.0**50, math.nan, math.inf, -1.0, 0.0]
 DELTAS = [5e-324, 1e-300, 1e-12, 1e-6, 0.5, 1 - 1e-16, math.nan, math.inf, 0.0, 1.0]

@@ -28,7 +28,7 @@ from privdb.cli import app
 from privdb.database import Database
 from privdb.errors import Forbidden, ParseError, PrivdbError, UnknownTable
 from privdb.sql import engine
-from privdb.sql.parse import MAX_DEPTH, MAX_QUERY_LENGTH, MAX_TREE_DEPTH, parse_dp_select
+from privdb.sql.front.parse import MAX_DEPTH, MAX_QUERY_LENGTH, MAX_TREE_DEPTH, parse_dp_select
 
 HIDDEN = ("secret_patients", "payroll")  # tables outside eve's grant, in one setup only
 GRANT = ["people", "ghost"]  # ghost: granted, but there is no such table in either setup
@@ -38,7 +38,7 @@ GRANT = ["people", "ghost"]  # ghost: granted, but there is no such table in eit
 # the cases below that need it are expected to fail
 SCOPED = hasattr(Database, "table_names")
 needs_scoped_lookup = pytest.mark.xfail(
-    not SCOPED, strict=True, reason="needs engine.authorize to look names up with find_table(visible=…)"
+    not SCOPED, strict=True, reason="needs authorize to look names up with find_table(visible=…)"
 )
 
 TABLE_QUERIES = [
@@ -332,7 +332,7 @@ AT_THE_LIMIT = [
     WHERE + "NOT (" * (MAX_DEPTH // 2) + "age > 1" + ")" * (MAX_DEPTH // 2),
     WHERE + "(age + " * MAX_DEPTH + "1" + ")" * MAX_DEPTH + " > 1",
     WHERE + "age BETWEEN " + "(age + " * MAX_DEPTH + "1" + ")" * MAX_DEPTH + " AND 100",
-    # long chains are flat, not deep; but privdb.sql.expr.render writes each link in its own parentheses,
+    # long chains are flat, not deep; but privdb.sql.front.expr.render writes each link in its own parentheses,
     # ((((a = 0) OR (a = 1)) OR …), which explain's pretty-printer reads back recursively
     WHERE + " OR ".join(f"age = {i}" for i in range(60)),  # chains: explain falls back to plain SQL
     WHERE + " + ".join(["age"] * 120) + " > 1",

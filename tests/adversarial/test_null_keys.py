@@ -26,7 +26,7 @@ from conftest import seeded
 from privdb.database import Database
 from privdb.errors import PrivdbError
 from privdb.sql import engine
-from privdb.sql.noise import canonical_key, order_key
+from privdb.sql.front.keys import canonical_key, order_key
 
 # (SQL type of the key column, ordinary keys, special keys) — keys written as DuckDB text, cast on load
 KEY_TYPES: dict[str, tuple[str, list[str], list[str | None]]] = {

@@ -1,7 +1,7 @@
 """A quantile's 95% interval is a function of public information and the released values only.
 
 The interval of MEDIAN, QUANTILE, MIN and MAX is built from three exponential-mechanism releases (the
-answer and two ends, privdb.sql.order) by ``interval_of``, which sees the plan's public histogram (bounds,
+answer and two ends, privdb.sql.plan.order) by ``interval_of``, which sees the plan's public histogram (bounds,
 grid, ε, Δ) and those three values. The tests run the real pipeline on two neighbouring databases with the
 same seeded noise (so most releases coincide), record what ``interval_of`` was given (a spy: the real
 function runs), and check: the public inputs are equal on both; the answer's interval is exactly what
@@ -19,9 +19,11 @@ import pytest
 
 from adversarial.neighbours import ALICE, Neighbours, neighbours
 from conftest import seeded
-from privdb.sql import engine, order
-from privdb.sql.noise import NoisyAnswer, add_noise
-from privdb.sql.plan import Histogram, Plan
+from privdb.sql import engine
+from privdb.sql.answer import choose
+from privdb.sql.answer.noise import NoisyAnswer, add_noise
+from privdb.sql.plan.types import Histogram, Plan
+from privdb.sql.run.targets import histogram_queries
 
 QUERIES = [
     "DP-SELECT 1 MEDIAN(income) FROM people",
@@ -50,8 +52,8 @@ def _draw(
     plan, sql = engine.prepare(db, query)
     assert isinstance(plan, Plan)
     frame = db.backend.fetch(sql) if sql else None
-    hists = {n: db.backend.fetch(s) for n, s in engine.histogram_queries(db, plan).items()}
-    real = order.interval_of
+    hists = {n: db.backend.fetch(s) for n, s in histogram_queries(db, plan).items()}
+    real = choose.interval_of
     calls: list[Call] = []
 
     def spy(hist: Histogram, answer: float, low_end: float, high_end: float) -> tuple[float, float]:
@@ -86,14 +88,14 @@ def test_the_interval_is_a_function_of_the_released_values(
     for (a, calls_a), (b, calls_b) in zip(without, with_, strict=True):
         for answer, calls in ((a, calls_a), (b, calls_b)):
             # the released intervals are exactly interval_of's results on the released values
-            assert sorted(map(tuple, _intervals(answer))) == sorted(order.interval_of(*c) for c in calls)
+            assert sorted(map(tuple, _intervals(answer))) == sorted(choose.interval_of(*c) for c in calls)
         assert [c[0] for c in calls_a] == [c[0] for c in calls_b]  # public: the same histogram plans
         public = [{k: v for k, v in e.items() if k not in ("ci95", "ci95_rows")} for e in a.accuracy]
         assert public == [{k: v for k, v in e.items() if k not in ("ci95", "ci95_rows")} for e in b.accuracy]
         for ca, cb in zip(calls_a, calls_b, strict=True):
             if ca[1:] == cb[1:]:  # the same released values on both neighbours: the same interval
                 coinciding += 1
-                assert order.interval_of(*ca) == order.interval_of(*cb)
+                assert choose.interval_of(*ca) == choose.interval_of(*cb)
     assert coinciding > DRAWS // 4  # the coupling makes most releases coincide: the check has teeth
 
 
@@ -108,7 +110,7 @@ def test_the_interval_ignores_the_data_behind_the_released_values(pair: Neighbou
     first, second = plans
     assert first is not None and first == second
     for released in [(50_000.0, 40_000.0, 60_000.0), (0.0, 100_000.0, 0.0), (99_000.0, 1.0, 2.0)]:
-        assert order.interval_of(first, *released) == order.interval_of(second, *released)
+        assert choose.interval_of(first, *released) == choose.interval_of(second, *released)
 
 
 def test_explain_states_the_same_interval_facts_on_both(pair: Neighbours) -> None:
@@ -124,5 +126,5 @@ def test_explain_states_the_same_interval_facts_on_both(pair: Neighbours) -> Non
 def _prepared(db: Any, query: str) -> tuple[Plan, Any, Any, dict[str, Any]]:
     plan, sql = engine.prepare(db, query)
     assert isinstance(plan, Plan)
-    hists = {n: db.backend.fetch(s) for n, s in engine.histogram_queries(db, plan).items()}
+    hists = {n: db.backend.fetch(s) for n, s in histogram_queries(db, plan).items()}
     return plan, db.backend.fetch(sql) if sql else None, db.noise_source, hists

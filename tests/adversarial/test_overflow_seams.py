@@ -3,7 +3,7 @@
 The attack: ``SUM(CASE WHEN (pid = 0 AND income > X) OR pid = 1 THEN 1e308 ELSE 0 END)`` is finite per row
 but ``inf`` when both rows pass, so the query failed exactly when Alice's income exceeded X; a binary search
 recovered it in 24 queries for a total ε of 0.0024. Now every bound is checked against the largest row
-count (privdb.sql.expr.totality) while planning: each form of the attack is refused before reading, free,
+count (privdb.sql.front.expr.totality) while planning: each form of the attack is refused before reading, free,
 on both neighbours, on DuckDB, SQLite and PostgreSQL, with and without a privacy unit. And whatever fails
 after reading (injected here at each step) ends as one ``query_failed`` with one message on both neighbours.
 """
@@ -24,7 +24,7 @@ from conftest import seeded
 from pgfixture import postgres_cluster
 from privdb.database import Database
 from privdb.sql.charge import after_reading
-from privdb.sql.expr.totality import MAX_SUMMAND
+from privdb.sql.front.expr.totality import MAX_SUMMAND
 
 META: dict[str, Any] = {
     "columns": {"pid": {"type": "int", "lower": 0, "upper": 10_000}, **PEOPLE_META["columns"]}
@@ -181,8 +181,8 @@ def _failure(data: Any) -> BaseException:
 
 def _inject(monkeypatch: pytest.MonkeyPatch, step: str) -> None:
     """Make one step after reading fail on both neighbours, differently on each."""
+    import privdb.sql.answer.noise as noise
     import privdb.sql.engine as eng
-    import privdb.sql.noise as noise
     from privdb.backends.duckdb import DuckDBBackend
 
     if step in ("read", "timeout"):

@@ -34,8 +34,8 @@ from adversarial.test_relation_audit import _audit
 from conftest import ALPHA, seeded
 from privdb.database import Database
 from privdb.sql import engine
-from privdb.sql.noise import add_noise
-from privdb.sql.plan import Plan
+from privdb.sql.answer.noise import add_noise
+from privdb.sql.plan.types import Plan
 
 pytestmark = pytest.mark.slow
 

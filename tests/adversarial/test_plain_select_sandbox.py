@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from privdb.database import Database
 from privdb.errors import PrivdbError, UnsupportedQuery
-from privdb.sql.expr.types import MAX_RESULT_LENGTH
-from privdb.sql.public import answer_public
+from privdb.sql.front.expr.types import MAX_RESULT_LENGTH
+from privdb.sql.public.answer import answer_public
 from serverfixtures import Server, make_server_db
 
 REGIONS = pd.DataFrame(

@@ -38,8 +38,14 @@ from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.database import Database
 from privdb.mechanisms import Geometric, KaryRandomizedResponse
 from privdb.sql import engine
-from privdb.sql.parse import parse_dp_select
-from privdb.sql.release import RECORDS_ENTRY, ReleasedColumn, ReleasePlan, plan_release, randomize_records
+from privdb.sql.front.parse import parse_dp_select
+from privdb.sql.release.records import (
+    RECORDS_ENTRY,
+    ReleasedColumn,
+    ReleasePlan,
+    plan_release,
+    randomize_records,
+)
 
 # --- exact enumeration of the construction on tiny tables -------------------------------------------------
 

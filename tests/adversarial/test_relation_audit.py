@@ -10,7 +10,7 @@ bounding and clamping in SQL; every case is deterministic there, which is checke
 
 1. *exactly*: every statistic moves by at most its declared sensitivity, and for this person by exactly
    that much (so the person is a worst case and the audit below is tight);
-2. *statistically*: the query's noise step (``privdb.sql.noise.add_noise`` on the engine's frames, the same
+2. *statistically*: the query's noise step (``privdb.sql.answer.noise.add_noise`` on the engine's frames, the same
    code ``engine.run`` uses after reading) is run ``SAMPLES/4`` + ``SAMPLES`` times per neighbour. On the
    first ``SAMPLES/4`` draws an output event ``E`` (``output > t`` or ``output <= t``, either direction) is
    chosen; on the fresh ``SAMPLES`` draws Clopper–Pearson intervals (``privdb.audit.clopper_pearson``, α/2
@@ -49,9 +49,10 @@ from privdb.audit import clopper_pearson
 from privdb.database import Database
 from privdb.errors import UnsupportedQuery
 from privdb.sql import engine
-from privdb.sql.noise import add_noise
-from privdb.sql.plan import Plan
-from privdb.sql.sensitivity import DISTINCT_KINDS
+from privdb.sql.answer.noise import add_noise
+from privdb.sql.plan.sensitivity import DISTINCT_KINDS
+from privdb.sql.plan.types import Plan
+from privdb.sql.run.targets import histogram_queries
 
 EXTREME = 999
 SAMPLES = 4000  # estimation draws per neighbour (plus SAMPLES / 4 to choose the event)
@@ -125,7 +126,7 @@ def _read(db: Database, query: str) -> tuple[Plan, Frames]:
     plan, sql = engine.prepare(db, query, "alice")
     assert isinstance(plan, Plan)
     frame = db.backend.fetch(sql) if sql else None
-    extra = {name: db.backend.fetch(h) for name, h in engine.histogram_queries(db, plan).items()}
+    extra = {name: db.backend.fetch(h) for name, h in histogram_queries(db, plan).items()}
     return plan, (frame, extra)
 
 

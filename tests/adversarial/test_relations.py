@@ -41,8 +41,8 @@ from joinfixtures import PEOPLE_META, drop, frames, people_visits
 from privdb.database import Database
 from privdb.errors import PrivdbError
 from privdb.sql import engine
-from privdb.sql.noise import canonical_key, order_key
-from privdb.sql.plan import Plan
+from privdb.sql.front.keys import canonical_key, order_key
+from privdb.sql.plan.types import Plan
 
 PRIVATE = ('"people"', '"visits"', '"people_rows"')  # how the engine SQL names the private tables
 OUTLIER = 5001

@@ -29,13 +29,13 @@ from privdb.client import RemoteConnection
 from privdb.database import Database
 from privdb.errors import PrivdbError
 from privdb.sql import engine
-from privdb.sql.parse import MAX_DEPTH, MAX_QUERY_LENGTH
+from privdb.sql.front.parse import MAX_DEPTH, MAX_QUERY_LENGTH
 from serverfixtures import Server
 
 HIDDEN = ("secret_patients", "payroll")
 SCOPED = hasattr(Database, "table_names")  # see test_names_and_parsing: engine.py's scoped lookup
 needs_scoped_lookup = pytest.mark.xfail(
-    not SCOPED, strict=True, reason="needs engine.authorize to look names up with find_table(visible=…)"
+    not SCOPED, strict=True, reason="needs authorize to look names up with find_table(visible=…)"
 )
 QUERIES = [
     "DP-SELECT 1 COUNT(*) FROM secret_patients",

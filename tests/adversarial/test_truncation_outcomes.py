@@ -14,9 +14,9 @@ import pytest
 
 from adversarial.neighbours import neighbours
 from privdb.sql import engine
-from privdb.sql.engine import histogram_queries as queries_of
 from privdb.sql.engine import prepare
-from privdb.sql.truncation import COLUMN, units_over
+from privdb.sql.plan.truncation import COLUMN, units_over
+from privdb.sql.run.targets import histogram_queries as queries_of
 
 META: dict[str, Any] = {
     "privacy_unit": "pid",

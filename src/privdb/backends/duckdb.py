@@ -110,7 +110,7 @@ class DuckDBBackend:
         self._bound: dict[str, list[str]] = {}
         self._verified: set[tuple[str, str]] = set()  # unit counts checked against the table this session
         # counts the changes of the schema or of any table's rows made here (the only writer while this
-        # connection is open): what was planned from them stays valid while it stands (privdb.sql.prepared)
+        # connection is open): what was planned from them stays valid while it stands (privdb.sql.plan.prepared)
         self.generation = 0
         self._local = threading.local()  # each thread's own cursor: queries of threads run in parallel
         self._cursors: list[duckdb.DuckDBPyConnection] = []
@@ -352,7 +352,7 @@ class DuckDBBackend:
 
     def fetch_columns(self, sql: str, *, timeout: float | None = None) -> dict[str, list[Any]]:
         """``fetch`` as column name → Python values, without building a DataFrame (a third of a small
-        aggregate's cost): what the noise step reads (privdb.sql.noise)."""
+        aggregate's cost): what the noise step reads (privdb.sql.answer.noise)."""
 
         def columns(result: duckdb.DuckDBPyConnection) -> dict[str, list[Any]]:
             names = [d[0] for d in result.description or ()]

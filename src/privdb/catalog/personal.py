@@ -1,6 +1,6 @@
 """Personalised privacy metadata: each unit's own ε (Jorgensen, Yu, Cormode, ICDE 2015), declared by the
 owner as ``epsilon_column`` (a number column: the unit's ε) or ``epsilon_policy`` (an ε per value of a text
-column, e.g. a consent level). The SQL that reads it is privdb.sql.personal; the proof is
+column, e.g. a consent level). The SQL that reads it is privdb.sql.plan.personal; the proof is
 docs/proofs/personalised.md.
 """
 

@@ -138,7 +138,7 @@ def table_rows(db: Database, table: str) -> pd.DataFrame:
     engine, source = db.backend_for(table)
     if engine is db.backend:
         return db.owner_sql(f"SELECT * FROM {quote(table)}")
-    from privdb.sql.targets import for_engine
+    from privdb.sql.run.targets import for_engine
 
     return engine.fetch(for_engine(engine, None, f"SELECT * FROM {quote(source)}"), timeout=db.query_timeout)
 

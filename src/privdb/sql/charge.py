@@ -16,7 +16,7 @@ from privdb.errors import InternalError, QueryFailed
 from privdb.interrupt import interrupted
 from privdb.mechanisms._validate import exact
 from privdb.result import Result
-from privdb.sql.noise import NoisyAnswer
+from privdb.sql.answer.noise import NoisyAnswer
 
 __all__ = ["after_reading", "charged"]
 
@@ -107,7 +107,7 @@ def after_reading(db: Database) -> str:
     Once the data is read, nothing it holds may change what the analyst observes but the noisy values
     (DESIGN.md, the outcome rule): an engine error, a time-out, a non-finite value, a fault in the noise or
     in post-processing all end here, with code ``query_failed`` and this text, which depends on the
-    server's public time limit alone. Totality (privdb.sql.expr) makes every such failure impossible but
+    server's public time limit alone. Totality (privdb.sql.front.expr) makes every such failure impossible but
     the time-out; the barrier is what holds if a proof has a gap. docs/proofs/sql.md, "Outcomes"."""
     limit = "" if db.query_timeout is None else f" (the limit is {db.query_timeout:g} s)"
     return (

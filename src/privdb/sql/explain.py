@@ -1,38 +1,31 @@
-"""What a DP-SELECT will do, before it reads any data: per output column its mechanism(s), ε share and 95%
-± in the answer's units; per noisy statistic its sensitivity and noise; the engine SQL.
-
-Explain reads no data, so where an answer's accuracy depends on the data it says so instead of guessing:
-
-- counts and sums: the mechanism's ± (the same for every group);
-- AVG, VARIANCE, STDDEV (ratios of noisy sums): the ± shrinks with the group's size ``n``, which is private.
-  It is given for stated sizes (``ci95_half_width_at``: 100, 1,000, 10,000 rows), computed by the answer's
-  own interval code for a group of that size whose values are spread evenly over the bounds, with the
-  noise at zero: a public assumption, stated, never the private count;
-- MEDIAN, QUANTILE, MIN, MAX: the answer's rank error and the rank offset of its interval's ends; the
-  interval in values comes with the answer (docs/proofs/order-intervals.md);
-- expressions over aggregates: post-processing (ε 0), their interval from their aggregates' in the answer.
-"""
+"""What a DP-SELECT will do, before it reads any data (``privdb explain``): per output column its
+mechanism(s), ε share and 95% ± in the answer's units (privdb.sql.answer.predict says how, and where the
+± depends on the data, why it is stated for public sizes instead); per noisy statistic its sensitivity and
+noise; the engine SQL; personalised ε, the ACCURACY request and the zCDP composition where they apply."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
 import sqlglot
 
-from privdb.mechanisms.base import AdditiveNoise
-from privdb.sql import truncation
-from privdb.sql.combine import combine
-from privdb.sql.order import ANSWER_SHARE, END_SHARE, bracket
-from privdb.sql.plan import AggregatePlan, Plan
-from privdb.sql.release import ReleasePlan
+from privdb import deadline
+from privdb.accounting.disclosure import presence_disclosure
+from privdb.database import Database
+from privdb.sql.accuracy import first as accuracy_first
+from privdb.sql.answer.predict import columns_of
+from privdb.sql.plan import truncation
+from privdb.sql.plan.gaussian import zcdp_cost
+from privdb.sql.plan.personal import personal_table, summary
+from privdb.sql.plan.types import Plan
+from privdb.sql.prepare import prepare
+from privdb.sql.release.records import ReleasePlan
+from privdb.sql.run.targets import histogram_queries
 
-__all__ = ["STATED_SIZES", "columns_of", "describe", "describe_release"]
+__all__ = ["describe", "describe_release", "explain"]
 
-STATED_SIZES = (100, 1_000, 10_000)  # group sizes at which a ratio's ± is stated
 _RECORD = {"ci95_half_width": None, "note": "each released value is randomised; no interval"}
-_RATIOS = ("avg", "variance", "stddev", "variance_pop", "stddev_pop")
 
 
 def _pretty(sql: str) -> str:
@@ -42,107 +35,6 @@ def _pretty(sql: str) -> str:
         return sqlglot.transpile(sql, read="duckdb", write="duckdb", pretty=True)[0]
     except RecursionError:  # a long chain: the plain SQL says the same
         return sql
-
-
-def _mechanism_name(mech: AdditiveNoise) -> str:
-    return mech.name
-
-
-def _ratio_at(plan: Plan, agg: AggregatePlan, mechs: dict[str, AdditiveNoise], n: int) -> float:
-    """Half the width of the answer's interval for a group of ``n`` rows spread evenly over the bounds,
-    the noise at zero (the answer's own propagation code, ``privdb.sql.combine.combine``)."""
-    assert agg.column is not None and agg.column.lower is not None and agg.column.upper is not None
-    lo, hi = agg.column.lower, agg.column.upper
-    even = {"sum": n * (lo + hi) / 2, "sumsq": n * (lo * lo + lo * hi + hi * hi) / 3}
-    noisy = {s: np.array([float(even.get(plan.statistic(s).kind, n))]) for s in agg.statistics}
-    _, ((a, b),) = combine(agg, noisy, mechs)
-    return (b - a) / 2
-
-
-def _column(plan: Plan, agg: AggregatePlan, name: str) -> dict[str, Any]:
-    """One aggregate output column: mechanism(s), ε share, 95% ± where it does not depend on the data."""
-    entry: dict[str, Any] = {
-        "column": name,
-        "role": "aggregate",
-        "kind": agg.kind,
-        "epsilon": agg.epsilon,
-        "epsilon_share": agg.epsilon / plan.epsilon if plan.epsilon else 0.0,
-        "ci95_half_width": None,
-    }
-    hist = agg.histogram
-    if hist is not None:
-        entry |= {"mechanism": "exponential", "epsilon_per_group": hist.epsilon, "candidates": hist.points}
-        loss = hist.mechanism().utility_loss(hist.points, 0.05)
-        if agg.kind == "mode":
-            entry |= {"count_gap95": loss, "note": f"a public value; its count within {loss:.4g} of the top"}
-            return entry
-        t, _ = bracket(hist)
-        entry |= {
-            "rank_error95": loss,
-            "interval_rank_offset": t,
-            "resolution": hist.width,
-            "epsilon_shares": {"answer": ANSWER_SHARE, "interval_low": END_SHARE, "interval_high": END_SHARE},
-            "note": f"the 95% interval in values comes with the answer: two more choices aimed {t:.4g} "
-            "ranks either side of q·n",
-        }
-        return entry
-    mechs = {s: plan.statistic(s).mechanism() for s in agg.statistics}
-    entry["mechanism"] = " + ".join(dict.fromkeys(_mechanism_name(m) for m in mechs.values()))
-    if agg.kind in ("count_star", "count", "sum", "count_distinct"):
-        (mech,) = mechs.values()
-        entry |= {"scale": mech.scale, "ci95_half_width": mech.half_width(0.05)}
-        if plan.threshold is not None and agg.statistics == (plan.threshold.statistic,):
-            entry["note"] = "released keys only; the interval is conditional on release (wider near τ)"
-        return entry
-    if agg.kind in _RATIOS:
-        entry["ci95_half_width_at"] = {str(n): _ratio_at(plan, agg, mechs, n) for n in STATED_SIZES}
-        entry["note"] = (
-            "depends on the group's size n, which is private: stated for groups of n rows spread evenly "
-            "over the bounds"
-        )
-        return entry
-    entry["note"] = "from noisy sufficient statistics; its interval (simulated) comes with the answer"
-    return entry
-
-
-def columns_of(plan: Plan) -> list[dict[str, Any]]:
-    """Explain's per-column facts of a plan (also what ACCURACY chooses ε by: privdb.sql.accuracy)."""
-    return _columns(plan)
-
-
-def _columns(plan: Plan) -> list[dict[str, Any]]:
-    """Per output column (and per aggregate used only by HAVING, ORDER BY or an expression) what it costs
-    and how accurate it will be."""
-    threshold_eps = 0.0  # a key-selection count of its own (not an answer's COUNT(*))
-    if plan.threshold is not None and not any(
-        plan.threshold.statistic in a.statistics for a in plan.aggregates
-    ):
-        threshold_eps = plan.statistic(plan.threshold.statistic).epsilon
-    out: list[dict[str, Any]] = []
-    for name, role, i in plan.resolved.outputs:
-        if role == "aggregate":
-            out.append(_column(plan, plan.aggregates[i], name))
-        elif role == "key":
-            mechanism = "public domain" if plan.domains is not None else "noisy threshold"
-            out.append(_plain(plan, name, "key", mechanism, threshold_eps, 0.0, "exact key values"))
-        else:
-            formula = plan.resolved.formulas[i].text
-            note = f"{formula}: its interval follows from its aggregates' intervals, with the answer"
-            out.append(_plain(plan, name, "expression", "post-processing", 0.0, None, note))
-    hidden = " (for HAVING, ORDER BY or an expression)"
-    out += [
-        _column(plan, a, a.output + hidden) | {"role": "hidden"} for a in plan.aggregates if not a.visible
-    ]
-    return out
-
-
-def _plain(
-    plan: Plan, name: str, role: str, mechanism: str, epsilon: float, half: float | None, note: str
-) -> dict[str, Any]:
-    """A column that is no aggregate: a key or an expression."""
-    share = epsilon / plan.epsilon if plan.epsilon else 0.0
-    return {"column": name, "role": role, "mechanism": mechanism, "epsilon": epsilon, "epsilon_share": share,
-            "ci95_half_width": half, "note": note}  # fmt: skip
 
 
 def describe(plan: Plan, engine_sql: Iterable[str]) -> dict[str, Any]:
@@ -157,7 +49,7 @@ def describe(plan: Plan, engine_sql: Iterable[str]) -> dict[str, Any]:
                 "column": stat.column.name if stat.column else None,
                 "sensitivity": stat.sensitivity,
                 "changed_groups": stat.changed,
-                "mechanism": _mechanism_name(mech),
+                "mechanism": mech.name,
                 "epsilon": stat.epsilon,
                 "scale": mech.scale,
                 "ci95_half_width": mech.half_width(0.05),
@@ -189,7 +81,7 @@ def describe(plan: Plan, engine_sql: Iterable[str]) -> dict[str, Any]:
         "engine_sql": "\n\n".join(_pretty(q) for q in engine_sql if q),
         "privacy_unit": plan.table.privacy_unit,
         "neighbouring": plan.table.neighbouring,
-        "columns": _columns(plan),
+        "columns": columns_of(plan),
         "aggregates": [
             {
                 "column": a.output if a.visible else f"{a.output} (for HAVING, ORDER BY or an expression)",
@@ -237,3 +129,34 @@ def describe_release(plan: ReleasePlan, sql: str) -> dict[str, Any]:
         "epsilon": plan.epsilon,
         "delta": plan.delta,
     }
+
+
+def explain(db: Database, text: str, analyst: str | None = None) -> dict[str, Any]:
+    """The plan, without reading data or spending: per output column its mechanism, ε share and 95% ±; per
+    noisy statistic its sensitivity and noise; the engine SQL. ``analyst``: asked by that analyst, so only
+    for a table granted to them (None: the owner). Under the query's time limit."""
+    with deadline.limit(db.query_timeout):
+        return _explain(db, text, analyst)
+
+
+def _explain(db: Database, text: str, analyst: str | None) -> dict[str, Any]:
+    plan, sql = prepare(db, text, analyst)
+    if isinstance(plan, ReleasePlan):
+        described = describe_release(plan, sql)
+    else:
+        described = describe(plan, [sql, *histogram_queries(db, plan).values()])
+        if (personal := personal_table(db, plan.relation)) is not None:
+            described["personalised"] = summary(personal, plan.epsilon)
+    if plan.query.accuracy is not None:
+        half, confidence, most = plan.query.accuracy
+        described["accuracy_request"] = {"half_width": half, "confidence": confidence, "max_epsilon": most}
+        if isinstance(plan, Plan) and plan.query.schedule is not None:
+            described["accuracy_first"] = accuracy_first.describe(plan)
+    if isinstance(plan, Plan) and (cost := zcdp_cost(plan)) is not None:
+        rho, eps_g, delta_g = cost
+        described["composition"] = {
+            "method": "zcdp", "rho": rho, "epsilon_plain": eps_g, "delta": delta_g,
+            "note": "the Gaussian part is charged what this ρ adds to the analyst's Gaussian answers after "
+                    "conversion at their summed δ: at most epsilon_plain, less after the first",
+        }  # fmt: skip
+    return described | {"disclosure": presence_disclosure(plan.epsilon)}

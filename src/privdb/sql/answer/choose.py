@@ -1,0 +1,161 @@
+"""The exponential mechanism's choices of order statistics and modes, per group, from the engine's per-cell
+counts, and a quantile's 95% interval from its three released values (why and how: privdb.sql.plan.order,
+docs/proofs/sql.md, "Order statistics")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from privdb.mechanisms import RandomSource
+from privdb.sql.front.keys import canonical_key
+from privdb.sql.plan.order import bracket, end_mechanism
+from privdb.sql.plan.types import ANSWER_SHARE, END_SHARE, AggregatePlan, Histogram, Plan
+
+__all__ = ["Interval", "choose", "histogram_accuracy", "interval_of", "utilities"]
+
+Interval = tuple[float, float]
+
+
+def _ranks(
+    counts: dict[Any, float], hist: Histogram
+) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+    """Per candidate ``#{x < y}`` and ``#{x ≤ y}``, and ``n``, from a group's per-cell counts (one cell per
+    candidate: the values nearest it)."""
+    per_cell = np.zeros(hist.cells)
+    for cell, n in counts.items():
+        per_cell[min(max(int(cell), 0), hist.cells - 1)] += n  # the engine's cells lie in range
+    # each cell holds the values nearest its candidate (exactly its value on an int column), so a candidate
+    # covers the ranks of its cell: a point mass's candidate holds all of them
+    below = np.concatenate([[0.0], np.cumsum(per_cell)])[: hist.points]
+    return below, below + per_cell, float(per_cell.sum())
+
+
+def _distance(below: NDArray[np.float64], upto: NDArray[np.float64], target: float) -> NDArray[np.float64]:
+    """How far ``target`` lies from each candidate's rank interval (minus: Smith's utility)."""
+    out: NDArray[np.float64] = np.maximum(np.maximum(below - target, target - upto), 0.0)
+    return out
+
+
+def utilities(
+    hist: Histogram, counts: dict[Any, float], q: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Per candidate, the utilities of a quantile's answer and of its interval's lower and upper ends from
+    one group's per-cell counts: minus the distance from ``q·n`` (``q·n ∓ t`` for the ends) to the
+    candidate's rank interval, the extreme candidate's end utility floored at ``−s₀`` (module doc). Each
+    moves by at most ``hist.sensitivity`` between neighbours (docs/proofs/sql.md, "Order statistics")."""
+    below, upto, total = _ranks(counts, hist)
+    target = q * total
+    t, floor = bracket(hist)
+    low = -_distance(below, upto, target - t)
+    low[0] = max(low[0], -floor)  # the lowest candidate lies below every quantile
+    high = -_distance(below, upto, target + t)
+    high[-1] = max(high[-1], -floor)
+    return -_distance(below, upto, target), low, high
+
+
+def interval_of(hist: Histogram, answer: float, low_end: float, high_end: float) -> Interval:
+    """The 95% interval of a quantile from its three released values and public metadata alone: the hull
+    of the ends and the answer, one grid step wider on a float grid (a value's grid point is within half a
+    step of it), within the column's bounds."""
+    pad = 0.0 if hist.integer else hist.width
+    top = hist.lo + (hist.points - 1) * hist.width
+    lo = max(min(low_end, high_end, answer) - pad, hist.lo)
+    hi = min(max(low_end, high_end, answer) + pad, top)
+    return (min(lo, answer), max(hi, answer))
+
+
+def _counts(plan: Plan, frame: pd.DataFrame) -> dict[tuple[Any, ...], dict[Any, float]]:
+    """Per group (keyed as the noisy statistics' groups are) the weight of each cell."""
+    nkeys = len(plan.resolved.keys)
+    counts: dict[tuple[Any, ...], dict[Any, float]] = {}
+    for row in frame.itertuples(index=False, name=None):
+        key = tuple(canonical_key(v) for v in row[:nkeys])
+        cells = counts.setdefault(key, {})
+        cell = canonical_key(row[nkeys])
+        if cell is None:  # the engine leaves NULL cells out; never a candidate
+            continue
+        weight = canonical_key(row[nkeys + 1])
+        cells[cell] = cells.get(cell, 0.0) + (0.0 if weight is None else float(weight))  # NaN, NULL meet
+    return counts
+
+
+def choose(
+    plan: Plan,
+    hist: Histogram,
+    frame: pd.DataFrame,
+    groups: list[tuple[Any, ...]],
+    q: float | None,
+    rng: RandomSource | None,
+) -> tuple[NDArray[np.float64] | list[Any], list[Interval] | None]:
+    """Per group, the exponential mechanism's choice and its 95% interval (None for a mode): a grid point
+    for a quantile (utility: minus the distance from q·n to the candidate's rank interval, Smith 2011) with
+    the two ends of its interval (module doc), a domain value for a mode (its count)."""
+    counts = _counts(plan, frame)
+    mech = hist.mechanism(rng)
+    if hist.values is not None:  # mode
+        index: dict[Any, int] = {}
+        for i, v in enumerate(hist.values):
+            index.setdefault(canonical_key(v), i)
+        chosen: list[Any] = []
+        for group in groups:
+            u = np.zeros(hist.cells)
+            for value, n in counts.get(group, {}).items():
+                if value in index:  # values outside the public domain are not candidates
+                    u[index[value]] += n
+            chosen.append(hist.values[mech.select(u)])
+        return chosen, None
+    assert q is not None
+    ends = end_mechanism(hist, rng)
+    out = np.empty(len(groups))
+    intervals: list[Interval] = []
+    for g, group in enumerate(groups):
+        answer, low, high = utilities(hist, counts.get(group, {}), q)
+        out[g] = hist.lo + mech.select(answer) * hist.width
+        low_end = hist.lo + ends.select(low) * hist.width
+        high_end = hist.lo + ends.select(high) * hist.width
+        intervals.append(interval_of(hist, float(out[g]), low_end, high_end))
+    return out, intervals
+
+
+def histogram_accuracy(
+    agg: AggregatePlan, hist: Histogram, intervals: list[Interval] | None, order: list[int]
+) -> dict[str, Any]:
+    """What is known of an exponential-mechanism answer's accuracy: with 95% probability the answer's
+    utility is within ``utility_loss`` of the best (McSherry–Talwar); for a quantile also its interval."""
+    loss = hist.mechanism().utility_loss(hist.points, 0.05)
+    entry: dict[str, Any] = {
+        "column": agg.output,
+        "mechanism": "exponential",
+        "epsilon": agg.epsilon,
+        "epsilon_per_group": hist.epsilon,
+        "ci95": None,
+        "ci95_rows": None,
+    }
+    if agg.kind == "mode":
+        entry["count_gap95"] = loss
+        entry["method"] = (
+            "a public domain value chosen with probability ∝ exp(ε·count/(cΔ)) (c = 1 if monotone)"
+        )
+        return entry
+    assert intervals is not None
+    rows = [[intervals[j][0], intervals[j][1]] for j in order]
+    t, _ = bracket(hist)
+    entry |= {
+        "ci95": rows[0] if rows else None,
+        "ci95_rows": rows,
+        "rank_error95": loss,
+        "resolution": hist.width,
+        "interval_rank_offset": t,
+        "epsilon_shares": {"answer": ANSWER_SHARE, "interval_low": END_SHARE, "interval_high": END_SHARE},
+        "method": (
+            f"the {agg.q:g}-quantile by the exponential mechanism over a grid of the bounds (Smith 2011), "
+            "with half the group's ε: with 95% probability q·n lies within rank_error95 of the answer's "
+            "rank interval. ci95: two more choices (a quarter of ε each) aimed interval_rank_offset ranks "
+            "below and above q·n; it covers the true quantile with probability ≥ 95%"
+        ),
+    }
+    return entry

@@ -1,0 +1,428 @@
+"""Parse ``DP-SELECT ε [DELTA δ] <select> …`` with sqlglot's tokenizer and parser (no regular expressions).
+
+The prefix ``DP-SELECT ε [DELTA δ]`` is read from sqlglot tokens; the rest, with ``SELECT`` put back, must be
+exactly one SELECT statement in DuckDB's dialect. Errors carry line and column and underline the spot.
+
+Public limits, checked here so that no later stage (sqlglot's recursive parser and generator, privdb's checks,
+the engine SQL re-read for other dialects) can run out of stack: a query is at most ``MAX_QUERY_LENGTH``
+characters, and nests at most ``MAX_DEPTH`` levels — parentheses, brackets, braces, ``CASE … END`` and prefix
+operators in a row (``NOT``, unary ``-``, ``~``, ``INTERVAL``), counted on the tokens before sqlglot parses
+them and again on the query as privdb writes it back (``a::INT`` is ``CAST(a AS INT)``); its syntax tree is at
+most ``MAX_TREE_DEPTH`` nodes deep (a chain of AND/OR or of one arithmetic or comparison operator,
+``a + b + c``, counts once: sqlglot writes those without recursion). Each is a free ``parse_error`` with one
+message, whichever check (or a ``RecursionError`` anyway) finds it: the outcome depends only on the query's
+text.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError as SqlglotParseError
+from sqlglot.errors import SqlglotError, TokenError
+from sqlglot.tokenizer_core import Token, TokenType
+
+from privdb.errors import InvalidParameter, ParseError, RawAccessDenied, UnsupportedQuery
+from privdb.sql.front.hints import check_within_group, reserved_word, set_operation
+from privdb.text import lone_surrogate
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_EPSILON",
+    "MAX_QUERY_LENGTH",
+    "MAX_TREE_DEPTH",
+    "DPQuery",
+    "check_epsilon",
+    "check_text",
+    "nesting",
+    "parse_dp_select",
+]
+
+MAX_EPSILON = 1000.0  # above this a "private" answer is the raw answer in all but name
+MAX_QUERY_LENGTH = 100_000  # characters
+# sqlglot's parser spends up to ~26 Python frames per level of nesting (a function call, a parenthesis), and
+# the engine SQL (re-read by sqlglot for explain and for other engines) nests deeper than the query: 16 levels
+# stay far inside Python's limit of 1000 frames in every face (CLI, server thread, library)
+MAX_DEPTH = 16
+MAX_TREE_DEPTH = 4 * MAX_DEPTH  # nodes; sqlglot's generator spends ~3 frames per node
+SYNTAX = (
+    "DP-SELECT <epsilon> [DELTA <delta>] <aggregates> FROM <table> [WHERE …] [GROUP BY …] "
+    "(or DP-SELECT ACCURACY <± wanted> [CONFIDENCE <c>] [MAX <epsilon>] …)"
+)
+_DIALECT = "duckdb"
+
+
+@dataclass(frozen=True)
+class DPQuery:
+    """A parsed DP-SELECT: its privacy parameters and the SELECT it wraps."""
+
+    epsilon: float
+    delta: float
+    select: exp.Select
+    text: str
+    # DP-SELECT ACCURACY a [CONFIDENCE c] [MAX m]: (a, c, m); ε is then chosen by privdb.sql.accuracy.search
+    accuracy: tuple[float, float, float | None] | None = None
+    # USING GAUSSIAN: counts and sums get (discrete) Gaussian noise, accounted in zCDP
+    noise: str = "laplace"
+    # accuracy first (privdb.sql.accuracy.first): the increasing ε of its steps, the last its MAX
+    schedule: tuple[float, ...] | None = None
+    # the SELECT as :meth:`body` writes it, when known already (a prepared query shape: privdb.sql.plan.prepared)
+    written: str | None = field(default=None, compare=False, repr=False)
+
+    def body(self) -> str:
+        """The SELECT in DuckDB's dialect, without comments."""
+        return self.written if self.written is not None else self.select.sql(dialect=_DIALECT, comments=False)
+
+    @property
+    def normalized(self) -> str:
+        """A canonical form: the same question written differently caches to the same key."""
+        body = self.body()
+        if self.schedule is not None and self.accuracy is not None:  # not the ε-query of its MAX
+            half, confidence, _ = self.accuracy
+            return f"DP-SELECT ACCURACY {half!r} CONFIDENCE {confidence!r} MAX {self.epsilon!r} {body}"
+        using = "" if self.noise == "laplace" else f" USING {self.noise.upper()}"
+        return f"DP-SELECT {self.epsilon!r} DELTA {self.delta!r}{using} {body}"
+
+
+def _underline(text: str, start: int, end: int) -> str:
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", start)
+    line_end = len(text) if line_end == -1 else line_end
+    line = text[line_start:line_end]
+    width = max(1, min(end, line_end) - start + 1)
+    return f"\n  {line}\n  {' ' * (start - line_start)}{'^' * width}"
+
+
+def _error_start(body: str, line: object, col: object, highlight: str) -> int | None:
+    """Where sqlglot's error token starts in ``body``: its ``line`` and ``col`` give the token's last
+    character (1-based); None when they do not point at ``highlight``."""
+    if not (highlight and isinstance(line, int) and isinstance(col, int)):
+        return None
+    lines = body.split("\n")
+    if not 1 <= line <= len(lines):
+        return None
+    start = sum(len(x) + 1 for x in lines[: line - 1]) + col - len(highlight)
+    return start if start >= 0 and body[start : start + len(highlight)] == highlight else None
+
+
+def _where(text: str, token: Token) -> str:
+    return f" (line {token.line}, column {token.col}){_underline(text, token.start, token.end)}"
+
+
+def _number(text: str, tokens: list[Token], i: int, what: str) -> tuple[float, int]:
+    """Read a (possibly signed) number at ``tokens[i]``; return it and the index after it."""
+    sign = 1.0
+    if i < len(tokens) and tokens[i].token_type in (TokenType.DASH, TokenType.PLUS):
+        sign = -1.0 if tokens[i].token_type == TokenType.DASH else 1.0
+        i += 1
+    if i >= len(tokens):
+        raise ParseError(f"expected {what} after DP-SELECT; write {SYNTAX}")
+    tok = tokens[i]
+    after = tokens[i + 1] if i + 1 < len(tokens) else None
+    if (  # `.01`: the tokenizer gives a dot and the digits; read them as one number, as SQL does
+        tok.token_type == TokenType.DOT
+        and after is not None
+        and after.token_type == TokenType.NUMBER
+        and after.start == tok.end + 1
+        and after.text.isdigit()
+    ):
+        return sign * float("." + after.text), i + 2
+    if tok.token_type != TokenType.NUMBER:
+        raise InvalidParameter(
+            f"{what} must be a positive number, got {tok.text!r}{_where(text, tok)}"
+            if what == "epsilon"
+            else f"{what} must be a number in [0, 1), got {tok.text!r}{_where(text, tok)}"
+        )
+    try:
+        value = sign * float(tok.text)
+    except ValueError:
+        raise ParseError(f"{tok.text!r} is not a number{_where(text, tok)}") from None
+    return value, i + 1
+
+
+_OPENERS = {TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE, TokenType.CASE}
+_CLOSERS = {TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE, TokenType.END}
+_PREFIX = {TokenType.NOT, TokenType.TILDE, TokenType.INTERVAL, TokenType.PIPE_SLASH, TokenType.DPIPE_SLASH}
+_SIGNS = {TokenType.DASH, TokenType.PLUS}
+# after these a sign is binary (a - b); anywhere else it is a prefix operator (-b, a * -b, (-b))
+_OPERAND_ENDS = {
+    TokenType.VAR,
+    TokenType.NUMBER,
+    TokenType.STRING,
+    TokenType.IDENTIFIER,
+    TokenType.NULL,
+    TokenType.TRUE,
+    TokenType.FALSE,
+    *_CLOSERS,
+}
+
+
+def _too_deep() -> ParseError:
+    """The one refusal of a query nested too deeply, whichever check found it."""
+    return ParseError(
+        f"the query nests more than {MAX_DEPTH} levels deep (parentheses, function calls, CASE, prefix "
+        "operators such as NOT or unary minus, casts); write it with less nesting"
+    )
+
+
+def nesting(tokens: list[Token]) -> int:
+    """How deep ``tokens`` nest: each parenthesis, bracket, brace or ``CASE`` is a level, and so is each
+    prefix operator in a row before an operand (``NOT NOT x``, ``- -x``, ``NOT (``). Counted without
+    recursion, before any parser sees the tokens."""
+    stack: list[int] = []
+    depth = deepest = run = 0
+    previous: TokenType | None = None
+    for token in tokens:
+        kind = token.token_type
+        if kind in _PREFIX or (kind in _SIGNS and previous not in _OPERAND_ENDS):
+            run += 1
+        elif kind in _OPENERS:
+            stack.append(1 + run)
+            depth += 1 + run
+            run = 0
+        elif kind in _CLOSERS:
+            depth -= stack.pop() if stack else 0
+            run = 0
+        else:
+            run = 0
+        deepest = max(deepest, depth + run)
+        previous = kind
+    return deepest
+
+
+# chains of these binary operators are written by sqlglot's generator in a loop, not by recursion (checked
+# for sqlglot's DuckDB dialect: a % b % c, a.b.c and others recurse, so they count every level)
+_FLAT_CHAINS: tuple[type[exp.Expression], ...] = (
+    exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.DPipe, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT,
+    exp.LTE, exp.BitwiseAnd, exp.BitwiseOr, exp.Like, exp.ILike,
+)  # fmt: skip
+
+
+def _tree_depth(root: exp.Expression, limit: int) -> int:
+    """The depth of ``root``'s tree in nodes, counted without recursion, where a chain of AND/OR or of one
+    of the operators above (``a + b + c``) counts as one level; stops counting past ``limit``."""
+    stack: list[tuple[exp.Expression, int]] = [(root, 1)]
+    deepest = 0
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        for child in node.iter_expressions():
+            chained = (isinstance(node, exp.Connector) and isinstance(child, exp.Connector)) or (
+                type(child) is type(node) and isinstance(node, _FLAT_CHAINS)
+            )
+            stack.append((child, depth if chained else depth + 1))
+    return deepest
+
+
+def _check_depth(select: exp.Expression) -> None:
+    """Refuse a parsed query whose tree, or whose SQL as privdb writes it back, is nested too deeply."""
+    if _tree_depth(select, MAX_TREE_DEPTH) > MAX_TREE_DEPTH:
+        raise _too_deep()
+    written = select.sql(dialect=_DIALECT, comments=False)
+    if nesting(sqlglot.Dialect.get_or_raise(_DIALECT).tokenize(written)) > MAX_DEPTH:
+        raise _too_deep()
+
+
+def check_text(text: str) -> None:
+    """Refuse a query over the length limit, or one that is not Unicode text (a lone surrogate, e.g. from a
+    JSON ``"\\ud800"`` escape, which no engine or store can encode): free ``parse_error``s."""
+    if len(text) > MAX_QUERY_LENGTH:
+        raise ParseError(
+            f"the query is {len(text):,} characters long, more than the limit of {MAX_QUERY_LENGTH:,}; "
+            "shorten it (e.g. x IN (…) instead of many ORs, or split the question)"
+        )
+    if (at := lone_surrogate(text)) is not None:
+        raise ParseError(
+            f"the query is not Unicode text: character {at + 1} is half of a surrogate pair (U+"
+            f"{ord(text[at]):04X}), which no engine can read; send the query as valid UTF-8 (a JSON "
+            "\\uXXXX escape of U+D800 … U+DFFF must be one of a pair)"
+        )
+
+
+def parse_dp_select(text: str) -> DPQuery:
+    """Parse an analyst's query, or raise the error that says what to write instead."""
+    if not isinstance(text, str) or not text.strip():
+        raise ParseError(f"the query is empty; write {SYNTAX}")
+    check_text(text)
+    try:
+        return _parse(text)
+    except RecursionError:  # a nesting no check above foresaw: still a free refusal, never a fault
+        raise _too_deep() from None
+
+
+def _parse(text: str) -> DPQuery:
+    try:
+        tokens = sqlglot.Dialect.get_or_raise(_DIALECT).tokenize(text)
+    except TokenError as err:
+        raise ParseError(f"cannot read the query: {err}") from None
+    if nesting(tokens) > MAX_DEPTH:
+        raise _too_deep()
+    if not tokens:
+        raise ParseError(f"the query holds only comments; write {SYNTAX}")
+    cte_text, tokens = _leading_with(text, tokens)
+    first = tokens[0]
+    is_dp = (
+        len(tokens) >= 3
+        and first.token_type == TokenType.VAR
+        and first.text.upper() == "DP"
+        and tokens[1].token_type == TokenType.DASH
+        and tokens[2].token_type == TokenType.SELECT
+    )
+    if not is_dp:
+        if first.token_type in (TokenType.SELECT, TokenType.WITH, TokenType.FROM):
+            raise RawAccessDenied(
+                "a plain SELECT would return raw rows; analysts ask with DP-SELECT, e.g. "
+                "DP-SELECT 0.5 COUNT(*) FROM people"
+            )
+        raise ParseError(f"a query must start with DP-SELECT{_where(text, first)}\n  write {SYNTAX}")
+    accuracy = None
+    if _keyword(tokens, 3, "ACCURACY"):
+        accuracy, i = _accuracy(text, tokens)
+        epsilon = 1.0  # provisional: the engine chooses the smallest ε reaching the accuracy
+    else:
+        epsilon, i = _number(text, tokens, 3, "epsilon")
+    check_epsilon(epsilon)
+    delta = 0.0
+    if i < len(tokens) and tokens[i].token_type == TokenType.VAR and tokens[i].text.upper() == "DELTA":
+        delta, i = _number(text, tokens, i + 1, "delta")
+        if not (0 <= delta < 1):
+            raise InvalidParameter(f"delta must be in [0, 1), got {delta:g}")
+    noise, i = _noise(text, tokens, i, delta)
+    if i >= len(tokens):
+        raise ParseError(f"nothing to select after the privacy parameters; write {SYNTAX}")
+    top, body_text = _top(text, tokens, i)
+    body = cte_text + "SELECT " + body_text
+    offset = tokens[i].start - len("SELECT ") - len(cte_text)
+    try:
+        statements = sqlglot.parse(body, read=_DIALECT)
+    except SqlglotParseError as err:
+        info = err.errors[0] if err.errors else {}
+        desc = str(info.get("description", "syntax error"))
+        highlight = str(info.get("highlight", ""))
+        pos = _error_start(body, info.get("line"), info.get("col"), highlight)
+        where, mark = "", ""
+        if pos is not None:  # sqlglot's line and column are in the body: given here in the query's text
+            pos += offset
+            line = text.count("\n", 0, pos) + 1
+            where = f" (line {line}, column {pos - text.rfind(chr(10), 0, pos)})"
+            mark = _underline(text, pos, pos + len(highlight) - 1)
+        raise ParseError(f"{reserved_word(highlight, _DIALECT) or desc}{where}{mark}") from None
+    except SqlglotError as err:  # TokenError, UnsupportedError, …
+        raise ParseError(f"cannot read the query: {err}") from None
+    statements = [s for s in statements if s is not None]
+    if len(statements) != 1:
+        raise UnsupportedQuery(
+            "only one statement per query: remove everything after the first ';'"
+            if len(statements) > 1
+            else f"nothing to select; write {SYNTAX}"
+        )
+    select = statements[0]
+    if isinstance(select, exp.SetOperation):
+        raise UnsupportedQuery(set_operation(select))
+    if not isinstance(select, exp.Select):
+        raise UnsupportedQuery(f"DP-SELECT wraps one plain SELECT. Write {SYNTAX}")
+    check_within_group(select)
+    if top is not None:  # TOP n is LIMIT n (the smaller, if both are written)
+        limit = select.args.get("limit")
+        value = limit.expression if limit is not None else None
+        if isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit():
+            top = min(top, int(value.this))
+        select = select.limit(top)
+    _check_depth(select)
+    return DPQuery(epsilon=epsilon, delta=delta, select=select, text=text, accuracy=accuracy, noise=noise)
+
+
+def check_epsilon(epsilon: float) -> None:
+    """Refuse an ε no answer may be given at (the one message, wherever ε was read)."""
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise InvalidParameter(f"epsilon must be > 0 and finite, got {epsilon:g}")
+    if epsilon > MAX_EPSILON:
+        raise InvalidParameter(
+            f"epsilon {epsilon:g} is above {MAX_EPSILON:g}: such an answer protects no one; "
+            "use a smaller epsilon"
+        )
+
+
+NOISES = ("laplace", "gaussian")
+
+
+def _noise(text: str, tokens: list[Token], i: int, delta: float) -> tuple[str, int]:
+    """``USING GAUSSIAN | LAPLACE`` after the privacy parameters (USING is reserved in SQL, so no select
+    list can start with it): which noise counts and sums get. Gaussian noise needs δ > 0."""
+    if i >= len(tokens) or tokens[i].token_type != TokenType.USING:
+        return "laplace", i
+    word = tokens[i + 1].text.lower() if i + 1 < len(tokens) else ""
+    if word not in NOISES:
+        raise ParseError(
+            f"USING names the noise for counts and sums: USING GAUSSIAN or USING LAPLACE"
+            f"{_where(text, tokens[min(i + 1, len(tokens) - 1)])}"
+        )
+    if word == "gaussian" and delta <= 0:
+        raise InvalidParameter(
+            "USING GAUSSIAN needs δ > 0: write DP-SELECT ε DELTA δ USING GAUSSIAN … (e.g. DELTA 1e-6)"
+        )
+    return word, i + 2
+
+
+def _keyword(tokens: list[Token], i: int, word: str) -> bool:
+    return i < len(tokens) and tokens[i].token_type == TokenType.VAR and tokens[i].text.upper() == word
+
+
+def _accuracy(text: str, tokens: list[Token]) -> tuple[tuple[float, float, float | None], int]:
+    """``ACCURACY a [CONFIDENCE c] [MAX m]`` after DP-SELECT: the wanted half-width of each aggregate's
+    interval at confidence c (default 0.95), and the most ε the analyst will pay."""
+    half, i = _number(text, tokens, 4, "accuracy")
+    if not (half > 0 and math.isfinite(half)):
+        raise InvalidParameter(f"ACCURACY must be a positive half-width (the ± you want), got {half:g}")
+    confidence = 0.95
+    if _keyword(tokens, i, "CONFIDENCE"):
+        confidence, i = _number(text, tokens, i + 1, "confidence")
+        if not 0.5 <= confidence < 1:
+            raise InvalidParameter(f"CONFIDENCE must be in [0.5, 1), e.g. 0.95, got {confidence:g}")
+    most = None
+    if _keyword(tokens, i, "MAX"):
+        most, i = _number(text, tokens, i + 1, "MAX epsilon")
+        if not (0 < most <= MAX_EPSILON):
+            raise InvalidParameter(f"MAX must be an ε in (0, {MAX_EPSILON:g}], got {most:g}")
+    return (half, confidence, most), i
+
+
+def _leading_with(text: str, tokens: list[Token]) -> tuple[str, list[Token]]:
+    """``WITH a AS (…) DP-SELECT ε …`` (CTEs written first, as in SQL): the WITH clause's text and the
+    tokens from ``DP-SELECT`` on. Without a leading WITH: nothing, and the tokens as they are."""
+    if not tokens or tokens[0].token_type != TokenType.WITH:
+        return "", tokens
+    depth = 0
+    for i, token in enumerate(tokens):
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif (
+            depth == 0
+            and token.token_type == TokenType.VAR
+            and token.text.upper() == "DP"
+            and i + 2 < len(tokens)
+            and tokens[i + 1].token_type == TokenType.DASH
+            and tokens[i + 2].token_type == TokenType.SELECT
+        ):
+            return text[: token.start] + " ", tokens[i:]
+    return "", tokens
+
+
+def _top(text: str, tokens: list[Token], i: int) -> tuple[int | None, str]:
+    """``[DISTINCT] TOP n`` right after the privacy parameters (SQL Server's spelling of LIMIT): the
+    number, and the query text without it."""
+    j = i + 1 if tokens[i].token_type == TokenType.DISTINCT else i
+    if j + 1 < len(tokens) and tokens[j].token_type == TokenType.VAR and tokens[j].text.upper() == "TOP":
+        number = tokens[j + 1]
+        if number.token_type != TokenType.NUMBER or not number.text.isdigit():
+            raise ParseError(f"TOP takes a whole number, e.g. TOP 10{_where(text, number)}")
+        rest = text[tokens[i].start : tokens[j].start] + " " + text[number.end + 1 :]
+        return int(number.text), rest
+    return None, text[tokens[i].start :]

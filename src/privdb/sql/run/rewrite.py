@@ -1,0 +1,339 @@
+"""Rewrite a plan into one engine query that clamps values and bounds each unit's contribution.
+
+Without a privacy unit every row is one unit: a single ``GROUP BY`` with clamped sums, as cheap as the raw
+query. With a privacy unit ``u`` (``m`` = max_contributions, ``G`` = max_groups):
+
+1. per (unit, group): row count ``r`` and sums of the clamped values — one pass, partial aggregates;
+2. grouped queries keep at most ``G`` groups per unit, chosen at random (``ROW_NUMBER()`` over a
+   ``random()`` order per unit) among the unit's partial aggregates;
+3. each unit's partials are scaled by ``f = min(1, m / R)``, ``R`` its rows in the kept groups: the unit then
+   weighs exactly as ``m`` of its rows would in expectation (sampling ``m`` rows at random has this mean),
+   so counts contribute at most ``m`` and sums at most ``m·B`` in total — the bound the sensitivities use —
+   without the row-level shuffle that makes per-row sampling slow.
+
+The same pass counts the units over the bound (more than ``m`` rows, or grouped more than ``G`` groups,
+after the WHERE) for the answer's truncation estimate (privdb.sql.plan.truncation).
+
+Units with at most ``min(m, G)`` rows in the whole table (``m`` when ungrouped) can break neither bound, so
+when the table carries a current per-row unit size (a hidden column kept by the backend), their rows take
+the plain aggregate and only the larger units go through steps 1–3 (``UNION ALL`` of the two). The answer is
+the same as bounding every unit; only the work differs.
+"""
+
+from __future__ import annotations
+
+from privdb.backends.duckdb import quote
+from privdb.catalog.metadata import ColumnMeta
+from privdb.sql.front.expr import render
+from privdb.sql.front.expr.render import clamp_sql, column_sql
+from privdb.sql.plan.sensitivity import DISTINCT_KINDS
+from privdb.sql.plan.truncation import COLUMN as T_COLUMN
+from privdb.sql.plan.types import Histogram, Plan, Statistic
+
+__all__ = ["distinct_sql", "engine_sql", "from_item", "histogram_sql", "truncation_sql"]
+
+
+def from_item(plan: Plan, table: str, source: str | None = None) -> str:
+    """What the engine SQL reads: the quoted table (or ``source``, the relation of a subquery or JOIN),
+    with the hidden columns of aggregate arguments that are expressions (``AVG(age * 12)``) added."""
+    base = source if source is not None else quote(table)
+    computed = plan.resolved.computed
+    if not computed:
+        return base
+    extra = ", ".join(f"{sql} AS {quote(name)}" for name, sql in computed)
+    return f"(SELECT *, {extra} FROM {base} AS _s)"
+
+
+def _clamped(column: ColumnMeta) -> str:
+    """The value as DOUBLE, clamped to its declared bounds. NULL stays NULL (aggregates skip it); DuckDB
+    orders NaN above every number, so NaN clamps to the upper bound, as it does with LEAST/GREATEST.
+
+    Always DOUBLE, whatever the column's type: an integer, REAL or DECIMAL column would otherwise be summed
+    and multiplied in its own type (DuckDB reads ``0.0`` as a DECIMAL literal), and an overflow there on
+    some rows would make the query fail depending on the data (``SUM(a * b)`` of two INTEGER columns)."""
+    assert column.lower is not None and column.upper is not None
+    name = quote(column.name)
+    numeric = (column.storage or column.type) in ("int", "float")  # compared as stored (clamp_sql)
+    return clamp_sql(
+        f"TRY_CAST({name} AS DOUBLE)", column.lower, column.upper, stored=name if numeric else None
+    )
+
+
+def _where(plan: Plan) -> str | None:
+    """The WHERE predicate in its total rendering (privdb.sql.front.expr: no row can make it fail)."""
+    where = plan.resolved.where
+    return None if where is None else render(where)
+
+
+def _keys(plan: Plan) -> list[str]:
+    return [k.sql for k in plan.resolved.keys]
+
+
+def _aggregate(stat: Statistic) -> str:
+    """The engine aggregate of one statistic over a set of rows (a group, or one unit's rows in it)."""
+    if stat.kind == "rows":
+        return "COUNT(*)"
+    assert stat.column is not None
+    if stat.kind == "nonnull":
+        return f"COUNT({quote(stat.column.name)})"
+    value = _clamped(stat.column)
+    if stat.column2 is not None:  # two-column statistics: over rows where both values are present
+        other = _clamped(stat.column2)
+        if stat.kind == "pn":
+            return f"COUNT({value} + {other})"
+        if stat.kind == "pprod":
+            return f"COALESCE(SUM({value} * {other}), 0)"
+        power = value if stat.kind == "psum" else f"POWER({value}, 2)"
+        return f"COALESCE(SUM(CASE WHEN {other} IS NOT NULL THEN {power} END), 0)"
+    return f"COALESCE(SUM({value if stat.kind == 'sum' else f'POWER({value}, 2)'}), 0)"
+
+
+def _ranked(rows: str, rank: str) -> str:
+    """``rows`` (carrying a unit ``u`` and a ``random()`` draw ``rnd``) with each row's rank among its
+    unit's rows in that random order: keeping ranks ≤ k keeps k of a unit's rows, chosen at random."""
+    return f"SELECT *, ROW_NUMBER() OVER (PARTITION BY u ORDER BY rnd) AS {rank} FROM ({rows})"
+
+
+def _positions(n: int) -> str:
+    return ", ".join(str(i + 1) for i in range(n))
+
+
+def _distinct(stats: tuple[Statistic, ...] | list[Statistic]) -> tuple[list[Statistic], dict[str, str]]:
+    """Statistics the engine must compute, and for each repeated one (AVG's sum beside SUM's), the name of
+    the computed twin. Each statistic still gets its own noise: only the exact aggregate is shared."""
+    first: dict[str, str] = {}
+    twins: dict[str, str] = {}
+    computed: list[Statistic] = []
+    for stat in stats:
+        if stat.kind in DISTINCT_KINDS:  # their own query (distinct_sql)
+            continue
+        expr = _aggregate(stat)
+        if expr in first:
+            twins[stat.name] = first[expr]
+        else:
+            first[expr] = stat.name
+            computed.append(stat)
+    return computed, twins
+
+
+def engine_sql(plan: Plan, table: str, unit_rows: str | None = None, source: str | None = None) -> str:
+    """The one SQL statement that computes every statistic per group.
+
+    ``unit_rows`` names the hidden column holding each row's unit size in the whole table (see
+    ``DuckDBBackend.count_unit_rows``): units with at most ``min(m, G)`` rows can exceed neither bound,
+    so their rows take the plain aggregate, and only larger units go through bounding.
+    """
+    keys = _keys(plan)
+    key_cols = [f"k{i}" for i in range(len(keys))]
+    condition = _where(plan)
+    source = from_item(plan, table, source)
+    computed, twins = _distinct(plan.statistics)
+    if not computed:
+        return ""  # only order statistics or modes: their histogram queries read the data
+    unit = plan.table.privacy_unit
+    key_select = "".join(f"{k} AS {c}, " for k, c in zip(keys, key_cols, strict=True))
+    outer_keys = "".join(f"{c}, " for c in key_cols)
+    group_by = f" GROUP BY {', '.join(key_cols)}" if key_cols else ""
+    # over the table itself, group by position: a table column named like an output (k0, u, c, n) would
+    # otherwise win the name lookup
+    by_position = f" GROUP BY {_positions(len(keys))}" if key_cols else ""
+    copies = "".join(f", {twin} AS {name}" for name, twin in twins.items())
+
+    def where_sql(*conditions: str | None) -> str:
+        parts = [f"({c})" for c in conditions if c]
+        return f" WHERE {' AND '.join(parts)}" if parts else ""
+
+    aggregates = ", ".join(f"{_aggregate(s)} AS {s.name}" for s in computed)
+    if unit is None:
+        inner = f"SELECT {key_select}{aggregates} FROM {source}{where_sql(condition)}{by_position}"
+        return f"SELECT *{copies} FROM ({inner})" if twins else inner
+
+    m, g = plan.table.max_contributions, plan.table.max_groups
+    small = min(m, g) if key_cols else m  # a unit this small is within both bounds whatever it does
+    unit_sql = quote(unit)
+    split = f"{quote(unit_rows)} > {small}" if unit_rows else None
+    parts = (
+        f"SELECT {unit_sql} AS u, {key_select}COUNT(*) AS r, {aggregates} FROM {source}"
+        f"{where_sql(condition, split)} GROUP BY {_positions(1 + len(keys))}"
+    )
+    counted = plan.truncation_epsilon > 0  # the number of units over the bound, in the same pass
+    if key_cols:
+        # which groups a unit keeps may depend on anything but other units' data: the bound holds for
+        # any choice, so DuckDB's random() (not a CSPRNG) is fine here
+        # (DuckDB refuses a volatile window order, so random() is drawn a level below)
+        shuffled = "SELECT *, random() AS rnd FROM parts"
+        whole = (
+            ", SUM(r) OVER (PARTITION BY u) AS ur, COUNT(*) OVER (PARTITION BY u) AS ug" if counted else ""
+        )
+        ranked = f"SELECT *{whole} FROM ({_ranked(shuffled, 'gr')})"
+        kept = f"SELECT * FROM ({ranked}) WHERE gr <= {g}"
+        # one flag per unit, on its first kept group: its rows or groups before the cut exceed the bound
+        over = f"CASE WHEN gr = 1 AND (ur > {m} OR ug > {g}) THEN 1 ELSE 0 END"
+    else:
+        kept = "SELECT * FROM parts"
+        over = f"CASE WHEN r > {m} THEN 1 ELSE 0 END"  # ungrouped: one part per unit, r its rows
+    flag, zero, total = (
+        (f", {over} AS {T_COLUMN}", f", 0 AS {T_COLUMN}", f", SUM({T_COLUMN}) AS {T_COLUMN}")
+        if counted
+        else ("", "", "")
+    )
+    # one group per unit is left when ungrouped or G = 1: its own r is then the unit's R, no window needed
+    rows = "r" if not key_cols or g == 1 else "SUM(r) OVER (PARTITION BY u)"
+    scaled = ", ".join(f"{s.name} * LEAST(1.0, {m} / {rows}) AS {s.name}" for s in computed)
+    bounded = f"SELECT {outer_keys}{scaled}{flag} FROM ({kept})"
+    if unit_rows:
+        plain = (
+            f"SELECT {key_select}{aggregates}{zero} FROM {source}"
+            f"{where_sql(condition, f'{quote(unit_rows)} <= {small}')}{by_position}"
+        )
+        bounded = f"{plain} UNION ALL {bounded}"
+    totals = ", ".join(f"SUM({s.name}) AS {s.name}" for s in computed)
+    return (
+        f"WITH parts AS ({parts}) SELECT {outer_keys}{totals}"
+        + "".join(f", SUM({twin}) AS {name}" for name, twin in twins.items())
+        + f"{total} FROM ({bounded}){group_by}"
+    )
+
+
+def truncation_sql(plan: Plan, table: str, unit_rows: str | None = None, source: str | None = None) -> str:
+    """The number of units over the bound (``t_over``) as a query of its own, for plans whose statistics
+    query has no place for it (only order statistics, modes or distinct counts; "" otherwise): a unit is
+    over when its rows kept by the WHERE number more than ``m``, or (grouped) reach more than ``G`` groups.
+    Units with at most ``min(m, G)`` rows in the table (``m`` ungrouped) cannot be, so they are skipped
+    where the hidden per-unit row count allows."""
+    unit = plan.table.privacy_unit
+    if unit is None or plan.truncation_epsilon <= 0 or _distinct(plan.statistics)[0]:
+        return ""  # no estimate, or the statistics query (engine_sql) counts them
+    keys = _keys(plan)
+    m, g = plan.table.max_contributions, plan.table.max_groups
+    small = min(m, g) if keys else m
+    conditions = [c for c in (_where(plan), f"{quote(unit_rows)} > {small}" if unit_rows else None) if c]
+    where = f" WHERE {' AND '.join(f'({c})' for c in conditions)}" if conditions else ""
+    key_select = "".join(f", {k} AS k{i}" for i, k in enumerate(keys))
+    parts = (
+        f"SELECT {quote(unit)} AS u{key_select}, COUNT(*) AS r FROM {from_item(plan, table, source)}{where} "
+        f"GROUP BY {_positions(1 + len(keys))}"
+    )
+    over = f"SUM(r) > {m}" + (f" OR COUNT(*) > {g}" if keys else "")
+    return (
+        f"WITH parts AS ({parts}) SELECT COUNT(*) AS {T_COLUMN} FROM "
+        f"(SELECT u FROM parts GROUP BY u HAVING {over}) AS _o"
+    )
+
+
+def _cell(hist: Histogram) -> str:
+    """The cell of a row's value: its nearest grid point (order statistics) or the value itself (modes).
+
+    Rounding, not flooring: a value between two grid points must count at one of them, so that tied values
+    make one candidate's rank interval wide (a point mass wins) rather than sit between candidates that all
+    see it as a gap. ``FLOOR(z + 0.5)`` is monotone in the value on every engine."""
+    if hist.values is not None:
+        return column_sql(hist.column)
+    clamped = _clamped(hist.column)
+    if hist.integer or hist.cells == 1:
+        return f"TRY(CAST(FLOOR({clamped}) - {hist.lo!r} AS BIGINT))"
+    step = f"({clamped} - {hist.lo!r}) / {hist.width!r}"
+    return f"LEAST({hist.cells - 1}, TRY(CAST(FLOOR({step} + 0.5) AS BIGINT)))"
+
+
+def histogram_sql(
+    plan: Plan, hist: Histogram, table: str, unit_rows: str | None = None, source: str | None = None
+) -> str:
+    """Per group and cell, the (bounded) number of rows: ``k0 …, c, n``.
+
+    Row privacy: one ``GROUP BY``. With a privacy unit the rows are bounded as for sums (module doc): at
+    most ``G`` groups per unit chosen at random, and each unit's counts scaled by ``min(1, m/R)``, so a unit
+    moves any rank by at most ``m``; units small enough to need no bounding take the plain path."""
+    keys = _keys(plan)
+    key_cols = [f"k{i}" for i in range(len(keys))]
+    cell = _cell(hist)
+    # a NULL value is no candidate's: left out (LEAST in the cell ignores NULL, so test the column itself)
+    conditions = [f"({quote(hist.column.name)}) IS NOT NULL", f"({cell}) IS NOT NULL"]
+    condition = _where(plan)
+    if condition is not None:
+        conditions.append(condition)
+    key_select = "".join(f"{k} AS {c}, " for k, c in zip(keys, key_cols, strict=True))
+    outer = "".join(f"{c}, " for c in key_cols)
+    by = "".join(f"{c}, " for c in key_cols)
+    source = from_item(plan, table, source)
+    unit = plan.table.privacy_unit
+
+    def rows(extra: str | None = None) -> str:
+        cond = " AND ".join([*conditions, *([extra] if extra else [])])
+        return (
+            f"SELECT {key_select}{cell} AS c, COUNT(*) AS n FROM {source} WHERE {cond} "
+            f"GROUP BY {_positions(len(keys) + 1)}"
+        )
+
+    if unit is None:
+        return rows()
+    m, g = plan.table.max_contributions, plan.table.max_groups
+    small = min(m, g) if key_cols else m
+    big = f"{quote(unit_rows)} > {small}" if unit_rows else None
+    cond = " AND ".join([*conditions, *([big] if big else [])])
+    parts = (
+        f"SELECT {quote(unit)} AS u, {key_select}{cell} AS c, COUNT(*) AS r FROM {source} WHERE {cond} "
+        f"GROUP BY {_positions(len(keys) + 2)}"
+    )
+    same = " AND ".join(f"p.{c} IS NOT DISTINCT FROM kept.{c}" for c in ["u", *key_cols])
+    if key_cols:
+        groups = (
+            f"SELECT u, {outer}SUM(r) AS rg, random() AS rnd FROM parts GROUP BY u, {', '.join(key_cols)}"
+        )
+        ranked = _ranked(groups, "gr")
+        kept = f"SELECT u, {outer}rg FROM ({ranked}) WHERE gr <= {g}"
+    else:
+        kept = "SELECT u, SUM(r) AS rg FROM parts GROUP BY u"
+    scaled = (
+        f"SELECT {''.join(f'p.{c}, ' for c in key_cols)}p.c, p.r * LEAST(1.0, {m} / units.total) AS n "
+        f"FROM parts p JOIN kept ON {same} JOIN units ON p.u IS NOT DISTINCT FROM units.u"
+    )
+    body = f"{rows(f'{quote(unit_rows)} <= {small}')} UNION ALL {scaled}" if unit_rows else scaled
+    units = "SELECT u, SUM(rg) AS total FROM kept GROUP BY u"
+    return (
+        f"WITH parts AS ({parts}), kept AS ({kept}), units AS ({units}) "
+        f"SELECT {outer}c, SUM(n) AS n FROM ({body}) GROUP BY {by}c"
+    )
+
+
+def distinct_sql(plan: Plan, stat: Statistic, table: str, source: str | None = None) -> str:
+    """Per group, the number of distinct non-null values of a column: ``k0 …, n``.
+
+    Without a privacy unit (each row a unit, reaching ``k`` rows through public joins) this is
+    ``COUNT(DISTINCT v)``. With one, each unit's distinct (group, value) pairs are sampled first: at most
+    ``G`` of its groups, chosen at random, and at most ``m`` pairs in them, at random; a unit then adds at
+    most ``m`` values over at most ``G`` groups, whatever the others hold (docs/proofs/sql.md, "Distinct
+    counts"). ``COUNT(DISTINCT unit)`` is the same with the unit as the value: one per group it reaches."""
+    assert stat.column is not None
+    keys = _keys(plan)
+    key_cols = [f"k{i}" for i in range(len(keys))]
+    key_select = "".join(f"{k} AS {c}, " for k, c in zip(keys, key_cols, strict=True))
+    value = column_sql(stat.column)
+    conditions = [f"({value}) IS NOT NULL"]
+    if (condition := _where(plan)) is not None:
+        conditions.append(condition)
+    where = " AND ".join(conditions)
+    src = from_item(plan, table, source)
+    unit = plan.table.privacy_unit
+    outer = "".join(f"{c}, " for c in key_cols)
+    by = f" GROUP BY {', '.join(key_cols)}" if key_cols else ""
+    if unit is None:
+        by_position = f" GROUP BY {_positions(len(keys))}" if keys else ""
+        return f"SELECT {key_select}COUNT(DISTINCT {value}) AS n FROM {src} WHERE {where}{by_position}"
+    m, g = plan.table.max_contributions, plan.table.max_groups
+    pairs = f"SELECT DISTINCT {quote(unit)} AS u, {key_select}{value} AS v FROM {src} WHERE {where}"
+    chosen = "pairs"
+    ctes = [f"pairs AS ({pairs})"]
+    if key_cols:
+        same = " AND ".join(f"p.{c} IS NOT DISTINCT FROM kg.{c}" for c in ["u", *key_cols])
+        groups = (
+            f"SELECT u, {outer}random() AS rnd FROM (SELECT DISTINCT u, {', '.join(key_cols)} FROM pairs)"
+        )
+        ranked_groups = _ranked(groups, "gr")
+        ctes.append(f"kg AS (SELECT u, {', '.join(key_cols)} FROM ({ranked_groups}) WHERE gr <= {g})")
+        ctes.append(f"pairs_g AS (SELECT p.* FROM pairs p JOIN kg ON {same})")
+        chosen = "pairs_g"
+    shuffled = f"SELECT *, random() AS rnd FROM {chosen}"
+    ranked = _ranked(shuffled, "pr")
+    ctes.append(f"kept AS (SELECT * FROM ({ranked}) WHERE pr <= {m})")
+    return f"WITH {', '.join(ctes)} SELECT {outer}COUNT(DISTINCT v) AS n FROM kept{by}"
