@@ -1,4 +1,5 @@
-"""Prepared query shapes (privdb.sql.plan.prepared): a query asked again at another ε reuses its parse, relation
+"""Prepared query shapes (privdb.sql.plan.prepared): a query asked again at another ε reuses its parse,
+relation
 and resolution, and gets exactly what a fresh prepare gives — plan, engine SQL, answers for a seed,
 refusals and charges — and a change of metadata, grants, attachments or tables is seen at the next query,
 also when another process makes it."""

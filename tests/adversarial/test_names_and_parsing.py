@@ -332,7 +332,8 @@ AT_THE_LIMIT = [
     WHERE + "NOT (" * (MAX_DEPTH // 2) + "age > 1" + ")" * (MAX_DEPTH // 2),
     WHERE + "(age + " * MAX_DEPTH + "1" + ")" * MAX_DEPTH + " > 1",
     WHERE + "age BETWEEN " + "(age + " * MAX_DEPTH + "1" + ")" * MAX_DEPTH + " AND 100",
-    # long chains are flat, not deep; but privdb.sql.front.expr.render writes each link in its own parentheses,
+    # long chains are flat, not deep; but privdb.sql.front.expr.render writes each link in its own
+    # parentheses,
     # ((((a = 0) OR (a = 1)) OR …), which explain's pretty-printer reads back recursively
     WHERE + " OR ".join(f"age = {i}" for i in range(60)),  # chains: explain falls back to plain SQL
     WHERE + " + ".join(["age"] * 120) + " > 1",

@@ -1,7 +1,8 @@
 """A quantile's 95% interval is a function of public information and the released values only.
 
 The interval of MEDIAN, QUANTILE, MIN and MAX is built from three exponential-mechanism releases (the
-answer and two ends, privdb.sql.plan.order) by ``interval_of``, which sees the plan's public histogram (bounds,
+answer and two ends, privdb.sql.plan.order) by ``interval_of``, which sees the plan's public histogram
+(bounds,
 grid, ε, Δ) and those three values. The tests run the real pipeline on two neighbouring databases with the
 same seeded noise (so most releases coincide), record what ``interval_of`` was given (a spy: the real
 function runs), and check: the public inputs are equal on both; the answer's interval is exactly what
@@ -60,7 +61,7 @@ def _draw(
         calls.append((hist, answer, low_end, high_end))
         return real(hist, answer, low_end, high_end)
 
-    monkeypatch.setattr(order, "interval_of", spy)
+    monkeypatch.setattr(choose, "interval_of", spy)
     source = seeded(seed)
     out = []
     try:
@@ -69,7 +70,7 @@ def _draw(
             answer = add_noise(plan, frame, source, hists)
             out.append((answer, list(calls)))
     finally:
-        monkeypatch.setattr(order, "interval_of", real)
+        monkeypatch.setattr(choose, "interval_of", real)
     return out
 
 

@@ -3,7 +3,8 @@
 The attack: ``SUM(CASE WHEN (pid = 0 AND income > X) OR pid = 1 THEN 1e308 ELSE 0 END)`` is finite per row
 but ``inf`` when both rows pass, so the query failed exactly when Alice's income exceeded X; a binary search
 recovered it in 24 queries for a total ε of 0.0024. Now every bound is checked against the largest row
-count (privdb.sql.front.expr.totality) while planning: each form of the attack is refused before reading, free,
+count (privdb.sql.front.expr.totality) while planning: each form of the attack is refused before reading,
+free,
 on both neighbours, on DuckDB, SQLite and PostgreSQL, with and without a privacy unit. And whatever fails
 after reading (injected here at each step) ends as one ``query_failed`` with one message on both neighbours.
 """

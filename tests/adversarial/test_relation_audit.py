@@ -10,7 +10,8 @@ bounding and clamping in SQL; every case is deterministic there, which is checke
 
 1. *exactly*: every statistic moves by at most its declared sensitivity, and for this person by exactly
    that much (so the person is a worst case and the audit below is tight);
-2. *statistically*: the query's noise step (``privdb.sql.answer.noise.add_noise`` on the engine's frames, the same
+2. *statistically*: the query's noise step (``privdb.sql.answer.noise.add_noise`` on the engine's frames,
+the same
    code ``engine.run`` uses after reading) is run ``SAMPLES/4`` + ``SAMPLES`` times per neighbour. On the
    first ``SAMPLES/4`` draws an output event ``E`` (``output > t`` or ``output <= t``, either direction) is
    chosen; on the fresh ``SAMPLES`` draws Clopper–Pearson intervals (``privdb.audit.clopper_pearson``, α/2

@@ -398,7 +398,8 @@ class Ledger(SharedBudgets):
 
     def class_losses(self, database: str) -> dict[tuple[str, str], Fraction]:
         """(table, class) → the ε that class of a personalised table's units has lost over every answer
-        reserved or committed (privdb.sql.plan.personal): each answer at threshold t costs it min(ε_class, t)."""
+        reserved or committed (privdb.sql.plan.personal): each answer at threshold t costs it
+        min(ε_class, t)."""
         rows = self._store.execute(
             "SELECT c.tbl, c.class, c.epsilon FROM class_losses c JOIN spends s ON s.id = c.spend_id "
             "WHERE s.database = ? AND s.state <> 'released' ORDER BY c.tbl, c.spend_id",

@@ -110,7 +110,8 @@ class DuckDBBackend:
         self._bound: dict[str, list[str]] = {}
         self._verified: set[tuple[str, str]] = set()  # unit counts checked against the table this session
         # counts the changes of the schema or of any table's rows made here (the only writer while this
-        # connection is open): what was planned from them stays valid while it stands (privdb.sql.plan.prepared)
+        # connection is open): what was planned from them stays valid while it stands
+        # (privdb.sql.plan.prepared)
         self.generation = 0
         self._local = threading.local()  # each thread's own cursor: queries of threads run in parallel
         self._cursors: list[duckdb.DuckDBPyConnection] = []

@@ -43,7 +43,8 @@ class Body(BaseModel):
 
 
 class QueryIn(BaseModel):
-    # no max_length here: privdb.sql.front.parse refuses a longer query with the one parse_error every face gives
+    # no max_length here: privdb.sql.front.parse refuses a longer query with the one parse_error every face
+    # gives
     sql: str = Field(
         description=f"a DP-SELECT, at most {MAX_QUERY_LENGTH:,} characters, nested at most {MAX_DEPTH} levels"
     )

@@ -4,7 +4,8 @@ Each aggregate's values and intervals come from its noisy statistics (privdb.sql
 HAVING, ORDER BY and LIMIT are applied to them here, all post-processing.
 
 Every answer says what its intervals cover (``covers``: the data, or the data after contribution bounding)
-and, on a table with a privacy unit, how many units bounding cut, as a noisy count (privdb.sql.plan.truncation).
+and, on a table with a privacy unit, how many units bounding cut, as a noisy count
+(privdb.sql.plan.truncation).
 
 *Keys* are canonical values (privdb.sql.front.keys); the intervals of counts released through the noisy
 threshold are conditional on release (privdb.sql.answer.intervals).
@@ -171,7 +172,8 @@ def _formula_leaves(
 
 
 def _integer_valued(agg: AggregatePlan) -> bool:
-    """A count: released as a whole number (privdb.sql.answer.combine.whole), returned as an int (not 3459.0)."""
+    """A count: released as a whole number (privdb.sql.answer.combine.whole), returned as an int (not
+    3459.0)."""
     return agg.kind in ("count_star", "count", "count_distinct")
 
 

@@ -5,7 +5,8 @@ APPROX_COUNT_DISTINCT(x) (computed exactly: the noise dominates), SUM, AVG, VARI
 VAR_POP, STDDEV = STD = STDDEV_SAMP, STDDEV_POP, MEDIAN, QUANTILE/PERCENTILE_CONT, MIN, MAX, MODE, CORR,
 COVAR_POP, REGR_SLOPE, REGR_INTERCEPT.
 
-An argument is a column or an expression of the closed language (privdb.sql.front.expr). An expression is computed
+An argument is a column or an expression of the closed language (privdb.sql.front.expr). An expression is
+computed
 as a hidden column of the query's relation; the statistics that need bounds (sums, averages, variances,
 order statistics) take them from interval arithmetic over the declared column bounds
 (privdb.sql.front.expr.bounds): ``AVG(age * 12)`` is bounded by ``12·[L, U]``, ``SUM(CASE WHEN … THEN 1 ELSE 0

@@ -1,6 +1,7 @@
 """JOINs in a DP-SELECT's FROM: with public tables, and of private tables on their common privacy unit.
 
-Both sides are relations (privdb.sql.front.relation). Each side's columns are first renamed to names unique in the
+Both sides are relations (privdb.sql.front.relation). Each side's columns are first renamed to names unique
+in the
 join (``pid`` and ``v.pid`` when both sides have a ``pid``), so that the ON condition, checked by the closed
 expression language against the joined scope, renders without qualifiers. Why each accepted form is sound
 (docs/proofs/sql.md, "Relations"):
@@ -47,9 +48,9 @@ from privdb.sql.front.relation import (
     Relation,
     RelationMeta,
     Tables,
-    _multiplicity,
-    _unit_columns,
     hidden,
+    multiplicity_of,
+    unit_columns,
 )
 
 __all__ = ["join_relations"]
@@ -197,8 +198,8 @@ def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tabl
         if not lc or not rc:
             raise UnsupportedQuery(f"USING ({low}): both sides of the JOIN need a column {low!r}")
         scope[None][low] = lnames[lc]
-    lunits = {lnames[u] for u in _unit_columns(left.meta)}
-    runits = {rnames[u] for u in _unit_columns(right.meta)}
+    lunits = {lnames[u] for u in unit_columns(left.meta)}
+    runits = {rnames[u] for u in unit_columns(right.meta)}
     # a LEFT JOIN's right side is NULL where nothing matched: its unit column is not the unit there
     units = lunits | (runits if side != "LEFT" else set())
     private_pair = not left.public and not right.public
@@ -241,7 +242,7 @@ def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tabl
                 a, b = b, a
             if a.value.name in lcols and b.value.name in rcols:
                 oriented.append((a.value.name, b.value.name, _as_stored(c)))
-    m, g, multiplicity = left.meta.max_contributions, left.meta.max_groups, _multiplicity(left.meta)
+    m, g, multiplicity = left.meta.max_contributions, left.meta.max_groups, multiplicity_of(left.meta)
     carries = False
     if private_pair:
         on_units = [stored for a, b, stored in oriented if a in lunits and b in runits]
@@ -261,7 +262,7 @@ def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tabl
         m, g, multiplicity = (
             private.meta.max_contributions,
             private.meta.max_groups,
-            _multiplicity(private.meta),
+            multiplicity_of(private.meta),
         )
         k = None
         if (private.meta.privacy_unit is None or private.carries_unit_rows) and not private.public:

@@ -69,7 +69,8 @@ class DPQuery:
     noise: str = "laplace"
     # accuracy first (privdb.sql.accuracy.first): the increasing ε of its steps, the last its MAX
     schedule: tuple[float, ...] | None = None
-    # the SELECT as :meth:`body` writes it, when known already (a prepared query shape: privdb.sql.plan.prepared)
+    # the SELECT as :meth:`body` writes it, when known already (a prepared query shape:
+    # privdb.sql.plan.prepared)
     written: str | None = field(default=None, compare=False, repr=False)
 
     def body(self) -> str:

@@ -12,7 +12,8 @@ contribution before aggregating, here per value (``m`` = the table's max_contrib
 | SUM(x)             | the sum of clamped values, clamped                | m·[min(L, 0), max(U, 0)]         |
 | AVG, MIN, MAX(x)   | of the clamped values                             | [L, U]                           |
 
-(``[L, U]`` the argument's bounds by interval arithmetic, privdb.sql.front.expr.bounds.) Grouped by the unit alone,
+(``[L, U]`` the argument's bounds by interval arithmetic, privdb.sql.front.expr.bounds.) Grouped by the unit
+alone,
 the result has exactly one row per unit (``m = G = 1``); grouped by the unit and other keys, a unit has
 several rows and the outer query's contribution bounding applies to them as to any table's. Either way the
 unit stays the relation's privacy unit (carried hidden), so the result can be joined back on it.
@@ -35,10 +36,10 @@ from privdb.sql.front.relation import (
     Relation,
     RelationMeta,
     Tables,
-    _derived,
-    _unit_columns,
+    derived_column,
     derived_meta,
     hidden,
+    unit_columns,
 )
 
 __all__ = ["per_unit_relation"]
@@ -93,7 +94,7 @@ def per_unit_relation(node: exp.Select, alias: str, inner: Relation, tables: Tab
     """The relation of a subquery that groups ``inner`` by its privacy unit (module doc)."""
     meta = inner.meta
     assert isinstance(meta, RelationMeta)
-    units = _unit_columns(meta)
+    units = unit_columns(meta)
     if meta.privacy_unit is None:
         raise UnsupportedQuery(
             f"GROUP BY in the subquery {alias!r}: a subquery may group only by the privacy unit (each row "
@@ -151,7 +152,7 @@ def per_unit_relation(node: exp.Select, alias: str, inner: Relation, tables: Tab
                 f"{target.sql(dialect='duckdb')[:60]} is neither an aggregate nor a GROUP BY key of the "
                 f"subquery {alias!r}"
             )
-        outputs.append((name, rendered, _derived(name, e, tables)))
+        outputs.append((name, rendered, derived_column(name, e, tables)))
         if key_sql.index(rendered) in unit_keys:
             out_units.add(name)
     one_row_per_unit = len(keys) == 1

@@ -1,9 +1,12 @@
 """Validate a parsed DP-SELECT against its relation's metadata and resolve what it asks for.
 
-The FROM clause has become one relation (privdb.sql.front.relation: a table, subquery, CTE or JOIN). Over it: a
-select list of aggregates (privdb.sql.front.aggregates), GROUP BY keys, expressions over aggregates and constants
+The FROM clause has become one relation (privdb.sql.front.relation: a table, subquery, CTE or JOIN). Over
+it: a
+select list of aggregates (privdb.sql.front.aggregates), GROUP BY keys, expressions over aggregates and
+constants
 (post-processing, privdb.sql.front.formulas), a WHERE predicate and keys of the closed expression language
-(privdb.sql.front.expr), HAVING (a predicate over the noisy aggregates and keys: post-processing; an aggregate used
+(privdb.sql.front.expr), HAVING (a predicate over the noisy aggregates and keys: post-processing; an
+aggregate used
 only there is computed and paid like any other), DISTINCT (GROUP BY of the selected columns), ORDER BY and
 LIMIT/TOP on the noisy result. A query without aggregates but with keys (``GROUP BY col`` or ``DISTINCT
 col``) is a key release. Every other clause is refused by an allow-list.

@@ -119,7 +119,8 @@ def plan_query(
 ) -> Plan:
     """Resolve, then size every noisy statistic. ``evaluate_domain(sql, column, values)`` maps public
     column values through a key expression (the engine evaluates it on the values, not on the data);
-    ``relation`` is the FROM clause's relation (privdb.sql.front.relation), kept for the rewrite; ``shape``: the
+    ``relation`` is the FROM clause's relation (privdb.sql.front.relation), kept for the rewrite; ``shape``:
+    the
     query's :func:`plan_shape`, if known already (the sizing below is all that depends on ε and δ)."""
     shape = shape or plan_shape(query, table, evaluate_domain)
     resolved = shape.resolved

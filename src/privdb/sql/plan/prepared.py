@@ -8,7 +8,8 @@ shape: ``DP-SELECT`` at the start (after spaces), then an unsigned decimal liter
 literal, which sqlglot's tokenizer reads as one number token whatever its digits (it ends at the space),
 so their parses differ only in ε (a property test checks this on generated literals).
 Everything that depends on ε runs afresh on every query: the ε checks of the parse (``check_epsilon``, the
-same refusal), the sizing of the noise (``plan_query`` with the kept :class:`~privdb.sql.plan.planner.Shape`) and
+same refusal), the sizing of the noise (``plan_query`` with the kept
+:class:`~privdb.sql.plan.planner.Shape`) and
 the engine SQL. So a prepared plan gives the same answers, refusals and charges as a fresh one.
 
 What the kept part was made from is checked on every use, cheaply:

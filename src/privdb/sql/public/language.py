@@ -5,7 +5,8 @@
 A plain SELECT reads public tables free, so nothing in it may cost more than a bounded amount per row:
 each expression (select list, WHERE, GROUP BY, HAVING, ORDER BY, JOIN conditions, VALUES, DISTINCT ON, and
 the same inside subqueries and CTEs) is checked by the expression language's own checker
-(privdb.sql.front.expr.check), extended only with what a plain SELECT adds: subqueries (scalar, IN, EXISTS), the
+(privdb.sql.front.expr.check), extended only with what a plain SELECT adds: subqueries (scalar, IN, EXISTS),
+the
 constant-state aggregates in ``AGGREGATES``, and columns of any table in scope. Columns, aggregates and
 subqueries have no type here (DuckDB types them when it binds; the data is public, so its errors may be
 shown); every other rule of the checker applies as written: the functions, the literal arguments, the

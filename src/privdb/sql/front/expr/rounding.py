@@ -1,5 +1,6 @@
 """``ROUND(x, d)`` as DuckDB (2.0.1 on) computes it on DOUBLE: the exact binary value of x rounded half away
-from zero at 10^−d, then the nearest double. One definition for privdb's bounds (privdb.sql.front.expr.bounds) and
+from zero at 10^−d, then the nearest double. One definition for privdb's bounds
+(privdb.sql.front.expr.bounds) and
 its evaluation of expressions over public values (privdb.sql.front.vectors), so both agree with the engine."""
 
 from __future__ import annotations
