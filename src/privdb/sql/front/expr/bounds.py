@@ -156,8 +156,7 @@ def _c_round(y: float) -> float:
 
 def _round_at(x: float, digits: int) -> float | None:
     """DuckDB's ``round(x, digits)`` for ``digits != 0`` (exact: privdb.sql.front.expr.rounding), or None
-    where
-    it is not finite."""
+    where it is not finite."""
     result = round_half_away(x, digits)
     return result if math.isfinite(result) else None
 
