@@ -20,10 +20,8 @@ from privdb.anonymize._classes import (
     IntArray,
     covered,
     hierarchy_frame,
-    require_columns,
-    require_rows,
+    require_release_of,
 )
-from privdb.errors import InvalidParameter
 
 __all__ = ["Coverage", "covers"]
 
@@ -56,14 +54,7 @@ def covers(
     masked code must share its prefix; ``*`` covers everything. Counts violating cells per column and
     lists the violating rows (positions, never values).
     """
-    require_columns(original, qi, "original table")
-    require_columns(released, qi, "released table")
-    require_rows(original, "original table")
-    if len(original) != len(released):
-        raise InvalidParameter(
-            f"the release has {len(released)} records and the original {len(original)}: give both in the "
-            "same order, one released record per original record"
-        )
+    require_release_of(original, released, qi)
     hierarchies = hierarchies or {}
     bad = np.zeros(len(original), dtype=bool)
     by_column: dict[str, int] = {}
