@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from numpy.typing import NDArray
 from scipy.optimize import linprog
 
+from privdb.anonymize import closeness, coverage, distances
 from privdb.anonymize import models as pm
 from privdb.errors import InvalidParameter, UnknownColumn
 
@@ -66,7 +67,7 @@ def test_salary_vectors() -> None:
     for kind, value in [("equal", 2 / 3), ("variational", 2 / 3), ("kl", math.log(3))]:
         got = pm.check(t, ["g"], "salary", distance=kind).class_t
         assert got is not None and got[:2] == pytest.approx([value, value])
-    assert pm.t_closeness(t, ["g"], "salary") == pytest.approx(0.375)  # auto: ordered for numbers
+    assert closeness.t_closeness(t, ["g"], "salary") == pytest.approx(0.375)  # auto: ordered for numbers
 
 
 def test_recursive_vector() -> None:
@@ -85,31 +86,31 @@ def test_notes_students_t_closeness() -> None:
     assert res.class_t * 9 == pytest.approx([4, 5, 2])
     assert res.t == pytest.approx(5 / 9)
     assert res.to_dict()["achieved"] == {"k": 3, "l": 2, "t": pytest.approx(5 / 9)}
-    assert pm.t_closeness(released, ["plz", "points"], "system") == pytest.approx(
+    assert closeness.t_closeness(released, ["plz", "points"], "system") == pytest.approx(
         5 / 9
     )  # EMD, equal distance
 
 
 def test_coverage_catches_3400_in_3200_3299() -> None:
     original, released = notes_release()
-    cov = pm.covers(original, released, ["plz", "points"])
+    cov = coverage.covers(original, released, ["plz", "points"])
     assert not cov.ok
     assert cov.violations == 1 and cov.by_column == {"plz": 1, "points": 0}
     assert original.loc[cov.rows[0], "last_name"] == "Ayinkamiye"
     fixed = released.copy()
     fixed["plz"] = ["3200-3400"] * 3 + ["2600-3199"] * 3 + ["3700-3899"] * 3
-    assert pm.covers(original, fixed, ["plz", "points"]).ok
+    assert coverage.covers(original, fixed, ["plz", "points"]).ok
 
 
 def test_coverage_kinds() -> None:
     original = pd.DataFrame({"zip": ["3270", "3294"], "job": ["a", "b"], "edu": ["Bachelors", "9th"]})
     edu = pd.DataFrame([["Bachelors", "Undergraduate", "*"], ["9th", "High School", "*"]])
     released = pd.DataFrame({"zip": ["32**", "33**"], "job": ["a|c", "a|c"], "edu": ["Undergraduate", "*"]})
-    cov = pm.covers(original, released, ["zip", "job", "edu"], {"edu": edu})
+    cov = coverage.covers(original, released, ["zip", "job", "edu"], {"edu": edu})
     assert cov.by_column == {"zip": 1, "job": 1, "edu": 0}
     assert list(cov.rows) == [1]
     wrong = released.assign(edu=["High School", "*"])
-    assert pm.covers(original, wrong, ["edu"], {"edu": edu}).violations == 1
+    assert coverage.covers(original, wrong, ["edu"], {"edu": edu}).violations == 1
 
 
 # ---------------------------------------------------------------------------------------- LP-exact EMDs
@@ -147,13 +148,13 @@ def test_distances_equal_linear_programme(cls: list[int], rest: list[int]) -> No
     q = np.bincount(cls, minlength=10) / len(cls)
     p = np.bincount(cls + rest, minlength=10) / (len(cls) + len(rest))
     idx = np.arange(10)
-    assert pm.distance(q, p, "equal") == pytest.approx(
+    assert distances.distance(q, p, "equal") == pytest.approx(
         emd_lp(q, p, (idx[:, None] != idx).astype(float)), abs=1e-7
     )
     ordered = np.abs(idx[:, None] - idx) / 9
-    assert pm.distance(q, p, "ordered") == pytest.approx(emd_lp(q, p, ordered), abs=1e-7)
+    assert distances.distance(q, p, "ordered") == pytest.approx(emd_lp(q, p, ordered), abs=1e-7)
     tree = tree_ground(DISEASES)
-    assert pm.distance(q, p, "hierarchical", DISEASES) == pytest.approx(emd_lp(q, p, tree), abs=1e-7)
+    assert distances.distance(q, p, "hierarchical", DISEASES) == pytest.approx(emd_lp(q, p, tree), abs=1e-7)
 
 
 def test_hierarchical_paper_table() -> None:
@@ -234,7 +235,7 @@ def test_checks_match_per_class_oracle(
         for i, key in enumerate(order):
             q = np.bincount(classes[key], minlength=5) / len(classes[key])
             mask = p > 0
-            want = pm.distance(q[mask], p[mask], kind)
+            want = distances.distance(q[mask], p[mask], kind)
             assert got[i] == pytest.approx(want, abs=1e-9)
 
 
@@ -253,19 +254,21 @@ def test_nt_closeness_with_whole_table_is_t_closeness(
         worst = 0.0
         for (a, b), part in kept.groupby(["a", "b"]):
             q = np.bincount(part["s"], minlength=5) / len(part)
-            options = [pm.distance(q, p_all, "equal")]
+            options = [distances.distance(q, p_all, "equal")]
             for region in (part, kept[kept["a"] == a], kept[kept["b"] == b]):
                 if len(region) >= n:
                     options.append(
-                        pm.distance(q, np.bincount(region["s"], minlength=5) / len(region), "equal")
+                        distances.distance(q, np.bincount(region["s"], minlength=5) / len(region), "equal")
                     )
             worst = max(worst, min(options))
-        assert pm.nt_closeness(df, ["a", "b"], "s", n, distance="equal") == pytest.approx(worst)
+        assert closeness.nt_closeness(df, ["a", "b"], "s", n, distance="equal") == pytest.approx(worst)
     for kind in ("equal", "ordered"):
-        t = pm.t_closeness(df, ["a", "b"], "s", distance=kind)
-        assert pm.nt_closeness(df, ["a", "b"], "s", len(df), distance=kind) == pytest.approx(t)
-        assert pm.nt_closeness(df, ["a", "b"], "s", 1, distance=kind) == 0.0
-        values = [pm.nt_closeness(df, ["a", "b"], "s", n, distance=kind) for n in range(1, len(df) + 1)]
+        t = closeness.t_closeness(df, ["a", "b"], "s", distance=kind)
+        assert closeness.nt_closeness(df, ["a", "b"], "s", len(df), distance=kind) == pytest.approx(t)
+        assert closeness.nt_closeness(df, ["a", "b"], "s", 1, distance=kind) == 0.0
+        values = [
+            closeness.nt_closeness(df, ["a", "b"], "s", n, distance=kind) for n in range(1, len(df) + 1)
+        ]
         assert all(x <= y + 1e-12 for x, y in itertools.pairwise(values))  # larger n, fewer supersets
 
 
@@ -278,13 +281,15 @@ def test_nt_closeness_parent_region() -> None:
             "s": ["x", "x", "x", "y", "x", "x", "y", "y", "y", "y", "y", "x", "y", "y", "y", "y"],
         }
     )
-    t = pm.t_closeness(df, ["a", "b"], "s")
-    nt = pm.nt_closeness(df, ["a", "b"], "s", 8)
+    t = closeness.t_closeness(df, ["a", "b"], "s")
+    nt = closeness.nt_closeness(df, ["a", "b"], "s", 8)
     # class (0,0): 3/4 x; region a=0: 5/8 x → distance 1/8; region b=0 (a=0,1): 4/8 x → 1/4; table 6/16
     assert nt == pytest.approx(1 / 8)
     assert t == pytest.approx(3 / 8)
-    assert pm.is_nt_close(df, ["a", "b"], "s", 8, 0.125) and not pm.is_nt_close(df, ["a", "b"], "s", 9, 0.125)
-    assert pm.nt_closeness(df, ["a", "b"], "s", 8, regions="chain") == pytest.approx(1 / 8)
+    assert closeness.is_nt_close(df, ["a", "b"], "s", 8, 0.125) and not closeness.is_nt_close(
+        df, ["a", "b"], "s", 9, 0.125
+    )
+    assert closeness.nt_closeness(df, ["a", "b"], "s", 8, regions="chain") == pytest.approx(1 / 8)
 
 
 # ----------------------------------------------------------------------------------------- pycanon agrees
@@ -345,17 +350,21 @@ def test_errors_say_what_to_fix() -> None:
     with pytest.raises(InvalidParameter, match="l must be"):
         pm.recursive_c(df, ["g"], "salary", 0)
     with pytest.raises(InvalidParameter, match="t must be between 0 and 1"):
-        pm.is_nt_close(df, ["g"], "salary", 3, 1.5)
+        closeness.is_nt_close(df, ["g"], "salary", 3, 1.5)
     with pytest.raises(InvalidParameter, match="n = 10 is larger"):
-        pm.nt_closeness(df, ["g"], "salary", 10)
+        closeness.nt_closeness(df, ["g"], "salary", 10)
     with pytest.raises(InvalidParameter, match="not numeric"):
-        pm.t_closeness(df.assign(salary=df["salary"].astype(str)), ["g"], "salary", distance="ordered")
+        closeness.t_closeness(df.assign(salary=df["salary"].astype(str)), ["g"], "salary", distance="ordered")
     with pytest.raises(InvalidParameter, match="missing from its hierarchy"):
-        pm.t_closeness(pd.DataFrame({"g": [0], "d": ["secret disease"]}), ["g"], "d", hierarchy=DISEASES)
+        closeness.t_closeness(
+            pd.DataFrame({"g": [0], "d": ["secret disease"]}), ["g"], "d", hierarchy=DISEASES
+        )
     with pytest.raises(InvalidParameter, match="as a list"):
         pm.k_anonymity(df, "g")
     with pytest.raises(InvalidParameter, match="both sensitive and a quasi-identifier"):
         pm.check(df, ["g", "salary"], "salary")
     with pytest.raises(InvalidParameter) as err:
-        pm.t_closeness(pd.DataFrame({"g": [0], "d": ["secret disease"]}), ["g"], "d", hierarchy=DISEASES)
+        closeness.t_closeness(
+            pd.DataFrame({"g": [0], "d": ["secret disease"]}), ["g"], "d", hierarchy=DISEASES
+        )
     assert "secret" not in str(err.value)  # never echoes private values

@@ -24,9 +24,12 @@ from privdb.anonymize.hierarchy import (
     TaxonomyHierarchy,
 )
 from privdb.anonymize.lattice import METRICS, Lattice
-from privdb.anonymize.mondrian import SensitiveCondition, encode, generalize, partition
+from privdb.anonymize.mondrian import partition
+from privdb.anonymize.mondrian_codes import encode
+from privdb.anonymize.mondrian_labels import generalize
 from privdb.anonymize.release import Anonymized, build_release, class_ids
 from privdb.anonymize.resolve import automatic, load_hierarchies, resolve
+from privdb.anonymize.sensitive_condition import SensitiveCondition
 from privdb.errors import InvalidParameter, UnknownColumn
 
 __all__ = [

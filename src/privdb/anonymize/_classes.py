@@ -75,6 +75,18 @@ def require_rows(df: pd.DataFrame, what: str = "table") -> None:
         raise InvalidParameter(f"the {what} is empty: give a table with at least one record")
 
 
+def require_release_of(original: pd.DataFrame, released: pd.DataFrame, qi: Sequence[str]) -> None:
+    """Both tables hold the quasi-identifiers and the same records in the same order (coverage, utility)."""
+    require_columns(original, qi, "original table")
+    require_columns(released, qi, "released table")
+    require_rows(original, "original table")
+    if len(original) != len(released):
+        raise InvalidParameter(
+            f"the release has {len(released)} records and the original {len(original)}: give both in the "
+            "same order, one released record per original record"
+        )
+
+
 def text(values: Any) -> ObjArray:
     """Canonical text of values: integers (also integral floats) without ``.0``, the rest ``str``."""
     arr = np.asarray(values)

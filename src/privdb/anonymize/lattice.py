@@ -35,8 +35,8 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from privdb.anonymize.hierarchy import Hierarchy
-from privdb.anonymize.mondrian import SensitiveCondition
 from privdb.anonymize.release import GeneralizedColumn
+from privdb.anonymize.sensitive_condition import SensitiveCondition
 from privdb.errors import InvalidParameter
 
 __all__ = ["METRICS", "Lattice", "NodeResult", "search"]

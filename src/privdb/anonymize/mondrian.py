@@ -1,225 +1,33 @@
-"""Mondrian multidimensional k-anonymity (LeFevre, DeWitt, Ramakrishnan, ICDE 2006), array-based.
+"""Mondrian multidimensional k-anonymity (LeFevre, DeWitt, Ramakrishnan, ICDE 2006): the partitioning.
 
-Each quasi-identifier becomes integer codes: numbers by rank of value, categories in leaf order of their
-hierarchy (a depth-first order, so every subtree is a contiguous code range) or, without one, in sorted order.
-All partitions of one round are split together: records are kept grouped by partition, per-partition
-minima/maxima come from ``reduceat``, medians from a (partition × code) histogram (or a sort when codes are
-too many), and the next round's grouping from counting, not sorting. The loop runs O(log(n/k)) rounds.
+Works on the quasi-identifiers' integer codes (``mondrian_codes``); the partitions' published labels and
+their loss are ``mondrian_labels``'s. All partitions of one round are split together: records are kept
+grouped by partition, per-partition minima/maxima come from ``reduceat``, medians from a (partition × code)
+histogram (or a sort when codes are too many), and the next round's grouping from counting, not sorting.
+The loop runs O(log(n/k)) rounds.
 
-* Dimension: the widest normalised range (numbers (hi−lo)/(max−min), ordered categories (code span)/(m−1),
-  tree categories the loss of the lowest common ancestor); if it admits no allowable cut, the next one.
+* Dimension: the widest normalised range (``Dimension.width``); if it admits no allowable cut, the next one.
 * Strict: cut between distinct values, at the boundary nearest the median; both sides need ≥ k records.
   Relaxed: the lower ⌊|P|/2⌋ records by value go left, ties shared; needs |P| ≥ 2k. Tree categories split
   into the children of the common ancestor, each child needing ≥ k.
 * l-diversity and t-closeness are extra conditions every child must meet (LeFevre et al. 2006 §5;
-  Machanavajjhala et al. 2007; Li et al. 2007), and so is an optional ``allowed(rows) -> bool``.
-
-Unlike the reference implementation (qiyuangong/Mondrian, issue #5, which keeps the parent's bounds on
-dimensions that were not cut), every published range is recomputed from the partition's own records, so a
-range covers exactly its records, and categories are ordered deterministically, not by first appearance.
-
-Information loss (``ncp``, Ghinita et al. 2007's NCP/GCP): the mean over records and quasi-identifiers of
-(hi−lo)/(max−min) for numbers, (values in the set − 1)/(m − 1) for ordered categories, and
-(leaves under the label − 1)/(leaves − 1) for hierarchy labels (leaves counted in ``Hierarchy.table()``).
+  Machanavajjhala et al. 2007; Li et al. 2007; ``sensitive_condition``), and so is an optional
+  ``allowed(rows) -> bool``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 
-from privdb.anonymize.hierarchy import FlatHierarchy, Hierarchy, infer_kind, raw_strings
-from privdb.anonymize.release import GeneralizedColumn
-from privdb.errors import InvalidParameter
+from privdb.anonymize.mondrian_codes import Dimension, IntArray
+from privdb.anonymize.sensitive_condition import SensitiveCondition
 
-__all__ = ["Dimension", "SensitiveCondition", "encode", "generalize", "partition"]
+__all__ = ["partition"]
 
-IntArray = NDArray[np.int64]
 Allowed = Callable[[NDArray[np.int64]], bool]
-_EPS = 1e-12
-
-
-@dataclass(frozen=True)
-class SensitiveCondition:
-    """l-diversity and/or t-closeness of one sensitive attribute, over per-record codes ``codes``."""
-
-    codes: NDArray[np.int64]
-    m: int
-    prior: NDArray[np.float64]
-    l: float | None = None  # noqa: E741 (the field's notation)
-    diversity: str = "distinct"
-    c: float = 1.0
-    t: float | None = None
-    ordered: bool = False
-
-    @classmethod
-    def build(
-        cls,
-        column: pd.Series,
-        *,
-        l: float | None = None,  # noqa: E741
-        diversity: str = "distinct",
-        c: float | None = None,
-        t: float | None = None,
-    ) -> SensitiveCondition:
-        if diversity not in ("distinct", "entropy", "recursive"):
-            raise InvalidParameter(
-                f"unknown l-diversity '{diversity}': use distinct, entropy or recursive (with c)"
-            )
-        if l is not None and l < 1:
-            raise InvalidParameter(f"l must be at least 1 (got {l:g})")
-        if diversity == "recursive" and l is not None and (c is None or c <= 0):
-            raise InvalidParameter("recursive (c, l)-diversity needs c > 0, e.g. c=3")
-        if t is not None and not 0 <= t <= 1:
-            raise InvalidParameter(f"t must lie in 0..1 (got {t:g})")
-        if column.isna().any():
-            raise InvalidParameter(
-                f"sensitive attribute '{column.name}' has {int(column.isna().sum())} missing value(s): "
-                "fill or drop them first"
-            )
-        ordered = bool(pd.api.types.is_numeric_dtype(column)) and not pd.api.types.is_bool_dtype(column)
-        codes, uniq = pd.factorize(column, sort=True)
-        m = max(len(uniq), 1)
-        prior = np.bincount(codes, minlength=m) / max(len(codes), 1)
-        return cls(codes.astype(np.int64), m, prior, l, diversity, float(c or 1.0), t, ordered)
-
-    @property
-    def monotone_with_suppression(self) -> bool:
-        return self.t is None and (self.l is None or self.diversity == "distinct")
-
-    def histogram(
-        self, groups: NDArray[np.int64], n_groups: int, rows: NDArray[np.int64] | None = None
-    ) -> NDArray[np.int64]:
-        """Counts of sensitive values per group; ``groups[i]`` is the group of record ``rows[i]``."""
-        s = self.codes if rows is None else self.codes[rows]
-        flat = np.bincount(groups * self.m + s, minlength=n_groups * self.m)
-        return flat.reshape(n_groups, self.m)
-
-    def ok(self, hist: NDArray[np.int64]) -> NDArray[np.bool_]:
-        """Which classes (rows of ``hist``) satisfy every condition."""
-        good = np.ones(len(hist), dtype=bool)
-        size = hist.sum(axis=1)
-        if self.l is not None:
-            if self.diversity == "distinct":
-                good &= (hist > 0).sum(axis=1) >= self.l
-            elif self.diversity == "entropy":
-                q = hist / np.maximum(size, 1)[:, None]
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    ent = -np.where(q > 0, q * np.log(q), 0.0).sum(axis=1)
-                good &= ent >= np.log(self.l) - _EPS
-            else:
-                li = int(self.l)
-                r = -np.sort(-hist, axis=1)
-                tail = r[:, li - 1 :].sum(axis=1) if li <= self.m else np.zeros(len(hist))
-                good &= (r[:, 0] < self.c * tail) & ((hist > 0).sum(axis=1) >= li)
-        if self.t is not None:
-            good &= self.emd(hist) <= self.t + _EPS
-        return good
-
-    def emd(self, hist: NDArray[np.int64]) -> NDArray[np.float64]:
-        """Earth Mover's Distance of each class's distribution to the table's."""
-        q = hist / np.maximum(hist.sum(axis=1), 1)[:, None]
-        diff = q - self.prior[None, :]
-        if self.ordered and self.m > 1:
-            return np.asarray(np.abs(np.cumsum(diff, axis=1)[:, :-1]).sum(axis=1) / (self.m - 1))
-        return np.asarray(0.5 * np.abs(diff).sum(axis=1))
-
-
-@dataclass
-class Dimension:
-    """One quasi-identifier as ordered integer codes (see the module docstring)."""
-
-    name: str
-    kind: str  # "num", "ord" or "tree"
-    codes: NDArray[np.int32]
-    texts: NDArray[np.object_]  # raw text of each code
-    values: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))  # "num": value of each code
-    anc: IntArray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))  # "tree": level × code
-    node_labels: list[NDArray[np.object_]] = field(default_factory=list)
-    node_loss: list[NDArray[np.float64]] = field(default_factory=list)
-
-    @property
-    def ncodes(self) -> int:
-        return len(self.texts)
-
-    def width(self, lo: IntArray, hi: IntArray) -> NDArray[np.float64]:
-        """Normalised width of code ranges [lo, hi] (the split-dimension score)."""
-        if self.kind == "num":
-            span = self.values[-1] - self.values[0]
-            return (self.values[hi] - self.values[lo]) / span if span > 0 else np.zeros(len(lo))
-        if self.kind == "ord":
-            return (hi - lo) / max(self.ncodes - 1, 1)
-        lvl = self.lca_level(lo, hi)
-        return np.asarray(self.node_loss_at(lvl, self.anc[lvl, lo]), dtype=np.float64)
-
-    def lca_level(self, lo: IntArray, hi: IntArray) -> IntArray:
-        return np.asarray((self.anc[:, lo] != self.anc[:, hi]).sum(axis=0), dtype=np.int64)
-
-    def node_loss_at(self, lvl: IntArray, node: IntArray) -> NDArray[np.float64]:
-        out = np.zeros(len(lvl))
-        for level in np.unique(lvl):
-            sel = lvl == level
-            out[sel] = self.node_loss[level][node[sel]]
-        return out
-
-
-def encode(column: pd.Series, hierarchy: Hierarchy | None, categorical: str = "auto") -> Dimension:
-    """Codes for one quasi-identifier: numbers by value, categories along ``hierarchy`` or sorted."""
-    name = str(column.name)
-    numeric = hierarchy.numeric if hierarchy is not None else infer_kind(column) == "numeric"
-    if numeric and not pd.api.types.is_bool_dtype(column):
-        xv = pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64)
-        nan = np.isnan(xv)
-        if nan.any():
-            missing = int(column.isna().sum())
-            if missing:
-                raise InvalidParameter(
-                    f"quasi-identifier '{name}' has {missing} missing value(s): fill or drop them"
-                )
-            raise InvalidParameter(
-                f"quasi-identifier '{name}' is numeric but {int(nan.sum())} value(s) are not numbers: "
-                "clean them, or give it a category hierarchy"
-            )
-        vals, inv = np.unique(xv, return_inverse=True)
-        return Dimension(name, "num", inv.astype(np.int32), raw_strings(vals), values=vals)
-    codes, uniq = pd.factorize(column, sort=True)
-    if (codes < 0).any():
-        raise InvalidParameter(
-            f"quasi-identifier '{name}' has {int((codes < 0).sum())} missing value(s): fill or drop them"
-        )
-    uniq_arr = np.asarray(uniq, dtype=object)
-    use_tree = categorical == "tree" or (
-        categorical == "auto" and hierarchy is not None and not isinstance(hierarchy, FlatHierarchy)
-    )
-    if not use_tree or hierarchy is None:
-        return Dimension(name, "ord", codes.astype(np.int32), raw_strings(uniq_arr))
-    levels = [pd.factorize(hierarchy.labels(uniq_arr, lv), sort=True) for lv in range(hierarchy.height + 1)]
-    order = np.lexsort([lc for lc, _ in levels])  # top level is the primary key: depth-first leaf order
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
-    table = hierarchy.table()
-    dom = max(len(table) - 1, 1)
-    anc = np.stack([lc[order] for lc, _ in levels]).astype(np.int64)
-    node_labels, node_loss = [], []
-    for lv, (_, labs) in enumerate(levels):
-        labs_arr = np.asarray(labs, dtype=object)
-        leaves = table[f"level{lv}"].value_counts()
-        counts = leaves.reindex(labs_arr.astype(str)).fillna(1).to_numpy(dtype=np.float64)
-        node_labels.append(labs_arr)
-        node_loss.append(np.zeros(len(labs_arr)) if lv == 0 else (counts - 1) / dom)
-    return Dimension(
-        name,
-        "tree",
-        rank[codes].astype(np.int32),
-        raw_strings(uniq_arr[order]),
-        anc=anc,
-        node_labels=node_labels,
-        node_loss=node_loss,
-    )
 
 
 def _first_index(sorted_ids: IntArray, n_groups: int) -> IntArray:
@@ -404,63 +212,3 @@ def _call_allowed(
                 res[qi] = False
                 break
     return res
-
-
-def _labels(
-    dm: Dimension, lo: IntArray, hi: IntArray, xs: IntArray, starts: IntArray
-) -> tuple[IntArray, NDArray[np.object_], NDArray[np.float64]]:
-    """Per partition: a label code, the labels, and the loss of each partition's label."""
-    if dm.kind == "num":
-        pair, inv = np.unique(lo * dm.ncodes + hi, return_inverse=True)
-        a, b = pair // dm.ncodes, pair % dm.ncodes
-        labels = np.array(
-            [dm.texts[x] if x == y else f"{dm.texts[x]}-{dm.texts[y]}" for x, y in zip(a, b, strict=True)],
-            dtype=object,
-        )
-        span = dm.values[-1] - dm.values[0]
-        loss = (dm.values[b] - dm.values[a]) / span if span > 0 else np.zeros(len(a))
-        return inv, labels, loss
-    if dm.kind == "tree":
-        lvl = dm.lca_level(lo, hi)
-        node = dm.anc[lvl, lo]
-        top = int(dm.anc.max()) + 1
-        pair, inv = np.unique(lvl * top + node, return_inverse=True)
-        pl, pn = pair // top, pair % top
-        labels = np.array([dm.node_labels[lv][n] for lv, n in zip(pl, pn, strict=True)], dtype=object)
-        return inv, labels, dm.node_loss_at(pl, pn)
-    # ordered categories: the set of values present, as a bit mask (or a tuple beyond 63 values)
-    pid = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(xs))))
-    if dm.ncodes <= 63:
-        mask = np.bitwise_or.reduceat(np.left_shift(np.int64(1), xs), starts)
-        uniq, inv = np.unique(mask, return_inverse=True)
-        sets = [[i for i in range(dm.ncodes) if (int(u) >> i) & 1] for u in uniq]
-    else:
-        pairs = np.unique(pid * dm.ncodes + xs)
-        bounds = np.searchsorted(pairs // dm.ncodes, np.arange(len(starts) + 1))
-        keys = [tuple((pairs[bounds[i] : bounds[i + 1]] % dm.ncodes).tolist()) for i in range(len(starts))]
-        codes_f, uniq_keys = pd.factorize(pd.Series(keys, dtype=object))
-        inv = codes_f.astype(np.int64)
-        sets = [list(key) for key in uniq_keys]
-    labels = np.array(["|".join(dm.texts[s].tolist()) for s in sets], dtype=object)
-    loss = np.array([(len(s) - 1) / max(dm.ncodes - 1, 1) for s in sets])
-    return np.asarray(inv, dtype=np.int64), labels, loss
-
-
-def generalize(
-    dims: Sequence[Dimension], ids: IntArray, sizes: IntArray
-) -> tuple[list[GeneralizedColumn], float]:
-    """Released columns of the partitions (ranges from each partition's own records) and their NCP."""
-    n = len(ids)
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    part = np.empty(n, dtype=np.int64)
-    part[ids] = np.repeat(np.arange(len(sizes)), sizes)
-    cols: list[GeneralizedColumn] = []
-    total = 0.0
-    for dm in dims:
-        xs = dm.codes[ids].astype(np.int64)
-        lo = np.minimum.reduceat(xs, starts)
-        hi = np.maximum.reduceat(xs, starts)
-        inv, labels, loss = _labels(dm, lo, hi, xs, starts)
-        total += float((loss[inv] * sizes).sum())
-        cols.append(GeneralizedColumn(inv[part], labels))
-    return cols, total / max(n * len(dims), 1)

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from privdb.anonymize._classes import Classes
-from privdb.anonymize.models import check, covers
+from privdb.anonymize.coverage import covers
+from privdb.anonymize.models import check
 from privdb.anonymize.report_page import histogram_png, render_html, render_png
 from privdb.anonymize.risk import risk
 from privdb.anonymize.tables import read_table, write_table

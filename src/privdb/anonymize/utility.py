@@ -31,8 +31,7 @@ from privdb.anonymize._classes import (
     group,
     hierarchy_frame,
     parse_intervals,
-    require_columns,
-    require_rows,
+    require_release_of,
     text,
 )
 from privdb.errors import InvalidParameter
@@ -130,24 +129,13 @@ def ncp(
     hierarchies: Mapping[str, HierarchyLike] | None = None,
 ) -> dict[str, float]:
     """NCP per quasi-identifier (mean over records), each a fraction 0..1."""
-    _validate(original, released, qi)
+    require_release_of(original, released, qi)
     hierarchies = hierarchies or {}
     out: dict[str, float] = {}
     for c in qi:
         h = hierarchy_frame(hierarchies[c], c) if c in hierarchies else None
         out[c] = float(_column_loss(original[c], released[c], h).mean())
     return out
-
-
-def _validate(original: pd.DataFrame, released: pd.DataFrame, qi: Sequence[str]) -> None:
-    require_columns(original, qi, "original table")
-    require_columns(released, qi, "released table")
-    require_rows(original, "original table")
-    if len(original) != len(released):
-        raise InvalidParameter(
-            f"the release has {len(released)} records and the original {len(original)}: give both in the "
-            "same order, one released record per original record"
-        )
 
 
 def discernibility(released: pd.DataFrame, qi: Sequence[str]) -> int:

@@ -12,25 +12,26 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from privdb.local.compare import LocalCentralComparison, compare_local_central, plot_local_central
     from privdb.local.estimators import Frequencies, SupportEstimator, project_simplex
-    from privdb.local.oracles import HashReports, OLHProtocol, OUEProtocol, UnaryReports
+    from privdb.local.local_hashing import HashReports, OLHProtocol
     from privdb.local.protocols import BinaryProtocol, KaryProtocol, LocalProtocol, Randomizer
     from privdb.local.stream import SurveyStream
+    from privdb.local.unary_encoding import OUEProtocol, UnaryReports
 
 # the names load on first use, so that a light module of the package (privdb.local.limits, read by the CLI's
 # help) does not pay for NumPy and SciPy; ``python -m privdb.local.compare`` runs the comparison
 _LAZY = {
     "BinaryProtocol": "protocols",
     "Frequencies": "estimators",
-    "HashReports": "oracles",
+    "HashReports": "local_hashing",
     "KaryProtocol": "protocols",
     "LocalCentralComparison": "compare",
     "LocalProtocol": "protocols",
-    "OLHProtocol": "oracles",
-    "OUEProtocol": "oracles",
+    "OLHProtocol": "local_hashing",
+    "OUEProtocol": "unary_encoding",
     "Randomizer": "protocols",
     "SupportEstimator": "estimators",
     "SurveyStream": "stream",
-    "UnaryReports": "oracles",
+    "UnaryReports": "unary_encoding",
     "compare_local_central": "compare",
     "plot_local_central": "compare",
     "project_simplex": "estimators",

@@ -24,7 +24,8 @@ from numpy.typing import NDArray
 
 from privdb.errors import InvalidParameter
 from privdb.local.estimators import SupportEstimator
-from privdb.local.oracles import HashReports, OLHProtocol, UnaryReports
+from privdb.local.local_hashing import HashReports, OLHProtocol
+from privdb.local.unary_encoding import UnaryReports
 
 __all__ = ["direct_codes", "hash_reports", "influence", "unary_reports"]
 

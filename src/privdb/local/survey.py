@@ -31,8 +31,9 @@ from privdb.errors import InvalidParameter
 from privdb.local import responses as responses_
 from privdb.local.domain import Domain
 from privdb.local.estimators import SupportEstimator
-from privdb.local.oracles import HashReports, OLHProtocol, OUEProtocol, UnaryReports
+from privdb.local.local_hashing import HashReports, OLHProtocol
 from privdb.local.protocols import BinaryProtocol, KaryProtocol, LocalProtocol
+from privdb.local.unary_encoding import OUEProtocol, UnaryReports
 from privdb.mechanisms.randomness import RandomSource
 from privdb.text import not_unicode
 

@@ -1,0 +1,108 @@
+"""The l-diversity / t-closeness condition every class of a release must meet, as counts over value codes.
+
+Both search algorithms enforce it on each candidate class, Mondrian on every child of a cut (LeFevre et al.
+2006, section 5) and the lattice on every class of a node, so it lives apart from both and imports neither:
+distinct, entropy and recursive (c, l)-diversity (Machanavajjhala et al. 2007) and t-closeness with the
+Earth Mover's Distance, ordered for numbers (Li et al. 2007). Checking a release after the fact, with every
+distance, is ``models.check``'s work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from privdb.errors import InvalidParameter
+
+__all__ = ["SensitiveCondition"]
+
+_EPS = 1e-12
+
+
+@dataclass(frozen=True)
+class SensitiveCondition:
+    """l-diversity and/or t-closeness of one sensitive attribute, over per-record codes ``codes``."""
+
+    codes: NDArray[np.int64]
+    m: int
+    prior: NDArray[np.float64]
+    l: float | None = None  # noqa: E741 (the field's notation)
+    diversity: str = "distinct"
+    c: float = 1.0
+    t: float | None = None
+    ordered: bool = False
+
+    @classmethod
+    def build(
+        cls,
+        column: pd.Series,
+        *,
+        l: float | None = None,  # noqa: E741
+        diversity: str = "distinct",
+        c: float | None = None,
+        t: float | None = None,
+    ) -> SensitiveCondition:
+        if diversity not in ("distinct", "entropy", "recursive"):
+            raise InvalidParameter(
+                f"unknown l-diversity '{diversity}': use distinct, entropy or recursive (with c)"
+            )
+        if l is not None and l < 1:
+            raise InvalidParameter(f"l must be at least 1 (got {l:g})")
+        if diversity == "recursive" and l is not None and (c is None or c <= 0):
+            raise InvalidParameter("recursive (c, l)-diversity needs c > 0, e.g. c=3")
+        if t is not None and not 0 <= t <= 1:
+            raise InvalidParameter(f"t must lie in 0..1 (got {t:g})")
+        if column.isna().any():
+            raise InvalidParameter(
+                f"sensitive attribute '{column.name}' has {int(column.isna().sum())} missing value(s): "
+                "fill or drop them first"
+            )
+        ordered = bool(pd.api.types.is_numeric_dtype(column)) and not pd.api.types.is_bool_dtype(column)
+        codes, uniq = pd.factorize(column, sort=True)
+        m = max(len(uniq), 1)
+        prior = np.bincount(codes, minlength=m) / max(len(codes), 1)
+        return cls(codes.astype(np.int64), m, prior, l, diversity, float(c or 1.0), t, ordered)
+
+    @property
+    def monotone_with_suppression(self) -> bool:
+        return self.t is None and (self.l is None or self.diversity == "distinct")
+
+    def histogram(
+        self, groups: NDArray[np.int64], n_groups: int, rows: NDArray[np.int64] | None = None
+    ) -> NDArray[np.int64]:
+        """Counts of sensitive values per group; ``groups[i]`` is the group of record ``rows[i]``."""
+        s = self.codes if rows is None else self.codes[rows]
+        flat = np.bincount(groups * self.m + s, minlength=n_groups * self.m)
+        return flat.reshape(n_groups, self.m)
+
+    def ok(self, hist: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """Which classes (rows of ``hist``) satisfy every condition."""
+        good = np.ones(len(hist), dtype=bool)
+        size = hist.sum(axis=1)
+        if self.l is not None:
+            if self.diversity == "distinct":
+                good &= (hist > 0).sum(axis=1) >= self.l
+            elif self.diversity == "entropy":
+                q = hist / np.maximum(size, 1)[:, None]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    ent = -np.where(q > 0, q * np.log(q), 0.0).sum(axis=1)
+                good &= ent >= np.log(self.l) - _EPS
+            else:
+                li = int(self.l)
+                r = -np.sort(-hist, axis=1)
+                tail = r[:, li - 1 :].sum(axis=1) if li <= self.m else np.zeros(len(hist))
+                good &= (r[:, 0] < self.c * tail) & ((hist > 0).sum(axis=1) >= li)
+        if self.t is not None:
+            good &= self.emd(hist) <= self.t + _EPS
+        return good
+
+    def emd(self, hist: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Earth Mover's Distance of each class's distribution to the table's."""
+        q = hist / np.maximum(hist.sum(axis=1), 1)[:, None]
+        diff = q - self.prior[None, :]
+        if self.ordered and self.m > 1:
+            return np.asarray(np.abs(np.cumsum(diff, axis=1)[:, :-1]).sum(axis=1) / (self.m - 1))
+        return np.asarray(0.5 * np.abs(diff).sum(axis=1))
