@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privdb.anonymize import anonymize
 from privdb.anonymize._classes import (
     STAR,
     BoolArray,
@@ -291,8 +292,6 @@ def adult_example(
     The public list holds what a voter list and a profile page reveal (``ADULT_PUBLIC_QI``) for a random
     ``public_share`` of the people, each named ``person-<n>``.
     """
-    from privdb.anonymize import anonymize  # the algorithms live beside this module
-
     if not 0 < public_share <= 1:
         raise InvalidParameter(f"public_share must be in (0, 1] (got {public_share!r})")
     qi = list(ADULT_PUBLIC_QI)

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from privdb.anonymize._classes import Classes, FloatArray, group, require_columns, require_rows
+from privdb.anonymize.linkage import match
 from privdb.errors import InvalidParameter
 
 __all__ = ["Risk", "record_risk", "risk"]
@@ -110,8 +111,6 @@ def risk(
         model = "sampling fraction"
     elif population is not None:
         model = "population table"
-        from privdb.anonymize.linkage import match  # linkage builds on this module's grouping
-
         require_columns(population, qi, "population table")
         require_rows(population, "population table")
         found = match(table, population, qi, classes=cl).public_per_class.astype(np.float64)

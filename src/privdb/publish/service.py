@@ -22,6 +22,8 @@ from privdb.errors import InvalidParameter
 from privdb.publish.charge import reserve_release
 from privdb.publish.histogram import HistogramRelease, release_histograms
 from privdb.publish.safepub import Published, check_inputs, safepub
+from privdb.publish.synthetic import check_synthetic, release_synthetic
+from privdb.sql.run.targets import for_engine
 
 if TYPE_CHECKING:
     from privdb.publish.synthetic import SyntheticRelease
@@ -122,8 +124,6 @@ def publish_synthetic(
     db: Database, frame: pd.DataFrame, meta: TableMeta, options: Mapping[str, Any], note: str
 ) -> SyntheticRelease:
     """Synthetic rows of ``frame`` (privdb.publish.synthetic: MST or AIM), charged to ``meta``'s table."""
-    from privdb.publish.synthetic import check_synthetic, release_synthetic
-
     check_synthetic(meta, **options)
     reservation = reserve_release(db, meta.name, float(options["epsilon"]), float(options["delta"]), note)
     try:
@@ -138,8 +138,6 @@ def table_rows(db: Database, table: str) -> pd.DataFrame:
     engine, source = db.backend_for(table)
     if engine is db.backend:
         return db.owner_sql(f"SELECT * FROM {quote(table)}")
-    from privdb.sql.run.targets import for_engine
-
     return engine.fetch(for_engine(engine, None, f"SELECT * FROM {quote(source)}"), timeout=db.query_timeout)
 
 
