@@ -222,7 +222,8 @@ def source_table(
         return frame, meta
     from privdb.anonymize.tables import read_table
     from privdb.backends.duckdb import DuckDBBackend
-    from privdb.catalog.metadata import load_metadata, metadata_from_dict
+    from privdb.catalog.metadata_file import load_metadata
+    from privdb.catalog.metadata_spec import metadata_from_dict
 
     if metadata is None:
         raise InvalidParameter(
