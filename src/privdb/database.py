@@ -23,7 +23,8 @@ from privdb.accounting.ledger import Budget, Ledger
 from privdb.accounting.renewal import RENEWAL_WARNING, describe_period, parse_period
 from privdb.accounting.sqlstore import store_for
 from privdb.backends.base import Engine
-from privdb.backends.duckdb import DuckDBBackend, check_name
+from privdb.backends.duckdb import DuckDBBackend
+from privdb.backends.names import check_name
 from privdb.backends.urls import open_engine
 from privdb.catalog.conformance import Finding, check_conformance
 from privdb.catalog.files import ReadOptions

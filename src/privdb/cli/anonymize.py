@@ -218,7 +218,7 @@ def anonymize(
 def _database_table(db: Path, table: str, written: list[str]) -> tuple[Any, str]:
     """A database's table as a frame (privdb's hidden columns left out), after refusing to write any column
     its metadata marks as identifying: identifier, private_id, the privacy unit."""
-    from privdb.backends.duckdb import quote
+    from privdb.backends.names import quote
     from privdb.database import Database
 
     with Database(db) as database:

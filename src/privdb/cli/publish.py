@@ -96,7 +96,7 @@ def read_input(database: Database, source: str, table: str | None) -> tuple[pd.D
     """The rows to publish and the name of the table they are charged to: a table of the database (by
     name), or a CSV/Parquet file (``--table``, default the file's stem)."""
     from privdb.anonymize.tables import read_table
-    from privdb.backends.duckdb import check_name
+    from privdb.backends.names import check_name
     from privdb.publish.service import table_rows
 
     names = {n.lower(): n for n in database.table_names()}

@@ -35,7 +35,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from privdb.backends.duckdb import HIDDEN_PREFIX, quote
+from privdb.backends.names import HIDDEN_PREFIX, quote
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.errors import PrivdbError, UnknownColumn, UnsupportedQuery
 from privdb.sql import expr
