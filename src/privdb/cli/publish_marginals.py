@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # the engine is imported by the commands that run it, so `pri
 __all__ = ["source_table"]
 
 
+SourceArgument = Annotated[str, typer.Argument(metavar="IN", help="a table of --db, or a CSV/Parquet file")]
+ReleaseEpsilon = Annotated[float, typer.Option(help="ε of the whole release")]
 PublishDb = Annotated[
     Path | None,
     typer.Option("--db", help="the database whose ledger pays (and that holds IN, if IN is a table)"),
@@ -90,8 +92,8 @@ def _bins(specs: list[str]) -> dict[str, int]:
 @friendly
 @served_hint
 def histogram(
-    source: Annotated[str, typer.Argument(metavar="IN", help="a table of --db, or a CSV/Parquet file")],
-    epsilon: Annotated[float, typer.Option(help="ε of the whole release")],
+    source: SourceArgument,
+    epsilon: ReleaseEpsilon,
     output: Annotated[Path, typer.Option("-o", "--output", help="the released counts, CSV")],
     db: PublishDb = None,
     columns: Annotated[
@@ -174,8 +176,8 @@ def histogram(
 @friendly
 @served_hint
 def synthetic(
-    source: Annotated[str, typer.Argument(metavar="IN", help="a table of --db, or a CSV/Parquet file")],
-    epsilon: Annotated[float, typer.Option(help="ε of the whole release")],
+    source: SourceArgument,
+    epsilon: ReleaseEpsilon,
     delta: Annotated[float, typer.Option(help="δ of the whole release (zCDP measurements), e.g. 1e-9")],
     rows: Annotated[int, typer.Option(help="how many synthetic rows to write")],
     output: Annotated[Path, typer.Option("-o", "--output", help="the synthetic rows, CSV")],
