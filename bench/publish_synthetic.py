@@ -77,7 +77,7 @@ def _metadata(directory: Path) -> tuple[Path, Any]:
     import pandas as pd
     import yaml
 
-    from privdb.catalog.metadata import metadata_from_dict
+    from privdb.catalog.metadata_spec import metadata_from_dict
 
     header = pd.read_csv(ADULT / "adult.csv", sep=";", nrows=1).columns
     columns: dict[str, dict[str, Any]] = {}

@@ -9,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 from typer.testing import CliRunner
 
-from privdb.catalog.metadata import TableMeta, metadata_from_dict
+from privdb.catalog.metadata import TableMeta
+from privdb.catalog.metadata_spec import metadata_from_dict
 from privdb.cli import app
 from privdb.database import Database
 from privdb.publish.charge import OWNER_ACCOUNT

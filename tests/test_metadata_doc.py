@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from privdb.catalog.metadata import metadata_from_dict
+from privdb.catalog.metadata_spec import metadata_from_dict
 from privdb.catalog.smartnoise import from_smartnoise, is_smartnoise
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "metadata.md").read_text()

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from privdb.audit import clopper_pearson
-from privdb.catalog.metadata import metadata_from_dict
+from privdb.catalog.metadata_spec import metadata_from_dict
 from privdb.cli import app
 from privdb.database import Database
 from privdb.errors import InvalidParameter, PrivdbError, UnknownColumn, UnsupportedQuery

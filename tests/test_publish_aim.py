@@ -19,7 +19,7 @@ import privdb
 from conftest import ALPHA, seeded
 from privdb.accounting import zcdp
 from privdb.audit.auditor import audit
-from privdb.catalog.metadata import metadata_from_dict
+from privdb.catalog.metadata_spec import metadata_from_dict
 from privdb.cli import app
 from privdb.errors import InvalidParameter
 from privdb.mechanisms import DiscreteGaussian, ExponentialMechanism

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 import privdb
 from conftest import ALPHA, seeded
 from privdb.audit.auditor import audit
-from privdb.catalog.metadata import metadata_from_dict
+from privdb.catalog.metadata_spec import metadata_from_dict
 from privdb.cli import app
 from privdb.errors import InvalidParameter
 from privdb.mechanisms import ExponentialMechanism

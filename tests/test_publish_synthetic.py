@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from conftest import seeded
 from privdb.accounting import zcdp
 from privdb.audit.auditor import audit
-from privdb.catalog.metadata import metadata_from_dict
+from privdb.catalog.metadata_spec import metadata_from_dict
 from privdb.cli import app
 from privdb.errors import InvalidParameter
 from privdb.publish import synthetic as synthetic_module

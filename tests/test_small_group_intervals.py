@@ -17,7 +17,7 @@ import pytest
 from scipy import stats
 
 from conftest import ALPHA, seeded
-from privdb.catalog.metadata import metadata_from_dict
+from privdb.catalog.metadata_spec import metadata_from_dict
 from privdb.sql.answer.noise import add_noise
 from privdb.sql.front.parse import parse_dp_select
 from privdb.sql.plan.planner import plan_query

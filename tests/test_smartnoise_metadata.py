@@ -9,7 +9,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from privdb.catalog.metadata import load_metadata, metadata_from_dict
+from privdb.catalog.metadata_file import load_metadata
+from privdb.catalog.metadata_spec import metadata_from_dict
 from privdb.cli import app
 from privdb.database import Database
 from privdb.errors import InvalidParameter

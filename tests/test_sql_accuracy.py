@@ -20,7 +20,8 @@ import pytest
 from scipy import stats
 
 from conftest import ALPHA, seeded
-from privdb.catalog.metadata import TableMeta, metadata_from_dict
+from privdb.catalog.metadata import TableMeta
+from privdb.catalog.metadata_spec import metadata_from_dict
 from privdb.database import Database
 from privdb.mechanisms import Geometric, Laplace
 from privdb.sql import engine

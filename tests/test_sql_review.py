@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from conftest import seeded
-from privdb.backends.duckdb import unit_rows_column
+from privdb.backends.names import unit_rows_column
 from privdb.database import Database
 from privdb.errors import InvalidParameter, PrivdbError
 from privdb.sql import engine

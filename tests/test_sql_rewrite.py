@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privdb.backends.duckdb import unit_rows_column
+from privdb.backends.names import unit_rows_column
 from privdb.database import Database
 from privdb.errors import InvalidParameter, UnknownColumn
 from privdb.sql import engine

@@ -208,7 +208,7 @@ class RemoteConnection:
         lines left out here (``options.skip_bad_lines``) are counted in ``skipped_lines``."""
         spec = metadata
         if isinstance(metadata, str | Path):
-            from privdb.catalog.metadata import load_metadata
+            from privdb.catalog.metadata_file import load_metadata
 
             spec = load_metadata(metadata, table)
         text, skipped = to_csv_text(Path(source), options or ReadOptions())
@@ -290,7 +290,7 @@ def _batches(responses: list[Any]) -> Iterator[list[Any]]:
 def _spec(metadata: Spec, table: str) -> dict[str, Any] | None:
     """Metadata to send: a dict as given, a YAML file read here (the server cannot see the owner's files)."""
     if isinstance(metadata, str | Path):
-        from privdb.catalog.metadata import load_metadata
+        from privdb.catalog.metadata_file import load_metadata
 
         return load_metadata(metadata, table)
     return metadata

@@ -24,18 +24,14 @@ from privdb.accounting.ledger import Budget, Ledger
 from privdb.accounting.renewal import RENEWAL_WARNING, describe_period, parse_period
 from privdb.accounting.sqlstore import store_for
 from privdb.backends.base import Engine
-from privdb.backends.duckdb import DuckDBBackend, check_name
+from privdb.backends.duckdb import DuckDBBackend
+from privdb.backends.names import check_name
 from privdb.backends.urls import open_engine
 from privdb.catalog.conformance import Finding, check_conformance
 from privdb.catalog.files import ReadOptions
-from privdb.catalog.metadata import (
-    ColumnMeta,
-    StoredType,
-    TableMeta,
-    load_budgets,
-    load_metadata,
-    metadata_from_dict,
-)
+from privdb.catalog.metadata import ColumnMeta, StoredType, TableMeta
+from privdb.catalog.metadata_file import load_budgets, load_metadata
+from privdb.catalog.metadata_spec import metadata_from_dict
 from privdb.catalog.querylog import LogFilter, LogOptions
 from privdb.catalog.store import Catalog
 from privdb.catalog.values import all_numbers

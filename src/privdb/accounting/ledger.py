@@ -44,85 +44,12 @@ from pathlib import Path
 
 from privdb.accounting.amounts import Budget, _amount, _frac, _text
 from privdb.accounting.composition import GaussianCost, gaussian_charge
+from privdb.accounting.ledger_schema import ADDED, SCHEMA
 from privdb.accounting.shared import SharedBudgets, charge_caps, record_draws, return_draws
 from privdb.accounting.sqlstore import Cursor, is_store_url, open_store
 from privdb.errors import BudgetExhausted, InvalidParameter
 
 __all__ = ["Budget", "Ledger", "Reservation", "Spend"]
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS budgets (
-    analyst        TEXT NOT NULL,
-    database       TEXT NOT NULL,
-    epsilon_total  TEXT NOT NULL,
-    delta_total    TEXT NOT NULL,
-    epsilon_spent  TEXT NOT NULL,
-    delta_spent    TEXT NOT NULL,
-    PRIMARY KEY (analyst, database)
-);
-CREATE TABLE IF NOT EXISTS spends (
-    id         INTEGER PRIMARY KEY AUTOINCREMENT,
-    analyst    TEXT NOT NULL,
-    database   TEXT NOT NULL,
-    epsilon    TEXT NOT NULL,
-    delta      TEXT NOT NULL,
-    rho        REAL,
-    gdelta     TEXT,
-    gcharge    TEXT,
-    state      TEXT NOT NULL CHECK (state IN ('reserved', 'committed', 'released')),
-    note       TEXT NOT NULL DEFAULT '',
-    pid        INTEGER NOT NULL,
-    created    REAL NOT NULL,
-    settled    REAL
-);
-CREATE TABLE IF NOT EXISTS caps (
-    kind           TEXT NOT NULL CHECK (kind IN ('table', 'group')),
-    name           TEXT NOT NULL,
-    database       TEXT NOT NULL,
-    epsilon_total  TEXT NOT NULL,
-    delta_total    TEXT NOT NULL,
-    epsilon_spent  TEXT NOT NULL,
-    delta_spent    TEXT NOT NULL,
-    period         REAL,
-    window_start   REAL,
-    PRIMARY KEY (kind, name, database)
-);
-CREATE TABLE IF NOT EXISTS draws (
-    spend_id  INTEGER NOT NULL REFERENCES spends (id),
-    kind      TEXT NOT NULL,
-    name      TEXT NOT NULL,
-    epsilon   TEXT,
-    gcharge   TEXT
-);
-CREATE INDEX IF NOT EXISTS draws_of_spend ON draws (spend_id);
-CREATE INDEX IF NOT EXISTS draws_on_cap ON draws (kind, name);
-CREATE TABLE IF NOT EXISTS members (
-    analyst   TEXT NOT NULL,
-    database  TEXT NOT NULL,
-    grp       TEXT NOT NULL,
-    PRIMARY KEY (analyst, database)
-);
-CREATE INDEX IF NOT EXISTS spends_of_analyst ON spends (analyst, database);
-CREATE TABLE IF NOT EXISTS class_losses (
-    spend_id  INTEGER NOT NULL,
-    tbl       TEXT NOT NULL,
-    class     TEXT NOT NULL,
-    epsilon   TEXT NOT NULL
-);
-"""
-
-
-# columns added after the first release of the schema, for ledgers made before them: zCDP accounting of
-# Gaussian answers (spends), renewal windows (caps) and what each draw charged its cap (draws; NULL in a
-# draw made before: it drew its spend's ε, which is what is read for it)
-_ADDED = (
-    ("spends", "gdelta", "TEXT"),
-    ("spends", "gcharge", "TEXT"),
-    ("caps", "period", "REAL"),
-    ("caps", "window_start", "REAL"),
-    ("draws", "epsilon", "TEXT"),
-    ("draws", "gcharge", "TEXT"),
-)
 
 
 @dataclass(frozen=True)
@@ -204,7 +131,7 @@ class Ledger(SharedBudgets):
     def __init__(self, path: str | os.PathLike[str]) -> None:
         target = str(path) if is_store_url(path) else Path(path)
         self._store = open_store(target)
-        self._store.create([s for s in _SCHEMA.split(";") if s.strip()], _ADDED)
+        self._store.create([s for s in SCHEMA.split(";") if s.strip()], ADDED)
 
     def close(self) -> None:
         self._store.close()

@@ -1,4 +1,7 @@
-"""The embedded default engine: DuckDB, one database file per privdb database directory."""
+"""The embedded default engine: DuckDB, one database file per privdb database directory. The connection,
+its per-thread cursors and prepared statements, the schema cache and the timed queries are here; how a table
+is written (types, a load in one transaction, the hidden per-unit counts) is privdb.backends.duckdb_tables.
+"""
 
 from __future__ import annotations
 
@@ -16,66 +19,18 @@ import duckdb
 import pandas as pd
 
 from privdb.backends.base import find_table
+from privdb.backends.duckdb_tables import engine_type, load_in_transaction, write_unit_rows
+from privdb.backends.names import HIDDEN_PREFIX, check_name, quote, unit_rows_column
 from privdb.backends.watchdog import WATCHDOG
-from privdb.catalog.files import ReadOptions, bad_lines, read_relation, release
+from privdb.catalog.files import ReadOptions, release
 from privdb.errors import DatabaseInUse, InvalidParameter, ParseError
 
-__all__ = ["HIDDEN_PREFIX", "DuckDBBackend", "engine_type", "unit_rows_column"]
+__all__ = ["DuckDBBackend"]
 
 T = TypeVar("T")
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _AGAIN = 0.05  # s: a query past its limit is interrupted again at this interval until it stops
 _PREPARED_PER_CURSOR = 64  # prepared statements kept per thread's cursor, least recently used dropped
 _STATEMENT_NUMBERS = itertools.count()  # names of prepared statements (unique in the process)
-HIDDEN_PREFIX = "__privdb_"  # columns privdb keeps for itself: never in metadata, never in analysts' view
-
-
-def unit_rows_column(unit: str) -> str:
-    """The hidden column holding, on each row, how many rows its privacy unit has in the whole table."""
-    return f"{HIDDEN_PREFIX}rows_per_{unit}"
-
-
-def engine_type(duck_type: str) -> str:
-    """privdb's type name for a DuckDB column type."""
-    t = duck_type.upper()
-    if "[" in t or t.startswith(("STRUCT", "MAP", "UNION", "LIST", "JSON", "VARIANT")):
-        return "nested"  # never a value of the expression language: read only as text (CAST … AS VARCHAR)
-    if t in ("BOOLEAN", "BOOL"):
-        return "bool"
-    if any(
-        t.startswith(p)
-        for p in (
-            "TINYINT",
-            "SMALLINT",
-            "INTEGER",
-            "BIGINT",
-            "HUGEINT",
-            "UTINYINT",
-            "USMALLINT",
-            "UINTEGER",
-            "UBIGINT",
-            "INT",
-        )
-    ):
-        return "int"
-    if any(t.startswith(p) for p in ("DOUBLE", "FLOAT", "REAL", "DECIMAL", "NUMERIC")):
-        return "float"
-    if t.startswith(("DATE", "TIMESTAMP", "TIME")):
-        return "date"
-    return "text"
-
-
-def check_name(name: str, what: str = "table") -> str:
-    """A plain SQL identifier, so it can be quoted safely and typed in DP-SELECT."""
-    if not _NAME.match(name):
-        raise InvalidParameter(
-            f"{what} name {name!r} must start with a letter or _ and hold only letters, digits and _"
-        )
-    return name
-
-
-def quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 class DuckDBBackend:
@@ -212,7 +167,7 @@ class DuckDBBackend:
         columns = list(self._describe()[name])
         try:
             with self._lock:
-                _write_unit_rows(self._con, name, unit, columns)
+                write_unit_rows(self._con, name, unit, columns)
         finally:
             self._invalidate()
 
@@ -261,7 +216,7 @@ class DuckDBBackend:
             with self._lock:
                 reader = self._con.cursor()  # its own connection: nothing pending on the shared one stops it
                 try:
-                    loaded = self._load_in_transaction(reader, table, Path(source), options, check)
+                    loaded = load_in_transaction(reader, table, Path(source), options, check)
                 finally:
                     release(reader)
                     reader.close()
@@ -273,39 +228,6 @@ class DuckDBBackend:
         finally:
             self._invalidate()
         return loaded
-
-    @staticmethod
-    def _load_in_transaction(
-        reader: duckdb.DuckDBPyConnection,
-        table: str,
-        source: Path,
-        options: ReadOptions,
-        check: Callable[[dict[str, str]], str | None] | None,
-    ) -> tuple[int, int]:
-        """The new table, checked and counted, committed in one transaction (rolled back on any failure,
-        interrupts included)."""
-        view = read_relation(reader, source, options)
-        reader.execute("BEGIN TRANSACTION")
-        try:
-            reader.execute(f"CREATE OR REPLACE TABLE {quote(table)} AS SELECT * FROM {view}")
-            skipped = bad_lines(reader, source, options)  # malformed CSV lines: refused, unless skipped
-            described = reader.execute(f"DESCRIBE {quote(table)}").fetchall()
-            clash = [str(r[0]) for r in described if str(r[0]).startswith(HIDDEN_PREFIX)]
-            if clash:
-                raise InvalidParameter(
-                    f"column {clash[0]!r}: names starting with {HIDDEN_PREFIX!r} are reserved for privdb; "
-                    "rename the column in the file"
-                )
-            columns = {str(r[0]): engine_type(str(r[1])) for r in described}
-            unit = check(columns) if check is not None else None
-            _write_unit_rows(reader, table, unit, list(columns))
-            row = reader.execute(f"SELECT COUNT(*) FROM {quote(table)}").fetchone()
-            reader.execute("COMMIT")
-        except BaseException:
-            with contextlib.suppress(duckdb.Error):
-                reader.execute("ROLLBACK")
-            raise
-        return (int(row[0]) if row else 0), skipped
 
     def load_frame(self, table: str, frame: pd.DataFrame) -> int:
         """Create or replace ``table`` from a pandas DataFrame (used by generators and tests)."""
@@ -408,25 +330,6 @@ class DuckDBBackend:
             raise ParseError(_first_line(err)) from None
         finally:
             self._invalidate()
-
-
-def _write_unit_rows(con: duckdb.DuckDBPyConnection, name: str, unit: str | None, columns: list[str]) -> None:
-    """On ``con``: drop the hidden unit-count columns of ``name`` (of its ``columns``) but ``unit``'s, and
-    write that one (see ``DuckDBBackend.count_unit_rows``)."""
-    keep = unit_rows_column(unit) if unit else None
-    for column in columns:
-        if column.startswith(f"{HIDDEN_PREFIX}rows_per_") and column != keep:
-            con.execute(f"ALTER TABLE {quote(name)} DROP COLUMN {quote(column)}")
-    if unit is None or keep is None:
-        return
-    t, u, c = quote(name), quote(unit), quote(keep)
-    con.execute(f"ALTER TABLE {t} ADD COLUMN IF NOT EXISTS {c} BIGINT")
-    con.execute(
-        f"UPDATE {t} SET {c} = n.rows FROM (SELECT {u} AS unit, COUNT(*) AS rows FROM {t} "
-        f"GROUP BY {u}) AS n WHERE {t}.{u} IS NOT DISTINCT FROM n.unit"
-    )
-    row = con.execute(f"SELECT COUNT(*) FROM {t}").fetchone()
-    con.execute(f"COMMENT ON COLUMN {t}.{c} IS '{int(row[0]) if row else 0}'")
 
 
 def _first_line(err: Exception) -> str:

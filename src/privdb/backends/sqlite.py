@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from privdb.backends.base import find_table
-from privdb.backends.duckdb import quote
+from privdb.backends.names import quote
 from privdb.catalog.metadata import StoredType
 from privdb.errors import InvalidParameter, ParseError
 

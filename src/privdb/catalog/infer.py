@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 import yaml
 
-from privdb.backends.duckdb import engine_type
+from privdb.backends.duckdb_tables import engine_type
 
 __all__ = ["MAX_CATEGORIES", "MAX_LABEL", "Skeleton", "infer_skeleton", "unit_rank"]
 

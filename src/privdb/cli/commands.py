@@ -9,8 +9,8 @@ __all__ = ["app"]
 _COMMANDS = tuple(
     import_module(f"privdb.cli.{name}")  # each registers its commands on ``app`` as it is imported
     for name in (
-        "analyst", "anonymize", "budgets", "database", "epsilon", "linkage", "load", "log", "publish",
-        "showcase", "survey", "tune",
+        "analyst", "anonymize", "budgets", "database", "epsilon", "linkage", "load", "log", "measure",
+        "publish", "publish_marginals", "showcase", "survey", "tune",
     )
 )  # fmt: skip
 arrange(app)

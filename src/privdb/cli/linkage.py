@@ -10,9 +10,9 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from privdb.cli.anonymize import qi_columns
 from privdb.cli.core import app, console, friendly
 from privdb.cli.options import TableOrJson
+from privdb.cli.table_options import qi_columns
 
 
 @app.command()

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Unpack
 
-from privdb.backends.duckdb import check_name
+from privdb.backends.names import check_name
 from privdb.catalog.store import Catalog
 from privdb.catalog.surveys import Collection, Via
 from privdb.errors import InvalidParameter

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from privdb.anonymize.hierarchy import Hierarchy, TaxonomyHierarchy
-from privdb.backends.duckdb import quote
+from privdb.backends.names import quote
 from privdb.catalog.metadata import TableMeta
 from privdb.database import Database
 from privdb.errors import InvalidParameter

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from privdb.backends.duckdb import quote
+from privdb.backends.names import quote
 from privdb.database import Database
 from privdb.errors import InvalidParameter
 from privdb.mechanisms import Geometric

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from privdb.backends.duckdb import HIDDEN_PREFIX
+from privdb.backends.names import HIDDEN_PREFIX
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.errors import InvalidParameter, UnsupportedQuery
 from privdb.sql.front import expr

@@ -34,7 +34,7 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from privdb.backends.duckdb import quote
+from privdb.backends.names import quote
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.errors import UnknownColumn, UnsupportedQuery
 from privdb.sql.front import expr

@@ -34,7 +34,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from privdb.backends.duckdb import quote
+from privdb.backends.names import quote
 from privdb.catalog.metadata import ColumnMeta
 from privdb.errors import PrivdbError, UnsupportedQuery
 from privdb.sql.front import expr

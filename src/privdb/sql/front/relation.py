@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from privdb.backends.duckdb import HIDDEN_PREFIX, quote
+from privdb.backends.names import HIDDEN_PREFIX, quote
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.errors import PrivdbError, UnknownColumn, UnsupportedQuery
 from privdb.sql.front import expr

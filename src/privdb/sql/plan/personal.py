@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from privdb.backends.duckdb import quote
+from privdb.backends.names import quote
 from privdb.catalog.metadata import PersonalEpsilon, TableMeta
 from privdb.errors import UnsupportedQuery
 

@@ -31,7 +31,7 @@ from sqlglot.errors import SqlglotError, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from privdb.backends.base import Engine
-from privdb.backends.duckdb import quote
+from privdb.backends.names import quote
 from privdb.backends.watchdog import WATCHDOG
 from privdb.database import Database
 from privdb.errors import (

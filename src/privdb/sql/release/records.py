@@ -39,7 +39,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from sqlglot import exp
 
-from privdb.backends.duckdb import quote
+from privdb.backends.names import quote
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.errors import InvalidParameter, UnsupportedQuery
 from privdb.mechanisms import Geometric, KaryRandomizedResponse, RandomSource

@@ -22,7 +22,7 @@ the same as bounding every unit; only the work differs.
 
 from __future__ import annotations
 
-from privdb.backends.duckdb import quote
+from privdb.backends.names import quote
 from privdb.catalog.metadata import ColumnMeta
 from privdb.sql.front.expr import render
 from privdb.sql.front.expr.render import clamp_sql, column_sql

@@ -13,7 +13,7 @@ import sqlglot
 from sqlglot import exp
 
 from privdb.backends.base import Engine
-from privdb.backends.duckdb import quote
+from privdb.backends.names import quote
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.database import Database
 from privdb.errors import EngineUnavailable, UnknownTable, UnsupportedQuery

@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from privdb.backends.duckdb import quote
+from privdb.backends.names import quote
 from privdb.catalog.metadata import ColumnMeta
 from privdb.sql.front.expr.types import DEFAULT_MAX_LENGTH, MAX_RESULT_LENGTH, Expr, Type, column_type
 
