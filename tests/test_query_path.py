@@ -24,7 +24,7 @@ from privdb.backends.duckdb import DuckDBBackend
 from privdb.database import Database
 from privdb.errors import InternalError
 from privdb.sql import engine
-from privdb.sql.answer.noise import _groups, add_noise
+from privdb.sql.answer.noise import add_noise, true_values_by_group
 from privdb.sql.engine import prepare
 from privdb.sql.plan.types import Plan
 from sqlfixtures import make_db
@@ -110,8 +110,8 @@ def test_column_values_group_exactly_as_the_dataframe(kind: str, data: st.DataOb
             con.executemany("INSERT INTO t VALUES (?, ?)", [list(r) for r in rows])
         sql = "SELECT k AS k0, COUNT(*) AS s0, SUM(v) AS s1 FROM t GROUP BY k"
         plan: Any = _KeyedPlan(1)
-        by_frame = _groups(plan, backend.fetch(sql))
-        by_columns = _groups(plan, backend.fetch_columns(sql))
+        by_frame = true_values_by_group(plan, backend.fetch(sql))
+        by_columns = true_values_by_group(plan, backend.fetch_columns(sql))
     finally:
         backend.close()
     assert by_frame[0] == by_columns[0]
@@ -130,7 +130,7 @@ class _Resolved:
 
 
 class _KeyedPlan:
-    """What ``_groups`` reads of a plan: keys released through the threshold, two sums."""
+    """What ``true_values_by_group`` reads of a plan: keys released through the threshold, two sums."""
 
     def __init__(self, keys: int) -> None:
         self.resolved = _Resolved(keys)

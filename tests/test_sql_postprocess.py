@@ -15,7 +15,8 @@ from numpy.typing import NDArray
 from sqlglot import exp
 
 from privdb.errors import UnsupportedQuery
-from privdb.sql.front.formulas import ALLOWED, Formula, Values, compile_formula, compile_predicate
+from privdb.sql.front.formulas import ALLOWED, Formula, compile_formula, compile_predicate
+from privdb.sql.front.vectors import Values
 
 F = NDArray[np.float64]
 

@@ -22,7 +22,7 @@ from privdb.errors import (
     UnsupportedQuery,
 )
 from privdb.sql import engine
-from privdb.sql.front.parse import MAX_QUERY_LENGTH
+from privdb.sql.front.limits import MAX_QUERY_LENGTH
 from privdb.sql.public import answer as public
 from privdb.sql.public.answer import MAX_RESULT_ROWS, answer_public, is_plain_select
 

@@ -25,7 +25,8 @@ from privdb.database import Database
 from privdb.errors import PrivdbError
 from privdb.result import Result
 from privdb.sql import engine
-from privdb.sql.release.records import RECORDS_ENTRY, ReleasePlan, debias_values, randomize_records
+from privdb.sql.release.plan import ReleasePlan
+from privdb.sql.release.records import RECORDS_ENTRY, debias_values, randomize_records
 
 Z = 5.3  # two-sided 1.2e-7 per value
 # |T − N| for ε = 1 (ε_c = 0.1, m = 1): P(|Z| > k) = 2q^(k+1)/(1 + q), q = e^-0.1, below 1e-7 from k = 160

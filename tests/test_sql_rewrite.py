@@ -207,7 +207,7 @@ def test_values_are_clamped_as_double_whatever_the_column_type(tmp_path: Path) -
 def test_nan_and_null_keys_add_up_whatever_the_row_order(tmp_path: Path) -> None:
     """NaN and NULL are two groups to the engine and one key (null) in the answer: the answer's statistic
     is their sum, not whichever row the engine happened to return last."""
-    from privdb.sql.answer.noise import _groups
+    from privdb.sql.answer.noise import true_values_by_group
 
     with Database(tmp_path / "db") as db:
         db.owner_sql("CREATE TABLE t (k DOUBLE, x DOUBLE)")
@@ -218,7 +218,7 @@ def test_nan_and_null_keys_add_up_whatever_the_row_order(tmp_path: Path) -> None
         assert isinstance(plan, Plan)
         frame = db.backend.fetch(sql)
         for order in (frame, frame.iloc[::-1].reset_index(drop=True)):
-            groups, truth = _groups(plan, order)
+            groups, truth = true_values_by_group(plan, order)
             assert groups == [(None,)]
             assert [float(v[0]) for v in truth.values()] == [1003.0, 1003.0]
 

@@ -17,7 +17,7 @@ from privdb.audit import audit
 from privdb.mechanisms import Geometric
 from privdb.mechanisms.noise_reduction import NoiseReduction
 from privdb.sql import engine
-from privdb.sql.answer.noise import _groups
+from privdb.sql.answer.noise import true_values_by_group
 from privdb.sql.plan.types import Plan
 
 QUERY = "DP-SELECT ACCURACY 500 MAX 1 AVG(income) FROM people"
@@ -41,7 +41,7 @@ def _count(pair: Neighbours) -> tuple[Plan, list[float]]:
         plan, sql = engine.prepare(db, QUERY, "eve")
         assert isinstance(plan, Plan) and plan.query.schedule is not None
         backend, _ = db.backend_for("people")
-        _, truth = _groups(plan, backend.fetch(sql))
+        _, truth = true_values_by_group(plan, backend.fetch(sql))
         (nonnull,) = [s for s in plan.statistics if s.kind == "nonnull"]
         counts.append(float(truth[nonnull.name][0]))
         plans.append(plan)

@@ -39,13 +39,8 @@ from privdb.database import Database
 from privdb.mechanisms import Geometric, KaryRandomizedResponse
 from privdb.sql import engine
 from privdb.sql.front.parse import parse_dp_select
-from privdb.sql.release.records import (
-    RECORDS_ENTRY,
-    ReleasedColumn,
-    ReleasePlan,
-    plan_release,
-    randomize_records,
-)
+from privdb.sql.release.plan import ReleasedColumn, ReleasePlan, plan_release
+from privdb.sql.release.records import RECORDS_ENTRY, randomize_records
 
 # --- exact enumeration of the construction on tiny tables -------------------------------------------------
 

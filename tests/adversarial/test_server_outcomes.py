@@ -29,7 +29,7 @@ from privdb.client import RemoteConnection
 from privdb.database import Database
 from privdb.errors import PrivdbError
 from privdb.sql import engine
-from privdb.sql.front.parse import MAX_DEPTH, MAX_QUERY_LENGTH
+from privdb.sql.front.limits import MAX_DEPTH, MAX_QUERY_LENGTH
 from serverfixtures import Server
 
 HIDDEN = ("secret_patients", "payroll")

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from privdb.sql.front.parse import MAX_DEPTH, MAX_QUERY_LENGTH
+from privdb.sql.front.limits import MAX_DEPTH, MAX_QUERY_LENGTH
 from privdb.text import not_unicode
 
 __all__ = [
@@ -43,7 +43,7 @@ class Body(BaseModel):
 
 
 class QueryIn(BaseModel):
-    # no max_length here: privdb.sql.front.parse refuses a longer query with the one parse_error every face
+    # no max_length here: privdb.sql.front.limits refuses a longer query with the one parse_error every face
     # gives
     sql: str = Field(
         description=f"a DP-SELECT, at most {MAX_QUERY_LENGTH:,} characters, nested at most {MAX_DEPTH} levels"

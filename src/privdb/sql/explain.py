@@ -20,7 +20,7 @@ from privdb.sql.plan.gaussian import zcdp_cost
 from privdb.sql.plan.personal import personal_table, summary
 from privdb.sql.plan.types import Plan
 from privdb.sql.prepare import prepare
-from privdb.sql.release.records import ReleasePlan
+from privdb.sql.release.plan import ReleasePlan
 from privdb.sql.run.targets import histogram_queries
 
 __all__ = ["describe", "describe_release", "explain"]

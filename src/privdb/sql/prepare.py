@@ -17,7 +17,7 @@ from privdb.sql.plan.prepared import keep, lookup, shape_of, state
 from privdb.sql.plan.types import Plan, Shape
 from privdb.sql.public.answer import answer_public
 from privdb.sql.release.bind import prepare_release
-from privdb.sql.release.records import ReleasePlan, is_record_release
+from privdb.sql.release.plan import ReleasePlan, is_record_release
 from privdb.sql.run.targets import DatabaseTables, statistics_sql
 
 __all__ = ["Exact", "prepare"]

@@ -13,7 +13,8 @@ from privdb.mechanisms import RandomSource
 from privdb.sql.accuracy import first as accuracy_first
 from privdb.sql.answer.noise import NoisyAnswer, add_noise
 from privdb.sql.plan.types import Plan
-from privdb.sql.release.records import ReleasePlan, randomize_records
+from privdb.sql.release.plan import ReleasePlan
+from privdb.sql.release.records import randomize_records
 from privdb.sql.run.read import Read
 
 __all__ = ["responder"]

@@ -14,7 +14,7 @@ from privdb.mechanisms._validate import exact
 from privdb.sql.plan.gaussian import zcdp_cost
 from privdb.sql.plan.personal import losses_note, summary
 from privdb.sql.plan.types import Plan
-from privdb.sql.release.records import RELEASE_GUARANTEE, ReleasePlan
+from privdb.sql.release.plan import RELEASE_GUARANTEE, ReleasePlan
 
 __all__ = ["Spend", "base_table", "spend_of"]
 

@@ -35,7 +35,7 @@ from privdb.mechanisms.base import AdditiveNoise, round_down
 from privdb.mechanisms.noise_reduction import NoiseReduction
 from privdb.sql.accuracy.search import epsilon_for_accuracy
 from privdb.sql.answer.combine import combine
-from privdb.sql.answer.noise import NoisyAnswer, _groups, answer
+from privdb.sql.answer.noise import NoisyAnswer, answer, true_values_by_group
 from privdb.sql.answer.predict import columns_of
 from privdb.sql.front.parse import DPQuery
 from privdb.sql.plan.types import Plan
@@ -151,7 +151,7 @@ def respond(plan: Plan, frame: Statistics | None, rng: RandomSource | None = Non
     assert schedule is not None and accuracy is not None and schedule[-1] == plan.epsilon
     _, confidence, most = accuracy
     steps = len(schedule)
-    groups, truth = _groups(plan, frame)
+    groups, truth = true_values_by_group(plan, frame)
     step_plans, reductions = calibrate(plan, rng)
     released: dict[str, NDArray[np.float64]] = {}
     mechanisms: dict[str, tuple[Laplace, ...]] = {}

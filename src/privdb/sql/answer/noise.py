@@ -27,9 +27,10 @@ from privdb.mechanisms.base import AdditiveNoise
 from privdb.sql.answer import vanish
 from privdb.sql.answer.choose import choose, histogram_accuracy
 from privdb.sql.answer.combine import PAIR_KINDS, VARIANCE_KINDS, Interval, combine
-from privdb.sql.front.formulas import Formula, Values
+from privdb.sql.front.formulas import Formula
 from privdb.sql.front.keys import canonical_key, canonical_rank, order_key
 from privdb.sql.front.validate import hidden_formula
+from privdb.sql.front.vectors import Values
 from privdb.sql.plan import truncation
 from privdb.sql.plan.sensitivity import DISTINCT_KINDS
 from privdb.sql.plan.truncation import QUERY as TRUNCATION_QUERY
@@ -40,6 +41,7 @@ __all__ = [
     "NoisyAnswer",
     "add_noise",
     "answer",
+    "true_values_by_group",
 ]
 
 
@@ -66,7 +68,7 @@ def _number(value: Any) -> float:
     return 0.0 if value is None else float(value)
 
 
-def _groups(
+def true_values_by_group(
     plan: Plan, frame: Statistics | None, extra: Mapping[str, pd.DataFrame] | None = None
 ) -> tuple[list[tuple[Any, ...]], dict[str, NDArray[np.float64]]]:
     """The groups to consider and each statistic's true value per group (0 where a group has no rows).
@@ -196,7 +198,7 @@ def add_noise(
     """Noise every statistic, select keys, combine aggregates, evaluate expressions over them and HAVING
     (post-processing), order and limit the rows. ``histograms``: the frames of order statistics and modes
     (by histogram name) and of distinct counts (by statistic name)."""
-    groups, truth = _groups(plan, frame, histograms)
+    groups, truth = true_values_by_group(plan, frame, histograms)
     mechs = {s.name: s.mechanism(rng) for s in plan.statistics}
     noisy = {}
     for stat in plan.statistics:

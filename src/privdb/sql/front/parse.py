@@ -1,17 +1,9 @@
 """Parse ``DP-SELECT ε [DELTA δ] <select> …`` with sqlglot's tokenizer and parser (no regular expressions).
 
-The prefix ``DP-SELECT ε [DELTA δ]`` is read from sqlglot tokens; the rest, with ``SELECT`` put back, must be
-exactly one SELECT statement in DuckDB's dialect. Errors carry line and column and underline the spot.
-
-Public limits, checked here so that no later stage (sqlglot's recursive parser and generator, privdb's checks,
-the engine SQL re-read for other dialects) can run out of stack: a query is at most ``MAX_QUERY_LENGTH``
-characters, and nests at most ``MAX_DEPTH`` levels — parentheses, brackets, braces, ``CASE … END`` and prefix
-operators in a row (``NOT``, unary ``-``, ``~``, ``INTERVAL``), counted on the tokens before sqlglot parses
-them and again on the query as privdb writes it back (``a::INT`` is ``CAST(a AS INT)``); its syntax tree is at
-most ``MAX_TREE_DEPTH`` nodes deep (a chain of AND/OR or of one arithmetic or comparison operator,
-``a + b + c``, counts once: sqlglot writes those without recursion). Each is a free ``parse_error`` with one
-message, whichever check (or a ``RecursionError`` anyway) finds it: the outcome depends only on the query's
-text.
+The prefix ``DP-SELECT ε [DELTA δ]`` (or ``ACCURACY a [CONFIDENCE c] [MAX m]``, ``USING GAUSSIAN``, a leading
+``WITH`` and ``TOP n``) is read from sqlglot tokens; the rest, with ``SELECT`` put back, must be exactly one
+SELECT statement in DuckDB's dialect. Errors carry line and column and underline the spot. The public limits
+on length and nesting (privdb.sql.front.limits) are checked before and after sqlglot parses.
 """
 
 from __future__ import annotations
@@ -27,32 +19,15 @@ from sqlglot.tokenizer_core import Token, TokenType
 
 from privdb.errors import InvalidParameter, ParseError, RawAccessDenied, UnsupportedQuery
 from privdb.sql.front.hints import check_within_group, reserved_word, set_operation
-from privdb.text import lone_surrogate
+from privdb.sql.front.limits import DIALECT, MAX_DEPTH, check_depth, check_text, nesting, too_deep
 
-__all__ = [
-    "MAX_DEPTH",
-    "MAX_EPSILON",
-    "MAX_QUERY_LENGTH",
-    "MAX_TREE_DEPTH",
-    "DPQuery",
-    "check_epsilon",
-    "check_text",
-    "nesting",
-    "parse_dp_select",
-]
+__all__ = ["MAX_EPSILON", "DPQuery", "check_epsilon", "parse_dp_select"]
 
 MAX_EPSILON = 1000.0  # above this a "private" answer is the raw answer in all but name
-MAX_QUERY_LENGTH = 100_000  # characters
-# sqlglot's parser spends up to ~26 Python frames per level of nesting (a function call, a parenthesis), and
-# the engine SQL (re-read by sqlglot for explain and for other engines) nests deeper than the query: 16 levels
-# stay far inside Python's limit of 1000 frames in every face (CLI, server thread, library)
-MAX_DEPTH = 16
-MAX_TREE_DEPTH = 4 * MAX_DEPTH  # nodes; sqlglot's generator spends ~3 frames per node
 SYNTAX = (
     "DP-SELECT <epsilon> [DELTA <delta>] <aggregates> FROM <table> [WHERE …] [GROUP BY …] "
     "(or DP-SELECT ACCURACY <± wanted> [CONFIDENCE <c>] [MAX <epsilon>] …)"
 )
-_DIALECT = "duckdb"
 
 
 @dataclass(frozen=True)
@@ -75,7 +50,7 @@ class DPQuery:
 
     def body(self) -> str:
         """The SELECT in DuckDB's dialect, without comments."""
-        return self.written if self.written is not None else self.select.sql(dialect=_DIALECT, comments=False)
+        return self.written if self.written is not None else self.select.sql(dialect=DIALECT, comments=False)
 
     @property
     def normalized(self) -> str:
@@ -144,107 +119,6 @@ def _number(text: str, tokens: list[Token], i: int, what: str) -> tuple[float, i
     return value, i + 1
 
 
-_OPENERS = {TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE, TokenType.CASE}
-_CLOSERS = {TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE, TokenType.END}
-_PREFIX = {TokenType.NOT, TokenType.TILDE, TokenType.INTERVAL, TokenType.PIPE_SLASH, TokenType.DPIPE_SLASH}
-_SIGNS = {TokenType.DASH, TokenType.PLUS}
-# after these a sign is binary (a - b); anywhere else it is a prefix operator (-b, a * -b, (-b))
-_OPERAND_ENDS = {
-    TokenType.VAR,
-    TokenType.NUMBER,
-    TokenType.STRING,
-    TokenType.IDENTIFIER,
-    TokenType.NULL,
-    TokenType.TRUE,
-    TokenType.FALSE,
-    *_CLOSERS,
-}
-
-
-def _too_deep() -> ParseError:
-    """The one refusal of a query nested too deeply, whichever check found it."""
-    return ParseError(
-        f"the query nests more than {MAX_DEPTH} levels deep (parentheses, function calls, CASE, prefix "
-        "operators such as NOT or unary minus, casts); write it with less nesting"
-    )
-
-
-def nesting(tokens: list[Token]) -> int:
-    """How deep ``tokens`` nest: each parenthesis, bracket, brace or ``CASE`` is a level, and so is each
-    prefix operator in a row before an operand (``NOT NOT x``, ``- -x``, ``NOT (``). Counted without
-    recursion, before any parser sees the tokens."""
-    stack: list[int] = []
-    depth = deepest = run = 0
-    previous: TokenType | None = None
-    for token in tokens:
-        kind = token.token_type
-        if kind in _PREFIX or (kind in _SIGNS and previous not in _OPERAND_ENDS):
-            run += 1
-        elif kind in _OPENERS:
-            stack.append(1 + run)
-            depth += 1 + run
-            run = 0
-        elif kind in _CLOSERS:
-            depth -= stack.pop() if stack else 0
-            run = 0
-        else:
-            run = 0
-        deepest = max(deepest, depth + run)
-        previous = kind
-    return deepest
-
-
-# chains of these binary operators are written by sqlglot's generator in a loop, not by recursion (checked
-# for sqlglot's DuckDB dialect: a % b % c, a.b.c and others recurse, so they count every level)
-_FLAT_CHAINS: tuple[type[exp.Expression], ...] = (
-    exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.DPipe, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT,
-    exp.LTE, exp.BitwiseAnd, exp.BitwiseOr, exp.Like, exp.ILike,
-)  # fmt: skip
-
-
-def _tree_depth(root: exp.Expression, limit: int) -> int:
-    """The depth of ``root``'s tree in nodes, counted without recursion, where a chain of AND/OR or of one
-    of the operators above (``a + b + c``) counts as one level; stops counting past ``limit``."""
-    stack: list[tuple[exp.Expression, int]] = [(root, 1)]
-    deepest = 0
-    while stack:
-        node, depth = stack.pop()
-        deepest = max(deepest, depth)
-        if deepest > limit:
-            return deepest
-        for child in node.iter_expressions():
-            chained = (isinstance(node, exp.Connector) and isinstance(child, exp.Connector)) or (
-                type(child) is type(node) and isinstance(node, _FLAT_CHAINS)
-            )
-            stack.append((child, depth if chained else depth + 1))
-    return deepest
-
-
-def _check_depth(select: exp.Expression) -> None:
-    """Refuse a parsed query whose tree, or whose SQL as privdb writes it back, is nested too deeply."""
-    if _tree_depth(select, MAX_TREE_DEPTH) > MAX_TREE_DEPTH:
-        raise _too_deep()
-    written = select.sql(dialect=_DIALECT, comments=False)
-    if nesting(sqlglot.Dialect.get_or_raise(_DIALECT).tokenize(written)) > MAX_DEPTH:
-        raise _too_deep()
-
-
-def check_text(text: str) -> None:
-    """Refuse a query over the length limit, or one that is not Unicode text (a lone surrogate, e.g. from a
-    JSON ``"\\ud800"`` escape, which no engine or store can encode): free ``parse_error``s."""
-    if len(text) > MAX_QUERY_LENGTH:
-        raise ParseError(
-            f"the query is {len(text):,} characters long, more than the limit of {MAX_QUERY_LENGTH:,}; "
-            "shorten it (e.g. x IN (…) instead of many ORs, or split the question)"
-        )
-    if (at := lone_surrogate(text)) is not None:
-        raise ParseError(
-            f"the query is not Unicode text: character {at + 1} is half of a surrogate pair (U+"
-            f"{ord(text[at]):04X}), which no engine can read; send the query as valid UTF-8 (a JSON "
-            "\\uXXXX escape of U+D800 … U+DFFF must be one of a pair)"
-        )
-
-
 def parse_dp_select(text: str) -> DPQuery:
     """Parse an analyst's query, or raise the error that says what to write instead."""
     if not isinstance(text, str) or not text.strip():
@@ -253,16 +127,16 @@ def parse_dp_select(text: str) -> DPQuery:
     try:
         return _parse(text)
     except RecursionError:  # a nesting no check above foresaw: still a free refusal, never a fault
-        raise _too_deep() from None
+        raise too_deep() from None
 
 
 def _parse(text: str) -> DPQuery:
     try:
-        tokens = sqlglot.Dialect.get_or_raise(_DIALECT).tokenize(text)
+        tokens = sqlglot.Dialect.get_or_raise(DIALECT).tokenize(text)
     except TokenError as err:
         raise ParseError(f"cannot read the query: {err}") from None
     if nesting(tokens) > MAX_DEPTH:
-        raise _too_deep()
+        raise too_deep()
     if not tokens:
         raise ParseError(f"the query holds only comments; write {SYNTAX}")
     cte_text, tokens = _leading_with(text, tokens)
@@ -300,7 +174,7 @@ def _parse(text: str) -> DPQuery:
     body = cte_text + "SELECT " + body_text
     offset = tokens[i].start - len("SELECT ") - len(cte_text)
     try:
-        statements = sqlglot.parse(body, read=_DIALECT)
+        statements = sqlglot.parse(body, read=DIALECT)
     except SqlglotParseError as err:
         info = err.errors[0] if err.errors else {}
         desc = str(info.get("description", "syntax error"))
@@ -312,7 +186,7 @@ def _parse(text: str) -> DPQuery:
             line = text.count("\n", 0, pos) + 1
             where = f" (line {line}, column {pos - text.rfind(chr(10), 0, pos)})"
             mark = _underline(text, pos, pos + len(highlight) - 1)
-        raise ParseError(f"{reserved_word(highlight, _DIALECT) or desc}{where}{mark}") from None
+        raise ParseError(f"{reserved_word(highlight, DIALECT) or desc}{where}{mark}") from None
     except SqlglotError as err:  # TokenError, UnsupportedError, …
         raise ParseError(f"cannot read the query: {err}") from None
     statements = [s for s in statements if s is not None]
@@ -334,7 +208,7 @@ def _parse(text: str) -> DPQuery:
         if isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit():
             top = min(top, int(value.this))
         select = select.limit(top)
-    _check_depth(select)
+    check_depth(select)
     return DPQuery(epsilon=epsilon, delta=delta, select=select, text=text, accuracy=accuracy, noise=noise)
 
 

@@ -1,42 +1,43 @@
 """Validate a parsed DP-SELECT against its relation's metadata and resolve what it asks for.
 
 The FROM clause has become one relation (privdb.sql.front.relation: a table, subquery, CTE or JOIN). Over
-it: a
-select list of aggregates (privdb.sql.front.aggregates), GROUP BY keys, expressions over aggregates and
-constants
-(post-processing, privdb.sql.front.formulas), a WHERE predicate and keys of the closed expression language
-(privdb.sql.front.expr), HAVING (a predicate over the noisy aggregates and keys: post-processing; an
-aggregate used
-only there is computed and paid like any other), DISTINCT (GROUP BY of the selected columns), ORDER BY and
-LIMIT/TOP on the noisy result. A query without aggregates but with keys (``GROUP BY col`` or ``DISTINCT
-col``) is a key release. Every other clause is refused by an allow-list.
+it: a select list of aggregates (privdb.sql.front.aggregates), GROUP BY keys, expressions over aggregates
+and constants (post-processing, privdb.sql.front.formulas), a WHERE predicate and keys of the closed
+expression language (privdb.sql.front.expr), HAVING (a predicate over the noisy aggregates and keys:
+post-processing; an aggregate used only there is computed and paid like any other), DISTINCT (GROUP BY of
+the selected columns), ORDER BY and LIMIT/TOP on the noisy result. A query without aggregates but with keys
+(``GROUP BY col`` or ``DISTINCT col``) is a key release. Every other clause is refused by an allow-list.
+
+The clauses read on their own (the allow-list, WHERE, GROUP BY, aliases in HAVING and ORDER BY) are in
+privdb.sql.front.clauses; this module resolves the outputs: each aggregate once, the formulas' leaves, and
+the order of the rows.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
 from sqlglot import exp
 
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.errors import PrivdbError, UnsupportedQuery
 from privdb.sql.front import expr
-from privdb.sql.front.aggregates import SUPPORTED, AggregateRef, Arguments, is_aggregate
-from privdb.sql.front.expr import Expr, Type
+from privdb.sql.front.aggregates import AggregateRef, Arguments, is_aggregate
+from privdb.sql.front.clauses import (
+    AGGREGATE_CLAUSES,
+    check_clauses,
+    check_predicate,
+    expand_aliases,
+    filters_as_case,
+    group_by,
+    has_aggregate,
+    strip_parens,
+)
+from privdb.sql.front.expr import Expr
 from privdb.sql.front.expr.check import stored_number
 from privdb.sql.front.formulas import Formula, compile_formula, compile_predicate
 
-__all__ = [
-    "SUPPORTED",
-    "AggregateRef",
-    "KeyRef",
-    "Resolved",
-    "check_clauses",
-    "check_predicate",
-    "resolve",
-    "table_column",
-]
+__all__ = ["KeyRef", "Resolved", "hidden_formula", "resolve"]
 
 
 @dataclass(frozen=True)
@@ -69,99 +70,6 @@ class Resolved:
     portable: bool = True  # the computed arguments are total on every engine
 
 
-def _refuse(what: str) -> UnsupportedQuery:
-    return UnsupportedQuery(f"{what} is not supported; {SUPPORTED}")
-
-
-def check_predicate(node: exp.Expression, table: TableMeta, where: str) -> Expr:
-    """A WHERE predicate: a boolean expression of the closed language (privdb.sql.front.expr), so a number
-    compared with non-numeric text is refused before any data is read."""
-    return expr.check(node, table, where, Type.BOOL)
-
-
-def table_column(ref: exp.Column, table: TableMeta, use: str = "cannot be aggregated") -> ColumnMeta:
-    """The metadata of a column reference of the query's relation; identifying columns refused."""
-    column = table.qualified(ref.table or None, ref.name)
-    if column.identifier or column.private_id:
-        raise UnsupportedQuery(f"column {column.name!r} identifies people and {use}")
-    return column
-
-
-_RECORD_CLAUSES = {"expressions", "from", "from_", "where", "group", "order", "limit", "kind"}
-_CLAUSES = _RECORD_CLAUSES | {"joins", "with", "with_", "having", "distinct"}
-_CLAUSE_NAMES = {
-    "joins": "a JOIN", "with": "a WITH clause", "with_": "a WITH clause", "having": "HAVING",
-    "qualify": "QUALIFY", "windows": "WINDOW", "distinct": "SELECT DISTINCT", "laterals": "LATERAL",
-    "offset": "OFFSET", "pivots": "PIVOT", "sample": "a sample (USING SAMPLE)", "into": "INTO",
-}  # fmt: skip
-
-
-def check_clauses(select: exp.Select, allowed: set[str] | None = None) -> None:
-    """Refuse every clause outside the closed grammar (windows, samples, OFFSET, …): an allow-list, so a
-    clause sqlglot learns later is refused too. Record releases (the default) also refuse joins, CTEs,
-    HAVING and DISTINCT."""
-    allowed = _RECORD_CLAUSES if allowed is None else allowed
-    for key, value in select.args.items():
-        if key in allowed or value is None or value == [] or value is False:
-            continue
-        raise _refuse(_CLAUSE_NAMES.get(key, f"the clause {key!r}"))
-    if select.args.get("kind"):
-        raise _refuse(f"SELECT {select.args['kind']}")
-    distinct = select.args.get("distinct")
-    if distinct is not None and distinct.args.get("on") is not None:
-        raise _refuse("DISTINCT ON")
-    group = select.args.get("group")
-    if group is not None:
-        for key, value in group.args.items():
-            if key != "expressions" and value:
-                raise _refuse("GROUP BY ALL" if key == "all" else "ROLLUP, CUBE or GROUPING SETS")
-    order = select.args.get("order")
-    if order is not None:
-        for key, value in order.args.items():
-            if key != "expressions" and value:
-                raise _refuse(f"ORDER BY {key.upper()}")
-
-
-def _strip(node: exp.Expression) -> exp.Expression:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    return node
-
-
-def _filters_as_case(select: exp.Select) -> None:
-    """``AGG(x) FILTER (WHERE c)`` as ``AGG(CASE WHEN c THEN x END)`` (``COUNT(*)``: ``THEN 1``), in place:
-    the same rows are aggregated, and the argument's bounds are the unfiltered one's."""
-    for node in list(select.find_all(exp.Filter)):
-        aggregate, where = node.this, node.expression
-        if not isinstance(aggregate, exp.AggFunc) or not isinstance(where, exp.Where):
-            continue
-        arg = aggregate.this
-        distinct = isinstance(arg, exp.Distinct)
-        inner = arg.expressions[0] if distinct and len(arg.expressions) == 1 else arg
-        if inner is None or (distinct and inner is arg):
-            continue
-        value = exp.Literal.number(1) if isinstance(inner, exp.Star) else inner.copy()
-        case = exp.Case(ifs=[exp.If(this=where.this.copy(), true=value)])
-        new: Any = aggregate.copy()
-        new.set("this", exp.Distinct(expressions=[case]) if distinct else case)
-        if node.parent is select:  # an unnamed select item keeps its name as written
-            new = exp.Alias(this=new, alias=exp.to_identifier(node.sql(dialect="duckdb")))
-        node.replace(new)
-
-
-def _ancestors(node: exp.Expression) -> list[Any]:
-    out: list[Any] = []
-    parent = node.parent
-    while parent is not None:
-        out.append(parent)
-        parent = parent.parent
-    return out
-
-
-def _has_aggregate(node: exp.Expression) -> bool:
-    return any(is_aggregate(n) for n in node.find_all(exp.Expression))
-
-
 class _Resolver:
     def __init__(self, select: exp.Select, table: TableMeta) -> None:
         self.select = select
@@ -181,7 +89,7 @@ class _Resolver:
     # ---- aggregates and formula leaves
     def register(self, node: exp.Expression, output: str | None) -> int:
         """The index of an aggregate (one per distinct text); ``output`` None: hidden (HAVING, formulas)."""
-        node = _strip(node)
+        node = strip_parens(node)
         text = node.sql(dialect="duckdb")
         found = self.by_text.get(text)
         if found is None:
@@ -196,7 +104,7 @@ class _Resolver:
 
     def selected(self, node: exp.Expression) -> bool:
         """Whether the aggregate ``node`` is already an output column."""
-        found = self.by_text.get(_strip(node).sql(dialect="duckdb"))
+        found = self.by_text.get(strip_parens(node).sql(dialect="duckdb"))
         return found is not None and self.aggregates[found].visible
 
     def leaf_of(self, role: str, index: int) -> int:
@@ -226,59 +134,25 @@ class _Resolver:
         )
 
     def leaf(self, node: exp.Expression) -> int | None:
-        node = _strip(node)
+        node = strip_parens(node)
         if is_aggregate(node):
             return self.leaf_of("aggregate", self.register(node, None))
-        if _has_aggregate(node) or not any(isinstance(n, exp.Column) for n in node.walk()):
+        if has_aggregate(node) or not any(isinstance(n, exp.Column) for n in node.walk()):
             return None
         index = self.key_index(node)
         return None if index is None else self.leaf_of("key", index)
 
     # ---- the query
-    def groups(self, items: list[exp.Expression]) -> list[exp.Expression]:
-        group = self.select.args.get("group")
-        nodes: list[exp.Expression] = list(group.expressions) if group is not None else []
-        distinct = self.select.args.get("distinct") is not None
-        if distinct and not nodes and not any(_has_aggregate(i) for i in items):
-            # SELECT DISTINCT a, b (no aggregate): the keys a, b
-            nodes = [i.this if isinstance(i, exp.Alias) else i for i in items]
-        resolved: list[exp.Expression] = []
-        for node in nodes:
-            if isinstance(node, exp.Literal) and not node.is_string:
-                if not str(node.this).isdigit():
-                    raise UnsupportedQuery(f"GROUP BY {node.this}: a position is a whole number (GROUP BY 1)")
-                pos = int(node.this)
-                if not 1 <= pos <= len(items):
-                    raise UnsupportedQuery(f"GROUP BY {pos}: there are only {len(items)} output columns")
-                target = items[pos - 1]
-                resolved.append(target.this if isinstance(target, exp.Alias) else target)
-            elif isinstance(node, exp.Column) and not node.table:
-                alias = next((i for i in items if isinstance(i, exp.Alias) and i.alias == node.name), None)
-                try:
-                    self.table.qualified(None, node.name)
-                    is_column = True
-                except PrivdbError:
-                    is_column = False
-                resolved.append(alias.this if alias is not None and not is_column else node)
-            else:
-                resolved.append(node)
-        for node in resolved:
-            if _has_aggregate(node):
-                raise UnsupportedQuery(
-                    f"GROUP BY {node.sql(dialect='duckdb')}: a key cannot hold an aggregate"
-                )
-        return resolved
-
     def resolve(self) -> Resolved:
-        _filters_as_case(self.select)
+        filters_as_case(self.select)
         select, table = self.select, self.table
-        check_clauses(select, _CLAUSES)
+        check_clauses(select, AGGREGATE_CLAUSES)
         where_node = select.args.get("where")
         where = check_predicate(where_node.this, table, "WHERE") if where_node is not None else None
-        if where_node is not None and _has_aggregate(where_node.this):
+        if where_node is not None and has_aggregate(where_node.this):
             raise UnsupportedQuery("WHERE filters rows and cannot hold an aggregate; use HAVING")
         items = list(select.expressions)
-        resolved_groups = self.groups(items)
+        resolved_groups = group_by(select, table, items)
         key_exprs = [expr.check(g, table, "GROUP BY") for g in resolved_groups]
         self.key_sql = [expr.render(k) for k in key_exprs]
         self.key_exprs = key_exprs
@@ -293,7 +167,7 @@ class _Resolver:
         formulas: list[Formula] = []
         key_outputs: dict[int, str] = {}
         for item in items:
-            node = _strip(item.this if isinstance(item, exp.Alias) else item)
+            node = strip_parens(item.this if isinstance(item, exp.Alias) else item)
             text = node.sql(dialect="duckdb")
             name = item.alias if isinstance(item, exp.Alias) else (
                 node.name if isinstance(node, exp.Column) else text
@@ -311,7 +185,7 @@ class _Resolver:
                     )
                 outputs.append((name, "aggregate", self.register(node, None)))
                 continue
-            if not _has_aggregate(node):
+            if not has_aggregate(node):
                 index = self.key_index(node)
                 if index is not None:
                     key_outputs[index] = name
@@ -329,7 +203,7 @@ class _Resolver:
         having_node = select.args.get("having")
         having = (
             compile_predicate(
-                self.aliases_expanded(having_node.this, items), self.leaf, "HAVING", self.leaf_kind
+                expand_aliases(having_node.this, items, table), self.leaf, "HAVING", self.leaf_kind
             )
             if having_node is not None
             else None
@@ -363,37 +237,6 @@ class _Resolver:
             having, tuple(self.leaves), computed, self.arguments.portable,
         )  # fmt: skip
 
-    def aliases_expanded(
-        self, node: exp.Expression, items: list[exp.Expression], keys: bool = False
-    ) -> exp.Expression:
-        """HAVING ``n > 100`` where ``n`` is the select list's alias of an aggregate or an expression over
-        aggregates (``keys``: or of a key): the aliased expression in its place. A name inside an
-        aggregate, or one that is a column of the relation, stays the column (as in DuckDB)."""
-        aliases: dict[str, exp.Expression] = {
-            i.alias.lower(): i.this
-            for i in items
-            if isinstance(i, exp.Alias) and (keys or _has_aggregate(i.this))
-        }
-
-        def alias_of(column: exp.Column) -> exp.Expression | None:
-            if column.table or column.name.lower() not in aliases:
-                return None
-            if any(is_aggregate(p) for p in _ancestors(column)):
-                return None
-            try:
-                self.table.qualified(None, column.name)
-                return None  # a column of the relation
-            except PrivdbError:
-                return aliases[column.name.lower()]
-
-        tree = node.copy()
-        if isinstance(tree, exp.Column) and (target := alias_of(tree)) is not None:
-            return target.copy()
-        for column in list(tree.find_all(exp.Column)):
-            if (target := alias_of(column)) is not None:
-                column.replace(exp.Paren(this=target.copy()))
-        return tree
-
     def order(
         self,
         outputs: list[tuple[str, str, int]],
@@ -408,7 +251,7 @@ class _Resolver:
         if order_node is None:
             return ()
         for ordered in order_node.expressions:
-            target = _strip(ordered.this)
+            target = strip_parens(ordered.this)
             text = target.sql(dialect="duckdb")
             match = None
             for name, role, index in outputs:
@@ -434,7 +277,10 @@ class _Resolver:
             if match is None and not (isinstance(target, exp.Literal | exp.Column)):
                 # ORDER BY n * 2, -AVG(x), ABS(a - b): an expression over output columns, aggregates and keys
                 formula = compile_formula(
-                    self.aliases_expanded(target, items, keys=True), self.leaf, "ORDER BY", self.leaf_kind
+                    expand_aliases(target, items, self.table, keys=True),
+                    self.leaf,
+                    "ORDER BY",
+                    self.leaf_kind,
                 )
                 formulas.append(formula)
                 match = hidden_formula(len(formulas) - 1)

@@ -45,7 +45,7 @@ from privdb.errors import (
 from privdb.result import Result
 from privdb.sql.access import authorize, check_analyst
 from privdb.sql.front.keys import canonical_key
-from privdb.sql.front.parse import MAX_DEPTH, MAX_QUERY_LENGTH, check_text, nesting
+from privdb.sql.front.limits import MAX_DEPTH, MAX_QUERY_LENGTH, check_text, nesting
 from privdb.sql.public.language import plain_sql
 
 __all__ = ["MAX_PUBLIC_ROWS", "MAX_RESULT_ROWS", "PUBLIC_TIMEOUT", "answer_public", "is_plain_select"]
@@ -147,8 +147,9 @@ def _too_deep() -> ParseError:
 
 
 def _parse(text: str) -> tuple[exp.Query, str]:
-    """One SELECT (or set operation of SELECTs) in DuckDB's dialect, within parse.py's public limits, and
-    the SQL the sandbox runs: the query as sqlglot writes it back (what was checked is what runs)."""
+    """One SELECT (or set operation of SELECTs) in DuckDB's dialect, within the public limits
+    (privdb.sql.front.limits), and the SQL the sandbox runs: the query as sqlglot writes it back (what was
+    checked is what runs)."""
     if not isinstance(text, str) or not text.strip():
         raise ParseError("the query is empty; write SELECT … FROM <public table>")
     check_text(text)
