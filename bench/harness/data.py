@@ -55,11 +55,11 @@ def setting_databases(
     return tokens
 
 
-def load_adult() -> pd.DataFrame:
+def load_adult(directory: Path = ADULT) -> pd.DataFrame:
     """UCI Adult (30,162 records, ``;``-separated)."""
     import pandas as pd
 
-    return pd.read_csv(ADULT / "adult.csv", sep=";")
+    return pd.read_csv(directory / "adult.csv", sep=";")
 
 
 def replicate_adult(adult: pd.DataFrame, n: int, seed: int, *, harder: bool = False) -> pd.DataFrame:
