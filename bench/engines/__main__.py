@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import importlib
+import importlib.util
 import shutil
 import sqlite3
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from bench.engines.load import Row, duckdb_table, measure, parquet_file, postgres_table, sqlite_file
@@ -26,13 +28,25 @@ from bench.engines.report import (
     targets,
 )
 from bench.engines.spark_big import run_spark_big
-from bench.harness import machine, report
+from bench.harness import ROOT, machine, report
 from bench.harness.data import row_metadata
 from bench.harness.query import ANALYST
 from bench.sql.spec import QUERIES
 
 QUICK_ROWS = 200_000
 QUICK_BIG_ROWS = 2_000_000
+
+
+def load_file(name: str, path: Path) -> ModuleType:
+    """A file as a module (tests/pgfixture.py: ``tests`` is no package), imported once."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def main() -> None:
@@ -52,7 +66,7 @@ def main() -> None:
     from privdb.data.census import METADATA, generate
     from privdb.database import Database
 
-    pgfixture = importlib.import_module("tests.pgfixture")  # the tests' throw-away PostgreSQL cluster
+    pgfixture = load_file("pgfixture", ROOT / "tests" / "pgfixture.py")  # the tests' throw-away cluster
     n = QUICK_ROWS if args.quick else args.rows
     sizes = {"duckdb": n}
     for key in ("sqlite", "postgres", "spark"):

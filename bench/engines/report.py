@@ -130,7 +130,7 @@ def markdown(
         "SQLite file (`sqlite3` `executemany`), a throw-away PostgreSQL cluster (tests/pgfixture.py, "
         "`COPY`, `VACUUM ANALYZE`, server defaults with `fsync=off`), a Parquet file read by Spark "
         "`local[2]`; the last three attached with `Database.attach`, so the data stays in its engine. "
-        f"Load times (s): {extra['loads']}. Queries Q1–Q3 of bench/sql.py at ε = 1, row-level (no privacy "
+        f"Load times (s): {extra['loads']}. Queries Q1–Q3 of bench/sql/ at ε = 1, row-level (no privacy "
         "unit). **raw**: the plain aggregate through the same engine connection (`backend.fetch`); "
         "**privdb**: `engine.run` end to end (plan, bind, budget, engine SQL, noise, stored answer), ε moved "
         f"by 1e-9 per repetition so no answer comes from the store. Wall time, best of {repeats} after one "

@@ -119,14 +119,14 @@ class VenvPeer:
         """The venv's interpreter, installing it first if need be (``PeerUnavailable`` if it cannot)."""
         return ensure_venv(self.venv, self.pins())
 
-    def run(self, module: str, spec: dict[str, Any], failed: str | None = None) -> dict[str, Any]:
-        """The worker ``module`` in this venv; its figures, or ``{"error": why}``."""
+    def run(self, module: str, spec: dict[str, Any], *args: str, failed: str | None = None) -> dict[str, Any]:
+        """The worker ``module`` (with ``args``) in this venv; its figures, or ``{"error": why}``."""
         try:
             python = self.python()
         except (PeerUnavailable, OSError) as err:
             return {"error": f"{self.name} could not be installed: {err}"}
         said = failed or f"the {self.name} worker failed (exit {{code}}); see its output above"
-        return run_json_worker(module_argv(python, module), spec, said)
+        return run_json_worker(module_argv(python, module, *args), spec, said)
 
 
 # smartnoise-sql 1.0.10: the latest on PyPI when written; it requires opendp>=0.14.1,<0.15 and pandas<3

@@ -164,8 +164,8 @@ def peer_notes(peer: dict[str, Any], notes: dict[str, str], opendp_version: str)
     answered = [sql for sql, said in tried.items() if said == "answered"]
     lines.append(
         f"- **SmartNoise SQL {v['smartnoise-sql']}** (opendp {v['opendp']}, duckdb {v['duckdb']}, in "
-        "`bench/.peers/smartnoise`, made by bench/sql.py; its PostgreSQL reader on the same DuckDB file "
-        "through bench/sql.py's adapter, ε = 1, both privacy settings). "
+        "`bench/.peers/smartnoise`, made by bench/sql/; its PostgreSQL reader on the same DuckDB file "
+        "through bench/sql/'s adapter, ε = 1, both privacy settings). "
         + (
             "It has no percentile: its grammar knows the words PERCENTILE_CONT and PERCENTILE_DISC but its "
             "rewriter refuses them, and MEDIAN and QUANTILE do not parse (its open issue "
