@@ -49,10 +49,7 @@ def table_rows(rows: list[Row]) -> list[list[str]]:
 def part_rows(rows: list[Row]) -> list[list[str]]:
     out = []
     for r in rows:
-        p = r.parts
-        cells = [ENGINES[r.engine], r.key, _secs(r.privdb), _secs(p["prepare"]), _secs(p["engine SQL"])]
-        cells += [_secs(p["noise"]), _secs(p["rest"]), f"{p['engine SQL'] / r.raw:.2f}×"]
-        out.append(cells)
+        out.append([ENGINES[r.engine], r.key, *report.stage_cells(r.privdb, r.parts, r.raw, 2)])
     return out
 
 

@@ -82,6 +82,14 @@ def ratio(a: float | None, b: float | None, digits: int = 1) -> str:
     return "—" if a is None or b is None or b == 0 else f"{a / b:,.{digits}f}×"
 
 
+def stage_cells(
+    total: float | None, parts: dict[str, float], raw: float | None, digits: int = 1
+) -> list[str]:
+    """privdb by stage as table cells: total, prepare, engine SQL, noise, rest (s), engine SQL ÷ raw."""
+    stages = [parts[name] for name in ("prepare", "engine SQL", "noise", "rest")]
+    return [secs(total), *map(secs, stages), ratio(parts["engine SQL"], raw, digits)]
+
+
 def mib(value: float | None) -> str:
     """MiB to the unit; "—" where there is none."""
     return "—" if value is None else f"{value:,.0f}"

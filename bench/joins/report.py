@@ -67,9 +67,8 @@ def part_rows(mine: dict[str, Any]) -> list[list[str]]:
         p = _get(mine, q.key, "parts")
         if not p:
             continue
-        raw = _time(mine, q.key, "raw")
-        cells = [q.key, _secs(_time(mine, q.key, "privdb")), _secs(p["prepare"]), _secs(p["engine SQL"])]
-        out.append([*cells, _secs(p["noise"]), _secs(p["rest"]), _ratio(p["engine SQL"], raw)])
+        raw, total = _time(mine, q.key, "raw"), _time(mine, q.key, "privdb")
+        out.append([q.key, *report.stage_cells(total, p, raw)])
     return out
 
 

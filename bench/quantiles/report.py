@@ -56,11 +56,8 @@ def time_rows(rows: list[TimeRow]) -> list[list[str]]:
 def part_rows(rows: list[TimeRow]) -> list[list[str]]:
     out = []
     for r in rows:
-        p = r.parts
-        cells = [r.stat.key, SETTINGS[r.setting], _secs(r.privdb), _secs(p["prepare"])]
-        cells += [_secs(p["engine SQL"]), _secs(p["noise"]), _secs(p["rest"]), _ratio(p["engine SQL"], r.raw)]
-        cells.append(f"{r.cells:,}")
-        out.append(cells)
+        cells = report.stage_cells(r.privdb, r.parts, r.raw, 2)
+        out.append([r.stat.key, SETTINGS[r.setting], *cells, f"{r.cells:,}"])
     return out
 
 

@@ -48,10 +48,7 @@ def table_rows(rows: list[Row]) -> list[list[str]]:
 def part_rows(rows: list[Row]) -> list[list[str]]:
     out = []
     for r in rows:
-        p = r.parts
-        cells = [f"{r.query.key}", SETTINGS[r.setting], _secs(r.privdb), _secs(p["prepare"])]
-        cells += [_secs(p["engine SQL"]), _secs(p["noise"]), _secs(p["rest"]), _ratio(p["engine SQL"], r.raw)]
-        out.append(cells)
+        out.append([r.query.key, SETTINGS[r.setting], *report.stage_cells(r.privdb, r.parts, r.raw)])
     return out
 
 
