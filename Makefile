@@ -60,16 +60,16 @@ lint: $(FULL)
 	$(BIN)/lint-imports
 
 bench: $(FULL)
-	$(BIN)/python bench/mechanisms.py
-	$(BIN)/python bench/sql.py
-	$(BIN)/python bench/joins.py
-	$(BIN)/python bench/local.py
-	$(BIN)/python bench/anonymize.py
-	$(BIN)/python bench/server.py
-	$(BIN)/python bench/quantiles.py
-	$(BIN)/python bench/engines.py
-	$(BIN)/python bench/timing.py
-	$(BIN)/python bench/publish_synthetic.py
+	$(BIN)/python -m bench.mechanisms
+	$(BIN)/python -m bench.sql
+	$(BIN)/python -m bench.joins
+	$(BIN)/python -m bench.local
+	$(BIN)/python -m bench.anonymize
+	$(BIN)/python -m bench.server
+	$(BIN)/python -m bench.quantiles
+	$(BIN)/python -m bench.engines
+	$(BIN)/python -m bench.timing
+	$(BIN)/python -m bench.publish_synthetic
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -13,8 +13,9 @@ and the PNG histogram too; the full-domain search (lattice) with the shipped hie
 in the same session, interleaved, so both columns see the same machine load; an older privdb without
 ``--fix-labels`` runs the lattice on the hierarchies as they are.
 
-Run alone: ``.venv/bin/python bench/anonymize_command.py [--before-src DIR]`` rewrites its part of
-docs/benchmarks.md (inside the anonymize section); ``bench/anonymize.py`` runs it as part of a full run.
+Run alone: ``.venv/bin/python -m bench.anonymize_command [--before-src DIR]`` rewrites its part of
+docs/benchmarks.md (inside the anonymize section); ``python -m bench.anonymize`` runs it as part of a full
+run.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -31,13 +31,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _doc import markers, wrap, write_section
+from bench.anonymize.spec import SEED
+from bench.harness import report
+from bench.harness.data import ADULT as DATA
+from bench.harness.data import QI as QI_LIST
+from bench.harness.data import load_adult, replicate_adult
+from bench.harness.report import markers, wrap, write_section
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "data" / "adult"
 NAME = "anonymize-command"
-QI = "age,workclass,education,marital-status,occupation,race,sex,native-country"
-SEED = 20261123
+QI = ",".join(QI_LIST)
 TARGET_S = 5.0
 
 
@@ -72,15 +74,8 @@ VARIANTS = (
 
 
 def big_table(path: Path, rows: int) -> None:
-    """The 1,000,000-row table of ``bench/anonymize.py`` (its ``replicate``), as CSV."""
-    import numpy as np
-    import pandas as pd
-
-    adult = pd.read_csv(DATA / "adult.csv", sep=";")
-    rng = np.random.default_rng(SEED)
-    big = adult.iloc[np.resize(np.arange(len(adult)), rows)].reset_index(drop=True)
-    big["age"] = np.clip(big["age"].to_numpy() + rng.integers(-2, 3, rows), 17, 90)
-    big.to_csv(path, sep=";", index=False)
+    """The 1,000,000-row table of ``bench.anonymize`` (``replicate_adult``), as CSV."""
+    replicate_adult(load_adult(), rows, SEED).to_csv(path, sep=";", index=False)
 
 
 def run_once(src: Path | None, variant: Variant, table: Path, work: Path, new: bool) -> tuple[float, float]:
@@ -182,7 +177,7 @@ def main() -> None:
     result = measure(args.rows, args.repeats, args.before_src)
     if args.before_name:
         result["before_name"] = args.before_name
-    command = shlex.join([".venv/bin/python", "bench/anonymize_command.py", *sys.argv[1:]])
+    command = report.command("bench.anonymize_command")
     text = markdown(result, command)
     print(text)
     if not args.print_only:

@@ -8,8 +8,8 @@ squared error of the count estimates over the domain divided by the theoretical 
 
 pure-ldp needs scikit-learn and statsmodels (undeclared) and its OLH crashes with xxhash 4 (its hash seeds
 exceed 32 bits), so it runs in its own venv ``bench/.peers/pureldp`` (``pip install pure-ldp==1.2.0
-statsmodels scikit-learn "xxhash<4"``, created by this script) as a subprocess of this file
-(``--pureldp-worker``: standard library and NumPy only at import time). It reads the same populations from a
+statsmodels scikit-learn "xxhash<4"``, created by this script) as a subprocess (``python -m bench.local
+--pureldp-worker``: standard library and NumPy only at import time). It reads the same populations from a
 ``.npy`` file. Its per-person loops take minutes to hours at 1M users, so it runs on the first ``--subset``
 people of the same population (smaller for costly cases) and its time per person is scaled to the full count
 (marked *); its MSE ratio is measured on the subset against the theory for that many people.
@@ -19,7 +19,7 @@ batches of 50,000 people (``SurveyStream``), so memory stays bounded; its times 
 privdb's MSE ratio pools ``R`` repetitions (R·d ≥ 2000 value estimates, within a time budget); its ±
 is two standard errors of the ratio.
 
-Run: ``.venv/bin/python bench/local.py [--users 1000000] [--quick]``. A full run rewrites the section of
+Run: ``.venv/bin/python -m bench.local [--users 1000000] [--quick]``. A full run rewrites the section of
 docs/benchmarks.md between the ``local`` markers; ``--quick`` (50,000 users) only prints.
 """
 
@@ -27,27 +27,20 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
-import json
 import math
-import os
 import platform
-import shlex
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from _doc import DOC, PEERS, cpu_model, ensure_venv, markers, run_json_worker, write_section
+from bench.harness import machine, report
+from bench.harness.peers import PURE_LDP, worker_main
 
-ROOT = Path(__file__).resolve().parents[1]
-
-START, END = markers("local")
-PURELDP_VENV = PEERS / "pureldp"
-PURELDP_REQUIREMENTS = ["pure-ldp==1.2.0", "statsmodels", "scikit-learn", "xxhash<4"]
+START, END = report.markers("local")
 EPS = 2.0
 DOMAINS = (2, 100, 10_000)
 PROTOCOLS = ("k-RR", "OUE", "OLH")
@@ -81,69 +74,55 @@ def theory_variance(name: str, d: int, truth: Any, g: int | None = None, q_star:
 # ------------------------------------------------------------------------ the pure-ldp worker (peer venv)
 
 
-def pureldp_worker() -> None:
-    """Inside the peer venv: spec on stdin, one JSON line of figures on stdout."""
-    import contextlib
+def pureldp_worker(spec: dict[str, Any]) -> dict[str, Any]:
+    """Inside the peer venv: pure-ldp on each case of ``spec``; its figures and versions."""
     import warnings
 
     warnings.simplefilter("ignore")
-    spec = json.loads(sys.stdin.read())
-    real_stdout = sys.stdout
     out: list[dict[str, Any]] = []
-    with contextlib.redirect_stdout(sys.stderr):
-        # only in the peer venv
-        from pure_ldp.frequency_oracles import direct_encoding, local_hashing, unary_encoding  # type: ignore
+    # only in the peer venv
+    from pure_ldp.frequency_oracles import direct_encoding, local_hashing, unary_encoding  # type: ignore
 
-        de, lh, ue = direct_encoding, local_hashing, unary_encoding
+    de, lh, ue = direct_encoding, local_hashing, unary_encoding
 
-        for case in spec["cases"]:
-            d, name, m = case["d"], case["protocol"], case["subset"]
-            values = np.load(case["data"])[:m].tolist()
-            ident = lambda x: x  # noqa: E731 - pure-ldp's index mapper: values are already 0..d-1
-            if name == "k-RR":
-                client, server = (
-                    de.DEClient(EPS, d, index_mapper=ident),
-                    de.DEServer(EPS, d, index_mapper=ident),
-                )
-            elif name == "OUE":
-                client = ue.UEClient(EPS, d, use_oue=True, index_mapper=ident)
-                server = ue.UEServer(EPS, d, use_oue=True, index_mapper=ident)
-            else:
-                client = lh.LHClient(EPS, d, use_olh=True, index_mapper=ident)
-                server = lh.LHServer(EPS, d, use_olh=True, index_mapper=ident)
-            t0 = time.perf_counter()
-            reports = [client.privatise(v) for v in values]
-            t1 = time.perf_counter()
-            for r in reports:
-                server.aggregate(r)
-            est = np.asarray(server.estimate_all(range(d), suppress_warnings=True), dtype=np.float64)
-            t2 = time.perf_counter()
-            out.append(
-                {
-                    **case,
-                    "randomise": t1 - t0,
-                    "estimate": t2 - t1,
-                    "estimates": est.tolist(),
-                    "g": getattr(server, "g", None),
-                }
+    for case in spec["cases"]:
+        d, name, m = case["d"], case["protocol"], case["subset"]
+        values = np.load(case["data"])[:m].tolist()
+        ident = lambda x: x  # noqa: E731 - pure-ldp's index mapper: values are already 0..d-1
+        if name == "k-RR":
+            client, server = (
+                de.DEClient(EPS, d, index_mapper=ident),
+                de.DEServer(EPS, d, index_mapper=ident),
             )
+        elif name == "OUE":
+            client = ue.UEClient(EPS, d, use_oue=True, index_mapper=ident)
+            server = ue.UEServer(EPS, d, use_oue=True, index_mapper=ident)
+        else:
+            client = lh.LHClient(EPS, d, use_olh=True, index_mapper=ident)
+            server = lh.LHServer(EPS, d, use_olh=True, index_mapper=ident)
+        t0 = time.perf_counter()
+        reports = [client.privatise(v) for v in values]
+        t1 = time.perf_counter()
+        for r in reports:
+            server.aggregate(r)
+        est = np.asarray(server.estimate_all(range(d), suppress_warnings=True), dtype=np.float64)
+        t2 = time.perf_counter()
+        out.append(
+            {
+                **case,
+                "randomise": t1 - t0,
+                "estimate": t2 - t1,
+                "estimates": est.tolist(),
+                "g": getattr(server, "g", None),
+            }
+        )
     versions = {k: importlib.metadata.version(k) for k in ("pure-ldp", "xxhash", "numpy", "statsmodels")}
-    real_stdout.write(
-        json.dumps({"cases": out, "versions": versions, "python": platform.python_version()}) + "\n"
-    )
+    return {"cases": out, "versions": versions, "python": platform.python_version()}
 
 
 def run_pureldp(cases: list[dict[str, Any]]) -> dict[str, Any]:
-    try:
-        python = ensure_venv(PURELDP_VENV, PURELDP_REQUIREMENTS)
-    except (RuntimeError, OSError) as err:
-        return {"error": f"pure-ldp could not be installed: {err}"}
-    result = run_json_worker(
-        [str(python), str(Path(__file__).resolve()), "--pureldp-worker"],
-        {"cases": cases},
-        "the pure-ldp worker failed (exit {code})",
-    )
-    return result
+    failed = "the pure-ldp worker failed (exit {code})"
+    return PURE_LDP.run("bench.local", {"cases": cases}, "--pureldp-worker", failed=failed)
 
 
 def pureldp_subset(name: str, d: int, subset: int) -> int:
@@ -201,15 +180,14 @@ def run_privdb(name: str, d: int, x: Any) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------- report
 
 
-def machine() -> str:
-    cpu = cpu_model()
-    libs = f"numpy {np.__version__}, cryptography {importlib.metadata.version('cryptography')}"
-    return f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}, {libs}"
+def machine_line() -> str:
+    libs = f"numpy {np.__version__}, cryptography {machine.version('cryptography')}"
+    return machine.describe(libs, memory=False, stamp=False)
 
 
 def main() -> None:
     if "--pureldp-worker" in sys.argv:
-        pureldp_worker()
+        worker_main(pureldp_worker)
         return
     parser = argparse.ArgumentParser(description="privdb.local against pure-ldp (k-RR, OUE, OLH).")
     parser.add_argument("--users", type=int, default=1_000_000)
@@ -253,9 +231,8 @@ def main() -> None:
     table = render(rows, n, peer)
     print(table)
     if not args.quick:
-        command = shlex.join([".venv/bin/python", "bench/local.py", *sys.argv[1:]])
-        write_section("local", section(table, command, peer))
-        print(f"Wrote the local section of {DOC}")
+        report.write_section("local", section(table, peer))
+        print(f"Wrote the local section of {report.DOC}")
 
 
 def render(rows: list[dict[str, Any]], n: int, peer: dict[str, Any]) -> str:
@@ -322,7 +299,7 @@ def render(rows: list[dict[str, Any]], n: int, peer: dict[str, Any]) -> str:
 
 
 SECTION = """\
-Written by `bench/local.py`; command: `{command}`
+{written_by}
 
 Machine: {machine}; peer venv: {peer}; {when} UTC
 
@@ -355,14 +332,14 @@ Notes:
 """
 
 
-def section(table: str, command: str, peer: dict[str, Any]) -> str:
+def section(table: str, peer: dict[str, Any]) -> str:
     versions = peer.get("versions", {})
     peer_libs = ", ".join(f"{k} {v}" for k, v in versions.items()) or peer.get("error", "unavailable")
     body = SECTION.format(
-        command=command,
-        machine=machine(),
+        written_by=report.written_by("bench.local", "bench/local.py"),
+        machine=machine_line(),
         peer=peer_libs,
-        when=f"{datetime.now(UTC):%Y-%m-%d %H:%M}",
+        when=machine.utc_now(),
         table=table,
     )
     title = "## local: randomised response and frequency oracles, privdb against pure-ldp"

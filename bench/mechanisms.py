@@ -10,38 +10,27 @@ diffprivlib randomises one Python scalar per call and OpenDP samples value by va
 both take minutes on 10M values, so they run once on the first ``--subset`` values of the same data and
 their time per value is extrapolated to N (marked *). Fast rows run on all N values, best of 3.
 
-Run: ``.venv/bin/python bench/mechanisms.py [--n 10000000] [--subset 200000] [--quick]``. A full run
+Run: ``.venv/bin/python -m bench.mechanisms [--n 10000000] [--subset 200000] [--quick]``. A full run
 rewrites the section of docs/benchmarks.md between the ``mechanisms`` markers; ``--quick`` only prints.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.metadata
-import importlib.util
 import math
-import os
-import platform
-import shlex
-import sys
 import time
 import tracemalloc
-import types
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from rich.console import Console
-from rich.table import Table
 
-from _doc import DOC, cpu_model, markers, write_section
+from bench.harness import machine, peers, report
 from privdb.mechanisms import BinaryRandomizedResponse, Geometric, Laplace
 
-START, END = markers("mechanisms")
+START, END = report.markers("mechanisms")
 EPS = 1.0
 FLIP = 1.0 / (1.0 + math.exp(EPS))  # randomised response at ε: flip each bit with probability 1/(1 + e^ε)
 LAPLACE, INTEGER, RR = "Laplace, float", "Geometric, integer", "Randomised response"
@@ -49,7 +38,7 @@ FLOOR = "numpy (floor)"
 COLUMNS = ["task (ε = 1)", "implementation", "setting", "measured on", "s for N", "values/s", "÷ numpy"]
 COLUMNS += ["privdb speed-up", "peak MiB", "check"]
 NOTES = """\
-Written by `bench/mechanisms.py`; command: `{command}`
+{written_by}
 
 Machine: {machine}
 
@@ -110,26 +99,6 @@ class Result:
         return self.seconds * n / self.case.truth.size
 
 
-def load_diffprivlib() -> types.ModuleType | None:
-    """``diffprivlib.mechanisms``, even where diffprivlib's package ``__init__`` cannot be imported.
-
-    diffprivlib 0.6.6 imports ``sklearn.tree._tree.DOUBLE`` for its models, a name scikit-learn 1.9 removed;
-    the mechanisms never touch scikit-learn's trees, so they are loaded without the package ``__init__``.
-    """
-    try:
-        return importlib.import_module("diffprivlib.mechanisms")
-    except ImportError:
-        spec = importlib.util.find_spec("diffprivlib")
-        if spec is None or not spec.submodule_search_locations:
-            return None
-    for name in [m for m in sys.modules if m == "diffprivlib" or m.startswith("diffprivlib.")]:
-        del sys.modules[name]
-    package = types.ModuleType("diffprivlib")
-    package.__path__ = list(spec.submodule_search_locations)
-    sys.modules["diffprivlib"] = package
-    return importlib.import_module("diffprivlib.mechanisms")
-
-
 def opendp_k(n: int) -> int:
     """OpenDP's grid 2^k for floats: its rounding charge over ``n`` values stays below 2^-20·ε."""
     return -20 - math.ceil(math.log2(n))
@@ -158,7 +127,7 @@ def build_cases(n: int, subset: int) -> list[Case]:
         Case(RR, FLOOR, "rng.random() < p, xor", lambda: bits ^ (rng.random(n) < FLIP), bits),
         Case(RR, "privdb", "BinaryRandomizedResponse", lambda: pdb_rr.release(bits), bits),
     ]
-    dpl = load_diffprivlib()
+    dpl = peers.load_diffprivlib()
     if dpl is not None:  # random_state=None: every mechanism draws from secrets.SystemRandom (os.urandom)
         d_snap = dpl.Snapping(epsilon=EPS, sensitivity=1.0, lower=0.0, upper=1000.0).randomise
         d_lap = dpl.Laplace(epsilon=EPS, sensitivity=1.0).randomise
@@ -172,9 +141,8 @@ def build_cases(n: int, subset: int) -> list[Case]:
             Case(INTEGER, "diffprivlib", "Geometric", lambda: [d_geo(v) for v in i_list], sub_i),
             Case(RR, "diffprivlib", "Binary", lambda: [d_bin(v) for v in l_list], labels),
         ]
-    try:
-        import opendp.prelude as dp
-    except ImportError:
+    dp: Any = peers.optional("opendp.prelude")
+    if dp is None:
         return cases
     dp.enable_features("contrib")
     k = opendp_k(n)
@@ -223,18 +191,10 @@ def measure(case: Case, repeats: int) -> Result:
     return Result(case, best, verdict, peak)
 
 
-def machine() -> str:
-    def version(name: str) -> str:
-        try:
-            return importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            return "absent"
-
-    cpu = cpu_model()
-    libs = ", ".join(f"{name} {version(name)}" for name in ("cryptography", "diffprivlib", "opendp"))
-    return (
-        f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}, numpy {np.__version__}, {libs}; "
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
+def machine_line() -> str:
+    return machine.describe(
+        f"numpy {np.__version__}, " + machine.versions(("cryptography", "diffprivlib", "opendp")),
+        memory=False,
     )
 
 
@@ -259,7 +219,7 @@ def targets(results: list[Result], n: int) -> list[str]:
     lap, lap_np = best(LAPLACE, "privdb"), best(LAPLACE, FLOOR)
     rr, rr_np = best(RR, "privdb"), best(RR, FLOOR)
     odp = best(LAPLACE, "OpenDP") if any(r.case.impl == "OpenDP" for r in results) else math.nan
-    ok = {True: "met", False: "**missed**"}
+    ok = report.OK
     return [
         f"- privdb Laplace ≤ 7× numpy: {lap / lap_np:.1f}× ({ok[lap <= 7 * lap_np]})",
         f"- privdb Laplace ≤ 2 s for N: {lap:.2f} s ({ok[lap <= 2.0]})",
@@ -269,15 +229,21 @@ def targets(results: list[Result], n: int) -> list[str]:
     ]
 
 
-def markdown(results: list[Result], n: int, subset: int, command: str) -> str:
+def markdown(results: list[Result], n: int, subset: int) -> str:
     lines = [START, "## Noise mechanisms: privdb, NumPy, diffprivlib, OpenDP", ""]
     q = math.exp(-EPS)  # the discrete Laplace of rate ε has variance 2q/(1 − q)²
     sd_int = math.sqrt(2 * q) / (1 - q)
     lines.append(
-        NOTES.format(command=command, machine=machine(), n=n, subset=subset, flip=FLIP, sd_int=sd_int)
+        NOTES.format(
+            written_by=report.written_by("bench.mechanisms", "bench/mechanisms.py"),
+            machine=machine_line(),
+            n=n,
+            subset=subset,
+            flip=FLIP,
+            sd_int=sd_int,
+        )
     )
-    lines += ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(cells) + " |" for cells in rows(results, n)]
+    lines += report.table(COLUMNS, rows(results, n))
     k = opendp_k(n)
     return "\n".join([*lines, "", "Targets:", "", *targets(results, n), "", SETTINGS.format(k=k), END])
 
@@ -289,23 +255,19 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smoke run on 100,000 values; prints only")
     args = parser.parse_args()
     n, subset = (100_000, 10_000) if args.quick else (args.n, min(args.subset, args.n))
-    console = Console() if sys.stdout.isatty() else Console(width=200)  # logs keep whole rows
+    console = report.console()
     for warm in build_cases(1_000, 1_000):  # first calls pay imports and caches: keep them off the clock
         warm.run()
     results = []
     for case in build_cases(n, subset):
         console.print(f"{case.task}: {case.impl}, {case.setting} ({case.truth.size:,} values)")
         results.append(measure(case, repeats=3 if case.truth.size == n else 1))
-    table = Table(title=f"Noise for N = {n:,} values (* extrapolated from {subset:,})")
-    for i, column in enumerate(COLUMNS):
-        table.add_column(column, justify="right" if 3 <= i <= 8 else "left")
-    for cells in rows(results, n):
-        table.add_row(*cells)
-    console.print(table, machine(), *[line.replace("**", "") for line in targets(results, n)], sep="\n")
+    title = f"Noise for N = {n:,} values (* extrapolated from {subset:,})"
+    table = report.rich_table(title, COLUMNS, rows(results, n), right=lambda i: 3 <= i <= 8)
+    console.print(table, machine_line(), *map(report.plain, targets(results, n)), sep="\n")
     if not args.quick:
-        command = shlex.join([".venv/bin/python", "bench/mechanisms.py", *sys.argv[1:]])
-        write_section("mechanisms", markdown(results, n, subset, command))
-        console.print(f"Wrote the mechanisms section of {DOC}")
+        report.write_section("mechanisms", markdown(results, n, subset))
+        console.print(f"Wrote the mechanisms section of {report.DOC}")
 
 
 if __name__ == "__main__":

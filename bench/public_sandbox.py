@@ -6,7 +6,7 @@ one public table (``regions``, 1,000 rows) and the server's default query limit 
 The child prints the outcome (the rows' count, or the error code); the parent prints one line per query:
 outcome, wall time, peak RSS. Results go to docs/security.md.
 
-    .venv/bin/python bench/public_sandbox.py [--timeout 30] [query ...]
+    .venv/bin/python -m bench.public_sandbox [--timeout 30] [query ...]
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench.harness.peers import environment, module_argv
 
 ATTACKS = [
     "SELECT len(range(250000000))",
@@ -87,10 +89,17 @@ def main() -> None:
         for sql in args.queries or (ATTACKS + (LEGITIMATE if args.legitimate else [])):
             started = time.monotonic()
             proc = subprocess.Popen(
-                [sys.executable, __file__, "--child", str(Path(tmp) / "db"), sql, str(args.timeout)],
+                [
+                    *module_argv(sys.executable, "bench.public_sandbox"),
+                    "--child",
+                    str(Path(tmp) / "db"),
+                    sql,
+                    str(args.timeout),
+                ],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,
+                env=environment(),
             )
             assert proc.stdout is not None
             stdout = proc.stdout.read()

@@ -11,7 +11,7 @@ records dropped by sampling and suppressed, and the total-variation distance of 
 ARX is not run here (no JVM on this machine); its figures are those of an earlier reference run of ARX 3.9 on
 Adult: 0.8 s at ε = 1, δ = 1e-5, dropping or suppressing about half of the records.
 
-Run: ``.venv/bin/python bench/publish.py [--repeats N] [--quick]``; a full run rewrites the ``publish``
+Run: ``.venv/bin/python -m bench.publish [--repeats N] [--quick]``; a full run rewrites the ``publish``
 section of docs/benchmarks.md, ``--quick`` (3 repeats) only prints.
 """
 
@@ -20,29 +20,22 @@ from __future__ import annotations
 import argparse
 import platform
 import statistics
-import sys
 import time
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _doc import cpu_model, markers, wrap, write_section
+from bench.harness import machine
+from bench.harness.data import ADULT, QI, load_adult
+from bench.harness.report import markers, wrap, write_section
 from privdb.anonymize import load_hierarchies
 from privdb.publish import safepub
 from privdb.publish.report import publication_report
 
-ROOT = Path(__file__).resolve().parents[1]
-ADULT = ROOT / "data" / "adult"
-QI = ["age", "workclass", "education", "marital-status", "occupation", "race", "sex", "native-country"]
 ARX_SECONDS = 0.8
 TARGET_SECONDS = 0.5
 
 
 def run(repeats: int) -> dict[str, Any]:
-    df = pd.read_csv(ADULT / "adult.csv", sep=";")
+    df = load_adult()
     hier = load_hierarchies(ADULT / "hierarchies", QI, fix_labels=True)
     started = time.perf_counter()
     first = safepub(df, QI, hier, epsilon=1.0, delta=1e-5)
@@ -71,7 +64,7 @@ def section(res: dict[str, Any], command: str) -> str:
         "",
         f"Written by `bench/publish.py`; command: `{command}`",
         "",
-        f"Machine: {cpu_model()}, Python {platform.python_version()}; {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        f"Machine: {machine.cpu_model()}, Python {platform.python_version()}; {machine.utc_now()} UTC",
         "",
         f"Adult ({res['rows']:,} rows), 8 quasi-identifiers, ARX's hierarchies, ε = 1 (ε_search 0.1), "
         "δ = 1e-5, "
@@ -116,7 +109,7 @@ def main() -> None:
     res = run(3 if args.quick else args.repeats)
     text = section(
         res,
-        ".venv/bin/python bench/publish.py" + (f" --repeats {args.repeats}" if args.repeats != 10 else ""),
+        ".venv/bin/python -m bench.publish" + (f" --repeats {args.repeats}" if args.repeats != 10 else ""),
     )
     print(text)
     if not args.quick:

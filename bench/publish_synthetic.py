@@ -8,13 +8,14 @@ synthetic rows as the table has, in a subprocess timed from the outside (wall ti
 * privdb: the real command, ``privdb publish synthetic FILE --metadata M.yaml --db SCRATCH …``, with
   ``--method mst`` and ``--method aim``;
 * SmartNoise Synth (``smartnoise-synth``, its own venv ``bench/.peers/smartnoise-synth``): ``MST`` and
-  ``AIM`` with every column declared categorical (no preprocessing budget), run by this file as
-  ``--peer-worker``. Its categories come from the data, not from public metadata.
+  ``AIM`` with every column declared categorical (no preprocessing budget), run as
+  ``python -m bench.publish_synthetic --peer-worker``. Its categories come from the data, not from public
+  metadata.
 
 Every output is scored the same way here (privdb.publish.utility, each column encoded on the public
 domains): the average total-variation distance of all 2-way and all 3-way marginals against the original
 (lower is better) and the accuracy on held-out real rows of a classifier of salary-class trained on the
-synthetic rows, beside one trained on real rows. ``python bench/publish_synthetic.py`` writes its section of
+synthetic rows, beside one trained on real rows. ``python -m bench.publish_synthetic`` writes its section of
 docs/benchmarks.md; ``--quick`` runs Adult at ε = 1 only.
 """
 
@@ -29,11 +30,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-ADULT = ROOT / "data" / "adult"
+from bench.harness import machine
+from bench.harness.data import ADULT, load_adult, replicate_adult
+from bench.harness.peers import SMARTNOISE_SYNTH, PeerUnavailable, environment, module_argv
+from bench.harness.report import markers, wrap, write_section
+
 EPSILONS = (0.3, 1.0, 3.0)
 DELTA = 1e-9
-PEER_REQUIREMENTS = ["smartnoise-synth==1.0.8"]
 TARGET = "salary-class"
 NOTES = (
     "Notes. Both MSTs spend ρ in the same three parts; privdb takes its domains from the metadata (no "
@@ -50,7 +53,7 @@ NOTES = (
     "privdb's AIM measures 3-way marginals around salary-class and its classifier comes within about 0.02 "
     "of the one trained on real rows. SmartNoise's MST stays near 0.13 (2-way) whatever ε and the number of "
     "rows, and its AIM was further from the data than privdb's MST where it finished; we did not look into "
-    "why. The run recorded here: `PYTHONPATH=src python bench/publish_synthetic.py --timeout 300 "
+    "why. The run recorded here: `python -m bench.publish_synthetic --timeout 300 "
     "--aim-timeout 300 --no-aim-on-1m`, with other agents' work on the same 2 cores."
 )
 
@@ -94,27 +97,23 @@ def _metadata(directory: Path) -> tuple[Path, Any]:
 
 
 def _datasets(directory: Path, sizes: list[str]) -> dict[str, Path]:
-    import numpy as np
-    import pandas as pd
-
-    adult = pd.read_csv(ADULT / "adult.csv", sep=";")
+    adult = load_adult()
     out = {}
     if "adult" in sizes:
         out["adult"] = directory / "adult.csv"
         adult.to_csv(out["adult"], index=False)
     if "1m" in sizes:
-        rng = np.random.default_rng(0)
-        big = adult.iloc[np.arange(1_000_000) % len(adult)].reset_index(drop=True)
-        big["age"] = np.clip(big["age"] + rng.integers(-2, 3, len(big)), 17, 90)
         out["1m"] = directory / "adult_1m.csv"
-        big.to_csv(out["1m"], index=False)
+        replicate_adult(adult, 1_000_000, 0).to_csv(out["1m"], index=False)
     return out
 
 
 def _run(argv: list[str], timeout: float, stdin: str | None = None) -> tuple[float | None, str]:
     started = time.perf_counter()
     try:
-        done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=timeout, check=False)
+        done = subprocess.run(
+            argv, input=stdin, capture_output=True, text=True, timeout=timeout, check=False, env=environment()
+        )
     except subprocess.TimeoutExpired:
         return None, f"timed out (> {timeout:.0f} s)"
     seconds = time.perf_counter() - started
@@ -147,14 +146,12 @@ def _score(real: Any, path: Path, meta: Any) -> dict[str, Any]:
 
 def section(results: list[dict[str, Any]], peer_note: str = "") -> str:
     """docs/benchmarks.md's section from the rows measured (``--from-log`` rebuilds it from printed rows)."""
-    from _doc import cpu_model, markers, memory_gib, wrap
-
     start, end = markers("publish-synthetic")
     lines = [start, "## DP synthetic data: privdb (MST, AIM) against SmartNoise Synth (MST, AIM)", "",
-             f"`python bench/publish_synthetic.py` on {cpu_model()} (2 cores shared with other work, "
-             f"{memory_gib():.0f} GiB), δ = {DELTA:g}, as many rows as the input; time is the wall time of "
-             "the whole command or worker (imports, jax's compilation for privdb, fitting, sampling, "
-             "writing). "
+             f"`python -m bench.publish_synthetic` on {machine.cpu_model()} (2 cores shared with other "
+             f"work, {machine.memory_gib():.0f} GiB), δ = {DELTA:g}, as many rows as the input; time is the "
+             "wall time of the whole command or worker (imports, jax's compilation for privdb, fitting, "
+             "sampling, writing). "
              "TV: the average total-variation distance of all 2-way (36) and 3-way (84) marginals against "
              "the original, lower is better. Accuracy: salary-class predicted on 30% held-out real rows by "
              "gradient-boosted trees trained on the synthetic rows (real rows: trained on the other 70%).",
@@ -190,9 +187,6 @@ def main() -> None:
         return
     import pandas as pd
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _doc import PEERS, PeerUnavailable, ensure_venv, write_section
-
     if args.from_log is not None:
         rows = [json.loads(line) for line in args.from_log.read_text().splitlines() if line.startswith("{")]
         write_section("publish-synthetic", section(rows))
@@ -201,7 +195,7 @@ def main() -> None:
     sizes = ["adult"] if args.quick else ["adult", "1m"]
     epsilons = (1.0,) if args.quick else EPSILONS
     try:
-        peer: Path | None = ensure_venv(PEERS / "smartnoise-synth", PEER_REQUIREMENTS)
+        peer: Path | None = SMARTNOISE_SYNTH.python()
         peer_note = ""
     except PeerUnavailable as why:
         peer, peer_note = None, str(why)
@@ -230,8 +224,8 @@ def main() -> None:
                         continue
                     spec = {"input": str(data), "output": str(directory / "out.csv"), "method": method,
                             "epsilon": epsilon, "delta": DELTA}  # fmt: skip
-                    tools.append((f"SmartNoise {method.upper()}", [str(peer), __file__, "--peer-worker"],
-                                   json.dumps(spec)))  # fmt: skip
+                    argv = module_argv(peer, "bench.publish_synthetic", "--peer-worker")
+                    tools.append((f"SmartNoise {method.upper()}", argv, json.dumps(spec)))
                 for tool, argv, stdin in tools:
                     (directory / "out.csv").unlink(missing_ok=True)
                     limit = args.aim_timeout if tool.endswith("AIM") else args.timeout

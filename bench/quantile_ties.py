@@ -6,7 +6,7 @@ of 10.0 (float, bounds 0..100), and UCI Adult's capital-gain (examples/adult_uci
 fresh seeded noise (``add_noise``, the path ``engine.run`` takes). Prints the exact median, the 5th, 50th
 and 95th percentiles of the answers and the share within one grid cell of the exact median.
 
-Run: ``PYTHONPATH=src .venv/bin/python bench/quantile_ties.py [--runs N]``.
+Run: ``.venv/bin/python -m bench.quantile_ties [--runs N]``.
 """
 
 from __future__ import annotations
@@ -20,13 +20,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bench.harness import ROOT
 from privdb.database import Database
 from privdb.mechanisms import SeededRandom
 from privdb.sql import engine
 from privdb.sql.noise import add_noise
 from privdb.sql.plan import Plan
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _tables() -> list[tuple[str, pd.DataFrame, dict[str, Any], float]]:

@@ -8,7 +8,7 @@ median", the second half estimates its probability on each neighbour, and Cloppe
 confidence per query) give an empirical lower bound on the ε the running time alone leaks:
 ``ln(P̂_lo[event | one] / P̂_hi[event | other])``, both directions. Results go to docs/benchmarks.md.
 
-    .venv/bin/python bench/timing.py [--rows 20000] [--runs 400]
+    .venv/bin/python -m bench.timing [--rows 20000] [--runs 400]
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,8 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _doc
+from bench.harness import machine, report
 from privdb.audit.auditor import clopper_pearson
 from privdb.database import Database
 from privdb.sql import engine
@@ -104,12 +102,12 @@ def main() -> None:
         results = {label: audit(dbs, predicate, args.runs) for label, predicate in QUERIES.items()}
         for db in dbs:
             db.close()
-    start, end = _doc.markers("timing")
+    start, end = report.markers("timing")
     lines = [
         start,
         "## Timing audit: neighbours told apart by running time",
         "",
-        f"`.venv/bin/python bench/timing.py --rows {args.rows} --runs {args.runs}` on {_doc.cpu_model()}. "
+        f"`.venv/bin/python -m bench.timing --rows {args.rows} --runs {args.runs}` on {machine.cpu_model()}. "
         f"Two DuckDB databases of {args.rows:,} people differ by one person whose text holds a million "
         "characters and whose numbers are extreme. Each of the most expensive allowed expressions is "
         f"answered {args.runs} times per neighbour (interleaved, full privdb path); the event 'slower than "
@@ -129,7 +127,7 @@ def main() -> None:
         "person costs at most a bounded amount of work (docs/security.md).",
         end,
     ]
-    _doc.write_section("timing", "\n".join(_doc.wrap(line) for line in lines))
+    report.write_section("timing", "\n".join(report.wrap(line) for line in lines))
     for label, r in results.items():
         print(f"{label}: {r}")
 
