@@ -24,8 +24,8 @@ from bench.harness import ROOT
 from privdb.database import Database
 from privdb.mechanisms import SeededRandom
 from privdb.sql import engine
-from privdb.sql.noise import add_noise
-from privdb.sql.plan import Plan
+from privdb.sql.answer.noise import add_noise
+from privdb.sql.plan.types import Plan
 
 
 def _tables() -> list[tuple[str, pd.DataFrame, dict[str, Any], float]]:

@@ -97,8 +97,8 @@ class Row:
 def measure(db: Any, table: str, engine_key: str, n: int, query: Any, repeats: int) -> Row:
     """Raw SQL and privdb on the same engine, interleaved; then privdb's time by stage."""
     from privdb.sql import engine
-    from privdb.sql.noise import add_noise
-    from privdb.sql.plan import Plan
+    from privdb.sql.answer.noise import add_noise
+    from privdb.sql.plan.types import Plan
 
     backend, source = db.backend_for(table)
     raw_sql = str(query.raw()).replace("FROM people", f"FROM {source}")

@@ -19,8 +19,8 @@ def _privdb_query(db: Any, q: Query, repeats: int) -> dict[str, Any]:
     """The floor and privdb on one query, interleaved; then privdb by stage. A refusal is reported."""
     from privdb.errors import PrivdbError
     from privdb.sql import engine
-    from privdb.sql.noise import add_noise
-    from privdb.sql.plan import Plan
+    from privdb.sql.answer.noise import add_noise
+    from privdb.sql.plan.types import Plan
 
     info: dict[str, Any] = {}
 

@@ -33,8 +33,8 @@ class TimeRow:
 def measure_time(db: Any, setting: str, stat: Stat, repeats: int) -> TimeRow:
     """Raw DuckDB and privdb end to end, interleaved; then privdb by stage."""
     from privdb.sql import engine
-    from privdb.sql.noise import add_noise
-    from privdb.sql.plan import Plan
+    from privdb.sql.answer.noise import add_noise
+    from privdb.sql.plan.types import Plan
 
     def dp(i: int) -> None:
         check_fresh(engine.run(db, ANALYST, stat.dp(EPS + i * 1e-9)), EPS + i * 1e-9, stat.key)
@@ -77,7 +77,7 @@ class Grid:
 
 def grid_of(db: Any, stat: Stat) -> Grid:
     from privdb.sql import engine
-    from privdb.sql.plan import Plan
+    from privdb.sql.plan.types import Plan
 
     plan, _ = engine.prepare(db, stat.dp(EPS))
     assert isinstance(plan, Plan)

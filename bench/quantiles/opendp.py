@@ -78,7 +78,7 @@ def what_if_sensitivity(db: Any, stat: Stat, table: str, truth: Truth, draws: in
     import numpy as np
 
     from privdb.sql import engine
-    from privdb.sql.plan import Plan
+    from privdb.sql.plan.types import Plan
 
     plan, _ = engine.prepare(db, stat.dp(EPS, table))
     assert isinstance(plan, Plan)

@@ -55,7 +55,7 @@ def findings(cells: list[Cell], stages: list[Stages], tries: dict[str, float], f
         "out when no unit has several rows would make a query's time tell whether one such unit exists, "
         "so it stays.",
         f"- **Python per query**: parse, plan and SQL generation {span('parse, plan, bind')} for a query of "
-        "a kept shape (`privdb.sql.prepared`: the same text but for ε reuses its parse, relation and "
+        "a kept shape (`privdb.sql.plan.prepared`: the same text but for ε reuses its parse, relation and "
         "resolution; only the noise sizing and the engine SQL are redone; the first query of a shape costs "
         f"~1–3 ms); noise {span('noise')} on the engine's values as Python lists (no DataFrame); the "
         f"ledger's reservation {span('ledger reserve')}; one catalog read per query (the table's metadata, "

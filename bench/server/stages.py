@@ -56,8 +56,8 @@ def stage_times(
     import json
 
     from privdb.sql import engine
-    from privdb.sql.noise import add_noise
-    from privdb.sql.plan import Plan
+    from privdb.sql.answer.noise import add_noise
+    from privdb.sql.plan.types import Plan
 
     plan, sql = engine.prepare(db, query.dp(EPS))
     assert isinstance(plan, Plan)

@@ -24,7 +24,7 @@ class Row:
 def measure_privdb(db: Any, setting: str, query: Query, repeats: int) -> Row:
     """Raw DuckDB and privdb on the same connection, interleaved; then privdb's time by stage."""
     from privdb.sql import engine
-    from privdb.sql.noise import add_noise
+    from privdb.sql.answer.noise import add_noise
 
     def dp(i: int) -> None:
         check_fresh(engine.run(db, ANALYST, query.dp(EPS + i * 1e-9)), EPS + i * 1e-9, query.key)
