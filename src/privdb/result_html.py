@@ -69,7 +69,9 @@ def error_bars_svg(
     import matplotlib as mpl
     from matplotlib.figure import Figure
 
-    with mpl.rc_context({"svg.fonttype": "none", "font.size": 7}):  # text as <text> (escaped): small
+    # text as <text> elements (escaped by matplotlib's SVG writer), one short font list: a small SVG
+    style = {"svg.fonttype": "none", "font.size": 7, "font.family": "sans-serif"}
+    with mpl.rc_context(style | {"font.sans-serif": ["DejaVu Sans"]}):
         figure = Figure(figsize=(0.8 + 2.2 * len(panels), 0.5 + 0.18 * len(shown)))
         axes = figure.subplots(1, len(panels), sharey=True, squeeze=False)[0]
         for ax, (col, points) in zip(axes, panels, strict=True):
@@ -81,7 +83,7 @@ def error_bars_svg(
             ax.tick_params(labelsize=6)
         axes[0].set_yticks(range(len(shown)), labels=labels)
         axes[0].set_ylim(len(shown) - 0.5, -0.5)  # the first row on top, as in the table
-        figure.tight_layout(pad=0.3)
+        figure.tight_layout(pad=0.8)  # room for the browser's own text metrics
         out = io.StringIO()
         figure.savefig(out, format="svg", metadata={"Date": None, "Creator": None})
     svg = out.getvalue()
