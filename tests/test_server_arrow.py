@@ -57,7 +57,7 @@ def test_the_arrow_stream_rebuilds_the_json_answer(served: tuple[Server, dict[st
     assert stored.cached and again.to_dict() == stored.to_dict()
     # the paid answer's values, intervals and other facts are the stored ones
     assert first.rows == stored.rows and first.accuracy == stored.accuracy
-    assert {k: v for k, v in first.extra.items()} == stored.extra
+    assert first.extra == stored.extra
     assert {a["column"] for a in first.accuracy if a.get("ci95_rows")} == {"n", "mean_age", "mid"}
     pd.testing.assert_frame_equal(first.to_pandas(), stored.to_pandas(), check_dtype=False)
 
@@ -108,9 +108,10 @@ def test_the_client_reads_arrow_by_default_and_json_on_request(
     server, tokens = served
     seen: list[str] = []
     query = "DP-SELECT 1 state, COUNT(*) AS n, SUM(income) AS total FROM people GROUP BY state"
-    with privdb.connect(server.url, token=tokens["bob"]) as bob, RemoteConnection(
-        server.url, tokens["bob"], arrow=False
-    ) as plain:
+    with (
+        privdb.connect(server.url, token=tokens["bob"]) as bob,
+        RemoteConnection(server.url, tokens["bob"], arrow=False) as plain,
+    ):
         assert isinstance(bob, RemoteConnection)
         for conn in (bob, plain):
             conn._http.event_hooks["response"].append(lambda r: seen.append(r.headers["content-type"]))

@@ -71,7 +71,8 @@ def error_bars_svg(
 
     # text as <text> elements (escaped by matplotlib's SVG writer), one short font list: a small SVG
     style = {"svg.fonttype": "none", "font.size": 7, "font.family": "sans-serif"}
-    with mpl.rc_context(style | {"font.sans-serif": ["DejaVu Sans"]}):
+    style["font.sans-serif"] = ["DejaVu Sans"]
+    with mpl.rc_context(style):  # type: ignore[arg-type]  # the stubs want literal keys
         figure = Figure(figsize=(0.8 + 2.2 * len(panels), 0.5 + 0.18 * len(shown)))
         axes = figure.subplots(1, len(panels), sharey=True, squeeze=False)[0]
         for ax, (col, points) in zip(axes, panels, strict=True):
