@@ -104,7 +104,7 @@ class DuckDBBackend:
                     int(holder[1]) if holder else None,
                 ) from None
             raise InvalidParameter(f"cannot open the data file {str(path)!r}: {_first_line(err)}") from None
-        self._con.execute("SET enable_progress_bar = false")  # it would write to the analyst's terminal
+        _no_progress_bar(self._con)
         self._lock = threading.Lock()
         self._schema: dict[str, dict[str, tuple[str, str | None]]] | None = None
         self._bound: dict[str, list[str]] = {}
@@ -155,7 +155,7 @@ class DuckDBBackend:
         if cursor is None:
             with self._lock:
                 cursor = self._con.cursor()
-                cursor.execute("SET enable_progress_bar = false")
+                _no_progress_bar(cursor)
                 self._cursors.append(cursor)
             self._local.cursor = cursor
         return cursor
@@ -426,6 +426,15 @@ def _write_unit_rows(con: duckdb.DuckDBPyConnection, name: str, unit: str | None
     )
     row = con.execute(f"SELECT COUNT(*) FROM {t}").fetchone()
     con.execute(f"COMMENT ON COLUMN {t}.{c} IS '{int(row[0]) if row else 0}'")
+
+
+def _no_progress_bar(con: duckdb.DuckDBPyConnection) -> None:
+    """Turn DuckDB's progress bar off (it would write to the analyst's terminal). In Jupyter it is off
+    already, and DuckDB refuses any change of the setting there unless ipywidgets is installed: so it is
+    set only when on."""
+    on = con.execute("SELECT current_setting('enable_progress_bar')").fetchone()
+    if on is None or on[0]:
+        con.execute("SET enable_progress_bar = false")
 
 
 def _first_line(err: Exception) -> str:
