@@ -432,8 +432,8 @@ def _no_progress_bar(con: duckdb.DuckDBPyConnection) -> None:
     """Turn DuckDB's progress bar off (it would write to the analyst's terminal). In Jupyter it is off
     already, and DuckDB refuses any change of the setting there unless ipywidgets is installed: so it is
     set only when on."""
-    on = con.execute("SELECT current_setting('enable_progress_bar')").fetchone()
-    if on is None or on[0]:
+    (on,) = con.execute("SELECT current_setting('enable_progress_bar')").fetchall()  # all: the result ends
+    if on[0]:
         con.execute("SET enable_progress_bar = false")
 
 
