@@ -4,7 +4,8 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 SUM    := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # two installs: the demo needs only privdb itself (its default dependencies); the tests add the dev tools,
-# the PostgreSQL and Spark drivers and the benchmark peers (extras in pyproject.toml)
+# the PostgreSQL and Spark drivers, polars, Jupyter (IPython, nbclient) and the benchmark peers (extras in
+# pyproject.toml)
 BASE   := $(VENV)/.installed-base-$(SUM)
 FULL   := $(VENV)/.installed-full-$(SUM)
 
@@ -25,7 +26,7 @@ $(BASE): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(FULL): pyproject.toml $(BASE)
-	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,spark,excel,synthetic,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,spark,excel,synthetic,polars,notebook,bench]'
 	# pycanon, the independent checker the anonymisation tests compare with, pins old numpy/pandas;
 	# the parts the tests use need only numpy and pandas, so it goes in without its pins
 	$(BIN)/python -m pip install --quiet --no-deps pycanon==1.3.6

@@ -122,9 +122,20 @@ def test_to_arrow_keeps_the_values_the_intervals_and_the_privacy_facts(result: R
     assert float(meta["privdb.epsilon_spent"]) == result.epsilon_spent == 3
     assert float(meta["privdb.delta_spent"]) == 0.0
     assert json.loads(meta["privdb.budget"]) == result.budget
-    assert json.loads(meta["privdb.accuracy"]) == result.accuracy
+    # the per-row intervals travel once, in the interval columns; every other accuracy fact is in the JSON
+    moved = json.loads(meta["privdb.ci95_columns"])
+    assert moved == {"n": 0, "mean": 1, "mid": 2, "ratio": 4}
+    assert [a["column"] for a in result.accuracy] == ["n", "mean", "mid", "top", "ratio"]
+    assert json.loads(meta["privdb.accuracy"]) == [
+        {k: v for k, v in a.items() if k != "ci95_rows" or i not in moved.values()}
+        for i, a in enumerate(result.accuracy)
+    ]
     assert table.column("n_ci95_high").to_pylist() == [_interval(result, "n", r)[1] for r in range(3)]  # type: ignore[index]
-    assert result.to_arrow(intervals=False).column_names == result.columns
+    assert Result.from_arrow(table).to_dict() == result.to_dict()  # rebuilt whole
+    bare = result.to_arrow(intervals=False)
+    assert bare.column_names == result.columns
+    assert json.loads(bare.schema.metadata[b"privdb.accuracy"]) == result.accuracy
+    assert Result.from_arrow(bare).to_dict() == result.to_dict()
 
 
 def test_the_notebook_shows_value_plus_minus_half_width(result: Result) -> None:

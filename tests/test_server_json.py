@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from privdb.server.app import _JSON
+from privdb.server.negotiate import _JSON
 
 ANSWERS: list[dict[str, Any]] = [
     {"columns": ["n"], "rows": [[12]], "epsilon_spent": 0.5, "budget": {"epsilon_remaining": 9.5}},

@@ -34,6 +34,14 @@ _LAZY = {
 }
 
 
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext privdb`` in Jupyter: the ``%%privdb`` cell magic (privdb.notebook; needs IPython)."""
+    # the notebook module needs IPython, an optional extra: imported only when a notebook loads it
+    from privdb.notebook import load_ipython_extension as load
+
+    load(ipython)
+
+
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)

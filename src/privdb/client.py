@@ -5,6 +5,8 @@ surveys (``create_survey``, ``issue_survey_tokens``, ``surveys``, ``survey``, ``
 ``add_responses``).
 
 Errors come back as the same :class:`privdb.errors.PrivdbError` subclasses, chosen by the server's code.
+Answers to ``sql`` are asked for as Arrow streams (``arrow=False``: JSON); a server that answers JSON
+anyway (an older one) is read as JSON.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Unpack
 
 import httpx
 import pandas as pd
+import pyarrow as pa  # type: ignore[import-untyped]  # no stubs or py.typed marker
 
 from privdb import errors
 from privdb.catalog.files import ReadOptions, to_csv_text
@@ -24,6 +27,7 @@ from privdb.local.limits import MAX_BATCH, MAX_ISSUE
 from privdb.local.survey import SpecParts, Survey, survey_spec
 from privdb.mechanisms.randomness import RandomSource
 from privdb.result import Result
+from privdb.result_arrow import MEDIA_TYPE, read_stream
 
 Spec = str | Path | dict[str, Any] | None  # privacy metadata: a YAML file or its dict
 
@@ -53,10 +57,11 @@ _BY_CODE: dict[str, type[errors.PrivdbError]] = {
 class RemoteConnection:
     """A session with a privdb server, as the principal the token speaks for."""
 
-    def __init__(self, url: str, token: str, *, timeout: float = 60.0) -> None:
+    def __init__(self, url: str, token: str, *, timeout: float = 60.0, arrow: bool = True) -> None:
         if not token:
             raise errors.InvalidParameter("connecting to a server needs token=… (printed by `privdb grant`)")
         self.url = url.rstrip("/")
+        self.arrow = arrow  # ask for answers as Arrow streams (JSON stays acceptable)
         self._http = httpx.Client(
             base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout
         )
@@ -71,13 +76,20 @@ class RemoteConnection:
         self.close()
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        return self._json(self._send(method, path, **kwargs))
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
-            response = self._http.request(method, path, **kwargs)
+            return self._http.request(method, path, **kwargs)
         except httpx.HTTPError as err:
             raise errors.ServerUnreachable(
                 f"cannot reach the privdb server at {self.url} ({type(err).__name__}); is `privdb serve` "
                 "running there?"
             ) from None
+
+    @staticmethod
+    def _json(response: httpx.Response) -> Any:
+        """The JSON body of a success; a failure's JSON error raised as its PrivdbError."""
         try:
             body = response.json()
         except ValueError:
@@ -96,7 +108,19 @@ class RemoteConnection:
 
     # ---- analysts
     def sql(self, query: str) -> Result:
-        return Result.from_dict(self._call("POST", "/v1/query", json={"sql": query}))
+        """Answer a DP-SELECT, paid from this token's budget; read from the server's Arrow stream when
+        ``arrow`` (the default), the same Result as from its JSON."""
+        accept = {"Accept": f"{MEDIA_TYPE}, application/json;q=0.5"} if self.arrow else {}
+        response = self._send("POST", "/v1/query", json={"sql": query}, headers=accept)
+        if not response.is_success or response.headers.get("content-type", "") != MEDIA_TYPE:
+            return Result.from_dict(self._json(response))  # errors are JSON whatever was asked for
+        try:
+            return Result.from_arrow(read_stream(response.content))
+        except (pa.ArrowException, ValueError, KeyError) as err:
+            raise errors.InternalError(
+                f"the server's Arrow answer could not be read ({type(err).__name__}); "
+                "connect with arrow=False to read JSON, and please report it"
+            ) from None
 
     def explain(self, query: str) -> dict[str, Any]:
         result: dict[str, Any] = self._call("POST", "/v1/explain", json={"sql": query})

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import html
-import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +13,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
+from privdb import result_arrow, result_html
 from privdb.errors import InvalidParameter
 
 __all__ = ["Result"]
@@ -166,16 +165,27 @@ class Result:
 
     def to_arrow(self, intervals: bool = True) -> pa.Table:
         """The answer as an Arrow table (the columns of ``to_pandas``), with the privacy facts in the
-        schema metadata: ``privdb.epsilon_spent``, ``privdb.delta_spent``, ``privdb.budget`` and
-        ``privdb.accuracy`` (JSON)."""
-        table = pa.Table.from_pandas(self.to_pandas(intervals), preserve_index=False)
-        facts = {
-            "privdb.epsilon_spent": repr(float(self.epsilon_spent)),
-            "privdb.delta_spent": repr(float(self.delta_spent)),
-            "privdb.budget": json.dumps(self.budget),
-            "privdb.accuracy": json.dumps(self.accuracy, default=str),
-        }
-        return table.replace_schema_metadata({**(table.schema.metadata or {}), **facts})
+        schema metadata: ``privdb.epsilon_spent``, ``privdb.delta_spent``, ``privdb.budget``,
+        ``privdb.accuracy`` (JSON) and what :meth:`from_arrow` needs to rebuild the answer whole
+        (privdb.result_arrow says each key)."""
+        return result_arrow.to_table(self.to_dict(), intervals)
+
+    @classmethod
+    def from_arrow(cls, table: pa.Table) -> Result:
+        """The answer :meth:`to_arrow` wrote (or the server sent as an Arrow stream), whole: values,
+        intervals, cost, budget and the other facts."""
+        return cls.from_dict(result_arrow.from_table(table))
+
+    def to_polars(self, intervals: bool = True) -> Any:
+        """The answer as a polars DataFrame, the columns of ``to_pandas`` (polars is an optional extra:
+        ``pip install 'privdb[polars]'``). The privacy facts stay on the Result (and in ``to_arrow``)."""
+        try:  # optional dependency, loaded on first use
+            import polars as pl
+        except ImportError:
+            raise InvalidParameter(
+                "to_polars needs polars: pip install 'privdb[polars]' (or use to_pandas or to_arrow)"
+            ) from None
+        return pl.from_arrow(self.to_arrow(intervals))
 
     def to_csv(self, intervals: bool = True) -> str:
         """CSV of ``to_pandas(intervals)``: the interval columns included by default."""
@@ -226,21 +236,29 @@ class Result:
 
     def _repr_html_(self) -> str:
         """The notebook's view: each value with its 95% interval ("1,203 ± 7", or "12 [10, 15]" when the
-        interval is not symmetric about it), and what the answer cost."""
+        interval is not symmetric about it), what the answer cost, and a small chart of the numeric
+        statistics' intervals (privdb.result_html); every text escaped."""
+        intervals = self._intervals()
         shown = pd.DataFrame(self.rows[:_SHOW_ROWS], columns=self.columns).astype(object)
-        for col, rows in self._intervals().items():
+        for col, rows in intervals.items():
             shown[col] = [
                 _with_interval(v, rows[r] if r < len(rows) else None) for r, v in enumerate(shown[col])
             ]
         more = len(self.rows) - len(shown)
+        chart = result_html.error_bars_svg(self.columns, self.rows, intervals)
         caption = (
             f"ε spent {self.epsilon_spent:g}, δ spent {self.delta_spent:g}"
             + (" (stored answer, no cost)" if self.cached else "")
             + f"; ε left {self.budget.get('epsilon_remaining', 0):g}"
-            + ("; ± is the 95% interval's half-width" if self._intervals() else "")
+            + ("; ± is the 95% interval's half-width" if intervals else "")
             + (f"; {more:,} more rows not shown" if more > 0 else "")
+            + (
+                f"; chart: value (dot) and 95% interval (bar), first {result_html.CHART_ROWS} rows"
+                if chart is not None and len(self.rows) > result_html.CHART_ROWS
+                else ""
+            )
         )
-        return str(shown.to_html(index=False, escape=True)) + f"<p>{html.escape(caption)}</p>"
+        return result_html.page(str(shown.to_html(index=False, escape=True)), caption, chart)
 
     def __repr__(self) -> str:
         return f"Result(columns={self.columns}, rows={len(self.rows)}, epsilon_spent={self.epsilon_spent:g})"

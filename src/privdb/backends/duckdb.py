@@ -59,7 +59,7 @@ class DuckDBBackend:
                     int(holder[1]) if holder else None,
                 ) from None
             raise InvalidParameter(f"cannot open the data file {str(path)!r}: {_first_line(err)}") from None
-        self._con.execute("SET enable_progress_bar = false")  # it would write to the analyst's terminal
+        _no_progress_bar(self._con)
         self._lock = threading.Lock()
         self._schema: dict[str, dict[str, tuple[str, str | None]]] | None = None
         self._bound: dict[str, list[str]] = {}
@@ -111,7 +111,7 @@ class DuckDBBackend:
         if cursor is None:
             with self._lock:
                 cursor = self._con.cursor()
-                cursor.execute("SET enable_progress_bar = false")
+                _no_progress_bar(cursor)
                 self._cursors.append(cursor)
             self._local.cursor = cursor
         return cursor
@@ -330,6 +330,15 @@ class DuckDBBackend:
             raise ParseError(_first_line(err)) from None
         finally:
             self._invalidate()
+
+
+def _no_progress_bar(con: duckdb.DuckDBPyConnection) -> None:
+    """Turn DuckDB's progress bar off (it would write to the analyst's terminal). In Jupyter it is off
+    already, and DuckDB refuses any change of the setting there unless ipywidgets is installed: so it is
+    set only when on."""
+    (on,) = con.execute("SELECT current_setting('enable_progress_bar')").fetchall()  # all: the result ends
+    if on[0]:
+        con.execute("SET enable_progress_bar = false")
 
 
 def _first_line(err: Exception) -> str:

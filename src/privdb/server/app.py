@@ -27,7 +27,6 @@ from typing import Annotated, Any, Literal
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
-from pydantic import TypeAdapter
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -38,6 +37,7 @@ from privdb.database import Database, log_subject
 from privdb.errors import Forbidden, InvalidParameter, PrivdbError, RawAccessDenied, Unauthorized
 from privdb.server.bodies import AnalystIn, AttachIn, PublishIn, QueryIn, RawIn, SharedBudgetIn, TableIn
 from privdb.server.errors import error_response, from_error
+from privdb.server.negotiate import ARROW_RESPONSE, answer_response
 from privdb.server.surveys import router as surveys
 from privdb.sql import engine
 
@@ -45,7 +45,6 @@ __all__ = ["MAX_BODY", "create_app"]
 
 MAX_BODY = 16 * 2**20  # bytes; a table upload is the largest request
 MAX_RAW_ROWS = 10_000  # rows an owner's raw SQL returns over HTTP
-_JSON = TypeAdapter(dict[str, Any])  # what FastAPI writes a dict[str, Any] answer with
 
 
 class _BodyLimit:
@@ -189,16 +188,15 @@ def create_app(
         return error_response("internal_error", f"internal error ({type(err).__name__}); please report it")
 
     # ---- analysts
-    # the answer is written to JSON here, in the request's thread, as FastAPI would write the dict (its
-    # serializer): returning the bytes spares the thread hand-off FastAPI's response validation costs
+    # JSON by default, an Arrow stream when the Accept header asks for it (server/negotiate.py)
     @app.post(
         "/v1/query",
         summary="Answer a DP-SELECT, paid from the analyst's budget",
         response_model=dict[str, Any],
+        responses=ARROW_RESPONSE,
     )
-    def query(body: QueryIn, who: Analyst) -> Response:
-        answer = engine.run(db, who.name, body.sql).to_dict()
-        return Response(_JSON.dump_json(answer), media_type="application/json")
+    def query(body: QueryIn, who: Analyst, request: Request) -> Response:
+        return answer_response(engine.run(db, who.name, body.sql), request.headers.get("accept"))
 
     @app.post("/v1/explain", summary="The plan and cost of a DP-SELECT; spends nothing")
     def explain(body: QueryIn, who: Who) -> dict[str, Any]:
