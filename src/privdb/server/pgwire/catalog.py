@@ -43,14 +43,27 @@ _REWRITES = [
     (re.compile(r"COLLATE\s+pg_catalog\s*\.\s*\"?default\"?", re.I), ""),
     (re.compile(r"(?:pg_catalog\s*\.\s*)?\bversion\s*\(\s*\)", re.I), _literal(VERSION)),
     (re.compile(r"\bpg_catalog\s*\.\s*(\w+)\s*\(", re.I), r"\1("),
+    (re.compile(r"\bjson_build_object\s*\(", re.I), "json_object("),
+    (
+        re.compile(r"'(?:[^'.]*\.)?([^'.]*)'\s*::\s*(?:pg_catalog\s*\.\s*)?regclass\b", re.I),
+        r"(SELECT min(oid) FROM pg_catalog.pg_class WHERE relname = '\1')",
+    ),
 ]
 _MACROS = [
+    "CREATE TYPE regclass AS BIGINT",
+    "CREATE TYPE regtype AS VARCHAR",
+    "CREATE TYPE regproc AS VARCHAR",
+    "CREATE MACRO pg_get_serial_sequence(t, c) AS NULL::VARCHAR",
+    "CREATE MACRO pg_collation_is_visible(id) AS TRUE",
     "CREATE MACRO pg_get_userbyid(id) AS 'privdb'",
     "CREATE MACRO pg_encoding_to_char(id) AS 'UTF8'",
     "CREATE MACRO obj_description(id, kind := NULL) AS NULL::VARCHAR",
     "CREATE MACRO col_description(id, n) AS NULL::VARCHAR",
     "CREATE MACRO shobj_description(id, kind) AS NULL::VARCHAR",
     "CREATE MACRO pg_get_viewdef(id, pretty := NULL) AS NULL::VARCHAR",
+    "CREATE MACRO to_regtype(name) AS NULL::BIGINT",
+    "CREATE MACRO to_regclass(name) AS NULL::BIGINT",
+    "CREATE MACRO format_type(id, typemod) AS (SELECT any_value(typname) FROM pg_type WHERE oid = id)",
     "CREATE MACRO pg_postmaster_start_time() AS TIMESTAMP '2000-01-01'",
 ]
 

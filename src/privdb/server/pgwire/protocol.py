@@ -188,7 +188,7 @@ class _Loop:
     def _answer(self, text: str) -> Answer:
         """Run a statement, logging who asked what kind of statement and how it ended."""
         word = first_word(strip(text))
-        if self.session.transaction == "E" and word not in ("COMMIT", "END", "ROLLBACK", "ABORT"):
+        if self.session.transaction == "E" and word not in ("COMMIT", "END", "ROLLBACK", "ABORT", "RELEASE"):
             raise FailedTransaction
         try:
             answer, changed = self.session.run(text)

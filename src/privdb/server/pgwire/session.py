@@ -98,6 +98,11 @@ class Session:
         if word in _TX_BEGIN:
             self.transaction = "T"
             return Answer("BEGIN"), None
+        if word == "SAVEPOINT" or word == "RELEASE":
+            return Answer(word), None
+        if word == "ROLLBACK" and re.match(r"ROLLBACK\s+(WORK\s+|TRANSACTION\s+)?TO\b", text, re.I):
+            self.transaction = "T" if self.transaction != "I" else "I"
+            return Answer("ROLLBACK"), None
         if word in _TX_END:
             failed, self.transaction = self.transaction == "E", "I"
             return Answer("ROLLBACK" if failed or word in ("ROLLBACK", "ABORT") else "COMMIT"), None
