@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from privdb.errors import PrivdbError
 
-__all__ = ["SQLSTATE", "FailedTransaction", "ProtocolViolation", "error_fields", "from_error", "notice_fields"]
+__all__ = ["SQLSTATE", "FailedTransaction", "ProtocolViolation", "UnknownSetting", "error_fields", "from_error", "notice_fields"]
 
 SQLSTATE = {
     "parse_error": "42601",  # syntax_error
@@ -40,6 +40,12 @@ class FailedTransaction(PrivdbError):
 
     def __init__(self) -> None:
         super().__init__("current transaction is aborted, commands ignored until end of transaction block")
+
+
+class UnknownSetting(PrivdbError):
+    """``SHOW`` of a parameter privdb does not keep."""
+
+    code = "undefined_object"
 
 
 class ProtocolViolation(PrivdbError):

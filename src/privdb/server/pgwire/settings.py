@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 
-from privdb.errors import InvalidParameter, UnsupportedQuery
+from privdb.errors import UnsupportedQuery
 from privdb.server.pgwire.catalog import SERVER_VERSION
 from privdb.server.pgwire.encoding import TEXT, Answer
+from privdb.server.pgwire.errors import UnknownSetting
 
 __all__ = ["REPORTED", "Settings"]
 
@@ -65,7 +66,7 @@ class Settings:
         if key == "transaction isolation level":
             key = "transaction_isolation"
         if key not in self._values:
-            raise InvalidParameter(f'unrecognized configuration parameter "{name}"')
+            raise UnknownSetting(f'unrecognized configuration parameter "{name}"')
         return self._values[key][1]
 
     def set(self, name: str, value: str) -> str | None:
