@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-from serverfixtures import Server, free_port, make_server_db
 
 from privdb.database import Database
+from serverfixtures import Server, free_port, make_server_db
 
 __all__ = ["PSQL", "PgServed", "psql", "start_pg_server"]
 
@@ -34,14 +34,20 @@ def start_pg_server(path: Path, *, budget: float = 5.0, extra: list[str] | None 
     ``regions``, served over HTTP and PostgreSQL's protocol."""
     tokens = make_server_db(path, budget=budget)
     with Database(path) as db:
-        db.backend.load_frame("regions", pd.DataFrame({"code": [1, 2, 3], "name": ["north", "south", "east"]}))
-        db.set_metadata("regions", {"public": True, "columns": {"code": {"type": "int"}, "name": {"type": "text"}}})
+        db.backend.load_frame(
+            "regions", pd.DataFrame({"code": [1, 2, 3], "name": ["north", "south", "east"]})
+        )
+        db.set_metadata(
+            "regions", {"public": True, "columns": {"code": {"type": "int"}, "name": {"type": "text"}}}
+        )
     pg_port = free_port()
     server = Server(path, extra=["--pg-port", str(pg_port), *(extra or [])]).start()
     return PgServed(server, pg_port, tokens)
 
 
-def psql(served: PgServed, user: str, *commands: str, password: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def psql(
+    served: PgServed, user: str, *commands: str, password: str | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     """Run Debian's psql with ``-c`` for each command (unaligned, tuples only, ``|`` between fields)."""
     assert PSQL is not None
     env = os.environ | {"PGPASSWORD": served.tokens.get(user, "") if password is None else password}

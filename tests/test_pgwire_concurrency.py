@@ -7,6 +7,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from pgwirefixtures import PSQL, psql, start_pg_server
 
 pytestmark = pytest.mark.skipif(PSQL is None, reason="psql not installed (apt-get install postgresql)")

@@ -187,10 +187,16 @@ def serve(
     ] = None,
     pg_port: Annotated[
         int | None,
-        typer.Option(help="also accept PostgreSQL clients (psql, DBeaver, JDBC…) on this port (docs/clients.md)"),
+        typer.Option(
+            help="also accept PostgreSQL clients (psql, DBeaver, JDBC…) on this port (docs/clients.md)"
+        ),
     ] = None,
-    pg_host: Annotated[str | None, typer.Option(help="address for PostgreSQL clients (default: --host)")] = None,
-    pg_tls_cert: Annotated[Path | None, typer.Option(help="PEM certificate: PostgreSQL clients may use TLS")] = None,
+    pg_host: Annotated[
+        str | None, typer.Option(help="address for PostgreSQL clients (default: --host)")
+    ] = None,
+    pg_tls_cert: Annotated[
+        Path | None, typer.Option(help="PEM certificate: PostgreSQL clients may use TLS")
+    ] = None,
     pg_tls_key: Annotated[Path | None, typer.Option(help="PEM private key of --pg-tls-cert")] = None,
 ) -> None:
     """Serve the database over HTTP (the API of docs/server.md, the page at /), and with --pg-port over
@@ -216,7 +222,9 @@ def serve(
             )
     pg = None if pg_port is None else PgOptions(pg_port, pg_host or host, pg_tls_cert, pg_tls_key)
     also = "" if pg is None else f" and postgresql://{pg.host}:{pg.port}"
-    errors().print(f"privdb serving {db} on http://{host}:{port}{also} ({workers} worker(s)); Ctrl-C stops it")
+    errors().print(
+        f"privdb serving {db} on http://{host}:{port}{also} ({workers} worker(s)); Ctrl-C stops it"
+    )
     run_server(
         db,
         host=host,

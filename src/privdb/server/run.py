@@ -103,7 +103,12 @@ def serve(
             os.environ[ENV_LEDGER] = ledger or ""
             with _pg_listener(pg, lambda: _read_only(db_dir, query_timeout, ledger), access_log, log_config):
                 uvicorn.run(
-                    "privdb.server.run:app_from_env", factory=True, host=host, port=port, workers=workers, **logs
+                    "privdb.server.run:app_from_env",
+                    factory=True,
+                    host=host,
+                    port=port,
+                    workers=workers,
+                    **logs,
                 )
         else:
             app = create_app(db_dir, query_timeout=query_timeout, max_body=max_body, ledger=ledger)

@@ -29,7 +29,7 @@ class Answer:
     tag: str
     columns: list[str] = field(default_factory=list)
     types: list[int] = field(default_factory=list)
-    rows: list[Sequence[Any]] = field(default_factory=list)
+    rows: Sequence[Sequence[Any]] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
 
 

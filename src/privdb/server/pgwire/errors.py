@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from privdb.errors import PrivdbError
 
-__all__ = ["SQLSTATE", "FailedTransaction", "ProtocolViolation", "UnknownSetting", "error_fields", "from_error", "notice_fields"]
+__all__ = [
+    "SQLSTATE",
+    "FailedTransaction",
+    "ProtocolViolation",
+    "UnknownSetting",
+    "error_fields",
+    "from_error",
+    "notice_fields",
+]
 
 SQLSTATE = {
     "parse_error": "42601",  # syntax_error

@@ -59,7 +59,9 @@ class PgServer(socketserver.ThreadingTCPServer):
         try:
             super().__init__((host, port), _Handler)
         except OSError as err:
-            raise InvalidParameter(f"cannot listen on {host}:{port} for PostgreSQL clients: {err.strerror}") from None
+            raise InvalidParameter(
+                f"cannot listen on {host}:{port} for PostgreSQL clients: {err.strerror}"
+            ) from None
         self.db, self.tls = db, tls
 
     def start(self) -> threading.Thread:

@@ -9,13 +9,14 @@ value and only the value; privdb then checks the whole text as if the analyst ha
 
 from __future__ import annotations
 
+import itertools
 import math
 import struct
 from collections.abc import Sequence
 
 from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import TokenError
-from sqlglot.tokens import TokenType
+from sqlglot.tokenizer_core import TokenType
 
 from privdb.errors import InvalidParameter, ParseError, UnsupportedQuery
 
@@ -34,10 +35,10 @@ def _positions(text: str) -> list[tuple[int, int, int]]:
     except TokenError as err:
         raise ParseError(f"the statement cannot be read: {err}") from None
     found = []
-    for this, following in zip(tokens, tokens[1:], strict=False):
-        if this.token_type == TokenType.PARAMETER and following.token_type == TokenType.NUMBER:
-            if following.start == this.end + 1 and following.text.isdigit():
-                found.append((this.start, following.end + 1, int(following.text)))
+    for this, following in itertools.pairwise(tokens):
+        dollar = this.token_type == TokenType.PARAMETER and following.token_type == TokenType.NUMBER
+        if dollar and following.start == this.end + 1 and following.text.isdigit():
+            found.append((this.start, following.end + 1, int(following.text)))
     return found
 
 

@@ -10,6 +10,7 @@ then sends the rows kept (``max_rows`` pages them, ``PortalSuspended`` between p
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -25,15 +26,24 @@ from pygwire.exceptions import PygwireError
 from privdb.database import Database
 from privdb.errors import InternalError, PrivdbError, Unauthorized
 from privdb.server.pgwire.encoding import SIZES, Answer, encode_value
-from privdb.server.pgwire.errors import FailedTransaction, ProtocolViolation, error_fields, from_error
-from privdb.server.pgwire.errors import notice_fields
+from privdb.server.pgwire.errors import (
+    FailedTransaction,
+    ProtocolViolation,
+    error_fields,
+    from_error,
+    notice_fields,
+)
 from privdb.server.pgwire.params import count_parameters, substitute
 from privdb.server.pgwire.session import Session, first_word, split_statements, strip
 
 __all__ = ["serve_connection"]
 
 log = logging.getLogger("privdb.pgwire")
-_STATUS = {"I": TransactionStatus.IDLE, "T": TransactionStatus.IN_TRANSACTION, "E": TransactionStatus.ERROR_TRANSACTION}
+_STATUS = {
+    "I": TransactionStatus.IDLE,
+    "T": TransactionStatus.IN_TRANSACTION,
+    "E": TransactionStatus.ERROR_TRANSACTION,
+}
 
 
 class _Closed(Exception):
@@ -89,10 +99,8 @@ def serve_connection(sock: socket.socket, peer: str, db: Database, tls: ssl.SSLC
     finally:
         if session is not None:
             session.close()
-        try:
+        with contextlib.suppress(OSError):
             wire.sock.close()
-        except OSError:
-            pass
 
 
 def _start(wire: _Wire, peer: str, db: Database, tls: ssl.SSLContext | None) -> Session | None:
@@ -127,7 +135,11 @@ def _start(wire: _Wire, peer: str, db: Database, tls: ssl.SSLContext | None) -> 
             raise Unauthorized("the token is not this user's")
     except Unauthorized:
         log.info("pgwire %s user %r: refused (wrong token)", peer, user)
-        wire.send(m.ErrorResponse(error_fields("unauthorized", f'password authentication failed for user "{user}"', fatal=True)))
+        wire.send(
+            m.ErrorResponse(
+                error_fields("unauthorized", f'password authentication failed for user "{user}"', fatal=True)
+            )
+        )
         wire.flush()
         return None
     try:
@@ -235,7 +247,9 @@ class _Loop:
             text, oids = self._statement(msg.name)
             wanted = count_parameters(text)
             self.wire.send(m.ParameterDescription(type_oids=[*oids, *[25] * wanted][:wanted]))
-            self.wire.send(m.NoData())  # the columns of a DP answer are known once it has run (Describe a portal)
+            self.wire.send(
+                m.NoData()
+            )  # the columns of a DP answer are known once it has run (Describe a portal)
         elif isinstance(msg, m.Describe):
             portal = self._portal(msg.name)
             answer = self._run_portal(portal)

@@ -129,7 +129,8 @@ class Session:
 
 
 def _dp_answer(result: Result) -> Answer:
-    """A DP answer: each statistic followed by its interval columns (``to_pandas()``), the cost in a notice."""
+    """A DP answer: each statistic followed by its interval columns (``to_pandas()``); the cost in a
+    notice."""
     answer = from_frame(result.to_pandas())
     budget = result.budget
     answer.notices.append(
@@ -146,6 +147,6 @@ def _owner_answer(connection: Connection, text: str, word: str) -> Answer:
     frame = connection.owner_sql(text)
     if word in ("SELECT", "WITH", "VALUES", "TABLE", "SHOW", "DESCRIBE", "EXPLAIN", "PRAGMA"):
         return from_frame(frame)
-    count = int(frame.iloc[0, 0]) if frame.shape == (1, 1) and str(frame.columns[0]) == "Count" else 0
+    count = int(str(frame.iloc[0, 0])) if frame.shape == (1, 1) and str(frame.columns[0]) == "Count" else 0
     tag = {"INSERT": f"INSERT 0 {count}", "UPDATE": f"UPDATE {count}", "DELETE": f"DELETE {count}"}
     return Answer(tag.get(word, word or "OK"))
