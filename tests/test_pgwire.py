@@ -246,3 +246,52 @@ def test_jdbc(served: PgServed, tmp_path: Path) -> None:
     assert out[0] == "columns:n:n_ci95_low:n_ci95_high" and out[1].startswith("row:")
     assert [line for line in out if line.startswith("table:")] == ["table:people"]
     assert java("bob", "wrong", "SELECT 1") == ["error:28P01"]
+
+
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, made here (cryptography is a dependency of privdb)."""
+    import datetime as dt
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .sign(key, hashes.SHA256())
+    )  # fmt: skip
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return cert_path, key_path
+
+
+def test_tls_when_the_server_has_a_certificate(tmp_path: Path) -> None:
+    cert, key = _self_signed(tmp_path)
+    served = start_pg_server(tmp_path / "db", extra=["--pg-tls-cert", str(cert), "--pg-tls-key", str(key)])
+    try:
+        url = served.url("bob") + f"?sslmode=verify-full&sslrootcert={cert}"
+        with psycopg.connect(url, autocommit=True) as conn:
+            assert conn.pgconn.ssl_in_use
+            assert conn.execute("SELECT current_user").fetchone() == ("bob",)
+    finally:
+        served.server.stop()
+
+
+def test_tls_is_refused_without_a_certificate(served: PgServed) -> None:
+    with pytest.raises(psycopg.OperationalError, match="SSL"):
+        psycopg.connect(served.url("bob") + "?sslmode=require")
+    with psycopg.connect(served.url("bob") + "?sslmode=prefer", autocommit=True) as conn:
+        assert not conn.pgconn.ssl_in_use
