@@ -265,7 +265,8 @@ def _self_signed(folder: Path) -> tuple[Path, Path]:
         x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
         .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
         .not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                       critical=False)
         .sign(key, hashes.SHA256())
     )  # fmt: skip
     cert_path, key_path = folder / "cert.pem", folder / "key.pem"
@@ -295,3 +296,17 @@ def test_tls_is_refused_without_a_certificate(served: PgServed) -> None:
         psycopg.connect(served.url("bob") + "?sslmode=require")
     with psycopg.connect(served.url("bob") + "?sslmode=prefer", autocommit=True) as conn:
         assert not conn.pgconn.ssl_in_use
+
+
+def test_the_catalog_reads_no_file_and_runs_one_select(served: PgServed, tmp_path: Path) -> None:
+    data = served.server.db / "data.duckdb"
+    for query in (
+        f"SELECT * FROM read_csv('{tmp_path}/x.csv')",
+        f"SELECT 1 FROM pg_class; ATTACH '{data}' AS stolen",  # one prepared statement, two commands
+        "SELECT 1; SELECT 2",
+    ):
+        conn = psycopg.connect(served.url("bob"), autocommit=True)
+        with conn, pytest.raises(psycopg.Error) as raised:
+            conn.execute(query, prepare=True)  # the extended protocol: Parse takes one statement
+        assert raised.value.sqlstate in ("42601", "0A000"), query
+    assert psql(served, "bob", "SELECT 1; SELECT 2").stdout.split() == ["1", "2"]  # the simple protocol

@@ -127,6 +127,12 @@ class Shadow:
         user = _literal(self.user)
         text = re.sub(r"\b(current_user|session_user)\b(\s*\(\s*\))?", lambda _: user, text, flags=re.I)
         with self._lock:
+            try:
+                statements = self._con.extract_statements(text)
+            except duckdb.Error as err:
+                raise _unsupported(err) from None
+            if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+                raise ParseError("a catalog query is one SELECT on pg_catalog or information_schema")
             timer = threading.Timer(CATALOG_TIMEOUT, self._con.interrupt)
             timer.start()
             try:
@@ -136,8 +142,7 @@ class Shadow:
                     f"the catalog query ran longer than {CATALOG_TIMEOUT:g} s and was stopped"
                 ) from None
             except duckdb.Error as err:
-                first = str(err).splitlines()[0] if str(err) else type(err).__name__
-                raise ParseError(f"this catalog query is not supported by privdb: {first}") from None
+                raise _unsupported(err) from None
             finally:
                 timer.cancel()
         answer = from_frame(frame)
@@ -156,6 +161,12 @@ def _column_name(name: str, user: str) -> str:
         return "current_user"
     call = re.fullmatch(r"(?:\w+\.)?(\w+)\(.*\)", name, re.S)
     return call.group(1) if call else name
+
+
+def _unsupported(err: Exception) -> ParseError:
+    """DuckDB's refusal of a catalog query (its first line: the shadow holds no data to reveal)."""
+    first = str(err).splitlines()[0] if str(err) else type(err).__name__
+    return ParseError(f"this catalog query is not supported by privdb: {first}")
 
 
 def _quote(name: str) -> str:
