@@ -26,7 +26,7 @@ $(BASE): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(FULL): pyproject.toml $(BASE)
-	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,spark,excel,synthetic,polars,notebook,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,pg,postgres,spark,excel,synthetic,polars,notebook,bench]'
 	# pycanon, the independent checker the anonymisation tests compare with, pins old numpy/pandas;
 	# the parts the tests use need only numpy and pandas, so it goes in without its pins
 	$(BIN)/python -m pip install --quiet --no-deps pycanon==1.3.6
@@ -51,7 +51,14 @@ java:
 	@command -v java >/dev/null || \
 	  ($(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq openjdk-17-jre-headless >/dev/null)
 
-test: $(FULL) $(CHROMIUM) postgresql java
+# the pgwire tests' JDBC client: Debian's PostgreSQL JDBC driver (compiled against with the JDK's javac)
+.PHONY: jdbc
+jdbc: java
+	@([ -f /usr/share/java/postgresql.jar ] && command -v javac >/dev/null) || \
+	  ($(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
+	    libpostgresql-jdbc-java openjdk-17-jdk-headless >/dev/null)
+
+test: $(FULL) $(CHROMIUM) postgresql java jdbc
 	$(BIN)/python -m pytest -n 2 -q
 
 lint: $(FULL)

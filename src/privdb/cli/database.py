@@ -185,15 +185,33 @@ def serve(
             help="logging config (JSON, YAML or INI, as uvicorn's), e.g. to write the access log to a file",
         ),
     ] = None,
+    pg_port: Annotated[
+        int | None,
+        typer.Option(
+            help="also accept PostgreSQL clients (psql, DBeaver, JDBC…) on this port (docs/clients.md)"
+        ),
+    ] = None,
+    pg_host: Annotated[
+        str | None, typer.Option(help="address for PostgreSQL clients (default: --host)")
+    ] = None,
+    pg_tls_cert: Annotated[
+        Path | None, typer.Option(help="PEM certificate: PostgreSQL clients may use TLS")
+    ] = None,
+    pg_tls_key: Annotated[Path | None, typer.Option(help="PEM private key of --pg-tls-cert")] = None,
 ) -> None:
-    """Serve the database over HTTP (the API of docs/server.md, the page at /); prints an owner token the
-    first time."""
+    """Serve the database over HTTP (the API of docs/server.md, the page at /), and with --pg-port over
+    PostgreSQL's protocol too; prints an owner token the first time."""
     from privdb.database import Database
     from privdb.inuse import served_already
     from privdb.server import serve as run_server
+    from privdb.server.run import PgOptions
 
     if workers < 1 or not 0 < port < 65536 or query_timeout <= 0 or max_body < 1024:
         raise InvalidParameter("--workers ≥ 1, --port in 1..65535, --query-timeout > 0, --max-body ≥ 1024")
+    if pg_port is not None and (not 0 < pg_port < 65536 or pg_port == port):
+        raise InvalidParameter("--pg-port must be in 1..65535 and differ from --port")
+    if pg_port is None and (pg_host or pg_tls_cert or pg_tls_key):
+        raise InvalidParameter("--pg-host, --pg-tls-cert and --pg-tls-key need --pg-port")
     refusal = served_already(db)  # before anything is printed or opened: the running server stays as it is
     if refusal is not None:
         raise refusal
@@ -202,7 +220,11 @@ def serve(
             errors().print(
                 f"owner token (shown once; `privdb token` issues more): {database.catalog.add_owner_token()}"
             )
-    errors().print(f"privdb serving {db} on http://{host}:{port} ({workers} worker(s)); Ctrl-C stops it")
+    pg = None if pg_port is None else PgOptions(pg_port, pg_host or host, pg_tls_cert, pg_tls_key)
+    also = "" if pg is None else f" and postgresql://{pg.host}:{pg.port}"
+    errors().print(
+        f"privdb serving {db} on http://{host}:{port}{also} ({workers} worker(s)); Ctrl-C stops it"
+    )
     run_server(
         db,
         host=host,
@@ -213,4 +235,5 @@ def serve(
         access_log=access_log,
         log_config=log_config,
         ledger=ledger,
+        pg=pg,
     )

@@ -10,18 +10,24 @@ set-up entirely, e.g. to write the access log to a file. Request lines hold no t
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import logging
 import os
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
 
+from privdb.database import Database
 from privdb.errors import InvalidParameter
 from privdb.inuse import announce
 from privdb.server.app import MAX_BODY, create_app
 
-__all__ = ["app_from_env", "serve"]
+__all__ = ["PgOptions", "app_from_env", "serve"]
 
 ENV_DB, ENV_TIMEOUT, ENV_MAX_BODY = "PRIVDB_SERVER_DB", "PRIVDB_SERVER_TIMEOUT", "PRIVDB_SERVER_MAX_BODY"
 ENV_LEDGER = "PRIVDB_SERVER_LEDGER"
@@ -72,12 +78,14 @@ def serve(
     access_log: bool = True,
     log_config: str | Path | None = None,
     ledger: str | None = None,
+    pg: PgOptions | None = None,
 ) -> None:
     """Run the server until interrupted. With ``workers > 1`` each worker process opens the data
     read-only (DuckDB allows one writer per file); budgets stay exact across them (the ledger's SQLite
     transactions serialise processes). ``ledger``: a ``postgresql://`` URL where the budgets, analysts and
     log live, shared with other hosts' servers (whose transactions serialise alike). While it runs,
-    ``DIR/serve.json`` names its pid and URL."""
+    ``DIR/serve.json`` names its pid and URL. ``pg``: also accept PostgreSQL clients (privdb.server.pgwire)
+    in this process, on the same Database (with ``workers > 1``, one more read-only one)."""
     import uvicorn
 
     logs: dict[str, Any] = {"access_log": access_log, "log_config": logging_config(log_config)}
@@ -93,9 +101,65 @@ def serve(
                 os.environ[ENV_TIMEOUT] = str(query_timeout)
             os.environ[ENV_MAX_BODY] = str(max_body)
             os.environ[ENV_LEDGER] = ledger or ""
-            uvicorn.run(
-                "privdb.server.run:app_from_env", factory=True, host=host, port=port, workers=workers, **logs
-            )
+            with _pg_listener(pg, lambda: _read_only(db_dir, query_timeout, ledger), access_log, log_config):
+                uvicorn.run(
+                    "privdb.server.run:app_from_env",
+                    factory=True,
+                    host=host,
+                    port=port,
+                    workers=workers,
+                    **logs,
+                )
         else:
             app = create_app(db_dir, query_timeout=query_timeout, max_body=max_body, ledger=ledger)
-            uvicorn.run(app, host=host, port=port, **logs)
+            with _pg_listener(pg, lambda: app.state.db, access_log, log_config):
+                uvicorn.run(app, host=host, port=port, **logs)
+
+
+@dataclass(frozen=True)
+class PgOptions:
+    """Where the PostgreSQL listener listens, and its TLS certificate and key (PEM files) if any."""
+
+    port: int
+    host: str = "127.0.0.1"
+    tls_cert: str | Path | None = None
+    tls_key: str | Path | None = None
+
+
+def _read_only(db_dir: str | Path, query_timeout: float | None, ledger: str | None) -> Database:
+    db = Database(db_dir, read_only=True, ledger=ledger)
+    db.query_timeout = query_timeout
+    return db
+
+
+@contextlib.contextmanager
+def _pg_listener(
+    pg: PgOptions | None, database: Callable[[], Database], access_log: bool, log_config: str | Path | None
+) -> Iterator[None]:
+    """The PostgreSQL listener for the time the HTTP server runs (nothing without ``pg``). Its log lines
+    (logger ``privdb.pgwire``: who connected, each statement's kind and outcome, never a token) go to
+    standard output with the access log, or where the owner's ``log_config`` sends them."""
+    if pg is None:
+        yield
+        return
+    try:
+        from privdb.server.pgwire import PgServer, tls_context
+    except ImportError:
+        raise InvalidParameter(
+            "--pg-port needs the PostgreSQL protocol library: pip install 'privdb[pg]'"
+        ) from None
+    context = tls_context(pg.tls_cert, pg.tls_key)
+    listener = PgServer(pg.host, pg.port, database(), context)
+    logger = logging.getLogger("privdb.pgwire")
+    if log_config is None and not logger.handlers:
+        handler = logging.StreamHandler(sys.stdout)
+        handler.setFormatter(logging.Formatter("%(levelname)s:     %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO if access_log else logging.WARNING)
+        logger.propagate = False
+    listener.start()
+    try:
+        yield
+    finally:
+        listener.shutdown()
+        listener.server_close()

@@ -1,0 +1,20 @@
+"""PostgreSQL's wire protocol in front of privdb (``privdb serve --pg-port``): psql, DBeaver, Metabase,
+pandas, SQLAlchemy and JDBC connect as to a PostgreSQL server (docs/clients.md).
+
+    listener  the TCP server (a thread per client), TLS
+    protocol  start-up, password, simple and extended query cycles (pygwire is the codec)
+    session   what a statement is and who answers it (privdb.api.Connection, the catalog, the settings)
+    catalog   pg_catalog / information_schema answered from an empty shadow of the granted tables
+    settings  SET / SHOW / RESET and the reported parameters
+    params    bind parameters written into the statement as literals
+    encoding  result columns' types and values on the wire
+    errors    privdb's error codes as SQLSTATEs
+
+Needs the ``pg`` extra (``pip install 'privdb[pg]'``).
+"""
+
+from __future__ import annotations
+
+from privdb.server.pgwire.listener import PgServer, tls_context
+
+__all__ = ["PgServer", "tls_context"]

@@ -1,0 +1,313 @@
+"""One client connection: PostgreSQL's v3 protocol (start-up, password, simple and extended queries) over a
+socket, with pygwire as the codec (docs/dependencies.md) and :class:`Session` answering the statements.
+
+Start-up: TLS if the client asks and the server has a certificate (``SSLRequest``), else plain; then a
+cleartext password request: the user name is the analyst's (any name for the owner), the password the
+token. Errors in the extended protocol discard the messages up to the next Sync, as PostgreSQL does. A
+``Describe`` of a portal runs its statement (the columns of a DP answer are known only then); ``Execute``
+then sends the rows kept (``max_rows`` pages them, ``PortalSuspended`` between pages).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import ssl
+from collections import deque
+from dataclasses import dataclass, field
+
+from pygwire import BackendConnection
+from pygwire import messages as m
+from pygwire.constants import TransactionStatus
+from pygwire.exceptions import PygwireError
+
+from privdb.database import Database
+from privdb.errors import InternalError, PrivdbError, Unauthorized
+from privdb.server.pgwire.encoding import SIZES, Answer, encode_value
+from privdb.server.pgwire.errors import (
+    FailedTransaction,
+    ProtocolViolation,
+    error_fields,
+    from_error,
+    notice_fields,
+)
+from privdb.server.pgwire.params import count_parameters, substitute
+from privdb.server.pgwire.session import Session, first_word, split_statements, strip
+
+__all__ = ["serve_connection"]
+
+log = logging.getLogger("privdb.pgwire")
+_STATUS = {
+    "I": TransactionStatus.IDLE,
+    "T": TransactionStatus.IN_TRANSACTION,
+    "E": TransactionStatus.ERROR_TRANSACTION,
+}
+
+
+class _Closed(Exception):
+    """The client went away (or must be dropped)."""
+
+
+@dataclass
+class _Portal:
+    text: str
+    formats: list[int]
+    answer: Answer | None = None
+    sent: int = 0  # rows already sent (Execute with max_rows pages through them)
+
+
+@dataclass
+class _Wire:
+    """The socket, the codec and what is waiting to be written."""
+
+    sock: socket.socket
+    codec: BackendConnection = field(default_factory=lambda: BackendConnection(strict=False))
+    inbox: deque[m.PGMessage] = field(default_factory=deque)
+    out: bytearray = field(default_factory=bytearray)
+
+    def next(self) -> m.PGMessage:
+        while not self.inbox:
+            data = self.sock.recv(65536)
+            if not data:
+                raise _Closed
+            self.inbox.extend(self.codec.receive(data))
+        return self.inbox.popleft()
+
+    def send(self, msg: m.PGMessage) -> None:
+        self.out += self.codec.send(msg)
+        if len(self.out) > 1 << 16:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.out:
+            self.sock.sendall(self.out)
+            self.out.clear()
+
+
+def serve_connection(sock: socket.socket, peer: str, db: Database, tls: ssl.SSLContext | None) -> None:
+    """Speak with one client until it leaves."""
+    wire = _Wire(sock)
+    session: Session | None = None
+    try:
+        session = _start(wire, peer, db, tls)
+        if session is not None:
+            _Loop(wire, session, peer).run()
+    except (_Closed, OSError, PygwireError, ssl.SSLError):
+        pass
+    finally:
+        if session is not None:
+            session.close()
+        with contextlib.suppress(OSError):
+            wire.sock.close()
+
+
+def _start(wire: _Wire, peer: str, db: Database, tls: ssl.SSLContext | None) -> Session | None:
+    """Start-up and authentication; the session, or None when the client was refused."""
+    while True:
+        msg = wire.next()
+        if isinstance(msg, m.SSLRequest):
+            wire.sock.sendall(wire.codec.send(m.SSLResponse(accepted=tls is not None)))
+            if tls is not None:
+                wire.sock = tls.wrap_socket(wire.sock, server_side=True)
+            continue
+        if isinstance(msg, m.GSSEncRequest):
+            wire.sock.sendall(b"N")
+            continue
+        if isinstance(msg, m.CancelRequest):
+            return None  # queries are not cancelled: they end within the server's --query-timeout
+        if isinstance(msg, m.StartupMessage):
+            break
+        raise _Closed
+    params = dict(msg.params)
+    user = params.get("user", "")
+    wire.send(m.AuthenticationCleartextPassword())
+    wire.flush()
+    reply = wire.next()
+    if not isinstance(reply, m.PasswordMessage):
+        raise _Closed
+    token = reply.password.decode() if isinstance(reply.password, bytes) else reply.password
+    token = token.rstrip("\x00")
+    try:
+        principal = db.catalog.authenticate(token)
+        if not principal.is_owner and principal.name != user:
+            raise Unauthorized("the token is not this user's")
+    except Unauthorized:
+        log.info("pgwire %s user %r: refused (wrong token)", peer, user)
+        wire.send(
+            m.ErrorResponse(
+                error_fields("unauthorized", f'password authentication failed for user "{user}"', fatal=True)
+            )
+        )
+        wire.flush()
+        return None
+    try:
+        session = Session(db, principal, token, params)
+    except PrivdbError as err:
+        wire.send(m.ErrorResponse(from_error(err, fatal=True)))
+        wire.flush()
+        return None
+    wire.send(m.AuthenticationOk())
+    for name, value in session.settings.reported():
+        wire.send(m.ParameterStatus(name=name, value=value))
+    wire.send(m.BackendKeyData(process_id=os.getpid() & 0x7FFFFFFF, secret_key=os.urandom(4)))
+    wire.send(m.ReadyForQuery(status=TransactionStatus.IDLE))
+    wire.flush()
+    log.info("pgwire %s user %r: connected", peer, user)
+    return session
+
+
+class _Loop:
+    """The query cycle of an authenticated session."""
+
+    def __init__(self, wire: _Wire, session: Session, peer: str) -> None:
+        self.wire, self.session, self.peer = wire, session, peer
+        self.statements: dict[str, tuple[str, list[int]]] = {}
+        self.portals: dict[str, _Portal] = {}
+        self.skipping = False  # after an error in the extended protocol: until Sync
+
+    def run(self) -> None:
+        while True:
+            msg = self.wire.next()
+            if isinstance(msg, m.Terminate):
+                return
+            if isinstance(msg, m.Query):
+                self._simple(msg.query_string)
+            elif isinstance(msg, m.Sync):
+                self.skipping = False
+                self._ready()
+            elif isinstance(msg, m.Flush):
+                self.wire.flush()
+            elif self.skipping:
+                continue
+            else:
+                try:
+                    self._extended(msg)
+                except PrivdbError as err:
+                    self._error(err)
+                    self.skipping = True
+
+    def _ready(self) -> None:
+        self.wire.send(m.ReadyForQuery(status=_STATUS[self.session.transaction]))
+        self.wire.flush()
+
+    def _error(self, err: PrivdbError) -> None:
+        self.wire.send(m.ErrorResponse(from_error(err)))
+        if self.session.transaction == "T":
+            self.session.transaction = "E"
+
+    def _answer(self, text: str) -> Answer:
+        """Run a statement, logging who asked what kind of statement and how it ended."""
+        word = first_word(strip(text))
+        if self.session.transaction == "E" and word not in ("COMMIT", "END", "ROLLBACK", "ABORT", "RELEASE"):
+            raise FailedTransaction
+        try:
+            answer, changed = self.session.run(text)
+        except PrivdbError as err:
+            log.info("pgwire %s user %r: %s refused (%s)", self.peer, self.session.user, word, err.code)
+            raise
+        except Exception as err:  # a fault of privdb: no traceback to the client
+            log.exception("pgwire %s: internal error", self.peer)
+            raise InternalError(f"internal error ({type(err).__name__}); please report it") from None
+        log.info("pgwire %s user %r: %s answered (%s)", self.peer, self.session.user, word, answer.tag)
+        for notice in answer.notices:
+            self.wire.send(m.NoticeResponse(notice_fields(notice)))
+        if changed is not None:
+            self.wire.send(m.ParameterStatus(name=changed, value=self.session.settings.get(changed)))
+        return answer
+
+    def _simple(self, text: str) -> None:
+        for statement in split_statements(text):
+            try:
+                answer = self._answer(statement)
+            except PrivdbError as err:
+                self._error(err)
+                break
+            if answer.tag == "EMPTY":
+                self.wire.send(m.EmptyQueryResponse())
+                continue
+            if answer.columns:
+                self._describe(answer, [])
+            self._rows(answer, [], 0, 0)
+        self._ready()
+
+    def _extended(self, msg: m.PGMessage) -> None:
+        if isinstance(msg, m.Parse):
+            if msg.statement and msg.statement in self.statements:
+                raise ProtocolViolation(f'prepared statement "{msg.statement}" already exists')
+            self.statements[msg.statement] = (msg.query, list(msg.param_types))
+            self.wire.send(m.ParseComplete())
+        elif isinstance(msg, m.Bind):
+            text, oids = self._statement(msg.statement)
+            bound = substitute(text, msg.param_values, oids, msg.param_formats)
+            self.portals[msg.portal] = _Portal(bound, list(msg.result_formats))
+            self.wire.send(m.BindComplete())
+        elif isinstance(msg, m.Describe) and msg.kind == "S":
+            text, oids = self._statement(msg.name)
+            wanted = count_parameters(text)
+            self.wire.send(m.ParameterDescription(type_oids=[*oids, *[25] * wanted][:wanted]))
+            self.wire.send(
+                m.NoData()
+            )  # the columns of a DP answer are known once it has run (Describe a portal)
+        elif isinstance(msg, m.Describe):
+            portal = self._portal(msg.name)
+            answer = self._run_portal(portal)
+            if answer.columns:
+                self._describe(answer, portal.formats)
+            else:
+                self.wire.send(m.NoData())
+        elif isinstance(msg, m.Execute):
+            portal = self._portal(msg.portal)
+            answer = self._run_portal(portal)
+            if answer.tag == "EMPTY":
+                self.wire.send(m.EmptyQueryResponse())
+                return
+            portal.sent = self._rows(answer, portal.formats, portal.sent, msg.max_rows)
+        elif isinstance(msg, m.Close):
+            (self.statements if msg.kind == "S" else self.portals).pop(msg.name, None)
+            self.wire.send(m.CloseComplete())
+        else:
+            raise ProtocolViolation(f"the {type(msg).__name__} message is not supported by privdb")
+
+    def _statement(self, name: str) -> tuple[str, list[int]]:
+        if name not in self.statements:
+            raise ProtocolViolation(f'prepared statement "{name}" does not exist')
+        return self.statements[name]
+
+    def _portal(self, name: str) -> _Portal:
+        if name not in self.portals:
+            raise ProtocolViolation(f'portal "{name}" does not exist')
+        return self.portals[name]
+
+    def _run_portal(self, portal: _Portal) -> Answer:
+        if portal.answer is None:
+            portal.answer = self._answer(portal.text)
+        return portal.answer
+
+    def _describe(self, answer: Answer, formats: list[int]) -> None:
+        fields = [
+            m.FieldDescription(name=name, type_oid=oid, type_size=SIZES.get(oid, -1), type_modifier=-1,
+                               format_code=_format(formats, i))
+            for i, (name, oid) in enumerate(zip(answer.columns, answer.types, strict=True))
+        ]  # fmt: skip
+        self.wire.send(m.RowDescription(fields=fields))
+
+    def _rows(self, answer: Answer, formats: list[int], start: int, limit: int) -> int:
+        """Send rows from ``start`` (``limit`` of them, 0: all) and the completion; the rows sent so far."""
+        end = len(answer.rows) if limit <= 0 else min(len(answer.rows), start + limit)
+        binary = [_format(formats, i) == 1 for i in range(len(answer.columns))]
+        for row in answer.rows[start:end]:
+            columns = [encode_value(v, oid, b) for v, oid, b in zip(row, answer.types, binary, strict=True)]
+            self.wire.send(m.DataRow(columns=columns))
+        if answer.columns and end < len(answer.rows):
+            self.wire.send(m.PortalSuspended())
+        else:
+            self.wire.send(m.CommandComplete(tag=answer.tag))
+        return end
+
+
+def _format(formats: list[int], i: int) -> int:
+    if not formats:
+        return 0
+    return formats[0] if len(formats) == 1 else formats[i]

@@ -1,0 +1,116 @@
+"""``SET``, ``SHOW``, ``RESET`` and the parameters a PostgreSQL server reports at start-up, per session.
+
+Settings are remembered and shown back (clients set ``extra_float_digits``, ``application_name``,
+``DateStyle``…) but change nothing in privdb's answers, except that only UTF-8 is spoken: another
+``client_encoding`` is refused.
+"""
+
+from __future__ import annotations
+
+import re
+
+from privdb.errors import UnsupportedQuery
+from privdb.server.pgwire.catalog import SERVER_VERSION
+from privdb.server.pgwire.encoding import TEXT, Answer
+from privdb.server.pgwire.errors import UnknownSetting
+
+__all__ = ["REPORTED", "Settings"]
+
+# the parameters PostgreSQL reports with ParameterStatus at start-up and whenever they change
+REPORTED = (
+    "server_version", "server_encoding", "client_encoding", "application_name", "DateStyle",
+    "IntervalStyle", "TimeZone", "integer_datetimes", "standard_conforming_strings", "is_superuser",
+    "session_authorization",
+)  # fmt: skip
+_DEFAULTS = {
+    "server_version": SERVER_VERSION,
+    "server_encoding": "UTF8",
+    "client_encoding": "UTF8",
+    "application_name": "",
+    "DateStyle": "ISO, MDY",
+    "IntervalStyle": "postgres",
+    "TimeZone": "UTC",
+    "integer_datetimes": "on",
+    "standard_conforming_strings": "on",
+    "search_path": '"$user", public',
+    "transaction_isolation": "read committed",
+    "transaction_read_only": "on",
+    "default_transaction_read_only": "on",
+    "max_identifier_length": "63",
+    "extra_float_digits": "1",
+    "lc_collate": "C.UTF-8",
+    "lc_ctype": "C.UTF-8",
+    "statement_timeout": "0",
+}
+_SET = re.compile(
+    r"^SET\s+(?:SESSION\s+|LOCAL\s+)?(?:(TIME\s+ZONE)\s+(.+)|(NAMES)\s+(.+)|([\w.]+)\s*(?:=|\s+TO\s+)\s*(.+))$",
+    re.I | re.S,
+)
+_SHOW = re.compile(r"^SHOW\s+(.+)$", re.I | re.S)
+_RESET = re.compile(r"^RESET\s+(.+)$", re.I | re.S)
+
+
+class Settings:
+    """One session's run-time parameters (names are case-insensitive, as in PostgreSQL)."""
+
+    def __init__(self, user: str, owner: bool, startup: dict[str, str]) -> None:
+        self._values = {k.lower(): (k, v) for k, v in _DEFAULTS.items()}
+        self.set("session_authorization", user)
+        self.set("is_superuser", "on" if owner else "off")
+        for name, value in startup.items():
+            if name not in ("user", "database", "options", "replication"):
+                self.set(name, value)
+
+    def get(self, name: str) -> str:
+        key = name.lower()
+        if key == "transaction isolation level":
+            key = "transaction_isolation"
+        if key not in self._values:
+            raise UnknownSetting(f'unrecognized configuration parameter "{name}"')
+        return self._values[key][1]
+
+    def set(self, name: str, value: str) -> str | None:
+        """Set a parameter; the canonical name when clients must be told of the change (ParameterStatus)."""
+        key = name.lower()
+        if key == "client_encoding" and value.replace("-", "").upper() not in ("UTF8", "UNICODE"):
+            raise UnsupportedQuery(f"privdb speaks UTF-8 only; client_encoding {value!r} is not supported")
+        canonical = self._values.get(key, (name, ""))[0]
+        self._values[key] = (canonical, "UTF8" if key == "client_encoding" else value)
+        return canonical if canonical in REPORTED else None
+
+    def reported(self) -> list[tuple[str, str]]:
+        return [(name, self.get(name)) for name in REPORTED]
+
+    def command(self, text: str) -> tuple[Answer, str | None] | None:
+        """Answer SET/SHOW/RESET (with the parameter to report, if any); None for any other statement."""
+        if (found := _SET.match(text)) is not None:
+            groups = found.groups()
+            if groups[0]:
+                name, value = "TimeZone", groups[1]
+            elif groups[2]:
+                name, value = "client_encoding", groups[3]
+            else:
+                name, value = groups[4], groups[5]
+            return Answer("SET"), self.set(name, _unquote(value))
+        if (found := _RESET.match(text)) is not None:
+            name = found.group(1).strip()
+            if name.upper() == "ALL":
+                return Answer("RESET"), None
+            default = next((v for k, v in _DEFAULTS.items() if k.lower() == name.lower()), "")
+            return Answer("RESET"), self.set(name, default)
+        if (found := _SHOW.match(text)) is not None:
+            name = found.group(1).strip().strip('"')
+            if name.upper() == "ALL":
+                rows = [(k, v, "") for k, v in sorted(self._values.values(), key=lambda kv: kv[0].lower())]
+                return Answer("SHOW", ["name", "setting", "description"], [TEXT] * 3, rows), None
+            column = "transaction_isolation" if name.lower() == "transaction isolation level" else name
+            return Answer("SHOW", [column.lower()], [TEXT], [(self.get(name),)]), None
+        return None
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if value.upper() == "DEFAULT":
+        return ""
+    parts = [p.strip() for p in value.split(",")]
+    return ", ".join(p[1:-1].replace("''", "'") if len(p) >= 2 and p[0] == p[-1] == "'" else p for p in parts)
