@@ -25,6 +25,7 @@ __all__ = [
     "Expr",
     "Type",
     "column_type",
+    "stored_number",
 ]
 
 # Public limits. Together they bound the work per row by a constant (docs/proofs/sql.md, "Outcomes").
@@ -97,3 +98,10 @@ def column_type(column: ColumnMeta) -> Type:
     if column.type == "category" and column.values and all_numbers(column.values):
         return Type.NUM
     return Type.TEXT
+
+
+def stored_number(column: ColumnMeta) -> bool:
+    """A column declared text whose engine stores numbers (SmartNoise's ``type: string`` over a CSV of codes,
+    PUMS' sex 0/1): where it meets a number, or stands as a condition, it is read as the number it stores,
+    as plain SQL on that engine reads it. Nothing can fail: the engine holds numbers, no conversion runs."""
+    return column_type(column) is Type.TEXT and column.storage in ("int", "float")
