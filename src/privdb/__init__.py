@@ -36,7 +36,7 @@ _LAZY = {
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext privdb`` in Jupyter: the ``%%privdb`` cell magic (privdb.notebook; needs IPython)."""
-    # the notebook module needs IPython, an optional extra: imported only when a notebook loads it
+    # optional: the notebook module needs IPython (the `notebook` extra): imported when a notebook loads it
     from privdb.notebook import load_ipython_extension as load
 
     load(ipython)

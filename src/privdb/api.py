@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Unpack, overload
+from typing import Any, Unpack, overload
 
 import pandas as pd
 
@@ -17,13 +17,12 @@ from privdb.catalog.conformance import Finding
 from privdb.catalog.files import FileFormat, ReadOptions
 from privdb.catalog.metadata import TableMeta
 from privdb.catalog.querylog import LogOptions
+from privdb.client import RemoteConnection
 from privdb.database import Database, log_subject
 from privdb.errors import InvalidParameter, RawAccessDenied
+from privdb.publish.service import publish_request
 from privdb.result import Result
 from privdb.sql import engine
-
-if TYPE_CHECKING:
-    from privdb.client import RemoteConnection
 
 Spec = str | Path | dict[str, Any] | None  # privacy metadata: a YAML file or its dict
 
@@ -97,8 +96,6 @@ class Connection:
         delta=…, rows=N, method="mst" or "aim"); charged to the table's lifetime budget. ``method`` and
         ``table`` are positional only, so ``method=`` names a release's own method option. The released rows
         and a summary (privdb.publish.service.publish_request)."""
-        from privdb.publish.service import publish_request
-
         return publish_request(self._owner("publishing"), method, table, options)
 
     def load(
@@ -198,8 +195,6 @@ def connect(
     ``postgresql://`` URL holding the budgets, analysts and log that several hosts share (default: the
     directory's own SQLite file)."""
     if isinstance(path, str) and path.startswith(("http://", "https://")):
-        from privdb.client import RemoteConnection
-
         if analyst is not None:
             raise InvalidParameter("on a server the token says who you are; pass token=…, not analyst=…")
         if ledger is not None:

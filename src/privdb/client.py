@@ -22,6 +22,7 @@ import pyarrow as pa  # type: ignore[import-untyped]  # no stubs or py.typed mar
 
 from privdb import errors
 from privdb.catalog.files import ReadOptions, to_csv_text
+from privdb.catalog.metadata_file import load_metadata
 from privdb.catalog.querylog import LogOptions
 from privdb.local.limits import MAX_BATCH, MAX_ISSUE
 from privdb.local.survey import SpecParts, Survey, survey_spec
@@ -232,8 +233,6 @@ class RemoteConnection:
         lines left out here (``options.skip_bad_lines``) are counted in ``skipped_lines``."""
         spec = metadata
         if isinstance(metadata, str | Path):
-            from privdb.catalog.metadata_file import load_metadata
-
             spec = load_metadata(metadata, table)
         text, skipped = to_csv_text(Path(source), options or ReadOptions())
         body = {"name": table, "csv": text, "metadata": spec}
@@ -314,7 +313,5 @@ def _batches(responses: list[Any]) -> Iterator[list[Any]]:
 def _spec(metadata: Spec, table: str) -> dict[str, Any] | None:
     """Metadata to send: a dict as given, a YAML file read here (the server cannot see the owner's files)."""
     if isinstance(metadata, str | Path):
-        from privdb.catalog.metadata_file import load_metadata
-
         return load_metadata(metadata, table)
     return metadata

@@ -18,23 +18,22 @@ from typing import Any, Unpack
 import duckdb
 import pandas as pd
 import sqlglot
-from sqlglot import exp
 
 from privdb.accounting.ledger import Budget, Ledger
-from privdb.accounting.renewal import RENEWAL_WARNING, describe_period, parse_period
+from privdb.accounting.renewal import parse_period, shared_figures
 from privdb.accounting.sqlstore import store_for
-from privdb.backends.base import Engine
+from privdb.backends.base import Engine, is_read_only
 from privdb.backends.duckdb import DuckDBBackend
-from privdb.backends.names import check_name
+from privdb.backends.names import check_name, quote_table
 from privdb.backends.urls import open_engine
 from privdb.catalog.conformance import Finding, check_conformance
 from privdb.catalog.files import ReadOptions
-from privdb.catalog.metadata import ColumnMeta, StoredType, TableMeta
+from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.catalog.metadata_file import load_budgets, load_metadata
 from privdb.catalog.metadata_spec import metadata_from_dict
 from privdb.catalog.querylog import LogFilter, LogOptions
 from privdb.catalog.store import Catalog
-from privdb.catalog.values import all_numbers
+from privdb.catalog.values import as_declared
 from privdb.errors import DatabaseInUse, Forbidden, InvalidParameter, PrivdbError, UnknownTable
 from privdb.inuse import in_use
 from privdb.lru import LRU
@@ -54,25 +53,6 @@ def log_subject(viewer: str | None, asked: str | None) -> str | None:
     if viewer is None or asked in (None, viewer):
         return asked if viewer is None else viewer
     raise Forbidden("an analyst sees only their own log entries: leave out the analyst filter")
-
-
-def _as_declared(columns: dict[str, str], spec: dict[str, Any] | None) -> dict[str, str]:
-    """An attached table's engine types for a query: a column typed by its values (StoredType, checked
-    against the metadata when the owner attached it) takes its declared type, so whether an analyst's query
-    is refused never depends on the values a column holds now (the engine, SQLite, never fails on a value of
-    another type: it compares and sums them by its own rules)."""
-    declared = {str(k).lower(): v for k, v in ((spec or {}).get("columns") or {}).items()}
-    out: dict[str, str] = {}
-    for name, kind in columns.items():
-        facts = declared.get(name.lower())
-        if isinstance(kind, StoredType) and isinstance(facts, dict) and facts.get("type"):
-            typed = str(facts["type"]).lower()
-            if typed == "category":  # stored as numbers exactly when the language reads it as a number
-                typed = "float" if all_numbers(facts.get("values") or ()) else "text"
-            out[name] = typed
-        else:
-            out[name] = kind
-    return out
 
 
 class Database:
@@ -159,18 +139,18 @@ class Database:
         the share clipped at each bound). Reads the data; never shown to analysts."""
         meta = self.metadata(table)
         if meta.name.lower() not in {n.lower() for n in self.catalog.attachments()}:
-            return check_conformance(self.backend.raw, _quoted(meta.name), meta)
+            return check_conformance(self.backend.raw, quote_table(meta.name), meta)
         engine, source = self.backend_for(meta.name)
 
         def run(sql: str) -> pd.DataFrame:
             return engine.fetch(sqlglot.transpile(sql, read="duckdb", write=engine.dialect)[0])
 
-        return check_conformance(run, _quoted(source), meta)
+        return check_conformance(run, quote_table(source), meta)
 
     def loaded(self, meta: TableMeta) -> dict[str, Any]:
         """What the owner is told after a load: the metadata, the row count, the conformance findings and the
         CSV lines left out as malformed (``skipped_lines``, when any were)."""
-        rows = int(self.backend.raw(f"SELECT COUNT(*) AS n FROM {_quoted(meta.name)}")["n"].iloc[0])
+        rows = int(self.backend.raw(f"SELECT COUNT(*) AS n FROM {quote_table(meta.name)}")["n"].iloc[0])
         findings = [f.to_dict() | {"message": f.message()} for f in self.conformance(meta.name)]
         skipped = self.skipped_lines.get(meta.name, 0)
         return (
@@ -217,7 +197,7 @@ class Database:
                 "stopped; run long statements with `privdb sql` while the server is stopped"
             ) from None
         finally:  # also when a later statement failed: the earlier ones may have written
-            if not _read_only(sql):
+            if not is_read_only(sql):
                 self._recount_units()
         return frame
 
@@ -228,7 +208,7 @@ class Database:
             name = attached[table.lower()]
             engine, source = self.backend_for(name)
             spec = self.catalog.metadata(name)
-            return metadata_from_dict(name, spec, _as_declared(engine.columns(source), spec))
+            return metadata_from_dict(name, spec, as_declared(engine.columns(source), spec))
         name = self.backend.resolve(table)
         spec = self.catalog.metadata(name)
         return metadata_from_dict(name, spec, self.backend.columns(name))
@@ -339,15 +319,15 @@ class Database:
         else:
             name, kind = check_name(str(group), "group"), "group"
         budget = self.ledger.set_cap(kind, name, self.name, epsilon=epsilon, delta=delta, renew=period)
-        return {"kind": kind, "name": name} | _shared(
-            budget, self.ledger.renewals(self.name).get((kind, name))
+        return {"kind": kind, "name": name} | shared_figures(
+            budget.to_dict(), self.ledger.renewals(self.name).get((kind, name))
         )
 
     def shared_budgets(self) -> list[dict[str, Any]]:
         """Every table lifetime budget and budget group, with what is drawn and left (and the members)."""
         members = self.ledger.members(self.name)
         return [
-            {"kind": kind, "name": b.analyst} | _shared(b, window)
+            {"kind": kind, "name": b.analyst} | shared_figures(b.to_dict(), window)
             | ({"members": members.get(b.analyst, [])} if kind == "group" else {})
             for kind, b, window in self.ledger.caps_with_windows(self.name)
         ]  # fmt: skip
@@ -411,28 +391,3 @@ class Database:
         finally:
             con.close()
         return tuple(r[0] for r in rows)
-
-
-def _read_only(sql: str) -> bool:
-    """Whether ``sql`` is nothing but queries (no statement that could change a table)."""
-    try:
-        statements = sqlglot.parse(sql, read="duckdb")
-    except sqlglot.errors.SqlglotError:
-        return False
-    return all(isinstance(s, exp.Query | exp.Describe | exp.Show) for s in statements if s is not None)
-
-
-def _quoted(table: str) -> str:
-    """A table name (perhaps schema-qualified) quoted for DuckDB's dialect."""
-    return exp.to_table(table).sql(dialect="duckdb", identify=True)
-
-
-def _shared(budget: Budget, renewal: tuple[float, float] | None = None) -> dict[str, Any]:
-    """A shared budget's figures (its name is the table's or group's, not an analyst's); a renewing one's
-    period, the start of its current window (what is drawn counts from then) and its next refill."""
-    out = {k: v for k, v in budget.to_dict().items() if k not in ("analyst", "database")}
-    if renewal is None:
-        return out | {"renew": None}
-    period, start = renewal
-    return out | {"renew": describe_period(period), "renew_seconds": period, "window_start": start,
-                  "refills_at": start + period, "warning": RENEWAL_WARNING}  # fmt: skip

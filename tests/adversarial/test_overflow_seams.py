@@ -183,7 +183,7 @@ def _failure(data: Any) -> BaseException:
 def _inject(monkeypatch: pytest.MonkeyPatch, step: str) -> None:
     """Make one step after reading fail on both neighbours, differently on each."""
     import privdb.sql.answer.noise as noise
-    import privdb.sql.engine as eng
+    import privdb.sql.respond as respond
     from privdb.backends.duckdb import DuckDBBackend
 
     if step in ("read", "timeout"):
@@ -198,12 +198,12 @@ def _inject(monkeypatch: pytest.MonkeyPatch, step: str) -> None:
 
         monkeypatch.setattr(DuckDBBackend, "fetch_columns", fetch)
     elif step == "noise":
-        original_noise = eng.add_noise
+        original_noise = respond.add_noise
 
         def noisy(plan: Any, frame: Any, *args: Any, **kwargs: Any) -> Any:
             raise _failure(frame)
 
-        monkeypatch.setattr(eng, "add_noise", noisy)
+        monkeypatch.setattr(respond, "add_noise", noisy)
         assert original_noise is not None
     else:  # post-processing: combining the noisy statistics into the answer's values and intervals
         original_combine = noise.combine

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 from privdb.errors import InvalidParameter
 
-__all__ = ["RENEWAL_WARNING", "describe_period", "parse_period", "window_start"]
+__all__ = ["RENEWAL_WARNING", "describe_period", "parse_period", "shared_figures", "window_start"]
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
 _PERIOD = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
@@ -67,3 +68,15 @@ def window_start(start: float, period: float, now: float) -> float:
     if now <= start:
         return start
     return start + math.floor((now - start) / period) * period
+
+
+def shared_figures(figures: dict[str, Any], renewal: tuple[float, float] | None = None) -> dict[str, Any]:
+    """A shared budget's figures (``figures``: its ``Budget.to_dict()``; its name is the table's or
+    group's, not an analyst's); a renewing one's
+    period, the start of its current window (what is drawn counts from then) and its next refill."""
+    out = {k: v for k, v in figures.items() if k not in ("analyst", "database")}
+    if renewal is None:
+        return out | {"renew": None}
+    period, start = renewal
+    return out | {"renew": describe_period(period), "renew_seconds": period, "window_start": start,
+                  "refills_at": start + period, "warning": RENEWAL_WARNING}  # fmt: skip

@@ -6,11 +6,13 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 import pandas as pd
+import sqlglot
+from sqlglot import exp
 
 from privdb.errors import Forbidden, UnknownTable
 from privdb.suggest import did_you_mean
 
-__all__ = ["Engine", "find_table", "not_granted"]
+__all__ = ["Engine", "find_table", "is_read_only", "not_granted"]
 
 
 def find_table(
@@ -64,3 +66,12 @@ class Engine(Protocol):
     ) -> pd.DataFrame: ...
 
     def close(self) -> None: ...
+
+
+def is_read_only(sql: str) -> bool:
+    """Whether ``sql`` is nothing but queries (no statement that could change a table)."""
+    try:
+        statements = sqlglot.parse(sql, read="duckdb")
+    except sqlglot.errors.SqlglotError:
+        return False
+    return all(isinstance(s, exp.Query | exp.Describe | exp.Show) for s in statements if s is not None)

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import re
 
+from sqlglot import exp
+
 from privdb.errors import InvalidParameter
 
-__all__ = ["HIDDEN_PREFIX", "check_name", "quote", "unit_rows_column"]
+__all__ = ["HIDDEN_PREFIX", "check_name", "quote", "quote_table", "unit_rows_column"]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 HIDDEN_PREFIX = "__privdb_"  # columns privdb keeps for itself: never in metadata, never in analysts' view
@@ -32,3 +34,8 @@ def check_name(name: str, what: str = "table") -> str:
 def quote(name: str) -> str:
     """``name`` as a quoted SQL identifier (its double quotes doubled): any name, safe in any engine's SQL."""
     return '"' + name.replace('"', '""') + '"'
+
+
+def quote_table(table: str) -> str:
+    """A table name (perhaps schema-qualified) quoted for DuckDB's dialect."""
+    return exp.to_table(table).sql(dialect="duckdb", identify=True)

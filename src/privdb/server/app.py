@@ -35,6 +35,7 @@ from privdb.catalog.querylog import LogOptions, Outcome
 from privdb.catalog.store import Principal
 from privdb.database import Database, log_subject
 from privdb.errors import Forbidden, InvalidParameter, PrivdbError, RawAccessDenied, Unauthorized
+from privdb.publish.service import publish_request
 from privdb.server.bodies import AnalystIn, AttachIn, PublishIn, QueryIn, RawIn, SharedBudgetIn, TableIn
 from privdb.server.errors import error_response, from_error
 from privdb.server.negotiate import ARROW_RESPONSE, answer_response
@@ -264,8 +265,6 @@ def create_app(
         "/v1/publish", summary="Publish a table once with a DP guarantee, charged to its budget (owner)"
     )
     def publish(body: PublishIn, who: Owner) -> dict[str, Any]:
-        from privdb.publish.service import publish_request
-
         return publish_request(db, body.method, body.table, body.options)
 
     @app.get("/v1/budgets/classes", summary="Personalised tables: the ε each class of units has lost (owner)")

@@ -142,7 +142,7 @@ def _pg_listener(
     if pg is None:
         yield
         return
-    try:
+    try:  # optional: the PostgreSQL protocol needs the `pg` extra (pygwire), loaded only with --pg-port
         from privdb.server.pgwire import PgServer, tls_context
     except ImportError:
         raise InvalidParameter(

@@ -9,7 +9,7 @@ release's guarantee carries over unchanged. This module compiles such a sqlglot 
 must be one of :data:`ALLOWED`, type-checked at compile time, leaves included: a GROUP BY key has its
 type in the language and an aggregate is a number, so ``HAVING sex = 1`` over a text key is refused before
 the data is read as the same comparison is in WHERE, instead of giving NULL in every group (issue 26). A text
-key the engine stores as numbers meets numbers as numbers (privdb.sql.front.expr.check.stored_number), and
+key the engine stores as numbers meets numbers as numbers (privdb.sql.front.expr.types.stored_number), and
 CAST of
 text to a number reads it as ``TRY_CAST`` does (NULL where it is not a number), as in WHERE.
 

@@ -34,7 +34,7 @@ from privdb.sql.front.clauses import (
     strip_parens,
 )
 from privdb.sql.front.expr import Expr
-from privdb.sql.front.expr.check import stored_number
+from privdb.sql.front.expr.types import stored_number
 from privdb.sql.front.formulas import Formula, compile_formula, compile_predicate
 
 __all__ = ["KeyRef", "Resolved", "hidden_formula", "resolve"]

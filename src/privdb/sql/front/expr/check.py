@@ -22,9 +22,9 @@ from privdb.sql.front.expr.check_dates import DATE_FUNCTIONS, DateRules
 from privdb.sql.front.expr.check_numbers import ARITHMETIC, NUMBER_FUNCTIONS, NumberRules
 from privdb.sql.front.expr.check_text import TEXT_FUNCTIONS, TextRules
 from privdb.sql.front.expr.portable import mark
-from privdb.sql.front.expr.types import Expr, Type, stored_number
+from privdb.sql.front.expr.types import Expr, Type
 
-__all__ = ["Checker", "check", "stored_number"]
+__all__ = ["Checker", "check"]
 
 
 class Checker(ConditionRules, ChoiceRules, NumberRules, TextRules, DateRules):
