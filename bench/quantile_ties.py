@@ -26,6 +26,7 @@ from privdb.mechanisms import SeededRandom
 from privdb.sql import engine
 from privdb.sql.answer.noise import add_noise
 from privdb.sql.plan.types import Plan
+from privdb.sql.run.targets import histogram_queries
 
 
 def _tables() -> list[tuple[str, pd.DataFrame, dict[str, Any], float]]:
@@ -50,7 +51,7 @@ def spread(frame: pd.DataFrame, meta: dict[str, Any], runs: int, seed: int) -> n
             db.set_metadata("t", meta)
             plan, _ = engine.prepare(db, "DP-SELECT 1 MEDIAN(v) FROM t")
             assert isinstance(plan, Plan)
-            hists = {n: db.backend.fetch(s) for n, s in engine.histogram_queries(db, plan).items()}
+            hists = {n: db.backend.fetch(s) for n, s in histogram_queries(db, plan).items()}
         finally:
             db.close()
     with warnings.catch_warnings():  # SeededRandom warns that it is for tests: so is this

@@ -13,7 +13,7 @@ privacy unit is ``pid`` with at most one contribution (``METADATA`` as is).
 **Time.** The floor is DuckDB's exact ``median(col)`` / ``quantile_cont(col, q)`` on privdb's own connection;
 privdb is ``engine.run(db, analyst, "DP-SELECT ε MEDIAN(col) FROM people")`` end to end, its ε moving by
 1e-9 per repetition so that no run is served from privdb's store of answers; then privdb by stage
-(``engine.prepare``; the histogram SQL of ``engine.histogram_queries`` run with ``db.backend.fetch``;
+(``engine.prepare``; the histogram SQL of ``histogram_queries`` run with ``db.backend.fetch``;
 ``add_noise``). One warm-up, then best of ``--repeats`` (5), interleaved run by run, as in bench.sql.
 **SmartNoise SQL** runs in its own venv ``bench/.peers/smartnoise`` (bench.harness.peers'
 ``SMARTNOISE_SQL``, shared with bench.sql) as a subprocess (``python -m bench.quantiles.smartnoise``,

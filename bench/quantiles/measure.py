@@ -35,6 +35,7 @@ def measure_time(db: Any, setting: str, stat: Stat, repeats: int) -> TimeRow:
     from privdb.sql import engine
     from privdb.sql.answer.noise import add_noise
     from privdb.sql.plan.types import Plan
+    from privdb.sql.run.targets import histogram_queries
 
     def dp(i: int) -> None:
         check_fresh(engine.run(db, ANALYST, stat.dp(EPS + i * 1e-9)), EPS + i * 1e-9, stat.key)
@@ -42,7 +43,7 @@ def measure_time(db: Any, setting: str, stat: Stat, repeats: int) -> TimeRow:
     best = timing.best_of({"raw": lambda i: db.backend.fetch(stat.raw()), "privdb": dp}, repeats)
     plan, sql = engine.prepare(db, stat.dp(EPS))
     assert isinstance(plan, Plan)
-    queries = engine.histogram_queries(db, plan)
+    queries = histogram_queries(db, plan)
 
     def engine_sql(i: int) -> tuple[Any, dict[str, Any]]:
         frame = db.backend.fetch(sql) if sql else None

@@ -79,11 +79,12 @@ def what_if_sensitivity(db: Any, stat: Stat, table: str, truth: Truth, draws: in
 
     from privdb.sql import engine
     from privdb.sql.plan.types import Plan
+    from privdb.sql.run.targets import histogram_queries
 
     plan, _ = engine.prepare(db, stat.dp(EPS, table))
     assert isinstance(plan, Plan)
     hist = plan.histograms[0]
-    frame = next(iter(db.backend.fetch(q) for q in engine.histogram_queries(db, plan).values()))
+    frame = next(iter(db.backend.fetch(q) for q in histogram_queries(db, plan).values()))
     per_cell = np.zeros(hist.cells)
     per_cell[frame["c"].to_numpy(dtype=np.int64)] = frame["n"].to_numpy(dtype=np.float64)
     below = np.concatenate([[0.0], np.cumsum(per_cell)])[: hist.points]

@@ -225,7 +225,7 @@ def markdown(
     lines += [
         "",
         "Where privdb's time goes (each stage timed alone, best of the same repeats): `engine.prepare` "
-        "(parse, plan, bind), the engine SQL (`engine.histogram_queries` run with `db.backend.fetch`: per "
+        "(parse, plan, bind), the engine SQL (`histogram_queries` run with `db.backend.fetch`: per "
         "grid cell, the number of rows whose clamped value falls in it), `add_noise` (cumulative counts, "
         "utilities, one exponential-mechanism draw over all candidates) and the rest (catalog and ledger) = "
         "total − stages, floored at 0:",
