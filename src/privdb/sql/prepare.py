@@ -10,6 +10,7 @@ from privdb.errors import PrivdbError
 from privdb.result import Result
 from privdb.sql.accuracy import first as accuracy_first
 from privdb.sql.accuracy.request import with_chosen_epsilon
+from privdb.sql.front.bigquery_plan import tighten, translate
 from privdb.sql.front.from_clause import build_relation
 from privdb.sql.front.parse import DPQuery, parse_dp_select
 from privdb.sql.plan.planner import plan_query, plan_shape
@@ -51,6 +52,8 @@ def prepare(
     query = parse_dp_select(text)  # before the state is read: a refused text never opens the data
     before = state(db, analyst, (), ()) if shape_of(text, analyst) is not None else None
     tables = DatabaseTables(db, analyst)
+    if query.bigquery is not None:  # BigQuery's spelling: the DP-SELECT it asks of its table
+        query = translate(query, tables)
     if is_record_release(query.select):
         return prepare_release(db, query, tables)
     plan, shape = _plan(db, query, tables, exact)
@@ -63,7 +66,7 @@ def prepare(
 def _plan(db: Database, query: DPQuery, tables: DatabaseTables, exact: bool) -> tuple[Plan, Shape | None]:
     """An aggregate query's plan after the parse, and the shape to keep (None for relations of public
     tables only, which a run answers exactly: a kept shape would skip that)."""
-    relation = build_relation(query.select, tables)
+    relation = tighten(build_relation(query.select, tables), query)
     public = exact and relation.public and tables.analyst is not None
     if public and (answer := _exact_public(db, str(tables.analyst), query)) is not None:
         raise Exact(answer)

@@ -9,7 +9,6 @@ on length and nesting (privdb.sql.front.limits) are checked before and after sql
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import sqlglot
 from sqlglot import exp
@@ -18,49 +17,17 @@ from sqlglot.errors import SqlglotError, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from privdb.errors import InvalidParameter, ParseError, RawAccessDenied, UnsupportedQuery
+from privdb.sql.front.bigquery import is_bigquery, read_header
 from privdb.sql.front.hints import check_within_group, reserved_word, set_operation
 from privdb.sql.front.limits import DIALECT, MAX_DEPTH, check_depth, check_text, nesting, too_deep
+from privdb.sql.front.query import MAX_EPSILON, DPQuery, check_epsilon
 
-__all__ = ["MAX_EPSILON", "DPQuery", "check_epsilon", "parse_dp_select"]
+__all__ = ["MAX_EPSILON", "DPQuery", "check_epsilon", "parse_dp_select"]  # DPQuery: privdb.sql.front.query
 
-MAX_EPSILON = 1000.0  # above this a "private" answer is the raw answer in all but name
 SYNTAX = (
     "DP-SELECT <epsilon> [DELTA <delta>] <aggregates> FROM <table> [WHERE …] [GROUP BY …] "
     "(or DP-SELECT ACCURACY <± wanted> [CONFIDENCE <c>] [MAX <epsilon>] …)"
 )
-
-
-@dataclass(frozen=True)
-class DPQuery:
-    """A parsed DP-SELECT: its privacy parameters and the SELECT it wraps."""
-
-    epsilon: float
-    delta: float
-    select: exp.Select
-    text: str
-    # DP-SELECT ACCURACY a [CONFIDENCE c] [MAX m]: (a, c, m); ε is then chosen by privdb.sql.accuracy.search
-    accuracy: tuple[float, float, float | None] | None = None
-    # USING GAUSSIAN: counts and sums get (discrete) Gaussian noise, accounted in zCDP
-    noise: str = "laplace"
-    # accuracy first (privdb.sql.accuracy.first): the increasing ε of its steps, the last its MAX
-    schedule: tuple[float, ...] | None = None
-    # the SELECT as :meth:`body` writes it, when known already (a prepared query shape:
-    # privdb.sql.plan.prepared)
-    written: str | None = field(default=None, compare=False, repr=False)
-
-    def body(self) -> str:
-        """The SELECT in DuckDB's dialect, without comments."""
-        return self.written if self.written is not None else self.select.sql(dialect=DIALECT, comments=False)
-
-    @property
-    def normalized(self) -> str:
-        """A canonical form: the same question written differently caches to the same key."""
-        body = self.body()
-        if self.schedule is not None and self.accuracy is not None:  # not the ε-query of its MAX
-            half, confidence, _ = self.accuracy
-            return f"DP-SELECT ACCURACY {half!r} CONFIDENCE {confidence!r} MAX {self.epsilon!r} {body}"
-        using = "" if self.noise == "laplace" else f" USING {self.noise.upper()}"
-        return f"DP-SELECT {self.epsilon!r} DELTA {self.delta!r}{using} {body}"
 
 
 def _underline(text: str, start: int, end: int) -> str:
@@ -139,6 +106,11 @@ def _parse(text: str) -> DPQuery:
         raise too_deep()
     if not tokens:
         raise ParseError(f"the query holds only comments; write {SYNTAX}")
+    if is_bigquery(tokens):
+        header = read_header(text, tokens)
+        select = _select(text, "SELECT " + header.body, header.offset)
+        check_depth(select)
+        return DPQuery(header.epsilon, header.delta, select, text, bigquery=header.options)
     cte_text, tokens = _leading_with(text, tokens)
     first = tokens[0]
     is_dp = (
@@ -152,7 +124,8 @@ def _parse(text: str) -> DPQuery:
         if first.token_type in (TokenType.SELECT, TokenType.WITH, TokenType.FROM):
             raise RawAccessDenied(
                 "a plain SELECT would return raw rows; analysts ask with DP-SELECT, e.g. "
-                "DP-SELECT 0.5 COUNT(*) FROM people"
+                "DP-SELECT 0.5 COUNT(*) FROM people (or BigQuery's SELECT WITH DIFFERENTIAL_PRIVACY "
+                "OPTIONS(epsilon=0.5) COUNT(*) FROM people)"
             )
         raise ParseError(f"a query must start with DP-SELECT{_where(text, first)}\n  write {SYNTAX}")
     accuracy = None
@@ -171,8 +144,19 @@ def _parse(text: str) -> DPQuery:
     if i >= len(tokens):
         raise ParseError(f"nothing to select after the privacy parameters; write {SYNTAX}")
     top, body_text = _top(text, tokens, i)
-    body = cte_text + "SELECT " + body_text
-    offset = tokens[i].start - len("SELECT ") - len(cte_text)
+    select = _select(text, cte_text + "SELECT " + body_text, tokens[i].start - len("SELECT ") - len(cte_text))
+    if top is not None:  # TOP n is LIMIT n (the smaller, if both are written)
+        limit = select.args.get("limit")
+        value = limit.expression if limit is not None else None
+        if isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit():
+            top = min(top, int(value.this))
+        select = select.limit(top)
+    check_depth(select)
+    return DPQuery(epsilon=epsilon, delta=delta, select=select, text=text, accuracy=accuracy, noise=noise)
+
+
+def _select(text: str, body: str, offset: int) -> exp.Select:
+    """The one plain SELECT ``body`` holds (``offset``: where it starts in ``text``, for the error's place)."""
     try:
         statements = sqlglot.parse(body, read=DIALECT)
     except SqlglotParseError as err:
@@ -202,25 +186,7 @@ def _parse(text: str) -> DPQuery:
     if not isinstance(select, exp.Select):
         raise UnsupportedQuery(f"DP-SELECT wraps one plain SELECT. Write {SYNTAX}")
     check_within_group(select)
-    if top is not None:  # TOP n is LIMIT n (the smaller, if both are written)
-        limit = select.args.get("limit")
-        value = limit.expression if limit is not None else None
-        if isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit():
-            top = min(top, int(value.this))
-        select = select.limit(top)
-    check_depth(select)
-    return DPQuery(epsilon=epsilon, delta=delta, select=select, text=text, accuracy=accuracy, noise=noise)
-
-
-def check_epsilon(epsilon: float) -> None:
-    """Refuse an ε no answer may be given at (the one message, wherever ε was read)."""
-    if not (epsilon > 0 and math.isfinite(epsilon)):
-        raise InvalidParameter(f"epsilon must be > 0 and finite, got {epsilon:g}")
-    if epsilon > MAX_EPSILON:
-        raise InvalidParameter(
-            f"epsilon {epsilon:g} is above {MAX_EPSILON:g}: such an answer protects no one; "
-            "use a smaller epsilon"
-        )
+    return select
 
 
 NOISES = ("laplace", "gaussian")

@@ -44,6 +44,7 @@ from privdb.errors import (
 )
 from privdb.result import Result
 from privdb.sql.access import authorize, check_analyst
+from privdb.sql.front.bigquery import is_bigquery
 from privdb.sql.front.keys import canonical_key
 from privdb.sql.front.limits import MAX_DEPTH, MAX_QUERY_LENGTH, check_text, nesting
 from privdb.sql.public.language import plain_sql
@@ -78,6 +79,8 @@ def is_plain_select(text: str) -> bool:
     except SqlglotError:
         return False
     if not tokens or tokens[0].token_type not in (TokenType.SELECT, TokenType.WITH, TokenType.FROM):
+        return False
+    if is_bigquery(tokens):  # BigQuery's SELECT WITH DIFFERENTIAL_PRIVACY: a DP query
         return False
     return not any(_dp_select_at(tokens, i) for i in range(len(tokens)))
 

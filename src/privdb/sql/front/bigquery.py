@@ -1,0 +1,232 @@
+"""Read BigQuery's (and ZetaSQL's) spelling of a differentially private query:
+
+    SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1, delta=1e-6, max_groups_contributed=1,
+                                             privacy_unit_column=id)
+      item, AVG(quantity, contribution_bounds_per_group => (0, 100)) AS average_quantity
+    FROM professors GROUP BY item
+
+from sqlglot's tokens, as privdb.sql.front.parse reads ``DP-SELECT ε``: the options, and the select body with
+each aggregate's named ``contribution_bounds_per_group`` / ``contribution_bounds_per_row`` argument taken out
+(sqlglot parses neither) and kept by the position of its select item. What the options mean for a table is
+decided once the table's metadata is known (privdb.sql.front.bigquery_plan). Everything refused here is
+refused from the text alone, before any table is looked at (free).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from sqlglot.tokenizer_core import Token, TokenType
+
+from privdb.errors import InvalidParameter, ParseError, UnsupportedQuery
+from privdb.sql.front.query import Bounds, Options, check_epsilon
+
+__all__ = ["Header", "is_bigquery", "read_header"]
+
+SYNTAX = (
+    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=<ε>, delta=<δ>[, max_groups_contributed=<k>]"
+    "[, privacy_unit_column=<column>]) <aggregates> FROM <table> [WHERE …] [GROUP BY …]"
+)
+_KNOWN = ("epsilon", "delta", "max_groups_contributed", "privacy_unit_column", "group_selection_strategy")
+_STRATEGIES = ("laplace_threshold", "public_groups")
+_NAMED = {"contribution_bounds_per_group": "group", "contribution_bounds_per_row": "row"}
+
+
+@dataclass(frozen=True)
+class Header:
+    """The privacy parameters and options read from the header, and the select body to parse (``body``,
+    starting after ``SELECT``, the named bounds cut out; ``offset`` where it starts in the query's text)."""
+
+    epsilon: float
+    delta: float
+    options: Options
+    body: str
+    offset: int
+
+
+def is_bigquery(tokens: list[Token]) -> bool:
+    """``SELECT WITH DIFFERENTIAL_PRIVACY`` (or ZetaSQL's older ``WITH ANONYMIZATION``)."""
+    return (
+        len(tokens) >= 3
+        and tokens[0].token_type == TokenType.SELECT
+        and tokens[1].token_type == TokenType.WITH
+        and tokens[2].text.upper() in ("DIFFERENTIAL_PRIVACY", "ANONYMIZATION")
+    )
+
+
+def _at(text: str, token: Token) -> str:
+    line_start = text.rfind("\n", 0, token.start) + 1
+    return f" (line {token.line}, column {token.start - line_start + 1})"
+
+
+def _number(text: str, tokens: list[Token], i: int, what: str) -> tuple[float, int]:
+    """A signed number (``.01`` too) at ``tokens[i]``, and the index after it."""
+    sign = 1.0
+    if i < len(tokens) and tokens[i].token_type in (TokenType.DASH, TokenType.PLUS):
+        sign, i = (-1.0 if tokens[i].token_type == TokenType.DASH else 1.0), i + 1
+    if i + 1 < len(tokens) and tokens[i].token_type == TokenType.DOT and tokens[i + 1].text.isdigit():
+        return sign * float("." + tokens[i + 1].text), i + 2
+    if i >= len(tokens) or tokens[i].token_type != TokenType.NUMBER:
+        got = repr(tokens[i].text) + _at(text, tokens[i]) if i < len(tokens) else "nothing"
+        raise InvalidParameter(f"{what} must be a number, got {got}")
+    try:
+        return sign * float(tokens[i].text), i + 1
+    except ValueError:
+        raise ParseError(f"{tokens[i].text!r} is not a number{_at(text, tokens[i])}") from None
+
+
+def read_header(text: str, tokens: list[Token]) -> Header:
+    """The header ``SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(…)`` and the body after it, or the error that
+    says what to write instead."""
+    if tokens[2].text.upper() == "ANONYMIZATION":
+        raise UnsupportedQuery(
+            "WITH ANONYMIZATION (and ANON_COUNT, ANON_SUM, ANON_AVG … CLAMPED BETWEEN) is ZetaSQL's deprecated "
+            "spelling; write SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=…, delta=…) with COUNT, SUM, "
+            "AVG(x, contribution_bounds_per_group => (lower, upper)), or DP-SELECT ε …"
+        )
+    if len(tokens) < 5 or tokens[3].text.upper() != "OPTIONS" or tokens[4].token_type != TokenType.L_PAREN:
+        raise ParseError(f"WITH DIFFERENTIAL_PRIVACY takes OPTIONS(epsilon=…, delta=…); write {SYNTAX}")
+    values, i = _options(text, tokens, 5)
+    if "epsilon" not in values:
+        raise InvalidParameter(f"OPTIONS needs epsilon, the privacy cost of the answer; write {SYNTAX}")
+    epsilon = float(values["epsilon"])
+    check_epsilon(epsilon)
+    delta = float(values.get("delta", 0.0))
+    if not 0 <= delta < 1:
+        raise InvalidParameter(f"delta must be in [0, 1), got {delta:g}")
+    groups = values.get("max_groups_contributed")
+    if groups is not None and not (float(groups).is_integer() and float(groups) >= 1):
+        raise InvalidParameter(f"max_groups_contributed must be a whole number ≥ 1, got {float(groups):g}")
+    strategy = values.get("group_selection_strategy")
+    if strategy is not None and str(strategy).lower() not in _STRATEGIES:
+        raise InvalidParameter(
+            f"group_selection_strategy is LAPLACE_THRESHOLD or PUBLIC_GROUPS, got {strategy}; privdb releases "
+            "the keys the metadata declares, and others only past a noisy threshold (docs/answers.md)"
+        )
+    unit = values.get("privacy_unit_column")
+    qualifier, _, name = str(unit).rpartition(".") if unit is not None else ("", "", "")
+    if i >= len(tokens):
+        raise ParseError(f"nothing to select after OPTIONS(…); write {SYNTAX}")
+    body, bounds = _cut_bounds(text, tokens, i)
+    options = Options(
+        unit=name or None,
+        unit_qualifier=qualifier or None,
+        max_groups=None if groups is None else int(float(groups)),
+        bounds=tuple(bounds),
+    )
+    return Header(epsilon, delta, options, body, tokens[i].start - len("SELECT "))
+
+
+def _options(text: str, tokens: list[Token], i: int) -> tuple[dict[str, float | str], int]:
+    """``name = value, …)`` from ``tokens[i]``: the values by lower-case name, and the index after ``)``."""
+    values: dict[str, float | str] = {}
+    while i < len(tokens) and tokens[i].token_type != TokenType.R_PAREN:
+        token = tokens[i]
+        name = token.text.lower()
+        name = "max_groups_contributed" if name == "kappa" else name  # ZetaSQL's deprecated name for it
+        if name == "min_privacy_units_per_group":
+            raise UnsupportedQuery(
+                "min_privacy_units_per_group: privdb decides which groups to release itself (keys the "
+                "metadata declares, others only past a noisy threshold set by delta); remove the option"
+            )
+        if name not in _KNOWN:
+            raise ParseError(
+                f"unknown option {token.text!r}{_at(text, token)}; OPTIONS takes {', '.join(_KNOWN)}"
+            )
+        if name in values:
+            raise ParseError(f"option {name} is given twice{_at(text, token)}")
+        if i + 1 >= len(tokens) or tokens[i + 1].token_type != TokenType.EQ:
+            raise ParseError(f"write {name}=<value> in OPTIONS{_at(text, token)}")
+        i += 2
+        if name in ("privacy_unit_column", "group_selection_strategy"):
+            parts = []
+            while i < len(tokens) and tokens[i].token_type not in (TokenType.COMMA, TokenType.R_PAREN):
+                parts.append(tokens[i].text)
+                i += 1
+            word = "".join(parts).strip("`\"'")
+            if not word or not all(p.isidentifier() for p in word.split(".")):
+                raise ParseError(f"{name} names a column, e.g. {name}=id{_at(text, token)}")
+            values[name] = word
+        else:
+            number, i = _number(text, tokens, i, name)
+            if not math.isfinite(number):
+                raise InvalidParameter(f"{name} must be finite, got {number:g}")
+            values[name] = number
+        if i < len(tokens) and tokens[i].token_type == TokenType.COMMA:
+            i += 1
+    if i >= len(tokens):
+        raise ParseError(f"OPTIONS( is not closed; write {SYNTAX}")
+    return values, i + 1
+
+
+def _cut_bounds(text: str, tokens: list[Token], i: int) -> tuple[str, list[tuple[int, Bounds]]]:
+    """The body from ``tokens[i]`` with each ``, contribution_bounds_per_… => (lo, hi)`` cut out, and the
+    bounds by select item (0-based). Bounds go on a select item's outermost aggregate only."""
+    depth, item, start, in_select = 0, 0, tokens[i].start, True
+    pieces: list[str] = []
+    found: list[tuple[int, Bounds]] = []
+    j = i
+    while j < len(tokens):
+        token = tokens[j]
+        kind = token.token_type
+        if (
+            token.text.upper().startswith("ANON_")
+            and j + 1 < len(tokens)
+            and tokens[j + 1].token_type == TokenType.L_PAREN
+        ):
+            raise UnsupportedQuery(
+                f"{token.text}: ZetaSQL's deprecated ANON_ functions are not read; write "
+                f"{token.text[5:].upper()}(…) with contribution_bounds_per_group => (lower, upper)"
+            )
+        if kind == TokenType.L_PAREN:
+            depth += 1
+        elif kind == TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0 and kind == TokenType.COMMA and in_select:
+            item += 1
+        elif depth == 0 and kind == TokenType.FROM:
+            in_select = False
+        elif j + 1 < len(tokens) and tokens[j + 1].token_type == TokenType.FARROW:
+            per = _NAMED.get(token.text.lower())
+            if per is None:
+                raise UnsupportedQuery(
+                    f"named argument {token.text!r}{_at(text, token)}: the aggregates take "
+                    "contribution_bounds_per_group or contribution_bounds_per_row"
+                )
+            if not in_select or depth != 1 or tokens[j - 1].token_type != TokenType.COMMA:
+                raise UnsupportedQuery(
+                    f"{token.text}{_at(text, token)}: contribution bounds go last in an aggregate of the "
+                    "select list, e.g. AVG(x, contribution_bounds_per_group => (0, 100))"
+                )
+            lower, upper, end = _pair(text, tokens, j + 2, token.text)
+            if any(n == item for n, _ in found):
+                raise UnsupportedQuery(f"{token.text}{_at(text, token)}: one pair of bounds per aggregate")
+            found.append((item, Bounds(per, lower, upper)))
+            pieces.append(text[start : tokens[j - 1].start])
+            start = tokens[end].start
+            j = end
+            continue
+        j += 1
+    pieces.append(text[start:])
+    return "".join(pieces), found
+
+
+def _pair(text: str, tokens: list[Token], i: int, name: str) -> tuple[float, float, int]:
+    """``(lower, upper)`` at ``tokens[i]``: the bounds, and the index of the aggregate's closing ``)``."""
+    example = f"write {name} => (lower, upper), e.g. (0, 100)"
+    if i >= len(tokens) or tokens[i].token_type != TokenType.L_PAREN:
+        raise ParseError(f"{example}{_at(text, tokens[min(i, len(tokens) - 1)])}")
+    lower, i = _number(text, tokens, i + 1, f"{name}'s lower bound")
+    if i >= len(tokens) or tokens[i].token_type != TokenType.COMMA:
+        raise ParseError(f"{example}{_at(text, tokens[min(i, len(tokens) - 1)])}")
+    upper, i = _number(text, tokens, i + 1, f"{name}'s upper bound")
+    if i + 1 >= len(tokens) or tokens[i].token_type != TokenType.R_PAREN:
+        raise ParseError(f"{example}{_at(text, tokens[min(i, len(tokens) - 1)])}")
+    if tokens[i + 1].token_type != TokenType.R_PAREN:
+        raise UnsupportedQuery(f"{name} goes last in the aggregate's arguments{_at(text, tokens[i + 1])}")
+    if not (math.isfinite(lower) and math.isfinite(upper) and lower <= upper):
+        raise InvalidParameter(
+            f"{name} => ({lower:g}, {upper:g}): the lower bound must be ≤ the upper, both finite"
+        )
+    return lower, upper, i + 1

@@ -1,0 +1,219 @@
+"""BigQuery's differentially private query read against its table: the DP-SELECT it asks.
+
+The table's metadata decides (docs/answers.md, "BigQuery / ZetaSQL syntax"):
+
+- ``privacy_unit_column`` must name the table's own privacy unit; a table without one refuses it.
+- ``max_groups_contributed`` (``kappa``) may lower the table's ``max_groups``, never raise it: the plan's G
+  is the smaller (:func:`tighten`); a larger one is refused.
+- COUNT, SUM and AVG aggregate each privacy unit first, as BigQuery's do: over a table with a privacy unit
+  the query becomes a per-unit subquery grouped by the unit and the keys, and the outer query sums (COUNT,
+  SUM) or averages (AVG) the units' values, each clamped to its ``contribution_bounds_per_group``. Without a
+  privacy unit each row is a unit and the row's value is clamped.
+- PERCENTILE_CONT, VAR_POP and STDDEV_POP clamp each row to its ``contribution_bounds_per_row``.
+
+Bounds are clamps written into the query (``LEAST(GREATEST(v, lower), upper)``) on top of the clamping the
+metadata's bounds already impose, so the effective bounds are the intersection: a query's bounds can narrow
+the metadata's and never widen them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sqlglot import exp
+
+from privdb.catalog.metadata import TableMeta
+from privdb.errors import InvalidParameter, UnsupportedQuery
+from privdb.sql.front.query import Bounds, DPQuery, Options
+from privdb.sql.front.relation import Relation, Tables
+
+__all__ = ["dp_select_text", "tighten", "translate"]
+
+_GROUPED = (exp.Count, exp.Sum, exp.Avg)  # BigQuery aggregates each privacy unit first
+_ROWS = (exp.PercentileCont, exp.VariancePop, exp.StddevPop)  # clamped per row
+_FUNCTIONS = "COUNT, SUM, AVG, PERCENTILE_CONT, VAR_POP and STDDEV_POP"
+PER_UNIT = "per_unit"  # the alias of the per-unit subquery
+
+
+def dp_select_text(query: DPQuery) -> str:
+    """The DP-SELECT a translated query is (what explain shows and the docs' property tests compare)."""
+    return f"DP-SELECT {query.epsilon!r} DELTA {query.delta!r} {query.body()[len('SELECT ') :]}"
+
+
+def translate(query: DPQuery, tables: Tables) -> DPQuery:
+    """The DP-SELECT ``query`` (read from BigQuery's spelling) asks of its one table, or the refusal that
+    says what to change. Reads the table's metadata only (authorised first), never its rows."""
+    options = query.bigquery
+    assert options is not None
+    select = query.select
+    table = _one_table(select)
+    meta = tables.meta(table.name)
+    _check_unit(options, meta, table)
+    groups = options.max_groups
+    if groups is not None and groups > meta.max_groups:
+        raise InvalidParameter(
+            f"max_groups_contributed={groups} is above the owner's max_groups for {table.name!r} "
+            f"({meta.max_groups}): a query may narrow the owner's bounds, never widen them; write "
+            f"max_groups_contributed={meta.max_groups} or less, or leave it out"
+        )
+    items = [_item(i, node, options) for i, node in enumerate(select.expressions)]
+    grouped = any(isinstance(agg, _GROUPED) for _, agg, _ in items if agg is not None)
+    per_row = [agg for _, agg, _ in items if agg is not None and not isinstance(agg, _GROUPED)]
+    if meta.privacy_unit is not None and grouped and per_row:
+        raise UnsupportedQuery(
+            f"{per_row[0].sql(dialect='duckdb')}: BigQuery computes COUNT, SUM and AVG per privacy unit "
+            "first and PERCENTILE_CONT, VAR_POP, STDDEV_POP per row; ask them in two queries"
+        )
+    if meta.privacy_unit is not None and grouped:
+        written = _per_unit(select, items, meta.privacy_unit, table)
+    else:
+        written = _per_row(select, items)
+    tightened = groups if groups is not None and groups < meta.max_groups else None
+    return replace(query, select=written, bigquery=None, max_groups=tightened)
+
+
+def tighten(relation: Relation, query: DPQuery) -> Relation:
+    """The relation with the query's ``max_groups_contributed`` as its G where that is smaller."""
+    groups = query.max_groups
+    if groups is None or groups >= relation.meta.max_groups:
+        return relation
+    return replace(relation, meta=replace(relation.meta, max_groups=groups))
+
+
+def _one_table(select: exp.Select) -> exp.Table:
+    source = select.args.get("from_") or select.args.get("from")
+    table = source.this if source is not None else None
+    if select.args.get("joins") or not isinstance(table, exp.Table) or table.args.get("db"):
+        raise UnsupportedQuery(
+            "BigQuery's spelling is read over one table in FROM (FROM professors); for joins and subqueries "
+            "write DP-SELECT ε … (docs/answers.md)"
+        )
+    if select.args.get("with_") or select.args.get("with"):
+        raise UnsupportedQuery("WITH … AS (…) before BigQuery's spelling: write DP-SELECT ε … instead")
+    return table
+
+
+def _check_unit(options: Options, meta: TableMeta, table: exp.Table) -> None:
+    if options.unit is None:
+        return
+    named = f"privacy_unit_column={'.'.join(filter(None, (options.unit_qualifier, options.unit)))}"
+    if meta.privacy_unit is None:
+        raise InvalidParameter(
+            f"{named}: table {table.name!r} has no privacy unit (each row is one person); remove "
+            "privacy_unit_column, or ask the owner to declare privacy_unit in the metadata"
+        )
+    known = {table.name.lower(), table.alias_or_name.lower()}
+    if options.unit.lower() != meta.privacy_unit.lower() or (
+        options.unit_qualifier is not None and options.unit_qualifier.lower() not in known
+    ):
+        raise InvalidParameter(
+            f"{named}: the privacy unit of {table.name!r} is {meta.privacy_unit!r} (declared by the owner); "
+            f"write privacy_unit_column={meta.privacy_unit} or leave it out"
+        )
+
+
+Item = tuple[exp.Expression, exp.Expression | None, Bounds | None]  # the item, its aggregate, its bounds
+
+
+def _item(i: int, node: exp.Expression, options: Options) -> Item:
+    """A select item: a key (no aggregate) or one of BigQuery's DP aggregates, with its bounds."""
+    inner = node.unalias()
+    bounds = options.bounds_of(i)
+    if not isinstance(inner, exp.AggFunc):
+        if bounds is not None or inner.find(exp.AggFunc) is not None:
+            raise UnsupportedQuery(
+                f"{inner.sql(dialect='duckdb')}: BigQuery's spelling takes keys and aggregates as they are "
+                f"({_FUNCTIONS}), not expressions over them; write DP-SELECT ε … for those"
+            )
+        return node, None, None
+    if not isinstance(inner, _GROUPED + _ROWS):
+        raise UnsupportedQuery(
+            f"{inner.sql(dialect='duckdb')}: BigQuery's differentially private aggregates are {_FUNCTIONS}; "
+            "write DP-SELECT ε … for the others"
+        )
+    if isinstance(inner.this, exp.Distinct):
+        raise UnsupportedQuery(
+            "COUNT(DISTINCT …) is not one of BigQuery's DP aggregates; write DP-SELECT ε …"
+        )
+    name = type(inner).__name__
+    if bounds is not None and isinstance(inner, _GROUPED) and bounds.per != "group":
+        raise UnsupportedQuery(f"{name.upper()} takes contribution_bounds_per_group, not _per_row")
+    if bounds is not None and isinstance(inner, _ROWS) and bounds.per != "row":
+        raise UnsupportedQuery(
+            f"{inner.sql(dialect='duckdb')} takes contribution_bounds_per_row (each row is clamped), not _per_group"
+        )
+    return node, inner, bounds
+
+
+def _clamp(value: exp.Expression, bounds: Bounds | None) -> exp.Expression:
+    if bounds is None:
+        return value
+    lower = exp.Literal.number(repr(bounds.lower) if not bounds.lower.is_integer() else int(bounds.lower))
+    upper = exp.Literal.number(repr(bounds.upper) if not bounds.upper.is_integer() else int(bounds.upper))
+    return exp.func("LEAST", exp.func("GREATEST", value, lower), upper)
+
+
+def _per_row(select: exp.Select, items: list[Item]) -> exp.Select:
+    """Each aggregate over its clamped argument (no privacy unit, or per-row aggregates only)."""
+    out = select.copy()
+    for (node, agg, bounds), target in zip(items, out.expressions, strict=True):
+        if agg is None or bounds is None:
+            continue
+        inner = target.unalias()
+        if isinstance(agg, exp.Count):
+            _count_bounds(bounds, agg)
+            continue
+        inner.set("this", _clamp(inner.this, bounds))
+    return out
+
+
+def _count_bounds(bounds: Bounds, agg: exp.Expression) -> None:
+    """Without a privacy unit a row adds 1 to COUNT(*) (0 or 1 to COUNT(x)): bounds that change that would
+    count something else, so they must include it."""
+    least = 1 if isinstance(agg.this, exp.Star) else 0
+    if not bounds.lower <= least or bounds.upper < 1:
+        raise InvalidParameter(
+            f"{agg.sql(dialect='duckdb')}: each row is one person here and adds {least if least else '0 or'} 1 "
+            f"to the count; contribution_bounds_per_group => ({bounds.lower:g}, {bounds.upper:g}) must "
+            "include that (e.g. (0, 1)), or leave the bounds out"
+        )
+
+
+def _per_unit(select: exp.Select, items: list[Item], unit: str, table: exp.Table) -> exp.Select:
+    """``SELECT keys, OUTER(clamp(v)) FROM (SELECT unit, keys, AGG(x) AS v FROM t WHERE … GROUP BY unit,
+    keys) GROUP BY keys``: each unit's COUNT, SUM or AVG per group, clamped, then summed or averaged."""
+    if select.args.get("having"):
+        raise UnsupportedQuery("HAVING with BigQuery's spelling: write DP-SELECT ε … instead")
+    group = select.args.get("group")
+    keys = list(group.expressions) if group is not None else []
+    if not all(isinstance(k, exp.Column) for k in keys):
+        raise UnsupportedQuery(
+            "BigQuery's spelling groups by columns here (GROUP BY item); for expressions "
+            "write DP-SELECT ε … with a subquery"
+        )
+    qualifier = table.alias_or_name
+    inner_items: list[exp.Expression] = [exp.column(unit, table=qualifier)]
+    inner_items += [exp.alias_(k.copy(), k.name) for k in keys]
+    outer_items: list[exp.Expression] = []
+    for n, (node, agg, bounds) in enumerate(items):
+        if agg is None:
+            outer_items.append(exp.alias_(exp.column(node.unalias().name), node.alias_or_name))
+            continue
+        name = node.alias or f"{type(agg).__name__.lower()}_{n + 1}"
+        inner_items.append(exp.alias_(agg.copy(), name))
+        value = _clamp(exp.column(name), bounds)
+        combine = exp.Avg if isinstance(agg, exp.Avg) else exp.Sum
+        outer_items.append(exp.alias_(combine(this=value), name))
+    inner = exp.select(*inner_items).from_(table.copy())
+    if (where := select.args.get("where")) is not None:
+        inner.set("where", where.copy())
+    inner = inner.group_by(exp.column(unit, table=qualifier), *[k.copy() for k in keys])
+    outer = exp.select(*outer_items).from_(exp.alias_(exp.Subquery(this=inner), PER_UNIT, table=True))
+    if keys:
+        outer = outer.group_by(*[exp.column(k.name) for k in keys])
+    for arg in ("order", "limit"):
+        if (value := select.args.get(arg)) is not None:
+            outer.set(arg, value.copy())
+    if select.args.get("distinct"):
+        outer.set("distinct", exp.Distinct())
+    return outer

@@ -1,0 +1,92 @@
+"""A parsed DP-SELECT (:class:`DPQuery`) and the bounds on ε every spelling of a query shares: the value
+privdb.sql.front.parse makes from ``DP-SELECT ε …`` and privdb.sql.front.bigquery from BigQuery's
+``SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(…) …``, for the stages after the front."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from privdb.errors import InvalidParameter
+from privdb.sql.front.limits import DIALECT
+
+__all__ = ["MAX_EPSILON", "Bounds", "DPQuery", "Options", "check_epsilon"]
+
+MAX_EPSILON = 1000.0  # above this a "private" answer is the raw answer in all but name
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """An aggregate's ``contribution_bounds_per_group`` or ``_per_row`` (BigQuery): ``per`` is "group" or
+    "row"."""
+
+    per: str
+    lower: float
+    upper: float
+
+
+@dataclass(frozen=True)
+class Options:
+    """What BigQuery's ``WITH DIFFERENTIAL_PRIVACY OPTIONS(…)`` asks beyond ε and δ, before it is read
+    against the table (privdb.sql.front.bigquery_plan): the privacy unit it names, its
+    ``max_groups_contributed``, and each select item's bounds (by position in the select list)."""
+
+    unit: str | None = None
+    unit_qualifier: str | None = None
+    max_groups: int | None = None
+    bounds: tuple[tuple[int, Bounds], ...] = ()
+
+    def bounds_of(self, item: int) -> Bounds | None:
+        return next((b for i, b in self.bounds if i == item), None)
+
+
+@dataclass(frozen=True)
+class DPQuery:
+    """A parsed DP-SELECT: its privacy parameters and the SELECT it wraps."""
+
+    epsilon: float
+    delta: float
+    select: exp.Select
+    text: str
+    # DP-SELECT ACCURACY a [CONFIDENCE c] [MAX m]: (a, c, m); ε is then chosen by privdb.sql.accuracy.search
+    accuracy: tuple[float, float, float | None] | None = None
+    # USING GAUSSIAN: counts and sums get (discrete) Gaussian noise, accounted in zCDP
+    noise: str = "laplace"
+    # accuracy first (privdb.sql.accuracy.first): the increasing ε of its steps, the last its MAX
+    schedule: tuple[float, ...] | None = None
+    # the SELECT as :meth:`body` writes it, when known already (a prepared query shape:
+    # privdb.sql.plan.prepared)
+    written: str | None = field(default=None, compare=False, repr=False)
+    # BigQuery's spelling (privdb.sql.front.bigquery): its options, until privdb.sql.front.bigquery_plan
+    # has read them against the table and written ``select`` as the DP-SELECT it asks (then None)
+    bigquery: Options | None = None
+    # BigQuery's max_groups_contributed below the table's max_groups: the plan's G (never above the table's)
+    max_groups: int | None = None
+
+    def body(self) -> str:
+        """The SELECT in DuckDB's dialect, without comments."""
+        return self.written if self.written is not None else self.select.sql(dialect=DIALECT, comments=False)
+
+    @property
+    def normalized(self) -> str:
+        """A canonical form: the same question written differently caches to the same key."""
+        body = self.body()
+        if self.schedule is not None and self.accuracy is not None:  # not the ε-query of its MAX
+            half, confidence, _ = self.accuracy
+            return f"DP-SELECT ACCURACY {half!r} CONFIDENCE {confidence!r} MAX {self.epsilon!r} {body}"
+        using = "" if self.noise == "laplace" else f" USING {self.noise.upper()}"
+        groups = "" if self.max_groups is None else f" /* max_groups_contributed={self.max_groups} */"
+        return f"DP-SELECT {self.epsilon!r} DELTA {self.delta!r}{using}{groups} {body}"
+
+
+def check_epsilon(epsilon: float) -> None:
+    """Refuse an ε no answer may be given at (the one message, wherever ε was read)."""
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise InvalidParameter(f"epsilon must be > 0 and finite, got {epsilon:g}")
+    if epsilon > MAX_EPSILON:
+        raise InvalidParameter(
+            f"epsilon {epsilon:g} is above {MAX_EPSILON:g}: such an answer protects no one; "
+            "use a smaller epsilon"
+        )
