@@ -71,6 +71,7 @@ VAR_PLAIN = "SELECT item, VAR_POP(quantity) AS pop_variance FROM {t} GROUP BY it
 NOISELESS = "is above 1000"
 UNIT = ", max_groups_contributed=1, privacy_unit_column=id"
 VIEW = ", max_groups_contributed=1"
+PAIR = ", max_groups_contributed=2, privacy_unit_column=id"
 
 
 def _q(e: str, more: str, select: str, table: str) -> str:
@@ -92,7 +93,8 @@ def _pair(
 
 
 def _clause(more: str, select: str, table: str, e: str = "1e20") -> str:
-    return f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon={e}, delta=.01{more}) item, {select} FROM {table} GROUP BY item;"
+    head = f"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon={e}, delta=.01{more})"
+    return f"{head} item, {select} FROM {table} GROUP BY item;"
 
 
 AVG_B = "AVG(quantity, contribution_bounds_per_group => (0,100)) AS average_quantity"
@@ -116,7 +118,9 @@ EXAMPLES: list[Example] = [
         "PERCENTILE_CONT(quantity, 0.5, contribution_bounds_per_row => (0,100)) percentile_requested",
         ("item", "percentile_requested"), MEDIAN_PLAIN,
     ),
-    *_pair("SUM(quantity, contribution_bounds_per_group => (0,100)) quantity", ("item", "quantity"), SUM_PLAIN),
+    *_pair(
+        "SUM(quantity, contribution_bounds_per_group => (0,100)) quantity", ("item", "quantity"), SUM_PLAIN
+    ),
     Example(ZETASQL_FUNCTIONS, _q("1e20", UNIT, "SUM(quantity) quantity", "professors"), "invalid_parameter",
             reason=NOISELESS, plain=SUM_UNBOUNDED),
     Example(ZETASQL_FUNCTIONS, _q("1e20", VIEW, "SUM(quantity) quantity", "view_on_professors"),
@@ -159,12 +163,12 @@ EXAMPLES: list[Example] = [
     # the clause's examples: add noise with max_groups_contributed=2 (above the table's 1)
     Example(ZETASQL_CLAUSE, _clause(", max_groups_contributed=2", AVG_B, "view_on_professors", "10"),
             "invalid_parameter", reason="max_groups_contributed=1 or less"),
-    Example(ZETASQL_CLAUSE, _clause(", max_groups_contributed=2, privacy_unit_column=id", AVG_B, "professors", "10"),
+    Example(ZETASQL_CLAUSE, _clause(PAIR, AVG_B, "professors", "10"),
             "invalid_parameter", reason="max_groups_contributed=1 or less"),
     # remove noise (ε 1e20: refused for ε first)
     Example(ZETASQL_CLAUSE, _clause(", max_groups_contributed=2", AVG_B, "view_on_professors"),
             "invalid_parameter", reason=NOISELESS),
-    Example(ZETASQL_CLAUSE, _clause(", max_groups_contributed=2, privacy_unit_column=id", AVG_B, "professors"),
+    Example(ZETASQL_CLAUSE, _clause(PAIR, AVG_B, "professors"),
             "invalid_parameter", reason=NOISELESS),
     # limit the groups a privacy unit contributes to
     Example(ZETASQL_CLAUSE, _clause(", max_groups_contributed=1", AVG_B, "view_on_professors"),
@@ -176,7 +180,8 @@ EXAMPLES: list[Example] = [
         ZETASQL_CLAUSE,
         "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 10, delta = .01, max_groups_contributed = 1, "
         "group_selection_strategy = PUBLIC_GROUPS) item, AVG(quantity) AS average_quantity "
-        "FROM view_on_professors RIGHT OUTER JOIN (SELECT DISTINCT item FROM UNNEST(['pen', 'pencil', 'book'])) "
+        "FROM view_on_professors RIGHT OUTER JOIN "
+        "(SELECT DISTINCT item FROM UNNEST(['pen', 'pencil', 'book'])) "
         "USING (item) GROUP BY item;",
         "unsupported_query",
         reason="one table",

@@ -81,9 +81,9 @@ def read_header(text: str, tokens: list[Token]) -> Header:
     says what to write instead."""
     if tokens[2].text.upper() == "ANONYMIZATION":
         raise UnsupportedQuery(
-            "WITH ANONYMIZATION (and ANON_COUNT, ANON_SUM, ANON_AVG … CLAMPED BETWEEN) is ZetaSQL's deprecated "
-            "spelling; write SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=…, delta=…) with COUNT, SUM, "
-            "AVG(x, contribution_bounds_per_group => (lower, upper)), or DP-SELECT ε …"
+            "WITH ANONYMIZATION (and ANON_COUNT, ANON_SUM, ANON_AVG … CLAMPED BETWEEN) is ZetaSQL's "
+            "deprecated spelling; write SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=…, delta=…) "
+            "with COUNT, SUM, AVG(x, contribution_bounds_per_group => (lower, upper)), or DP-SELECT ε …"
         )
     if len(tokens) < 5 or tokens[3].text.upper() != "OPTIONS" or tokens[4].token_type != TokenType.L_PAREN:
         raise ParseError(f"WITH DIFFERENTIAL_PRIVACY takes OPTIONS(epsilon=…, delta=…); write {SYNTAX}")
@@ -101,8 +101,9 @@ def read_header(text: str, tokens: list[Token]) -> Header:
     strategy = values.get("group_selection_strategy")
     if strategy is not None and str(strategy).lower() not in _STRATEGIES:
         raise InvalidParameter(
-            f"group_selection_strategy is LAPLACE_THRESHOLD or PUBLIC_GROUPS, got {strategy}; privdb releases "
-            "the keys the metadata declares, and others only past a noisy threshold (docs/answers.md)"
+            f"group_selection_strategy is LAPLACE_THRESHOLD or PUBLIC_GROUPS, got {strategy}; privdb "
+            "releases the keys the metadata declares, and others only past a noisy threshold "
+            "(docs/answers.md)"
         )
     unit = values.get("privacy_unit_column")
     qualifier, _, name = str(unit).rpartition(".") if unit is not None else ("", "", "")

@@ -18,7 +18,9 @@ the metadata's and never widen them.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
+from typing import Any
 
 from sqlglot import exp
 
@@ -65,9 +67,9 @@ def translate(query: DPQuery, tables: Tables) -> DPQuery:
             "first and PERCENTILE_CONT, VAR_POP, STDDEV_POP per row; ask them in two queries"
         )
     if meta.privacy_unit is not None and grouped:
-        written = _per_unit(select, items, meta.privacy_unit, table)
+        written = _per_unit(select, items, meta, table)
     else:
-        written = _per_row(select, items)
+        written = _per_row(select, items, meta)
     tightened = groups if groups is not None and groups < meta.max_groups else None
     return replace(query, select=written, bigquery=None, max_groups=tightened)
 
@@ -140,30 +142,68 @@ def _item(i: int, node: exp.Expression, options: Options) -> Item:
         raise UnsupportedQuery(f"{name.upper()} takes contribution_bounds_per_group, not _per_row")
     if bounds is not None and isinstance(inner, _ROWS) and bounds.per != "row":
         raise UnsupportedQuery(
-            f"{inner.sql(dialect='duckdb')} takes contribution_bounds_per_row (each row is clamped), not _per_group"
+            f"{inner.sql(dialect='duckdb')} takes contribution_bounds_per_row (each row is clamped), "
+            "not _per_group"
         )
     return node, inner, bounds
 
 
-def _clamp(value: exp.Expression, bounds: Bounds | None) -> exp.Expression:
+def _range(agg: exp.Expression, meta: TableMeta, per_unit: bool) -> tuple[float, float]:
+    """The values the clamped quantity can take by the metadata alone: a row's value, or (``per_unit``) a
+    unit's COUNT [0, m], SUM m·[min(L, 0), max(U, 0)] or AVG [L, U] in a group."""
+    m = meta.max_contributions
+    if isinstance(agg, exp.Count):
+        return 0.0, float(m)
+    arg = agg.this
+    if not isinstance(arg, exp.Column):
+        raise UnsupportedQuery(
+            f"{agg.sql(dialect='duckdb')}: contribution bounds apply to a column here; write DP-SELECT ε … "
+            "with the clamp you mean for an expression"
+        )
+    column = meta.column(arg.name)
+    lower = -math.inf if column.lower is None else column.lower
+    upper = math.inf if column.upper is None else column.upper
+    if per_unit and isinstance(agg, exp.Sum):
+        return m * min(lower, 0.0), m * max(upper, 0.0)
+    return lower, upper
+
+
+def _clamp(
+    value: exp.Expression, bounds: Bounds | None, known: tuple[float, float], what: str
+) -> exp.Expression:
+    """``value`` clamped to the query's bounds met with what the metadata allows (``known``): never wider;
+    NULL stays NULL (skipped, as BigQuery skips it); the value itself where the bounds change nothing."""
     if bounds is None:
         return value
-    lower = exp.Literal.number(repr(bounds.lower) if not bounds.lower.is_integer() else int(bounds.lower))
-    upper = exp.Literal.number(repr(bounds.upper) if not bounds.upper.is_integer() else int(bounds.upper))
-    return exp.func("LEAST", exp.func("GREATEST", value, lower), upper)
+    lower, upper = max(bounds.lower, known[0]), min(bounds.upper, known[1])
+    if lower > upper:
+        raise InvalidParameter(
+            f"{what}: contribution bounds ({bounds.lower:g}, {bounds.upper:g}) do not meet the values it can "
+            f"take by the metadata ({known[0]:g}, {known[1]:g}); choose bounds inside those"
+        )
+    if (lower, upper) == known:
+        return value
+    clamped = exp.func("LEAST", exp.func("GREATEST", value, _literal(lower)), _literal(upper))
+    return exp.Case(
+        ifs=[exp.If(this=exp.Is(this=value.copy(), expression=exp.Null()), true=exp.Null())], default=clamped
+    )
 
 
-def _per_row(select: exp.Select, items: list[Item]) -> exp.Select:
+def _literal(x: float) -> exp.Expression:
+    return exp.Literal.number(int(x) if x.is_integer() else repr(x))
+
+
+def _per_row(select: exp.Select, items: list[Item], meta: TableMeta) -> exp.Select:
     """Each aggregate over its clamped argument (no privacy unit, or per-row aggregates only)."""
     out = select.copy()
-    for (node, agg, bounds), target in zip(items, out.expressions, strict=True):
+    for (_, agg, bounds), target in zip(items, out.expressions, strict=True):
         if agg is None or bounds is None:
             continue
         inner = target.unalias()
         if isinstance(agg, exp.Count):
             _count_bounds(bounds, agg)
             continue
-        inner.set("this", _clamp(inner.this, bounds))
+        inner.set("this", _clamp(inner.this, bounds, _range(agg, meta, False), agg.sql(dialect="duckdb")))
     return out
 
 
@@ -173,13 +213,13 @@ def _count_bounds(bounds: Bounds, agg: exp.Expression) -> None:
     least = 1 if isinstance(agg.this, exp.Star) else 0
     if not bounds.lower <= least or bounds.upper < 1:
         raise InvalidParameter(
-            f"{agg.sql(dialect='duckdb')}: each row is one person here and adds {least if least else '0 or'} 1 "
-            f"to the count; contribution_bounds_per_group => ({bounds.lower:g}, {bounds.upper:g}) must "
-            "include that (e.g. (0, 1)), or leave the bounds out"
+            f"{agg.sql(dialect='duckdb')}: each row is one person here and adds "
+            f"{least if least else '0 or'} 1 to the count; contribution_bounds_per_group => "
+            f"({bounds.lower:g}, {bounds.upper:g}) must include that (e.g. (0, 1)), or leave the bounds out"
         )
 
 
-def _per_unit(select: exp.Select, items: list[Item], unit: str, table: exp.Table) -> exp.Select:
+def _per_unit(select: exp.Select, items: list[Item], meta: TableMeta, table: exp.Table) -> exp.Select:
     """``SELECT keys, OUTER(clamp(v)) FROM (SELECT unit, keys, AGG(x) AS v FROM t WHERE … GROUP BY unit,
     keys) GROUP BY keys``: each unit's COUNT, SUM or AVG per group, clamped, then summed or averaged."""
     if select.args.get("having"):
@@ -191,17 +231,18 @@ def _per_unit(select: exp.Select, items: list[Item], unit: str, table: exp.Table
             "BigQuery's spelling groups by columns here (GROUP BY item); for expressions "
             "write DP-SELECT ε … with a subquery"
         )
+    unit = str(meta.privacy_unit)
     qualifier = table.alias_or_name
-    inner_items: list[exp.Expression] = [exp.column(unit, table=qualifier)]
+    inner_items: list[Any] = [exp.column(unit, table=qualifier)]
     inner_items += [exp.alias_(k.copy(), k.name) for k in keys]
-    outer_items: list[exp.Expression] = []
+    outer_items: list[Any] = []
     for n, (node, agg, bounds) in enumerate(items):
         if agg is None:
             outer_items.append(exp.alias_(exp.column(node.unalias().name), node.alias_or_name))
             continue
         name = node.alias or f"{type(agg).__name__.lower()}_{n + 1}"
         inner_items.append(exp.alias_(agg.copy(), name))
-        value = _clamp(exp.column(name), bounds)
+        value = _clamp(exp.column(name), bounds, _range(agg, meta, True), agg.sql(dialect="duckdb"))
         combine = exp.Avg if isinstance(agg, exp.Avg) else exp.Sum
         outer_items.append(exp.alias_(combine(this=value), name))
     inner = exp.select(*inner_items).from_(table.copy())
@@ -212,8 +253,8 @@ def _per_unit(select: exp.Select, items: list[Item], unit: str, table: exp.Table
     if keys:
         outer = outer.group_by(*[exp.column(k.name) for k in keys])
     for arg in ("order", "limit"):
-        if (value := select.args.get(arg)) is not None:
-            outer.set(arg, value.copy())
+        if (clause := select.args.get(arg)) is not None:
+            outer.set(arg, clause.copy())
     if select.args.get("distinct"):
         outer.set("distinct", exp.Distinct())
     return outer

@@ -124,8 +124,7 @@ def _parse(text: str) -> DPQuery:
         if first.token_type in (TokenType.SELECT, TokenType.WITH, TokenType.FROM):
             raise RawAccessDenied(
                 "a plain SELECT would return raw rows; analysts ask with DP-SELECT, e.g. "
-                "DP-SELECT 0.5 COUNT(*) FROM people (or BigQuery's SELECT WITH DIFFERENTIAL_PRIVACY "
-                "OPTIONS(epsilon=0.5) COUNT(*) FROM people)"
+                "DP-SELECT 0.5 COUNT(*) FROM people"
             )
         raise ParseError(f"a query must start with DP-SELECT{_where(text, first)}\n  write {SYNTAX}")
     accuracy = None
@@ -156,7 +155,7 @@ def _parse(text: str) -> DPQuery:
 
 
 def _select(text: str, body: str, offset: int) -> exp.Select:
-    """The one plain SELECT ``body`` holds (``offset``: where it starts in ``text``, for the error's place)."""
+    """The one plain SELECT ``body`` holds (``offset``: where it starts in ``text``, for an error's place)."""
     try:
         statements = sqlglot.parse(body, read=DIALECT)
     except SqlglotParseError as err:
