@@ -114,24 +114,26 @@ def _spent(db: Database) -> float:
 HEAD = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1, delta=1e-6{more}) "
 
 
+BY_ITEM = "item, COUNT(*) AS n FROM professors GROUP BY item"
+BAD_ORDER = "COUNT(*, contribution_bounds_per_group => (5, 1)) AS n FROM professors"
+PER_GROUP_VAR = "VAR_POP(quantity, contribution_bounds_per_group => (0, 1)) AS v FROM professors"
+MIXED = "AVG(quantity) AS a, VAR_POP(quantity) AS v FROM professors"
+
+
 @pytest.mark.parametrize(
     ("more", "body", "code", "reason"),
     [
-        (", max_groups_contributed=2", "item, COUNT(*) AS n FROM professors GROUP BY item", "invalid_parameter",
-         "max_groups_contributed=1 or less"),
-        (", kappa=4", "item, COUNT(*) AS n FROM professors GROUP BY item", "invalid_parameter", "never widen"),
-        (", privacy_unit_column=item", "item, COUNT(*) AS n FROM professors GROUP BY item", "invalid_parameter",
-         "privacy_unit_column=id"),
+        (", max_groups_contributed=2", BY_ITEM, "invalid_parameter", "max_groups_contributed=1 or less"),
+        (", kappa=4", BY_ITEM, "invalid_parameter", "never widen"),
+        (", privacy_unit_column=item", BY_ITEM, "invalid_parameter", "privacy_unit_column=id"),
         (", privacy_unit_column=other.id", "COUNT(*) AS n FROM professors", "invalid_parameter",
          "privacy_unit_column=id"),
         (", privacy_unit_column=id", "COUNT(*) AS n FROM rows", "invalid_parameter", "has no privacy unit"),
         (", min_privacy_units_per_group=5", "COUNT(*) AS n FROM professors", "unsupported_query", "remove"),
         (", report_format=JSON", "COUNT(*) AS n FROM professors", "parse_error", "unknown option"),
-        ("", "COUNT(*, contribution_bounds_per_group => (5, 1)) AS n FROM professors", "invalid_parameter",
-         "lower bound must be"),
-        ("", "VAR_POP(quantity, contribution_bounds_per_group => (0, 1)) AS v FROM professors",
-         "unsupported_query", "contribution_bounds_per_row"),
-        ("", "AVG(quantity) AS a, VAR_POP(quantity) AS v FROM professors", "unsupported_query", "two queries"),
+        ("", BAD_ORDER, "invalid_parameter", "lower bound must be"),
+        ("", PER_GROUP_VAR, "unsupported_query", "contribution_bounds_per_row"),
+        ("", MIXED, "unsupported_query", "two queries"),
         ("", "MEDIAN(quantity) AS m FROM professors", "unsupported_query", "PERCENTILE_CONT"),
         ("", "COUNT(*, contribution_bounds_per_group => (2, 3)) AS n FROM rows", "invalid_parameter",
          "include that"),
