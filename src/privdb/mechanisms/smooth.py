@@ -115,15 +115,15 @@ def smooth_noise(
     hi: float,
     resolution: float,
     rng: RandomSource | None = None,
-) -> float:
-    """``answer + (2·S/ε)·Z``, ``Z ~ Lap(1)``, rounded to ``lo + j·resolution`` and clamped to
-    ``[lo, hi]``."""
+    size: int = 1,
+) -> NDArray[np.float64]:
+    """``size`` independent draws of ``answer + (2·S/ε)·Z``, ``Z ~ Lap(1)``, each rounded to
+    ``lo + j·resolution`` and clamped to ``[lo, hi]``."""
     if not (resolution > 0 and math.isfinite(resolution)):
         raise InvalidParameter(f"resolution must be > 0, got {resolution!r}")
-    steps = _samplers.discrete_laplace(_Z_STEP, 1, rng or default_source())
-    z = float(steps[0]) * _Z_STEP  # P(k) ∝ e^(−|k|·2⁻²⁰): Z = k·2⁻²⁰ has scale 1
-    noisy = answer + (2.0 * sensitivity / epsilon) * z
-    if not math.isfinite(noisy):
-        noisy = hi if noisy > 0 else lo
-    grid = lo + round((min(max(noisy, lo), hi) - lo) / resolution) * resolution
-    return min(max(grid, lo), hi)
+    steps = _samplers.discrete_laplace(_Z_STEP, size, rng or default_source())
+    z = steps.astype(np.float64) * _Z_STEP  # P(k) ∝ e^(−|k|·2⁻²⁰): Z = k·2⁻²⁰ has scale 1
+    noisy = np.clip(answer + (2.0 * sensitivity / epsilon) * z, lo, hi)  # ±inf clamp to the bounds
+    grid = lo + np.rint((noisy - lo) / resolution) * resolution
+    out: NDArray[np.float64] = np.clip(grid, lo, hi)
+    return out

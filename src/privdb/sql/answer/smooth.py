@@ -39,7 +39,7 @@ def smooth_answers(
         value, sensitivity = smooth_sensitivity_counts(per_cell, hist.lo, hist.width, q, beta)
         out[g] = smooth_noise(
             value, sensitivity, hist.epsilon, lo=hist.lo, hi=top, resolution=hist.width, rng=rng
-        )
+        )[0]
     return out
 
 

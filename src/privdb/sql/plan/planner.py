@@ -35,8 +35,8 @@ from privdb.sql.plan.sensitivity import (
     numeric_bounds,
     unit_reach,
 )
-from privdb.sql.plan.truncation import split
 from privdb.sql.plan.smooth import check_smooth, smooth_histogram
+from privdb.sql.plan.truncation import split
 from privdb.sql.plan.types import AggregatePlan, Histogram, Plan, Shape, Statistic, Threshold
 
 __all__ = ["MAX_PUBLIC_GROUPS", "PAIR_STATISTICS", "plan_query", "plan_shape"]
