@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from privdb.errors import InvalidParameter
 from conftest import seeded
+from privdb.errors import InvalidParameter
 from privdb.mechanisms.smooth import (
     quantile_rank,
     smooth_beta,
