@@ -11,6 +11,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from privdb.mechanisms import RandomSource
+from privdb.sql.answer.smooth import smooth_accuracy, smooth_answers
 from privdb.sql.front.keys import canonical_key
 from privdb.sql.plan.order import bracket, end_mechanism
 from privdb.sql.plan.types import ANSWER_SHARE, END_SHARE, AggregatePlan, Histogram, Plan
@@ -95,6 +96,9 @@ def choose(
     for a quantile (utility: minus the distance from q·n to the candidate's rank interval, Smith 2011) with
     the two ends of its interval (module doc), a domain value for a mode (its count)."""
     counts = _counts(plan, frame)
+    if hist.smooth_delta > 0:  # USING SMOOTH (privdb.sql.answer.smooth)
+        assert q is not None
+        return smooth_answers(hist, counts, groups, q, rng), None
     mech = hist.mechanism(rng)
     if hist.values is not None:  # mode
         index: dict[Any, int] = {}
@@ -126,6 +130,8 @@ def histogram_accuracy(
 ) -> dict[str, Any]:
     """What is known of an exponential-mechanism answer's accuracy: with 95% probability the answer's
     utility is within ``utility_loss`` of the best (McSherry–Talwar); for a quantile also its interval."""
+    if hist.smooth_delta > 0:
+        return smooth_accuracy(agg, hist)
     loss = hist.mechanism().utility_loss(hist.points, 0.05)
     entry: dict[str, Any] = {
         "column": agg.output,

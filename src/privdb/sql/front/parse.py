@@ -140,6 +140,11 @@ def _parse(text: str) -> DPQuery:
         if not (0 <= delta < 1):
             raise InvalidParameter(f"delta must be in [0, 1), got {delta:g}")
     noise, i = _noise(text, tokens, i, delta)
+    if noise == "smooth" and accuracy is not None:
+        raise UnsupportedQuery(
+            "USING SMOOTH takes an ε, not ACCURACY: its noise depends on the data, so no ε can be chosen "
+            "for an accuracy in advance; write DP-SELECT ε DELTA δ USING SMOOTH MEDIAN(…) …"
+        )
     if i >= len(tokens):
         raise ParseError(f"nothing to select after the privacy parameters; write {SYNTAX}")
     top, body_text = _top(text, tokens, i)
@@ -188,23 +193,26 @@ def _select(text: str, body: str, offset: int) -> exp.Select:
     return select
 
 
-NOISES = ("laplace", "gaussian")
+NOISES = ("laplace", "gaussian", "smooth")
 
 
 def _noise(text: str, tokens: list[Token], i: int, delta: float) -> tuple[str, int]:
-    """``USING GAUSSIAN | LAPLACE`` after the privacy parameters (USING is reserved in SQL, so no select
-    list can start with it): which noise counts and sums get. Gaussian noise needs δ > 0."""
+    """``USING GAUSSIAN | LAPLACE | SMOOTH`` after the privacy parameters (USING is reserved in SQL, so no
+    select list can start with it): which noise counts and sums get, or (SMOOTH) noise scaled to the smooth
+    sensitivity of MEDIAN and QUANTILE. Gaussian and smooth noise need δ > 0."""
     if i >= len(tokens) or tokens[i].token_type != TokenType.USING:
         return "laplace", i
     word = tokens[i + 1].text.lower() if i + 1 < len(tokens) else ""
     if word not in NOISES:
         raise ParseError(
-            f"USING names the noise for counts and sums: USING GAUSSIAN or USING LAPLACE"
+            f"USING names the noise: USING GAUSSIAN or USING LAPLACE (counts and sums), or USING SMOOTH "
+            f"(MEDIAN and QUANTILE)"
             f"{_where(text, tokens[min(i + 1, len(tokens) - 1)])}"
         )
-    if word == "gaussian" and delta <= 0:
+    if word in ("gaussian", "smooth") and delta <= 0:
         raise InvalidParameter(
-            "USING GAUSSIAN needs δ > 0: write DP-SELECT ε DELTA δ USING GAUSSIAN … (e.g. DELTA 1e-6)"
+            f"USING {word.upper()} needs δ > 0: write DP-SELECT ε DELTA δ USING {word.upper()} … "
+            "(e.g. DELTA 1e-6)"
         )
     return word, i + 2
 

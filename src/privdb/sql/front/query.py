@@ -52,7 +52,8 @@ class DPQuery:
     text: str
     # DP-SELECT ACCURACY a [CONFIDENCE c] [MAX m]: (a, c, m); ε is then chosen by privdb.sql.accuracy.search
     accuracy: tuple[float, float, float | None] | None = None
-    # USING GAUSSIAN: counts and sums get (discrete) Gaussian noise, accounted in zCDP
+    # USING GAUSSIAN: counts and sums get (discrete) Gaussian noise, accounted in zCDP; USING SMOOTH:
+    # MEDIAN and QUANTILE get noise scaled to their smooth sensitivity (privdb.sql.plan.smooth)
     noise: str = "laplace"
     # accuracy first (privdb.sql.accuracy.first): the increasing ε of its steps, the last its MAX
     schedule: tuple[float, ...] | None = None

@@ -35,6 +35,7 @@ from privdb.sql.plan.sensitivity import (
     numeric_bounds,
     unit_reach,
 )
+from privdb.sql.plan.smooth import check_smooth, smooth_histogram
 from privdb.sql.plan.truncation import split
 from privdb.sql.plan.types import AggregatePlan, Histogram, Plan, Shape, Statistic, Threshold
 
@@ -136,6 +137,8 @@ def plan_query(
             f"with δ > 0 (e.g. DP-SELECT {query.epsilon:g} DELTA 1e-6 …), or declare the key values in the "
             "metadata (values: [...])"
         )
+    if query.noise == "smooth":
+        check_smooth(query, resolved, m, needs_threshold)
     has_count_star = any(a.kind == "count_star" for a in resolved.aggregates)
     shares = len(resolved.aggregates) + (1 if needs_threshold and not has_count_star else 0)
     if shares == 0:  # a key release over public domains: the keys are public, nothing is read or spent
@@ -185,7 +188,10 @@ def plan_query(
             hist = make_histogram(
                 f"h{len(histograms)}", agg.kind, col, eps_each / group_factor, m, substitute, agg.q
             )
-            check_calibration(hist, agg.output, query.epsilon)
+            if query.noise == "smooth":
+                hist = smooth_histogram(hist, query.delta / (shares * group_factor), agg.output)
+            else:
+                check_calibration(hist, agg.output, query.epsilon)
             histograms.append(hist)
             plans.append(
                 AggregatePlan(agg.output, agg.kind, col, (), eps_each, hist, agg.q, visible=agg.visible)
@@ -235,7 +241,7 @@ def plan_query(
         domains=None if domains is None else tuple(domains),
         threshold=threshold,
         epsilon=query.epsilon,
-        delta=query.delta if threshold is not None or query.noise == "gaussian" else 0.0,
+        delta=query.delta if threshold is not None or query.noise in ("gaussian", "smooth") else 0.0,
         histograms=tuple(histograms),
         relation=relation,
         truncation_epsilon=eps_truncation,

@@ -97,6 +97,8 @@ class Histogram:
     epsilon: float
     sensitivity: float
     monotone: bool
+    # USING SMOOTH: the δ of each group's smooth-sensitivity answer (privdb.sql.plan.smooth); 0: exponential
+    smooth_delta: float = 0.0
 
     @property
     def integer(self) -> bool:
