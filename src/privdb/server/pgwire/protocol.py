@@ -4,8 +4,9 @@ socket, with pygwire as the codec (docs/dependencies.md) and :class:`Session` an
 Start-up: TLS if the client asks and the server has a certificate (``SSLRequest``), else plain; then a
 cleartext password request: the user name is the analyst's (any name for the owner), the password the
 token. Errors in the extended protocol discard the messages up to the next Sync, as PostgreSQL does. A
-``Describe`` of a portal runs its statement (the columns of a DP answer are known only then); ``Execute``
-then sends the rows kept (``max_rows`` pages them, ``PortalSuspended`` between pages).
+``Describe`` of a statement tells its columns from the plan, free (privdb.server.pgwire.describe), or
+``NoData``; a ``Describe`` of a portal runs its statement (its columns are then exact); ``Execute`` then
+sends the rows kept (``max_rows`` pages them, ``PortalSuspended`` between pages).
 """
 
 from __future__ import annotations
@@ -247,9 +248,11 @@ class _Loop:
             text, oids = self._statement(msg.name)
             wanted = count_parameters(text)
             self.wire.send(m.ParameterDescription(type_oids=[*oids, *[25] * wanted][:wanted]))
-            self.wire.send(
-                m.NoData()
-            )  # the columns of a DP answer are known once it has run (Describe a portal)
+            described = self.session.describe(text)  # from the plan: nothing read, nothing spent
+            if described is not None and described.columns:
+                self._describe(described, [])
+            else:
+                self.wire.send(m.NoData())
         elif isinstance(msg, m.Describe):
             portal = self._portal(msg.name)
             answer = self._run_portal(portal)
