@@ -144,13 +144,13 @@ def _type_name(to: exp.DataType) -> str:
     """The name of a cast's target type (``pg_catalog.regtype`` → ``regtype``), lower case."""
     kind = to.args.get("kind")
     if isinstance(kind, exp.Dot):
-        return kind.expression.name.lower()
+        return str(kind.expression.name).lower()
     if isinstance(to, exp.ObjectIdentifier):
         return to.name.lower()
     return to.sql("postgres").lower()
 
 
-def _regclass_of(name: str) -> exp.Expression:
+def _regclass_of(name: str) -> exp.Expr:
     """``'schema.table'::regclass`` as the table's oid in the shadow (NULL if it is not there)."""
     relname = name.split(".")[-1].strip('"')
     return sqlglot.parse_one(
@@ -159,7 +159,7 @@ def _regclass_of(name: str) -> exp.Expression:
     )
 
 
-def _node(node: exp.Expression) -> exp.Expression:
+def _node(node: exp.Expr) -> exp.Expr:
     if isinstance(node, exp.DataType) and isinstance(node.args.get("kind"), exp.Dot):
         name = _type_name(node)
         if name not in _OID_TYPES:
