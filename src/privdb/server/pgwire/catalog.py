@@ -145,6 +145,10 @@ class Shadow:
         answer.columns = [_column_name(c, user) for c in answer.columns]
         return answer
 
+    def interrupt(self) -> None:
+        """Stop the catalog query running now, if any (a cancel request)."""
+        self._con.interrupt()
+
     def close(self) -> None:
         self._con.close()
 

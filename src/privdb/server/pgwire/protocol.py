@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import socket
 import ssl
 from collections import deque
@@ -26,6 +25,7 @@ from pygwire.exceptions import PygwireError
 
 from privdb.database import Database
 from privdb.errors import InternalError, PrivdbError, Unauthorized
+from privdb.server.pgwire.cancel import Cancels
 from privdb.server.pgwire.encoding import SIZES, Answer, encode_value
 from privdb.server.pgwire.errors import (
     FailedTransaction,
@@ -87,24 +87,31 @@ class _Wire:
             self.out.clear()
 
 
-def serve_connection(sock: socket.socket, peer: str, db: Database, tls: ssl.SSLContext | None) -> None:
+def serve_connection(
+    sock: socket.socket, peer: str, db: Database, tls: ssl.SSLContext | None, cancels: Cancels
+) -> None:
     """Speak with one client until it leaves."""
     wire = _Wire(sock)
     session: Session | None = None
+    key = 0
     try:
-        session = _start(wire, peer, db, tls)
+        session = _start(wire, peer, db, tls, cancels)
         if session is not None:
+            key = session.key
             _Loop(wire, session, peer).run()
     except (_Closed, OSError, PygwireError, ssl.SSLError):
         pass
     finally:
         if session is not None:
+            cancels.forget(key)
             session.close()
         with contextlib.suppress(OSError):
             wire.sock.close()
 
 
-def _start(wire: _Wire, peer: str, db: Database, tls: ssl.SSLContext | None) -> Session | None:
+def _start(
+    wire: _Wire, peer: str, db: Database, tls: ssl.SSLContext | None, cancels: Cancels
+) -> Session | None:
     """Start-up and authentication; the session, or None when the client was refused."""
     while True:
         msg = wire.next()
@@ -116,8 +123,10 @@ def _start(wire: _Wire, peer: str, db: Database, tls: ssl.SSLContext | None) -> 
         if isinstance(msg, m.GSSEncRequest):
             wire.sock.sendall(b"N")
             continue
-        if isinstance(msg, m.CancelRequest):
-            return None  # queries are not cancelled: they end within the server's --query-timeout
+        if isinstance(msg, m.CancelRequest):  # answered by closing the connection, whatever the outcome
+            done = cancels.cancel(msg.process_id, bytes(msg.secret_key))
+            log.info("pgwire %s: cancel request %s", peer, "acted on" if done else "for no known session")
+            return None
         if isinstance(msg, m.StartupMessage):
             break
         raise _Closed
@@ -152,7 +161,8 @@ def _start(wire: _Wire, peer: str, db: Database, tls: ssl.SSLContext | None) -> 
     wire.send(m.AuthenticationOk())
     for name, value in session.settings.reported():
         wire.send(m.ParameterStatus(name=name, value=value))
-    wire.send(m.BackendKeyData(process_id=os.getpid() & 0x7FFFFFFF, secret_key=os.urandom(4)))
+    session.key, secret = cancels.register(session.shadow.interrupt)
+    wire.send(m.BackendKeyData(process_id=session.key, secret_key=secret))
     wire.send(m.ReadyForQuery(status=TransactionStatus.IDLE))
     wire.flush()
     log.info("pgwire %s user %r: connected", peer, user)

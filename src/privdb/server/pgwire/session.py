@@ -91,6 +91,7 @@ class Session:
         self.tables = self.connection.tables()
         self.shadow = Shadow(self.tables, self.user)
         self.transaction = "I"  # I idle, T in a transaction block, E in a failed one
+        self.key = 0  # the backend key's process id (privdb.server.pgwire.cancel)
 
     def run(self, text: str) -> tuple[Answer, str | None]:
         """Answer one statement (and the setting to report to the client, if it changed one)."""
