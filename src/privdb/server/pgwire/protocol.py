@@ -24,7 +24,7 @@ from pygwire.constants import TransactionStatus
 from pygwire.exceptions import PygwireError
 
 from privdb.database import Database
-from privdb.errors import InternalError, PrivdbError, Unauthorized
+from privdb.errors import InternalError, PrivdbError, RequestTooLarge, Unauthorized
 from privdb.server.pgwire.cancel import Cancels
 from privdb.server.pgwire.encoding import SIZES, Answer, encode_value
 from privdb.server.pgwire.errors import (
@@ -40,6 +40,7 @@ from privdb.server.pgwire.session import Session, first_word, split_statements, 
 __all__ = ["serve_connection"]
 
 log = logging.getLogger("privdb.pgwire")
+MAX_STATEMENTS = 1000  # statements in one simple query message
 _STATUS = {
     "I": TransactionStatus.IDLE,
     "T": TransactionStatus.IN_TRANSACTION,
@@ -49,6 +50,10 @@ _STATUS = {
 
 class _Closed(Exception):
     """The client went away (or must be dropped)."""
+
+
+class _Unreadable(Exception):
+    """A message the codec cannot read (text not UTF-8, a malformed frame): it cannot go on."""
 
 
 @dataclass
@@ -73,7 +78,10 @@ class _Wire:
             data = self.sock.recv(65536)
             if not data:
                 raise _Closed
-            self.inbox.extend(self.codec.receive(data))
+            try:
+                self.inbox.extend(self.codec.receive(data))
+            except (UnicodeDecodeError, PygwireError) as err:
+                raise _Unreadable(str(err)) from None
         return self.inbox.popleft()
 
     def send(self, msg: m.PGMessage) -> None:
@@ -99,6 +107,15 @@ def serve_connection(
         if session is not None:
             key = session.key
             _Loop(wire, session, peer).run()
+    except _Unreadable as err:
+        text = (
+            "privdb speaks UTF-8 only: a message held text that is not valid UTF-8; connect again"
+            if "utf" in str(err).lower() or "codec" in str(err).lower()
+            else "a message could not be read (malformed); connect again"
+        )
+        log.info("pgwire %s: unreadable message (%s)", peer, str(err)[:200])
+        with contextlib.suppress(OSError):  # past the codec: its state is lost with the message
+            wire.sock.sendall(m.ErrorResponse(error_fields("protocol_violation", text, fatal=True)).to_wire())
     except (_Closed, OSError, PygwireError, ssl.SSLError):
         pass
     finally:
@@ -229,7 +246,15 @@ class _Loop:
         return answer
 
     def _simple(self, text: str) -> None:
-        for statement in split_statements(text):
+        statements = split_statements(text)
+        if len(statements) > MAX_STATEMENTS:  # refused whole, before any runs: nothing spent
+            self._error(RequestTooLarge(
+                f"one query message holds {len(statements)} statements; privdb runs at most "
+                f"{MAX_STATEMENTS} per message: send them in smaller batches"
+            ))  # fmt: skip
+            self._ready()
+            return
+        for statement in statements:
             try:
                 answer = self._answer(statement)
             except PrivdbError as err:
