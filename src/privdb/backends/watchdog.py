@@ -28,13 +28,14 @@ __all__ = ["WATCHDOG", "Alarm", "Watchdog"]
 class Alarm:
     """A deadline and what to do at it (``Watchdog.arm``)."""
 
-    __slots__ = ("_watchdog", "action", "active", "deadline", "fired", "repeat")
+    __slots__ = ("_watchdog", "action", "active", "deadline", "fired", "repeat", "thread")
 
     def __init__(
         self, watchdog: Watchdog, deadline: float, action: Callable[[], object], repeat: float | None
     ) -> None:
         self._watchdog, self.deadline, self.action, self.repeat = watchdog, deadline, action, repeat
         self.active, self.fired = True, False
+        self.thread = threading.get_ident()  # who armed it: :meth:`Watchdog.now` finds it by that
 
     def cancel(self) -> bool:
         """Disarm; True if the deadline came first (the action has then run, and is not running now)."""
@@ -67,6 +68,21 @@ class Watchdog:
             if self._heap[0][2] is alarm:  # the earliest now: the thread waits for a later one
                 self._cond.notify()
         return alarm
+
+    def now(self, thread: int) -> int:
+        """Bring the deadlines of the alarms ``thread`` armed and has not cancelled to now (a client's
+        cancel request: its query stops as at its time limit, with the same outcome); how many there were."""
+        with self._cond:
+            alarms = [a for _, _, a in self._heap if a.active and a.thread == thread]
+            if not alarms:
+                return 0
+            now = time.monotonic()
+            for alarm in alarms:
+                alarm.deadline = now
+            self._heap = [(a.deadline, order, a) for _, order, a in self._heap]
+            heapq.heapify(self._heap)
+            self._cond.notify()
+        return len(alarms)
 
     def pending(self) -> int:
         """Alarms not cancelled yet (cancelled ones leave the heap when they reach its top)."""

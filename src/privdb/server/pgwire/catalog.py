@@ -24,6 +24,7 @@ from sqlglot import exp
 from privdb import __version__ as privdb_version
 from privdb.errors import InvalidParameter, ParseError
 from privdb.server.pgwire.encoding import Answer, from_frame
+from privdb.server.pgwire.pgcatalog import MACROS, rewrite
 
 __all__ = ["CATALOG_TIMEOUT", "SERVER_VERSION", "VERSION", "Shadow", "is_catalog_query"]
 
@@ -43,11 +44,6 @@ _REWRITES = [
     (re.compile(r"COLLATE\s+pg_catalog\s*\.\s*\"?default\"?", re.I), ""),
     (re.compile(r"(?:pg_catalog\s*\.\s*)?\bversion\s*\(\s*\)", re.I), _literal(VERSION)),
     (re.compile(r"\bpg_catalog\s*\.\s*(\w+)\s*\(", re.I), r"\1("),
-    (re.compile(r"\bjson_build_object\s*\(", re.I), "json_object("),
-    (
-        re.compile(r"'(?:[^'.]*\.)?([^'.]*)'\s*::\s*(?:pg_catalog\s*\.\s*)?regclass\b", re.I),
-        r"(SELECT min(oid) FROM pg_catalog.pg_class WHERE relname = '\1')",
-    ),
 ]
 _MACROS = [
     "CREATE TYPE regclass AS BIGINT",
@@ -63,7 +59,6 @@ _MACROS = [
     "CREATE MACRO pg_get_viewdef(id, pretty := NULL) AS NULL::VARCHAR",
     "CREATE MACRO to_regtype(name) AS NULL::BIGINT",
     "CREATE MACRO to_regclass(name) AS NULL::BIGINT",
-    "CREATE MACRO format_type(id, typemod) AS (SELECT any_value(typname) FROM pg_type WHERE oid = id)",
     "CREATE MACRO pg_postmaster_start_time() AS TIMESTAMP '2000-01-01'",
 ]
 
@@ -110,7 +105,7 @@ class Shadow:
                 for name, spec in (table.get("columns") or {}).items()
             )
             con.execute(f"CREATE TABLE {_quote(table['name'])} ({columns or 'dummy VARCHAR'})")
-        for macro in _MACROS:
+        for macro in [*_MACROS, *MACROS]:
             con.execute(macro)
         con.execute("DETACH memory")
         con.execute("SET enable_external_access = false")
@@ -126,6 +121,7 @@ class Shadow:
             text = pattern.sub(replacement, text)
         user = _literal(self.user)
         text = re.sub(r"\b(current_user|session_user)\b(\s*\(\s*\))?", lambda _: user, text, flags=re.I)
+        text = rewrite(text)
         with self._lock:
             try:
                 statements = self._con.extract_statements(text)
@@ -148,6 +144,10 @@ class Shadow:
         answer = from_frame(frame)
         answer.columns = [_column_name(c, user) for c in answer.columns]
         return answer
+
+    def interrupt(self) -> None:
+        """Stop the catalog query running now, if any (a cancel request)."""
+        self._con.interrupt()
 
     def close(self) -> None:
         self._con.close()

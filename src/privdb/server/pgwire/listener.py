@@ -15,6 +15,7 @@ from pathlib import Path
 
 from privdb.database import Database
 from privdb.errors import InvalidParameter
+from privdb.server.pgwire.cancel import Cancels
 from privdb.server.pgwire.protocol import serve_connection
 
 __all__ = ["PgServer", "tls_context"]
@@ -44,7 +45,7 @@ class _Handler(socketserver.BaseRequestHandler):
         sock: socket.socket = self.request
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         host, port = self.client_address[:2]
-        serve_connection(sock, f"{host}:{port}", self.server.db, self.server.tls)
+        serve_connection(sock, f"{host}:{port}", self.server.db, self.server.tls, self.server.cancels)
 
 
 class PgServer(socketserver.ThreadingTCPServer):
@@ -63,6 +64,7 @@ class PgServer(socketserver.ThreadingTCPServer):
                 f"cannot listen on {host}:{port} for PostgreSQL clients: {err.strerror}"
             ) from None
         self.db, self.tls = db, tls
+        self.cancels = Cancels()  # the sessions' backend keys (cancel requests)
 
     def start(self) -> threading.Thread:
         thread = threading.Thread(target=self.serve_forever, name="privdb-pgwire", daemon=True)

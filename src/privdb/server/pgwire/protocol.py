@@ -4,15 +4,15 @@ socket, with pygwire as the codec (docs/dependencies.md) and :class:`Session` an
 Start-up: TLS if the client asks and the server has a certificate (``SSLRequest``), else plain; then a
 cleartext password request: the user name is the analyst's (any name for the owner), the password the
 token. Errors in the extended protocol discard the messages up to the next Sync, as PostgreSQL does. A
-``Describe`` of a portal runs its statement (the columns of a DP answer are known only then); ``Execute``
-then sends the rows kept (``max_rows`` pages them, ``PortalSuspended`` between pages).
+``Describe`` of a statement tells its columns from the plan, free (privdb.server.pgwire.describe), or
+``NoData``; a ``Describe`` of a portal runs its statement (its columns are then exact); ``Execute`` then
+sends the rows kept (``max_rows`` pages them, ``PortalSuspended`` between pages).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import socket
 import ssl
 from collections import deque
@@ -24,7 +24,8 @@ from pygwire.constants import TransactionStatus
 from pygwire.exceptions import PygwireError
 
 from privdb.database import Database
-from privdb.errors import InternalError, PrivdbError, Unauthorized
+from privdb.errors import InternalError, PrivdbError, RequestTooLarge, Unauthorized
+from privdb.server.pgwire.cancel import Cancels
 from privdb.server.pgwire.encoding import SIZES, Answer, encode_value
 from privdb.server.pgwire.errors import (
     FailedTransaction,
@@ -39,6 +40,7 @@ from privdb.server.pgwire.session import Session, first_word, split_statements, 
 __all__ = ["serve_connection"]
 
 log = logging.getLogger("privdb.pgwire")
+MAX_STATEMENTS = 1000  # statements in one simple query message
 _STATUS = {
     "I": TransactionStatus.IDLE,
     "T": TransactionStatus.IN_TRANSACTION,
@@ -48,6 +50,10 @@ _STATUS = {
 
 class _Closed(Exception):
     """The client went away (or must be dropped)."""
+
+
+class _Unreadable(Exception):
+    """A message the codec cannot read (text not UTF-8, a malformed frame): it cannot go on."""
 
 
 @dataclass
@@ -72,7 +78,10 @@ class _Wire:
             data = self.sock.recv(65536)
             if not data:
                 raise _Closed
-            self.inbox.extend(self.codec.receive(data))
+            try:
+                self.inbox.extend(self.codec.receive(data))
+            except (UnicodeDecodeError, PygwireError) as err:
+                raise _Unreadable(str(err)) from None
         return self.inbox.popleft()
 
     def send(self, msg: m.PGMessage) -> None:
@@ -86,24 +95,40 @@ class _Wire:
             self.out.clear()
 
 
-def serve_connection(sock: socket.socket, peer: str, db: Database, tls: ssl.SSLContext | None) -> None:
+def serve_connection(
+    sock: socket.socket, peer: str, db: Database, tls: ssl.SSLContext | None, cancels: Cancels
+) -> None:
     """Speak with one client until it leaves."""
     wire = _Wire(sock)
     session: Session | None = None
+    key = 0
     try:
-        session = _start(wire, peer, db, tls)
+        session = _start(wire, peer, db, tls, cancels)
         if session is not None:
+            key = session.key
             _Loop(wire, session, peer).run()
+    except _Unreadable as err:
+        text = (
+            "privdb speaks UTF-8 only: a message held text that is not valid UTF-8; connect again"
+            if "utf" in str(err).lower() or "codec" in str(err).lower()
+            else "a message could not be read (malformed); connect again"
+        )
+        log.info("pgwire %s: unreadable message (%s)", peer, str(err)[:200])
+        with contextlib.suppress(OSError):  # past the codec: its state is lost with the message
+            wire.sock.sendall(m.ErrorResponse(error_fields("protocol_violation", text, fatal=True)).to_wire())
     except (_Closed, OSError, PygwireError, ssl.SSLError):
         pass
     finally:
         if session is not None:
+            cancels.forget(key)
             session.close()
         with contextlib.suppress(OSError):
             wire.sock.close()
 
 
-def _start(wire: _Wire, peer: str, db: Database, tls: ssl.SSLContext | None) -> Session | None:
+def _start(
+    wire: _Wire, peer: str, db: Database, tls: ssl.SSLContext | None, cancels: Cancels
+) -> Session | None:
     """Start-up and authentication; the session, or None when the client was refused."""
     while True:
         msg = wire.next()
@@ -115,8 +140,10 @@ def _start(wire: _Wire, peer: str, db: Database, tls: ssl.SSLContext | None) -> 
         if isinstance(msg, m.GSSEncRequest):
             wire.sock.sendall(b"N")
             continue
-        if isinstance(msg, m.CancelRequest):
-            return None  # queries are not cancelled: they end within the server's --query-timeout
+        if isinstance(msg, m.CancelRequest):  # answered by closing the connection, whatever the outcome
+            done = cancels.cancel(msg.process_id, bytes(msg.secret_key))
+            log.info("pgwire %s: cancel request %s", peer, "acted on" if done else "for no known session")
+            return None
         if isinstance(msg, m.StartupMessage):
             break
         raise _Closed
@@ -151,7 +178,8 @@ def _start(wire: _Wire, peer: str, db: Database, tls: ssl.SSLContext | None) -> 
     wire.send(m.AuthenticationOk())
     for name, value in session.settings.reported():
         wire.send(m.ParameterStatus(name=name, value=value))
-    wire.send(m.BackendKeyData(process_id=os.getpid() & 0x7FFFFFFF, secret_key=os.urandom(4)))
+    session.key, secret = cancels.register(session.shadow.interrupt)
+    wire.send(m.BackendKeyData(process_id=session.key, secret_key=secret))
     wire.send(m.ReadyForQuery(status=TransactionStatus.IDLE))
     wire.flush()
     log.info("pgwire %s user %r: connected", peer, user)
@@ -218,7 +246,15 @@ class _Loop:
         return answer
 
     def _simple(self, text: str) -> None:
-        for statement in split_statements(text):
+        statements = split_statements(text)
+        if len(statements) > MAX_STATEMENTS:  # refused whole, before any runs: nothing spent
+            self._error(RequestTooLarge(
+                f"one query message holds {len(statements)} statements; privdb runs at most "
+                f"{MAX_STATEMENTS} per message: send them in smaller batches"
+            ))  # fmt: skip
+            self._ready()
+            return
+        for statement in statements:
             try:
                 answer = self._answer(statement)
             except PrivdbError as err:
@@ -247,9 +283,11 @@ class _Loop:
             text, oids = self._statement(msg.name)
             wanted = count_parameters(text)
             self.wire.send(m.ParameterDescription(type_oids=[*oids, *[25] * wanted][:wanted]))
-            self.wire.send(
-                m.NoData()
-            )  # the columns of a DP answer are known once it has run (Describe a portal)
+            described = self.session.describe(text)  # from the plan: nothing read, nothing spent
+            if described is not None and described.columns:
+                self._describe(described, [])
+            else:
+                self.wire.send(m.NoData())
         elif isinstance(msg, m.Describe):
             portal = self._portal(msg.name)
             answer = self._run_portal(portal)

@@ -17,10 +17,12 @@ import re
 from privdb.api import Connection
 from privdb.catalog.store import Principal
 from privdb.database import Database
-from privdb.errors import Unauthorized
+from privdb.errors import PrivdbError, Unauthorized
 from privdb.result import Result
 from privdb.server.pgwire.catalog import Shadow, is_catalog_query
+from privdb.server.pgwire.describe import from_plan
 from privdb.server.pgwire.encoding import Answer, from_frame
+from privdb.server.pgwire.params import count_parameters, substitute
 from privdb.server.pgwire.settings import Settings
 
 __all__ = ["Session", "first_word", "split_statements"]
@@ -86,8 +88,10 @@ class Session:
         self.user = startup.get("user", principal.name)
         self.connection = Connection(db, None if principal.is_owner else principal.name)
         self.settings = Settings(self.user, principal.is_owner, startup)
-        self.shadow = Shadow(self.connection.tables(), self.user)
+        self.tables = self.connection.tables()
+        self.shadow = Shadow(self.tables, self.user)
         self.transaction = "I"  # I idle, T in a transaction block, E in a failed one
+        self.key = 0  # the backend key's process id (privdb.server.pgwire.cancel)
 
     def run(self, text: str) -> tuple[Answer, str | None]:
         """Answer one statement (and the setting to report to the client, if it changed one)."""
@@ -117,6 +121,23 @@ class Session:
         if self.principal.is_owner:
             return _owner_answer(self.connection, text, word), None
         return _dp_answer(self.connection.sql(text)), None
+
+    def describe(self, text: str) -> Answer | None:
+        """The columns a prepared statement will return, told without reading data or spending
+        (privdb.server.pgwire.describe); None when they cannot be (sent as NoData)."""
+        text = strip(text)
+        wanted = count_parameters(text)
+        bound = substitute(text, [None] * wanted, [], []) if wanted else text
+        word = first_word(bound)
+        try:
+            if word == "DP-SELECT" and not self.principal.is_owner:
+                self._check_token()
+                return from_plan(self.connection.explain(bound), self.tables)
+            if not wanted and word in ("SELECT", "WITH") and is_catalog_query(bound):
+                return self.shadow.answer(bound)
+        except PrivdbError:
+            return None  # refused when it is run, with its error
+        return None
 
     def _check_token(self) -> None:
         """The token still speaks for this principal (not revoked, not expired)."""

@@ -1,0 +1,216 @@
+"""The parts of PostgreSQL's ``pg_catalog`` that DuckDB lacks, for psql's ``\\d TABLE`` and SQLAlchemy's
+reflection (``inspect(engine).get_columns`` and the like).
+
+Two halves, both working on the session's empty shadow (privdb.server.pgwire.catalog), never on data:
+
+* **views**, written into the query as subqueries (so no catalog object is added), shaped like
+  PostgreSQL's relations of the same name (the columns psql 15/16 and SQLAlchemy 2 read) and built from
+  DuckDB's catalog of the shadow's schema ``public`` only, i.e. the principal's visible tables.
+  Relations privdb has nothing to put in (indexes, defaults, constraints, inheritance, triggers, policies,
+  publications…) are empty, and sizes are 0: no size of a real table is told.
+* **a rewrite** (sqlglot, PostgreSQL to DuckDB) of each catalog query: a reference to one of those
+  relations goes to its view; ``pg_catalog.``-qualified columns, functions and types lose the prefix; a
+  cast to ``regclass`` of a name becomes the name's oid, a cast to ``regclass``/``regtype``/``oid`` of a
+  number stays the number.
+"""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+
+__all__ = ["MACROS", "VIEWS", "rewrite"]
+
+_PUBLIC = "(SELECT oid FROM system.pg_catalog.pg_namespace WHERE nspname = 'public')"
+
+
+def _empty(columns: str) -> str:
+    """An empty relation with these ``name:TYPE`` columns (space-separated)."""
+    pairs = (x.split(":") for x in columns.split())
+    return "SELECT " + ", ".join(f"CAST(NULL AS {t}) AS {c}" for c, t in pairs) + " WHERE false"
+
+
+VIEWS: dict[str, str] = {
+    "pg_class": (
+        "SELECT * EXCLUDE (relreplident, reloptions), 'd' AS relreplident, false AS relforcerowsecurity, "
+        "CAST(NULL AS VARCHAR[]) AS reloptions "
+        f"FROM system.pg_catalog.pg_class WHERE relnamespace IN {_PUBLIC} AND relkind IN ('r', 'v')"
+    ),
+    "pg_attribute": (
+        "SELECT a.* REPLACE (CAST(a.attnum AS SMALLINT) AS attnum, CAST(-1 AS INTEGER) AS atttypmod) "
+        "FROM system.pg_catalog.pg_attribute a WHERE a.attrelid IN (SELECT oid FROM "
+        f"system.pg_catalog.pg_class WHERE relnamespace IN {_PUBLIC})"
+    ),
+    "pg_namespace": "SELECT * FROM system.pg_catalog.pg_namespace",
+    "pg_index": _empty(
+        "indexrelid:BIGINT indrelid:BIGINT indnatts:SMALLINT indnkeyatts:SMALLINT indisunique:BOOLEAN "
+        "indnullsnotdistinct:BOOLEAN indisprimary:BOOLEAN indisexclusion:BOOLEAN indimmediate:BOOLEAN "
+        "indisclustered:BOOLEAN indisvalid:BOOLEAN indcheckxmin:BOOLEAN indisready:BOOLEAN "
+        "indislive:BOOLEAN indisreplident:BOOLEAN indkey:SMALLINT[] indcollation:BIGINT[] "
+        "indclass:BIGINT[] indoption:SMALLINT[] indexprs:VARCHAR indpred:VARCHAR"
+    ),
+    "pg_attrdef": _empty("oid:BIGINT adrelid:BIGINT adnum:SMALLINT adbin:VARCHAR"),
+    "pg_description": _empty("objoid:BIGINT classoid:BIGINT objsubid:INTEGER description:VARCHAR"),
+    "pg_constraint": _empty(
+        "oid:BIGINT conname:VARCHAR connamespace:BIGINT contype:VARCHAR condeferrable:BOOLEAN "
+        "condeferred:BOOLEAN convalidated:BOOLEAN conrelid:BIGINT contypid:BIGINT conindid:BIGINT "
+        "conparentid:BIGINT confrelid:BIGINT confupdtype:VARCHAR confdeltype:VARCHAR "
+        "confmatchtype:VARCHAR conislocal:BOOLEAN coninhcount:INTEGER connoinherit:BOOLEAN "
+        "conkey:SMALLINT[] confkey:SMALLINT[] conbin:VARCHAR"
+    ),
+    "pg_collation": _empty("oid:BIGINT collname:VARCHAR collnamespace:BIGINT"),
+    "pg_sequence": _empty(
+        "seqrelid:BIGINT seqtypid:BIGINT seqstart:BIGINT seqincrement:BIGINT seqmax:BIGINT seqmin:BIGINT "
+        "seqcache:BIGINT seqcycle:BOOLEAN"
+    ),
+    "pg_inherits": _empty("inhrelid:BIGINT inhparent:BIGINT inhseqno:INTEGER inhdetachpending:BOOLEAN"),
+    "pg_trigger": _empty(
+        "oid:BIGINT tgrelid:BIGINT tgparentid:BIGINT tgname:VARCHAR tgenabled:VARCHAR "
+        "tgisinternal:BOOLEAN tgconstraint:BIGINT"
+    ),
+    "pg_policy": _empty(
+        "oid:BIGINT polname:VARCHAR polrelid:BIGINT polcmd:VARCHAR polpermissive:BOOLEAN "
+        "polroles:BIGINT[] polqual:VARCHAR polwithcheck:VARCHAR"
+    ),
+    "pg_rewrite": _empty("oid:BIGINT rulename:VARCHAR ev_class:BIGINT ev_type:VARCHAR ev_enabled:VARCHAR"),
+    "pg_statistic_ext": _empty(
+        "oid:BIGINT stxrelid:BIGINT stxname:VARCHAR stxnamespace:BIGINT stxkeys:SMALLINT[] "
+        "stxstattarget:INTEGER stxkind:VARCHAR[] stxexprs:VARCHAR"
+    ),
+    "pg_publication": _empty("oid:BIGINT pubname:VARCHAR puballtables:BOOLEAN pubviaroot:BOOLEAN"),
+    "pg_publication_rel": _empty(
+        "oid:BIGINT prpubid:BIGINT prrelid:BIGINT prqual:VARCHAR prattrs:SMALLINT[]"
+    ),
+    "pg_publication_namespace": _empty("oid:BIGINT pnpubid:BIGINT pnnspid:BIGINT"),
+    "pg_partitioned_table": _empty("partrelid:BIGINT partstrat:VARCHAR partnatts:SMALLINT"),
+    "pg_foreign_table": _empty("ftrelid:BIGINT ftserver:BIGINT ftoptions:VARCHAR[]"),
+    "pg_opclass": _empty("oid:BIGINT opcname:VARCHAR opcnamespace:BIGINT opcdefault:BOOLEAN"),
+    "pg_roles": _empty(
+        "oid:BIGINT rolname:VARCHAR rolsuper:BOOLEAN rolinherit:BOOLEAN rolcreaterole:BOOLEAN "
+        "rolcreatedb:BOOLEAN rolcanlogin:BOOLEAN rolconnlimit:INTEGER rolvaliduntil:TIMESTAMP "
+        "rolreplication:BOOLEAN rolbypassrls:BOOLEAN"
+    ),
+    "pg_auth_members": _empty("oid:BIGINT roleid:BIGINT member:BIGINT grantor:BIGINT"),
+    "pg_proc": _empty(
+        "oid:BIGINT proname:VARCHAR pronamespace:BIGINT prokind:VARCHAR prorettype:BIGINT "
+        "proargtypes:BIGINT[] proretset:BOOLEAN"
+    ),
+    "pg_database": (
+        "SELECT 1 AS oid, 'privdb' AS datname, 10 AS datdba, 6 AS encoding, 'c' AS datlocprovider, "
+        "false AS datistemplate, true AS datallowconn, -1 AS datconnlimit, 'C.UTF-8' AS datcollate, "
+        "'C.UTF-8' AS datctype, NULL::VARCHAR AS daticulocale, NULL::VARCHAR AS daticurules, "
+        "NULL::VARCHAR[] AS datacl, 1663 AS dattablespace"
+    ),
+    "pg_am": "SELECT 2 AS oid, 'heap' AS amname, NULL AS amhandler, 't' AS amtype",
+    "pg_depend": _empty(
+        "classid:BIGINT objid:BIGINT objsubid:INTEGER refclassid:BIGINT refobjid:BIGINT "
+        "refobjsubid:INTEGER deptype:VARCHAR"
+    ),
+}
+
+# functions the rewritten queries call, defined in the shadow (no value of data can reach any of them)
+MACROS = [
+    "CREATE MACRO format_type(id, typemod) AS CASE id WHEN 16 THEN 'boolean' WHEN 20 THEN 'bigint' "
+    "WHEN 21 THEN 'smallint' WHEN 23 THEN 'integer' WHEN 25 THEN 'text' WHEN 1043 THEN 'text' "
+    "WHEN 700 THEN 'real' WHEN 701 THEN 'double precision' WHEN 1082 THEN 'date' "
+    "WHEN 1114 THEN 'timestamp without time zone' WHEN 1184 THEN 'timestamp with time zone' "
+    "WHEN 1700 THEN 'numeric' ELSE (SELECT any_value(typname) FROM pg_type WHERE oid = id) END",
+    "CREATE MACRO pg_table_size(id) AS 0",  # the shadow is empty: no size of the real tables is told
+    "CREATE MACRO pg_relation_size(id, fork := NULL) AS 0",
+    "CREATE MACRO pg_total_relation_size(id) AS 0",
+    "CREATE MACRO pg_size_pretty(n) AS CAST(n AS VARCHAR) || ' bytes'",
+    "CREATE MACRO pg_get_function_result(id) AS NULL::VARCHAR",
+    "CREATE MACRO pg_get_function_arguments(id) AS NULL::VARCHAR",
+    "CREATE MACRO pg_function_is_visible(id) AS TRUE",
+    "CREATE MACRO array_upper(a, d) AS len(a)",
+    "CREATE MACRO array_lower(a, d) AS CASE WHEN len(a) > 0 THEN 1 END",
+    "CREATE MACRO pg_get_expr(expr, rel, pretty := NULL) AS CAST(expr AS VARCHAR)",
+    "CREATE MACRO pg_get_indexdef(id, col := 0, pretty := NULL) AS NULL::VARCHAR",
+    "CREATE MACRO pg_get_constraintdef(id, pretty := NULL) AS NULL::VARCHAR",
+    "CREATE MACRO pg_get_triggerdef(id, pretty := NULL) AS NULL::VARCHAR",
+    "CREATE MACRO pg_get_statisticsobjdef_columns(id) AS NULL::VARCHAR",
+    "CREATE MACRO pg_get_partkeydef(id) AS NULL::VARCHAR",
+    "CREATE MACRO pg_relation_is_publishable(id) AS FALSE",
+]
+
+_PARSED = {name: sqlglot.parse_one(sql, read="duckdb") for name, sql in VIEWS.items()}
+_SETTINGS = {"default_table_access_method": "heap"}  # PostgreSQL settings DuckDB does not have
+_CATALOG = {"pg_catalog", ""}
+_OID_TYPES = {"regclass", "regtype", "regproc", "regprocedure", "regnamespace", "regrole", "oid", "regoper"}
+_TEXT_TYPES = {"text", "name", "varchar", "char", "bpchar"}
+
+
+def _type_name(to: exp.DataType) -> str:
+    """The name of a cast's target type (``pg_catalog.regtype`` → ``regtype``), lower case."""
+    kind = to.args.get("kind")
+    if isinstance(kind, exp.Dot):
+        return str(kind.expression.name).lower()
+    if isinstance(to, exp.ObjectIdentifier):
+        return to.name.lower()
+    return to.sql("postgres").lower()
+
+
+def _regclass_of(name: str) -> exp.Expr:
+    """``'schema.table'::regclass`` as the table's oid in the shadow (NULL if it is not there)."""
+    relname = name.split(".")[-1].strip('"')
+    return sqlglot.parse_one(
+        f"(SELECT min(oid) FROM ({VIEWS['pg_class']}) WHERE relname = {exp.Literal.string(relname).sql()})",
+        read="duckdb",
+    )
+
+
+def _node(node: exp.Expr) -> exp.Expr:
+    if isinstance(node, exp.DataType) and isinstance(node.args.get("kind"), exp.Dot):
+        name = _type_name(node)
+        if name not in _OID_TYPES:
+            try:
+                return exp.DataType.build(name, dialect="postgres")
+            except (sqlglot.errors.ParseError, ValueError):
+                return node
+        return node
+    if isinstance(node, exp.Cast):
+        target = _type_name(node.to)
+        if target in _OID_TYPES:
+            if target == "regclass" and isinstance(node.this, exp.Literal) and node.this.is_string:
+                return _regclass_of(node.this.name)
+            return exp.cast(node.this, exp.DataType.build("BIGINT"))
+        if target in _TEXT_TYPES:
+            return exp.cast(node.this, exp.DataType.build("VARCHAR"))
+        return node
+    if isinstance(node, exp.Dot) and isinstance(node.this, exp.Identifier):
+        if node.this.name.lower() == "pg_catalog" and isinstance(node.expression, exp.Func):
+            return node.expression
+        return node
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "json_build_object":
+        return exp.Anonymous(this="json_object", expressions=node.expressions)
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "current_setting" and node.expressions:
+        name = node.expressions[0]
+        name = name.this if isinstance(name, exp.Cast) else name
+        if isinstance(name, exp.Literal) and name.name.lower() in _SETTINGS:
+            return exp.Literal.string(_SETTINGS[name.name.lower()])
+        return node
+    if isinstance(node, exp.Table) and node.db.lower() in _CATALOG and not node.catalog:
+        if node.name.lower() in _PARSED:
+            view = _PARSED[node.name.lower()].copy()
+            return exp.Subquery(this=view, alias=exp.TableAlias(this=exp.to_identifier(node.alias_or_name)))
+        return node
+    if isinstance(node, exp.Column) and node.args.get("db") is not None and node.db.lower() == "pg_catalog":
+        return exp.column(node.name, table=node.table, quoted=node.this.quoted)
+    return node
+
+
+def rewrite(text: str) -> str:
+    """A PostgreSQL catalog query as DuckDB SQL on the shadow's views (the text unchanged if sqlglot
+    cannot read it: DuckDB then says what it does not support)."""
+    try:
+        tree = sqlglot.parse_one(text, read="postgres")
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+        return text
+    for node in reversed(list(tree.walk())):  # children before their parents
+        new = _node(node)
+        if new is not node:
+            if node is tree:
+                tree = new
+            else:
+                node.replace(new)
+    return tree.sql("duckdb")
