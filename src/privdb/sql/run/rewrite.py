@@ -4,8 +4,9 @@ Without a privacy unit every row is one unit: a single ``GROUP BY`` with clamped
 query. With a privacy unit ``u`` (``m`` = max_contributions, ``G`` = max_groups):
 
 1. per (unit, group): row count ``r`` and sums of the clamped values — one pass, partial aggregates;
-2. grouped queries keep at most ``G`` groups per unit, chosen at random (``ROW_NUMBER()`` over a
-   ``random()`` order per unit) among the unit's partial aggregates;
+2. grouped queries keep at most ``G`` groups per unit, chosen at random among the unit's partial
+   aggregates: with ``G = 1`` on DuckDB and Spark one ``arg_max(part, random())`` per unit, otherwise
+   ``ROW_NUMBER()`` over a ``random()`` order per unit;
 3. each unit's partials are scaled by ``f = min(1, m / R)``, ``R`` its rows in the kept groups: the unit then
    weighs exactly as ``m`` of its rows would in expectation (sampling ``m`` rows at random has this mean),
    so counts contribute at most ``m`` and sums at most ``m·B`` in total — the bound the sensitivities use —
