@@ -4,8 +4,9 @@ Without a privacy unit every row is one unit: a single ``GROUP BY`` with clamped
 query. With a privacy unit ``u`` (``m`` = max_contributions, ``G`` = max_groups):
 
 1. per (unit, group): row count ``r`` and sums of the clamped values — one pass, partial aggregates;
-2. grouped queries keep at most ``G`` groups per unit, chosen at random (``ROW_NUMBER()`` over a
-   ``random()`` order per unit) among the unit's partial aggregates;
+2. grouped queries keep at most ``G`` groups per unit, chosen at random among the unit's partial
+   aggregates: with ``G = 1`` on DuckDB and Spark one ``arg_max(part, random())`` per unit, otherwise
+   ``ROW_NUMBER()`` over a ``random()`` order per unit;
 3. each unit's partials are scaled by ``f = min(1, m / R)``, ``R`` its rows in the kept groups: the unit then
    weighs exactly as ``m`` of its rows would in expectation (sampling ``m`` rows at random has this mean),
    so counts contribute at most ``m`` and sums at most ``m·B`` in total — the bound the sensitivities use —
@@ -30,7 +31,9 @@ from privdb.sql.plan.sensitivity import DISTINCT_KINDS
 from privdb.sql.plan.truncation import COLUMN as T_COLUMN
 from privdb.sql.plan.types import Histogram, Plan, Statistic
 
-__all__ = ["distinct_sql", "engine_sql", "from_item", "histogram_sql", "truncation_sql"]
+ARG_MAX_DIALECTS = ("duckdb", "spark")  # engines with arg_max (Spark: max_by, by sqlglot's transpiler)
+
+__all__ = ["ARG_MAX_DIALECTS", "distinct_sql", "engine_sql", "from_item", "histogram_sql", "truncation_sql"]
 
 
 def from_item(plan: Plan, table: str, source: str | None = None) -> str:
@@ -116,12 +119,16 @@ def _distinct(stats: tuple[Statistic, ...] | list[Statistic]) -> tuple[list[Stat
     return computed, twins
 
 
-def engine_sql(plan: Plan, table: str, unit_rows: str | None = None, source: str | None = None) -> str:
+def engine_sql(
+    plan: Plan, table: str, unit_rows: str | None = None, source: str | None = None, dialect: str = "duckdb"
+) -> str:
     """The one SQL statement that computes every statistic per group.
 
     ``unit_rows`` names the hidden column holding each row's unit size in the whole table (see
     ``DuckDBBackend.count_unit_rows``): units with at most ``min(m, G)`` rows can exceed neither bound,
-    so their rows take the plain aggregate, and only larger units go through bounding.
+    so their rows take the plain aggregate, and only larger units go through bounding. ``dialect``: the
+    engine the SQL is for (transpiled later, ``for_engine``); where it has ``arg_max`` (DuckDB, Spark's
+    ``max_by``) a grouped query with ``G = 1`` keeps each unit's group with one aggregate, no window.
     """
     keys = _keys(plan)
     key_cols = [f"k{i}" for i in range(len(keys))]
@@ -157,7 +164,17 @@ def engine_sql(plan: Plan, table: str, unit_rows: str | None = None, source: str
         f"{where_sql(condition, split)} GROUP BY {_positions(1 + len(keys))}"
     )
     counted = plan.truncation_epsilon > 0  # the number of units over the bound, in the same pass
-    if key_cols:
+    if key_cols and g == 1 and dialect in ARG_MAX_DIALECTS:
+        # one aggregate per unit: its part of largest random draw (uniform among its parts) as one struct,
+        # so the kept key, r and sums are one part's; the unit's rows and parts before the cut beside it
+        names = [*key_cols, "r", *(s.name for s in computed)]
+        fields = ", ".join(f"'{c}': {c}" for c in names)
+        tally = ", SUM(r) AS ur, COUNT(*) AS ug" if counted else ""
+        drawn = "SELECT *, random() AS rnd FROM parts"
+        chosen = f"SELECT arg_max({{{fields}}}, rnd) AS kp{tally} FROM ({drawn}) GROUP BY u"
+        kept = f"SELECT {', '.join(f'kp.{c} AS {c}' for c in names)}{tally and ', ur, ug'} FROM ({chosen})"
+        over = f"CASE WHEN ur > {m} OR ug > {g} THEN 1 ELSE 0 END"
+    elif key_cols:
         # which groups a unit keeps may depend on anything but other units' data: the bound holds for
         # any choice, so DuckDB's random() (not a CSPRNG) is fine here
         # (DuckDB refuses a volatile window order, so random() is drawn a level below)

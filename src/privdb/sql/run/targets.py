@@ -132,7 +132,7 @@ def _plan_target(db: Database, plan: Plan) -> tuple[Engine, str, str | None, str
 def statistics_sql(db: Database, plan: Plan) -> str:
     """The plan's engine SQL in its engine's dialect, bound (names and types checked, no data read)."""
     backend, source, unit_rows, from_ = _plan_target(db, plan)
-    sql = for_engine(backend, plan, engine_sql(plan, source, unit_rows, from_))
+    sql = for_engine(backend, plan, engine_sql(plan, source, unit_rows, from_, backend.dialect))
     if sql:
         backend.bind(sql)
     return sql
