@@ -29,7 +29,7 @@ with Database(work) as db:
         if q.key not in ("J1", "J3"):
             continue
         plan, new = engine.prepare(db, q.dp(EPS))
-        _, source, unit_rows, from_ = targets._plan_target(db, plan)
+        _, source, unit_rows, from_ = targets.plan_target(db, plan)
         old = engine_sql(plan, source, unit_rows, from_, dialect="window")
         assert "OVER" in old and "OVER" not in new
         runs |= {(q.key, "raw"): q.raw(), (q.key, "window"): old, (q.key, "arg_max"): new}

@@ -32,6 +32,7 @@ __all__ = [
     "engine_of",
     "for_engine",
     "histogram_queries",
+    "plan_target",
     "statistics_sql",
     "target",
 ]
@@ -106,7 +107,7 @@ def target(db: Database, meta: TableMeta) -> tuple[Engine, str, str | None]:
     return backend, source, backend.unit_rows(source, meta.privacy_unit) if meta.privacy_unit else None
 
 
-def _plan_target(db: Database, plan: Plan) -> tuple[Engine, str, str | None, str | None]:
+def plan_target(db: Database, plan: Plan) -> tuple[Engine, str, str | None, str | None]:
     """Where a plan's engine SQL runs: the engine, the base table's name there, its hidden per-unit row
     counts (a plain table only), and the FROM item of a subquery or JOIN (None: the table itself)."""
     relation = plan.relation
@@ -131,7 +132,7 @@ def _plan_target(db: Database, plan: Plan) -> tuple[Engine, str, str | None, str
 
 def statistics_sql(db: Database, plan: Plan) -> str:
     """The plan's engine SQL in its engine's dialect, bound (names and types checked, no data read)."""
-    backend, source, unit_rows, from_ = _plan_target(db, plan)
+    backend, source, unit_rows, from_ = plan_target(db, plan)
     sql = for_engine(backend, plan, engine_sql(plan, source, unit_rows, from_, backend.dialect))
     if sql:
         backend.bind(sql)
@@ -198,7 +199,7 @@ def for_engine(backend: Engine, plan: Plan | None, sql: str) -> str:
 def histogram_queries(db: Database, plan: Plan) -> dict[str, str]:
     """The engine queries of a plan's order statistics and modes (by histogram name) and of its distinct
     counts (by statistic name), bound."""
-    backend, source, unit_rows, from_ = _plan_target(db, plan)
+    backend, source, unit_rows, from_ = plan_target(db, plan)
     out = {}
     for h in plan.histograms:
         out[h.name] = for_engine(backend, plan, histogram_sql(plan, h, source, unit_rows, from_))
