@@ -4,6 +4,7 @@ small tables, and the refusals."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from pathlib import Path
@@ -13,11 +14,13 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
 from privdb.anonymize import load_hierarchies
 from privdb.anonymize._classes import group
 from privdb.anonymize.criteria import Models, derived_k, evaluate
 from privdb.anonymize.uniqueness import population_uniqueness
+from privdb.cli import app
 from privdb.errors import InvalidParameter
 
 ADULT = Path(__file__).resolve().parents[1] / "data" / "adult"
@@ -48,7 +51,9 @@ ARX_UNIQUENESS = {
 
 
 @pytest.mark.parametrize(("table", "pi"), list(ARX_UNIQUENESS))
-def test_population_uniqueness_matches_arx(adult: tuple[pd.DataFrame, pd.DataFrame], table: str, pi: float) -> None:
+def test_population_uniqueness_matches_arx(
+    adult: tuple[pd.DataFrame, pd.DataFrame], table: str, pi: float
+) -> None:
     frame = adult[0] if table == "raw" else adult[1]
     est = population_uniqueness(group(frame, QI).sizes, pi)
     pitman, zayatz, dankar, model = ARX_UNIQUENESS[(table, pi)]
@@ -71,13 +76,17 @@ def test_verdicts_match_arx_at_the_boundary(adult: tuple[pd.DataFrame, pd.DataFr
     """ARX's verdict at 1 ∓ 1e-6 times privdb's worst value: false just below, true just above."""
     node = adult[1]
     res = evaluate(
-        node, QI, Models(beta=1, delta_disclosure=1, average_risk=1, sample_uniqueness=1),
+        node,
+        QI,
+        Models(beta=1, delta_disclosure=1, average_risk=1, sample_uniqueness=1),
         sensitive="occupation",
-    )  # fmt: skip
+    )
     worst_gain = _value(res, "basic β-likeness")
     worst_log = _value(res, "δ-disclosure privacy")
     assert worst_gain == pytest.approx(3350.3333333333335)  # ARX: false at 3350.329983, true at 3350.336684
-    assert worst_log / math.log(2) == pytest.approx(11.7105195, rel=1e-6)  # ARX (log₂): 11.7105078 / 11.7105312
+    assert worst_log / math.log(2) == pytest.approx(
+        11.7105195, rel=1e-6
+    )  # ARX (log₂): 11.7105078 / 11.7105312
     assert _value(res, "average re-identification risk") == pytest.approx(0.0552350640, rel=1e-6)
     assert _value(res, "sample uniqueness") == pytest.approx(0.0219813010, rel=1e-6)
     for f, arx in ((1 - 1e-6, False), (1 + 1e-6, True)):
@@ -85,8 +94,11 @@ def test_verdicts_match_arx_at_the_boundary(adult: tuple[pd.DataFrame, pd.DataFr
         assert _holds(node, Models(delta_disclosure=worst_log * f), sensitive="occupation") is arx
         assert _holds(node, Models(average_risk=0.05523506398779922 * f)) is arx
         assert _holds(node, Models(sample_uniqueness=0.021981300974736422 * f)) is arx
-        for est, value in (("pitman", 0.005414082821916799), ("zayatz", 0.004901629462576376),
-                           ("dankar", 0.005414082821916799)):  # fmt: skip
+        for est, value in (
+            ("pitman", 0.005414082821916799),
+            ("zayatz", 0.004901629462576376),
+            ("dankar", 0.005414082821916799),
+        ):
             m = Models(population_uniqueness=value * f, estimator=est)
             assert _holds(node, m, sampling_fraction=0.1) is arx
     for beta in (0.5, 2, 5, 100, 1e4):  # ARX: enhanced β-likeness fails at every β here (−ln p caps it)
@@ -95,10 +107,15 @@ def test_verdicts_match_arx_at_the_boundary(adult: tuple[pd.DataFrame, pd.DataFr
 
 @pytest.mark.parametrize(
     ("k", "pi", "alpha", "estimator", "arx_k"),
-    [(3, 0.1, 0.01, "poisson", 3), (10, 0.1, 0.01, "poisson", 6), (10, 0.01, 0.05, "poisson", 3),
-     (50, 0.1, 0.01, "zero-truncated-poisson", 12), (20, 0.05, 0.1, "zero-truncated-poisson", 4),
-     (100, 0.2, 0.01, "poisson", 33)],
-)  # fmt: skip
+    [
+        (3, 0.1, 0.01, "poisson", 3),
+        (10, 0.1, 0.01, "poisson", 6),
+        (10, 0.01, 0.05, "poisson", 3),
+        (50, 0.1, 0.01, "zero-truncated-poisson", 12),
+        (20, 0.05, 0.1, "zero-truncated-poisson", 4),
+        (100, 0.2, 0.01, "poisson", 33),
+    ],
+)
 def test_k_map_estimate_matches_arx(k: int, pi: float, alpha: float, estimator: str, arx_k: int) -> None:
     assert derived_k(k, pi, alpha, estimator, 30162) == arx_k
 
@@ -110,8 +127,12 @@ def test_population_table_models_match_arx(adult: tuple[pd.DataFrame, pd.DataFra
     for k, arx in ((1, True), (2, False)):
         assert _holds(sample, Models(k_map=k), population=node) is arx
     # ARX: (0, 0.999999) false, (0, 1) true, (0.0192307500, 1) false, (0.0192307885, 1) false
-    for lo, hi, arx in ((0.0, 0.999999, False), (0.0, 1.0, True), (0.01923075, 1.0, False),
-                        (0.019230788461538462, 1.0, False)):  # fmt: skip
+    for lo, hi, arx in (
+        (0.0, 0.999999, False),
+        (0.0, 1.0, True),
+        (0.01923075, 1.0, False),
+        (0.019230788461538462, 1.0, False),
+    ):
         assert _holds(sample, Models(delta_presence=(lo, hi)), population=node) is arx
 
 
@@ -136,8 +157,10 @@ def test_sensitive_models_follow_their_definitions(data: tuple[list[str], list[s
             gains.append((q - p[s]) / p[s])
             logs.append(abs(math.log(q / p[s])))
             enhanced_ok &= (q - p[s]) / p[s] <= min(b, -math.log(p[s]))
-    res = {r.model: r for r in evaluate(df, ["q"], Models(beta=b, enhanced_beta=b, delta_disclosure=b),
-                                        sensitive="s")}  # fmt: skip
+    res = {
+        r.model: r
+        for r in evaluate(df, ["q"], Models(beta=b, enhanced_beta=b, delta_disclosure=b), sensitive="s")
+    }
     assert res["basic β-likeness"].holds is (max(gains) <= b)
     assert res["basic β-likeness"].value == pytest.approx(max(gains))
     assert res["enhanced β-likeness"].holds is bool(enhanced_ok)
@@ -147,14 +170,26 @@ def test_sensitive_models_follow_their_definitions(data: tuple[list[str], list[s
 
 @settings(max_examples=80, deadline=None)
 @given(cells, st.integers(1, 6), st.floats(0.01, 1))
-def test_population_models_follow_their_definitions(data: tuple[list[str], list[str]], k: int, t: float) -> None:
+def test_population_models_follow_their_definitions(
+    data: tuple[list[str], list[str]], k: int, t: float
+) -> None:
     population = pd.DataFrame({"q": data[0], "r": data[1]})
     sample = population.iloc[::2]
-    pop_count, samp_count = Counter(zip(*data, strict=True)), Counter(zip(sample["q"], sample["r"], strict=True))
+    pop_count, samp_count = (
+        Counter(zip(*data, strict=True)),
+        Counter(zip(sample["q"], sample["r"], strict=True)),
+    )
     deltas = [samp_count[key] / pop_count[key] for key in samp_count]
     uncovered = any(key not in samp_count for key in pop_count)
-    res = {r.model: r for r in evaluate(sample, ["q", "r"], Models(k_map=k, delta_presence=(t / 2, t),
-                                        average_risk=t, sample_uniqueness=t), population=population)}  # fmt: skip
+    res = {
+        r.model: r
+        for r in evaluate(
+            sample,
+            ["q", "r"],
+            Models(k_map=k, delta_presence=(t / 2, t), average_risk=t, sample_uniqueness=t),
+            population=population,
+        )
+    }
     assert res["k-map"].holds is (min(pop_count[key] for key in samp_count) >= k)
     lo = 0.0 if uncovered else min(deltas)
     assert res["δ-presence"].holds is (t / 2 <= lo and max(deltas) <= t)
@@ -189,10 +224,65 @@ def test_refusals(adult: tuple[pd.DataFrame, pd.DataFrame]) -> None:
         evaluate(node, QI, Models(beta=1.0))
     with pytest.raises(InvalidParameter, match="sampling fraction"):
         evaluate(node, QI, Models(average_risk=0.1), sampling_fraction=1.5)
-    for bad in ({"beta": 0}, {"beta": -1.0}, {"delta_disclosure": float("nan")}, {"k_map": 0},
-                {"delta_presence": (0.6, 0.5)}, {"average_risk": 1.5}, {"estimator": "magic"},
-                {"k_map_estimator": "normal"}, {"significance": 2.0}):  # fmt: skip
+    for bad in (
+        {"beta": 0},
+        {"beta": -1.0},
+        {"delta_disclosure": float("nan")},
+        {"k_map": 0},
+        {"delta_presence": (0.6, 0.5)},
+        {"average_risk": 1.5},
+        {"estimator": "magic"},
+        {"k_map_estimator": "normal"},
+        {"significance": 2.0},
+    ):
         with pytest.raises(InvalidParameter):
             Models(**bad)  # type: ignore[arg-type]
     with pytest.raises(InvalidParameter, match="sampling fraction"):
         population_uniqueness(np.array([1, 2]), 0.0)
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(app, list(args))
+    return res.exit_code, res.output
+
+
+def test_cli_check_and_risk(tmp_path: Path, adult: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    path = tmp_path / "node.csv"
+    adult[1].to_csv(path, index=False)
+    qi = ",".join(QI)
+    code, out = _cli(
+        "check",
+        str(path),
+        "--qi",
+        qi,
+        "--sensitive",
+        "occupation",
+        "--beta",
+        "5000",
+        "--delta-disclosure",
+        "8",
+        "--population-uniqueness",
+        "0.005",
+        "--sampling-fraction",
+        "0.1",
+        "--format",
+        "json",
+    )
+    assert code == 0, out
+    models = {m["model"]: m for m in json.loads(out)["models"]}
+    assert models["basic β-likeness"]["holds"] and not models["δ-disclosure privacy"]["holds"]
+    assert not models["population uniqueness"]["holds"]  # ARX's Dankar/Pitman: 0.005414 > 0.005
+    assert models["population uniqueness"]["value"] == pytest.approx(0.0054140828208912090, rel=1e-7)
+    code, out = _cli("risk", str(path), "--qi", qi, "--sampling-fraction", "0.01", "--format", "json")
+    assert code == 0, out
+    assert json.loads(out)["population_uniqueness"]["dankar"] == pytest.approx(
+        0.0012742196366837560, rel=1e-7
+    )
+    for args, needle in (
+        (["--k-map", "3"], "k-map needs a population table"),
+        (["--delta-presence", "0.5", "--population", str(path)], "δmin,δmax"),
+        (["--population-uniqueness", "0.1"], "sampling fraction"),
+        (["--beta", "-1", "--sensitive", "occupation"], "β must be"),
+    ):
+        code, out = _cli("check", str(path), "--qi", qi, *args)
+        assert code != 0 and needle in out and "Traceback" not in out

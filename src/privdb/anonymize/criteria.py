@@ -56,7 +56,13 @@ class ModelResult:
     detail: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "holds": self.holds, "value": self.value, **self.parameters, **self.detail}
+        return {
+            "model": self.model,
+            "holds": self.holds,
+            "value": self.value,
+            **self.parameters,
+            **self.detail,
+        }
 
 
 def _positive(name: str, value: float, example: str, top: float = math.inf) -> float:
@@ -117,7 +123,9 @@ class Models:
             if value is not None:
                 _positive(f"the {name.replace('_', ' ')} threshold", value, f"{name}=0.05", top=1.0)
         if self.estimator not in ESTIMATORS:
-            raise InvalidParameter(f"unknown estimator '{self.estimator}': use one of {', '.join(ESTIMATORS)}")
+            raise InvalidParameter(
+                f"unknown estimator '{self.estimator}': use one of {', '.join(ESTIMATORS)}"
+            )
 
     @property
     def needs_sensitive(self) -> bool:
@@ -220,16 +228,31 @@ def evaluate(
         gain, log_ratio = likeness_gains(pairs.cls, pairs.val, pairs.cnt, cl.sizes.astype(np.float64), prior)
         worst_gain = float(gain.max()) if len(gain) else 0.0
         if models.beta is not None:
-            out.append(ModelResult("basic β-likeness", bool((gain <= models.beta).all()), worst_gain,
-                                   {"beta": models.beta}))  # fmt: skip
+            out.append(
+                ModelResult(
+                    "basic β-likeness", bool((gain <= models.beta).all()), worst_gain, {"beta": models.beta}
+                )
+            )
         if models.enhanced_beta is not None:
             bound = np.minimum(models.enhanced_beta, -np.log(prior[pairs.val]))
-            out.append(ModelResult("enhanced β-likeness", bool((gain <= bound).all()), worst_gain,
-                                   {"beta": models.enhanced_beta}))  # fmt: skip
+            out.append(
+                ModelResult(
+                    "enhanced β-likeness",
+                    bool((gain <= bound).all()),
+                    worst_gain,
+                    {"beta": models.enhanced_beta},
+                )
+            )
         if models.delta_disclosure is not None:
             worst = float(log_ratio.max()) if len(log_ratio) else 0.0
-            out.append(ModelResult("δ-disclosure privacy", bool((log_ratio < models.delta_disclosure).all()),
-                                   worst, {"delta": models.delta_disclosure}))  # fmt: skip
+            out.append(
+                ModelResult(
+                    "δ-disclosure privacy",
+                    bool((log_ratio < models.delta_disclosure).all()),
+                    worst,
+                    {"delta": models.delta_disclosure},
+                )
+            )
     counts, uncovered = _population_counts(table, qi, population, cl) if population is not None else (None, 0)
     if models.delta_presence is not None and counts is not None:
         lo, hi = models.delta_presence
@@ -237,28 +260,63 @@ def evaluate(
         # a population record no class covers is in the sample with probability 0 for the attacker
         dmin = 0.0 if uncovered or not len(delta) else float(delta.min())
         dmax = float(delta.max()) if len(delta) else 0.0
-        out.append(ModelResult("δ-presence", bool(lo <= dmin and dmax <= hi), dmax,
-                               {"delta_min": lo, "delta_max": hi},
-                               {"achieved_min": dmin, "population_uncovered": uncovered}))  # fmt: skip
+        out.append(
+            ModelResult(
+                "δ-presence",
+                bool(lo <= dmin and dmax <= hi),
+                dmax,
+                {"delta_min": lo, "delta_max": hi},
+                {"achieved_min": dmin, "population_uncovered": uncovered},
+            )
+        )
     if models.k_map is not None:
         if counts is not None:
             smallest = float(counts.min()) if len(counts) else math.inf
-            out.append(ModelResult("k-map", smallest >= models.k_map, _finite(smallest), {"k": models.k_map},
-                                   {"population_model": "population table"}))  # fmt: skip
+            out.append(
+                ModelResult(
+                    "k-map",
+                    smallest >= models.k_map,
+                    _finite(smallest),
+                    {"k": models.k_map},
+                    {"population_model": "population table"},
+                )
+            )
         elif sampling_fraction is not None:
             k2 = derived_k(models.k_map, sampling_fraction, models.significance, models.k_map_estimator, cl.n)
-            out.append(ModelResult("k-map", cl.k >= k2 if cl.n_classes else True, float(cl.k), {"k": models.k_map},
-                                   {"population_model": f"sampling fraction ({models.k_map_estimator})",
-                                    "derived_k": k2, "significance": models.significance}))  # fmt: skip
+            out.append(
+                ModelResult(
+                    "k-map",
+                    cl.k >= k2 if cl.n_classes else True,
+                    float(cl.k),
+                    {"k": models.k_map},
+                    {
+                        "population_model": f"sampling fraction ({models.k_map_estimator})",
+                        "derived_k": k2,
+                        "significance": models.significance,
+                    },
+                )
+            )
     n_kept = int(cl.sizes.sum())
     if models.average_risk is not None:
         avg = cl.n_classes / n_kept if n_kept else 0.0
-        out.append(ModelResult("average re-identification risk", avg <= models.average_risk, avg,
-                               {"threshold": models.average_risk}))  # fmt: skip
+        out.append(
+            ModelResult(
+                "average re-identification risk",
+                avg <= models.average_risk,
+                avg,
+                {"threshold": models.average_risk},
+            )
+        )
     uniques = float(cl.sizes[cl.sizes == 1].sum()) / n_kept if n_kept else 0.0
     if models.sample_uniqueness is not None:
-        out.append(ModelResult("sample uniqueness", uniques <= models.sample_uniqueness, uniques,
-                               {"threshold": models.sample_uniqueness}))  # fmt: skip
+        out.append(
+            ModelResult(
+                "sample uniqueness",
+                uniques <= models.sample_uniqueness,
+                uniques,
+                {"threshold": models.sample_uniqueness},
+            )
+        )
     if models.population_uniqueness is not None and sampling_fraction is not None:
         est = population_uniqueness(cl.sizes, sampling_fraction) if n_kept else None
         value = est.of(models.estimator) if est is not None else 0.0
@@ -266,8 +324,11 @@ def evaluate(
         detail: dict[str, Any] = {"estimator": models.estimator, "sampling_fraction": sampling_fraction}
         if est is not None and models.estimator == "dankar":
             detail["dankar_model"] = est.dankar_model
-        out.append(ModelResult("population uniqueness", holds, value,
-                               {"threshold": models.population_uniqueness}, detail))  # fmt: skip
+        out.append(
+            ModelResult(
+                "population uniqueness", holds, value, {"threshold": models.population_uniqueness}, detail
+            )
+        )
     return out
 
 

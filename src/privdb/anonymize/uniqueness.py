@@ -43,7 +43,9 @@ Vec = tuple[float, float]
 Equations = Callable[[float, float], tuple[Vec, tuple[float, float, float, float]]]
 
 
-def _newton(f: Equations, starts: list[Vec], valid: Callable[[float, float], bool] = lambda x, y: True) -> Vec:
+def _newton(
+    f: Equations, starts: list[Vec], valid: Callable[[float, float], bool] = lambda x, y: True
+) -> Vec:
     """A root of the two equations ``f`` (values and Jacobian) from the first start that converges."""
     for x, y in starts:
         for _ in range(_STEPS):
@@ -137,9 +139,20 @@ def _snb(sizes: np.ndarray, counts: np.ndarray, n: float, population: float) -> 
 
     def eq(a: float, b: float) -> tuple[Vec, tuple[float, float, float, float]]:
         h = 1e-7  # the Jacobian by central differences: Newton's method needs only a good slope
-        da = [x - y for x, y in zip(_snb_eqs(k, f, c1, c2, a + h, b), _snb_eqs(k, f, c1, c2, a - h, b), strict=True)]
-        db = [x - y for x, y in zip(_snb_eqs(k, f, c1, c2, a, b + h), _snb_eqs(k, f, c1, c2, a, b - h), strict=True)]
-        return _snb_eqs(k, f, c1, c2, a, b), (da[0] / (2 * h), db[0] / (2 * h), da[1] / (2 * h), db[1] / (2 * h))
+        da = [
+            x - y
+            for x, y in zip(_snb_eqs(k, f, c1, c2, a + h, b), _snb_eqs(k, f, c1, c2, a - h, b), strict=True)
+        ]
+        db = [
+            x - y
+            for x, y in zip(_snb_eqs(k, f, c1, c2, a, b + h), _snb_eqs(k, f, c1, c2, a, b - h), strict=True)
+        ]
+        return _snb_eqs(k, f, c1, c2, a, b), (
+            da[0] / (2 * h),
+            db[0] / (2 * h),
+            da[1] / (2 * h),
+            db[1] / (2 * h),
+        )
 
     a, b = _newton(eq, list(_GRID))
     with np.errstate(all="ignore"):
@@ -190,7 +203,7 @@ def check_fraction(fraction: float) -> float:
     bad = isinstance(fraction, bool) or not isinstance(fraction, (int, float, np.integer, np.floating))
     if bad or not 0 < fraction <= 1:
         raise InvalidParameter(
-            f"the sampling fraction is the share of the population in the table, in (0, 1] (got {fraction!r}): "
+            f"the sampling fraction is the table's share of its population, in (0, 1] (got {fraction!r}): "
             "e.g. 0.01 for a 1 % sample"
         )
     return float(fraction)
