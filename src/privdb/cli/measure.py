@@ -22,6 +22,7 @@ from privdb.cli.table_options import (
     hierarchy_frames,
     qi_columns,
 )
+from privdb.errors import InvalidParameter
 
 
 @app.command()
@@ -40,10 +41,57 @@ def check(
         Path | None, typer.Option(help="the original table, same rows: check every value is covered")
     ] = None,
     fix_labels: FixLabelsOption = False,
+    beta: Annotated[float | None, typer.Option(help="basic β-likeness of --sensitive")] = None,
+    enhanced_beta: Annotated[float | None, typer.Option(help="enhanced β-likeness of --sensitive")] = None,
+    delta_disclosure: Annotated[
+        float | None, typer.Option(help="δ-disclosure privacy of --sensitive (natural log)")
+    ] = None,
+    delta_presence: Annotated[
+        str | None, typer.Option(help="δ-presence 'δmin,δmax' against --population")
+    ] = None,
+    k_map: Annotated[
+        int | None, typer.Option(help="k-map: against --population, or estimated from --sampling-fraction")
+    ] = None,
+    k_map_estimator: Annotated[
+        str, typer.Option(help="k-map's estimate: poisson or zero-truncated-poisson")
+    ] = "poisson",
+    significance: Annotated[float, typer.Option(help="k-map estimate's significance level")] = 0.01,
+    average_risk: Annotated[
+        float | None, typer.Option(help="threshold of the average re-identification risk")
+    ] = None,
+    sample_uniqueness: Annotated[float | None, typer.Option(help="threshold of sample uniqueness")] = None,
+    population_uniqueness: Annotated[
+        float | None, typer.Option(help="threshold of estimated population uniqueness (--sampling-fraction)")
+    ] = None,
+    estimator: Annotated[
+        str, typer.Option(help="population uniqueness: dankar, pitman, zayatz or snb")
+    ] = "dankar",
+    population: Annotated[
+        Path | None, typer.Option(help="the population table (raw values) for δ-presence and k-map")
+    ] = None,
+    sampling_fraction: Annotated[
+        float | None, typer.Option(help="the table's share of its population, e.g. 0.01")
+    ] = None,
     output_format: TableOrJson = "table",
 ) -> None:
-    """Measure k, l and t (and re-identification risk) of any table."""
+    """Measure k, l and t (and re-identification risk) of any table; with model options, say whether
+    β-likeness, δ-disclosure, δ-presence, k-map and the risk thresholds hold, and the worst value."""
+    from privdb.anonymize.criteria import Models, evaluate
     from privdb.anonymize.report import read_table, table_report
+
+    models = Models(
+        beta=beta,
+        enhanced_beta=enhanced_beta,
+        delta_disclosure=delta_disclosure,
+        delta_presence=_pair(delta_presence) if delta_presence is not None else None,
+        k_map=k_map,
+        k_map_estimator=k_map_estimator,
+        significance=significance,
+        average_risk=average_risk,
+        sample_uniqueness=sample_uniqueness,
+        population_uniqueness=population_uniqueness,
+        estimator=estimator,
+    )
 
     columns = qi_columns(qi)
     with Steps(2) as steps:
@@ -60,6 +108,17 @@ def check(
             original=read_table(original)[0] if original is not None else None,
             hierarchies=loaded,
         )
+        if models.any:
+            people = read_table(population)[0] if population is not None else None
+            found = evaluate(
+                frame,
+                columns,
+                models,
+                sensitive=sensitive,
+                population=people,
+                sampling_fraction=sampling_fraction,
+            )
+            body["models"] = [r.to_dict() for r in found]
     if output_format == "json":
         sys.stdout.write(json.dumps(body, default=str) + "\n")
         return
@@ -82,6 +141,9 @@ def check(
     for name, value in rows:
         if value is not None:
             table.add_row(name, f"{value:.4g}" if isinstance(value, float) else str(value))
+    for m in body.get("models", []):
+        shown = "—" if m["value"] is None else f"{m['value']:.4g}"
+        table.add_row(m["model"], f"{'holds' if m['holds'] else 'fails'} (worst {shown})")
     console().print(table)
     if body.get("coverage") and not body["coverage"]["ok"]:
         console().print(f"[red]not covered[/red]: {body['coverage']['by_column']}")
@@ -106,21 +168,38 @@ def risk_command(
             "class's population count estimated as its size times N/n"
         ),
     ] = None,
+    sampling_fraction: Annotated[
+        float | None,
+        typer.Option(help="the table's share of its population: adds the population-uniqueness estimates"),
+    ] = None,
     output_format: TableOrJson = "table",
 ) -> None:
     """Re-identification risk of a table: prosecutor (max, average), journalist, marketer, sample uniques.
 
     Journalist and marketer risk need a population model: a population table (--population), a
     population size (--population-size, the sampling-fraction model), or neither (then they equal the
-    prosecutor risk: the table is its own population). The output names the model used.
+    prosecutor risk: the table is its own population). The output names the model used. With
+    --sampling-fraction (or --population-size: π = n/N) it adds the share of the population estimated
+    unique: Pitman, Zayatz, SNB and Dankar's rule, as ARX computes them.
     """
+    from privdb.anonymize._classes import group
     from privdb.anonymize.report import read_table
     from privdb.anonymize.risk import risk
+    from privdb.anonymize.uniqueness import population_uniqueness
 
+    if sampling_fraction is not None and population_size is not None:
+        raise InvalidParameter("give --sampling-fraction or --population-size, not both")
     columns = qi_columns(qi)
     frame, _ = read_table(source)
     people = read_table(population)[0] if population is not None else None
-    body = risk(frame, columns, people, population_size=population_size).to_dict()
+    classes = group(frame, columns)
+    body = risk(frame, columns, people, population_size=population_size, classes=classes).to_dict()
+    pi = sampling_fraction
+    if pi is None and population_size is not None:
+        pi = classes.n / population_size
+    estimates = population_uniqueness(classes.sizes, pi).to_dict() if pi is not None else None
+    if estimates is not None:
+        body["population_uniqueness"] = estimates
     if output_format == "json":
         sys.stdout.write(json.dumps(body) + "\n")
         return
@@ -128,8 +207,24 @@ def risk_command(
     table.add_column("measure")
     table.add_column("value", justify="right")
     for key, value in body.items():
+        if isinstance(value, dict):
+            continue
         shown = (
             f"{value:.4g}" if isinstance(value, float) else value if isinstance(value, str) else f"{value:,}"
         )
         table.add_row("population model" if key == "model" else key.replace("_", " "), shown)
+    for key, value in (estimates or {}).items():
+        if key not in ("sample_uniques", "sampling_fraction"):
+            shown = str(value) if isinstance(value, str) or value is None else f"{value:.4g}"
+            table.add_row(f"population uniques ({key.replace('_', ' ')})", shown)
     console().print(table)
+
+
+def _pair(text: str) -> tuple[float, float]:
+    """'lo,hi' as two numbers."""
+    parts = text.split(",")
+    try:
+        lo, hi = (float(x) for x in parts)
+    except ValueError:
+        raise InvalidParameter(f"--delta-presence is 'δmin,δmax', e.g. 0,0.5 (got {text!r})") from None
+    return lo, hi

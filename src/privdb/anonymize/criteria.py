@@ -1,0 +1,336 @@
+"""Further privacy models, checked on any table (ARX's set beyond k, l and t): each says whether it holds and
+the worst class's value.
+
+* β-likeness (Cao and Karras, PVLDB 2012): for each class E and sensitive value s in it, the relative gain
+  (q_E(s) − p(s)) / p(s) of its frequency q over the table's p is at most β (*basic*); *enhanced*: at most
+  min(β, −ln p(s)), so that rare values may not become likely. Reported: the largest gain.
+* δ-disclosure privacy (Brickell and Shmatikov, KDD 2008): |ln(q_E(s) / p(s))| < δ for each class and each
+  value s it holds (values absent from a class are not checked, as in ARX). ARX takes log₂ where the paper
+  takes ln: ARX's δ is this δ / ln 2. Reported: the largest |ln(q/p)|.
+* δ-presence (Nergiz, Atzori, Clifton, SIGMOD 2007): with a population table holding the research sample,
+  each class's δ_E = |sample ∩ E| / |population ∩ E| lies in [δmin, δmax]. Reported: the largest δ_E
+  (and the smallest). Population records are counted per released class with ``linkage.match`` (never
+  fewer than the class's own records); population records that no class covers have δ = 0 (the release
+  tells the attacker they are not in it), so with any such record only δmin = 0 holds, as in ARX.
+* k-map (Sweeney 2002; El Emam and Dankar 2008): each class matches at least k population records; counted
+  in a population table, or, given only the sampling fraction π, ARX's estimate: the smallest k' such that
+  a Poisson (or zero-truncated Poisson) count of mean π·k is at most k' − 1 with probability ≥ 1 − α (α the
+  significance level), capped at k and at the table's size; then every class must hold k' records.
+* Risk thresholds (ARX's risk-based criteria): average prosecutor re-identification risk (#classes / n) ≤ t;
+  sample uniqueness (share of records alone in their class) ≤ t; population uniqueness (the share of the
+  population estimated unique by ``uniqueness``'s estimator, Dankar's rule by default) ≤ t, which holds
+  with no sample unique, and fails when the estimator has no estimate.
+
+Suppressed records (``*`` in every quasi-identifier) form no class and are left out of every model here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import poisson
+
+from privdb.anonymize._classes import Classes, codes_of, group, histogram, require_columns, require_rows
+from privdb.anonymize.linkage import match
+from privdb.anonymize.uniqueness import ESTIMATORS, check_fraction, population_uniqueness
+from privdb.errors import InvalidParameter
+
+__all__ = ["KMAP_ESTIMATORS", "ModelResult", "Models", "derived_k", "evaluate", "likeness_gains"]
+
+KMAP_ESTIMATORS = ("poisson", "zero-truncated-poisson")
+
+
+@dataclass(frozen=True)
+class ModelResult:
+    """One model's verdict on a table: whether it holds and the worst class's (or the table's) value."""
+
+    model: str
+    holds: bool
+    value: float | None
+    parameters: dict[str, Any] = field(default_factory=dict)
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "holds": self.holds,
+            "value": self.value,
+            **self.parameters,
+            **self.detail,
+        }
+
+
+def _positive(name: str, value: float, example: str, top: float = math.inf) -> float:
+    bad = isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating))
+    if bad or not 0 < value <= top or not math.isfinite(float(value)):
+        rng = "a positive number" if top == math.inf else f"a number in (0, {top:g}]"
+        raise InvalidParameter(f"{name} must be {rng} (got {value!r}): e.g. {example}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Models:
+    """Which models to check and their parameters (None: not checked).
+
+    ``beta`` / ``enhanced_beta``: β-likeness; ``delta_disclosure``: δ; ``delta_presence``: (δmin, δmax);
+    ``k_map``: k (with ``k_map_estimator`` and ``significance`` when only π is known); ``average_risk``,
+    ``sample_uniqueness``, ``population_uniqueness``: thresholds in (0, 1] (the last with ``estimator``).
+    """
+
+    beta: float | None = None
+    enhanced_beta: float | None = None
+    delta_disclosure: float | None = None
+    delta_presence: tuple[float, float] | None = None
+    k_map: int | None = None
+    k_map_estimator: str = "poisson"
+    significance: float = 0.01
+    average_risk: float | None = None
+    sample_uniqueness: float | None = None
+    population_uniqueness: float | None = None
+    estimator: str = "dankar"
+
+    def __post_init__(self) -> None:
+        if self.beta is not None:
+            _positive("β", self.beta, "beta=1.0")
+        if self.enhanced_beta is not None:
+            _positive("β", self.enhanced_beta, "enhanced_beta=1.0")
+        if self.delta_disclosure is not None:
+            _positive("δ", self.delta_disclosure, "delta_disclosure=1.5")
+        if self.delta_presence is not None:
+            lo, hi = self.delta_presence
+            ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (lo, hi))
+            if not ok or not 0 <= lo <= hi <= 1:
+                raise InvalidParameter(
+                    f"δ-presence needs 0 ≤ δmin ≤ δmax ≤ 1 (got {self.delta_presence!r}): e.g. (0.0, 0.5)"
+                )
+        if self.k_map is not None and (
+            isinstance(self.k_map, bool) or not isinstance(self.k_map, (int, np.integer)) or self.k_map < 1
+        ):
+            raise InvalidParameter(f"k of k-map must be a whole number of at least 1 (got {self.k_map!r})")
+        if self.k_map_estimator not in KMAP_ESTIMATORS:
+            raise InvalidParameter(
+                f"unknown k-map estimator '{self.k_map_estimator}': use {' or '.join(KMAP_ESTIMATORS)}"
+            )
+        if not 0 <= self.significance <= 1:
+            raise InvalidParameter(f"the significance level lies in 0..1 (got {self.significance!r})")
+        for name in ("average_risk", "sample_uniqueness", "population_uniqueness"):
+            value = getattr(self, name)
+            if value is not None:
+                _positive(f"the {name.replace('_', ' ')} threshold", value, f"{name}=0.05", top=1.0)
+        if self.estimator not in ESTIMATORS:
+            raise InvalidParameter(
+                f"unknown estimator '{self.estimator}': use one of {', '.join(ESTIMATORS)}"
+            )
+
+    @property
+    def needs_sensitive(self) -> bool:
+        return any(x is not None for x in (self.beta, self.enhanced_beta, self.delta_disclosure))
+
+    @property
+    def any(self) -> bool:
+        return self.needs_sensitive or any(
+            x is not None
+            for x in (
+                self.delta_presence,
+                self.k_map,
+                self.average_risk,
+                self.sample_uniqueness,
+                self.population_uniqueness,
+            )
+        )
+
+
+def derived_k(k: int, sampling_fraction: float, significance: float, estimator: str, n: int) -> int:
+    """ARX's k-anonymity equivalent of k-map when only π is known (see the module docstring)."""
+    lam = sampling_fraction * k
+    if estimator == "poisson":
+        counter, value = 0, 0.0
+        while value < 1 - significance:
+            value = float(poisson.cdf(counter, lam))
+            counter += 1
+            if counter >= k:
+                break
+        out = counter + 1
+    else:
+        nonzero = 1 - float(poisson.pmf(0, lam))
+        counter, value = 1, 0.0
+        while value < 1 - significance:
+            value += float(poisson.pmf(counter, lam)) / nonzero
+            counter += 1
+            if counter >= k:
+                break
+        out = counter
+    return min(k, out, n)
+
+
+def likeness_gains(
+    cls: np.ndarray, val: np.ndarray, cnt: np.ndarray, sizes: np.ndarray, prior: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per (class, value) pair present: the relative gain (q − p)/p and |ln(q/p)|."""
+    q = cnt / sizes[cls]
+    p = prior[val]
+    return (q - p) / p, np.abs(np.log(q / p))
+
+
+def _population_counts(
+    table: pd.DataFrame, qi: Sequence[str], population: pd.DataFrame, cl: Classes
+) -> tuple[Any, int]:
+    """Population records each class covers (at least its own), and those no class covers."""
+    require_columns(population, qi, "population table")
+    require_rows(population, "population table")
+    m = match(table, population, qi, classes=cl)
+    covered = np.zeros(len(m.tuple_count), dtype=bool)
+    covered[m.pair_tuple] = True
+    uncovered = int(m.tuple_count[~covered].sum())
+    return np.maximum(m.public_per_class.astype(np.float64), cl.sizes), uncovered
+
+
+def evaluate(
+    table: pd.DataFrame,
+    qi: Sequence[str],
+    models: Models,
+    *,
+    sensitive: str | None = None,
+    population: pd.DataFrame | None = None,
+    sampling_fraction: float | None = None,
+    classes: Classes | None = None,
+) -> list[ModelResult]:
+    """Check each model of ``models`` on ``table``; refuse a model whose inputs are missing."""
+    if models.needs_sensitive and sensitive is None:
+        raise InvalidParameter("β-likeness and δ-disclosure privacy need sensitive='<column>'")
+    if models.delta_presence is not None and population is None:
+        raise InvalidParameter("δ-presence needs the population table the research sample was drawn from")
+    if models.k_map is not None and population is None and sampling_fraction is None:
+        raise InvalidParameter(
+            "k-map needs a population table, or the sampling fraction to estimate the population counts"
+        )
+    if models.population_uniqueness is not None and sampling_fraction is None:
+        raise InvalidParameter(
+            "population uniqueness needs the sampling fraction (the table's share of the population), "
+            "e.g. 0.01"
+        )
+    if sampling_fraction is not None:
+        check_fraction(sampling_fraction)
+    cl = classes if classes is not None else group(table, qi)
+    out: list[ModelResult] = []
+    if models.needs_sensitive and sensitive is not None:
+        require_columns(table, [sensitive])
+        if sensitive in qi:
+            raise InvalidParameter(f"'{sensitive}' is both sensitive and a quasi-identifier: choose one role")
+        codes, uniq = codes_of(table[sensitive])
+        prior = np.bincount(codes, minlength=len(uniq)) / len(codes)  # the whole table, as ARX
+        pairs = histogram(cl.ids, codes, cl.n_classes, len(uniq))
+        gain, log_ratio = likeness_gains(pairs.cls, pairs.val, pairs.cnt, cl.sizes.astype(np.float64), prior)
+        worst_gain = float(gain.max()) if len(gain) else 0.0
+        if models.beta is not None:
+            out.append(
+                ModelResult(
+                    "basic β-likeness", bool((gain <= models.beta).all()), worst_gain, {"beta": models.beta}
+                )
+            )
+        if models.enhanced_beta is not None:
+            bound = np.minimum(models.enhanced_beta, -np.log(prior[pairs.val]))
+            out.append(
+                ModelResult(
+                    "enhanced β-likeness",
+                    bool((gain <= bound).all()),
+                    worst_gain,
+                    {"beta": models.enhanced_beta},
+                )
+            )
+        if models.delta_disclosure is not None:
+            worst = float(log_ratio.max()) if len(log_ratio) else 0.0
+            out.append(
+                ModelResult(
+                    "δ-disclosure privacy",
+                    bool((log_ratio < models.delta_disclosure).all()),
+                    worst,
+                    {"delta": models.delta_disclosure},
+                )
+            )
+    counts, uncovered = _population_counts(table, qi, population, cl) if population is not None else (None, 0)
+    if models.delta_presence is not None and counts is not None:
+        lo, hi = models.delta_presence
+        delta = cl.sizes / counts
+        # a population record no class covers is in the sample with probability 0 for the attacker
+        dmin = 0.0 if uncovered or not len(delta) else float(delta.min())
+        dmax = float(delta.max()) if len(delta) else 0.0
+        out.append(
+            ModelResult(
+                "δ-presence",
+                bool(lo <= dmin and dmax <= hi),
+                dmax,
+                {"delta_min": lo, "delta_max": hi},
+                {"achieved_min": dmin, "population_uncovered": uncovered},
+            )
+        )
+    if models.k_map is not None:
+        if counts is not None:
+            smallest = float(counts.min()) if len(counts) else math.inf
+            out.append(
+                ModelResult(
+                    "k-map",
+                    smallest >= models.k_map,
+                    _finite(smallest),
+                    {"k": models.k_map},
+                    {"population_model": "population table"},
+                )
+            )
+        elif sampling_fraction is not None:
+            k2 = derived_k(models.k_map, sampling_fraction, models.significance, models.k_map_estimator, cl.n)
+            out.append(
+                ModelResult(
+                    "k-map",
+                    cl.k >= k2 if cl.n_classes else True,
+                    float(cl.k),
+                    {"k": models.k_map},
+                    {
+                        "population_model": f"sampling fraction ({models.k_map_estimator})",
+                        "derived_k": k2,
+                        "significance": models.significance,
+                    },
+                )
+            )
+    n_kept = int(cl.sizes.sum())
+    if models.average_risk is not None:
+        avg = cl.n_classes / n_kept if n_kept else 0.0
+        out.append(
+            ModelResult(
+                "average re-identification risk",
+                avg <= models.average_risk,
+                avg,
+                {"threshold": models.average_risk},
+            )
+        )
+    uniques = float(cl.sizes[cl.sizes == 1].sum()) / n_kept if n_kept else 0.0
+    if models.sample_uniqueness is not None:
+        out.append(
+            ModelResult(
+                "sample uniqueness",
+                uniques <= models.sample_uniqueness,
+                uniques,
+                {"threshold": models.sample_uniqueness},
+            )
+        )
+    if models.population_uniqueness is not None and sampling_fraction is not None:
+        est = population_uniqueness(cl.sizes, sampling_fraction) if n_kept else None
+        value = est.of(models.estimator) if est is not None else 0.0
+        holds = uniques == 0 or (value is not None and 0 < value <= models.population_uniqueness)
+        detail: dict[str, Any] = {"estimator": models.estimator, "sampling_fraction": sampling_fraction}
+        if est is not None and models.estimator == "dankar":
+            detail["dankar_model"] = est.dankar_model
+        out.append(
+            ModelResult(
+                "population uniqueness", holds, value, {"threshold": models.population_uniqueness}, detail
+            )
+        )
+    return out
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
