@@ -132,11 +132,12 @@ def anonymize(
     written = [*columns, *([sensitive] if sensitive else []), *kept]
     full = search is not None or weights is not None or local_recoding > 0
     algorithm = algorithm or ("lattice" if full else "mondrian")
-    if algorithm != "lattice" and (full or metric is not None):
+    if algorithm != "lattice" and full:
         raise InvalidParameter(
-            "--metric, --search, --weights and --local-recoding tune the full-domain search: "
-            "leave out --algorithm mondrian"
+            "--search, --weights and --local-recoding tune the full-domain search: leave out --algorithm mondrian"
         )
+    if metric is not None and algorithm != "lattice":
+        raise InvalidParameter("--metric chooses the lattice search's optimum: add --algorithm lattice")
     weight_map = {c: _number(v, "--weights") for c, v in _pairs(weights, "--weights").items()}
     aggregates = _pairs(microaggregate, "--microaggregate")
     check_output(report, (".json",), "--report")
