@@ -134,7 +134,8 @@ def anonymize(
     algorithm = algorithm or ("lattice" if full else "mondrian")
     if algorithm != "lattice" and full:
         raise InvalidParameter(
-            "--search, --weights and --local-recoding tune the full-domain search: leave out --algorithm mondrian"
+            "--search, --weights and --local-recoding tune the full-domain search: "
+            "leave out --algorithm mondrian"
         )
     if metric is not None and algorithm != "lattice":
         raise InvalidParameter("--metric chooses the lattice search's optimum: add --algorithm lattice")
