@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from privdb.anonymize.full_domain import Search, full_domain
 from privdb.anonymize.hierarchy import (
     DateHierarchy,
     FlatHierarchy,
@@ -23,7 +25,9 @@ from privdb.anonymize.hierarchy import (
     MaskHierarchy,
     TaxonomyHierarchy,
 )
-from privdb.anonymize.lattice import METRICS, Lattice
+from privdb.anonymize.lattice import METRICS
+from privdb.anonymize.microaggregate import aggregate
+from privdb.anonymize.microaggregate import checked as checked_aggregates
 from privdb.anonymize.mondrian import partition
 from privdb.anonymize.mondrian_codes import encode
 from privdb.anonymize.mondrian_labels import generalize
@@ -39,6 +43,7 @@ __all__ = [
     "Hierarchy",
     "IntervalHierarchy",
     "MaskHierarchy",
+    "Search",
     "SensitiveCondition",
     "TaxonomyHierarchy",
     "anonymize",
@@ -96,6 +101,10 @@ def anonymize(
     metric: str = "loss",
     strict: bool = True,
     categorical: str = "auto",
+    search: Search | str = "auto",
+    weights: Mapping[str, float] | None = None,
+    local_recoding: int = 0,
+    microaggregate: Mapping[str, str] | None = None,
 ) -> Anonymized:
     """Anonymise ``df`` on the quasi-identifiers ``qi``.
 
@@ -107,16 +116,29 @@ def anonymize(
     (intervals, mask, date, flat), or is a directory of ``<column>.csv`` files; the rest are automatic. A
     file's ``lo-hi`` labels must hold the numbers under them; ``fix_labels`` renames those that do not.
     ``l`` (with ``diversity`` distinct/entropy/recursive and ``c``) and ``t`` need ``sensitive``.
+
+    Full-domain only: ``search`` (a ``Search`` or its method: auto, optimal, lightning, genetic; auto is
+    optimal up to ``lattice.MAX_NODES`` nodes, Lightning beyond), ``weights`` (column → weight in the loss),
+    ``local_recoding`` (rounds re-anonymising the suppressed records). Any algorithm: ``microaggregate``
+    (quasi-identifier → mean, median or mode) publishes those columns as their class's value.
     """
     started = time.perf_counter()
     qi = list(qi) if not isinstance(qi, str) else qi
     _check(df, qi, k, sensitive, algorithm, l is not None or t is not None)
     if algorithm == "lattice" and metric not in METRICS:
         raise InvalidParameter(f"unknown metric '{metric}': use one of {', '.join(METRICS)}")
+    plan = Search(search) if isinstance(search, str) else search
+    if algorithm != "lattice" and (plan.method != "auto" or weights or local_recoding):
+        raise InvalidParameter(
+            "search, weights and local_recoding tune the full-domain search: algorithm='lattice'"
+        )
+    aggregated = checked_aggregates(df, qi, microaggregate)
+    searched = [c for c in qi if c not in aggregated] if algorithm == "lattice" else qi
     if isinstance(hierarchies, str):
-        hierarchies = load_hierarchies(hierarchies, qi, fix_labels=fix_labels)
+        hierarchies = load_hierarchies(hierarchies, searched, fix_labels=fix_labels)
     if algorithm == "lattice":
-        hier = resolve(df, qi, hierarchies, fallback=hierarchy_fallback)
+        given = {c: h for c, h in (hierarchies or {}).items() if c not in aggregated}
+        hier = resolve(df, searched, given, fallback=hierarchy_fallback)
     else:  # Mondrian needs only the hierarchies it was given (numbers and the rest need none)
         hier = resolve(
             df, [c for c in qi if c in (hierarchies or {})], hierarchies, fallback=hierarchy_fallback
@@ -130,7 +152,7 @@ def anonymize(
                 f"the whole table does not satisfy the l/t condition on '{sensitive}', so no release can: "
                 "lower l or raise t"
             )
-    params = {"k": k, "l": l, "t": t, "sensitive": sensitive, "algorithm": algorithm}
+    params: dict[str, Any] = {"k": k, "l": l, "t": t, "sensitive": sensitive, "algorithm": algorithm}
     if algorithm == "mondrian":
         dims = [encode(df[name], hier.get(name), categorical) for name in qi]
         ids, sizes = partition(dims, k, strict=strict, condition=condition)
@@ -141,12 +163,11 @@ def anonymize(
         n_parts = len(sizes)
         params.update(strict=strict, categorical=categorical)
     else:
-        lat = Lattice(
-            df, qi, hier, k, condition=condition, suppression_limit=suppression_limit, metric=metric
-        )
-        best = lat.search()
-        cols, suppressed = lat.release(best)
-        ncp = best.value if metric == "loss" else _loss(lat, best)
+        done = full_domain(
+            df, searched, hier, k, condition=condition, suppression_limit=suppression_limit, metric=metric,
+            search=plan, weights=weights, local_recoding=local_recoding,
+        )  # fmt: skip
+        cols, suppressed, ncp = done.columns, done.suppressed, done.loss
         reason = (
             "class smaller than k"
             + (" or failing the l/t condition" if condition else "")
@@ -154,9 +175,17 @@ def anonymize(
             if suppressed.any()
             else None
         )
-        node = dict(zip(qi, best.levels, strict=True))
+        node = done.node
         n_parts = 0
-        params.update(suppression_limit=suppression_limit, metric=metric, evaluations=lat.evaluations)
+        params.update(suppression_limit=suppression_limit, metric=metric, **done.params)
+        if done.note:
+            params.update(note=done.note)
+    if aggregated:
+        ids_cls = class_ids(cols, suppressed)
+        made = dict(zip(searched, cols, strict=True))
+        made |= {c: aggregate(df[c], ids_cls, how) for c, how in aggregated.items()}
+        cols = [made[c] for c in qi]
+        params.update(microaggregate=aggregated)
     ids_cls = class_ids(cols, suppressed)
     n_parts = n_parts or (int(ids_cls.max()) + 1 if len(ids_cls) else 0)
     table = build_release(df, qi, cols, suppressed)
@@ -174,13 +203,3 @@ def anonymize(
         node=node,
         params=params,
     )
-
-
-def _loss(lat: Lattice, node: object) -> float:
-    """ARX's loss of a lattice node (used as NCP whatever metric chose the node)."""
-    saved = lat.metric
-    lat.metric = "loss"
-    try:
-        return lat.evaluate(node.levels)[0].value  # type: ignore[attr-defined]
-    finally:
-        lat.metric = saved

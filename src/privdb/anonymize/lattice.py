@@ -39,7 +39,7 @@ from privdb.anonymize.release import GeneralizedColumn
 from privdb.anonymize.sensitive_condition import SensitiveCondition
 from privdb.errors import InvalidParameter
 
-__all__ = ["METRICS", "Lattice", "NodeResult", "search"]
+__all__ = ["MAX_NODES", "METRICS", "Lattice", "NodeResult", "search", "weight_scale"]
 
 METRICS = ("loss", "discernibility", "aecs")
 MAX_NODES = 2_000_000
@@ -56,6 +56,16 @@ class NodeResult:
     bound: float
     n_suppressed: int
     suppressed_tuples: NDArray[np.bool_]
+
+
+def weight_scale(weights: Sequence[float] | None, d: int) -> NDArray[np.float64]:
+    """Per-QI factors of the loss: the weights scaled to mean 1 (ARX's weighted loss is Σ wⱼ·lossⱼ / Σ wⱼ)."""
+    if weights is None:
+        return np.ones(d)
+    w = np.asarray(weights, dtype=np.float64)
+    if len(w) != d or not np.isfinite(w).all() or (w < 0).any() or w.sum() <= 0:
+        raise InvalidParameter("weights are one finite number >= 0 per quasi-identifier, not all 0")
+    return np.asarray(w * d / w.sum(), dtype=np.float64)
 
 
 class _Qi:
@@ -94,6 +104,8 @@ class Lattice:
         condition: SensitiveCondition | None = None,
         suppression_limit: float = 0.05,
         metric: str = "loss",
+        weights: Sequence[float] | None = None,
+        enumerate_nodes: bool = True,
     ) -> None:
         if metric not in METRICS:
             raise InvalidParameter(f"unknown metric '{metric}': use one of {', '.join(METRICS)}")
@@ -109,12 +121,14 @@ class Lattice:
         self.condition = condition
         self.max_suppressed = int(np.floor(suppression_limit * self.n + 1e-9))
         self.heights = np.array([q.height for q in self.qis], dtype=np.int64)
-        n_nodes = int(np.prod(self.heights + 1))
-        if n_nodes > MAX_NODES:
+        self.size = int(np.prod((self.heights + 1).astype(object)))
+        if enumerate_nodes and self.size > MAX_NODES:
             raise InvalidParameter(
-                f"the lattice has {n_nodes} nodes (more than {MAX_NODES}): use fewer levels or "
-                "quasi-identifiers, or algorithm='mondrian'"
+                f"the lattice has {self.size} nodes (more than {MAX_NODES}): use search='lightning' or "
+                "'genetic' (CLI: --search), fewer levels or quasi-identifiers, or algorithm='mondrian'"
             )
+        # loss weight per quasi-identifier, normalised to mean 1 (all 1: ARX's unweighted loss)
+        self.scale = weight_scale(weights, len(self.qis))
         # distinct raw tuples, counted once
         key = np.zeros(self.n, dtype=np.int64)
         for q in self.qis:
@@ -127,18 +141,26 @@ class Lattice:
         self._tuple_rep = np.repeat(np.arange(len(self.weight)), self.weight)
         # a-priori loss bound: per QI and level, the summed cost over all records
         self.level_cost = [
-            np.array([float((q.cost[lv][q.groups[lv][t]] * self.weight).sum()) for lv in range(q.height + 1)])
-            for q, t in zip(self.qis, self.tup, strict=True)
+            f
+            * np.array(
+                [float((q.cost[lv][q.groups[lv][t]] * self.weight).sum()) for lv in range(q.height + 1)]
+            )
+            for q, t, f in zip(self.qis, self.tup, self.scale, strict=True)
         ]
-        grids = np.meshgrid(*[np.arange(h + 1) for h in self.heights], indexing="ij")
-        self.nodes = np.stack([g.ravel() for g in grids], axis=1).astype(np.int64)
-        self.strides = np.cumprod(np.append(self.heights[1:] + 1, 1)[::-1])[::-1].astype(np.int64)
         self.evaluations = 0
         self._cache: dict[int, NodeResult] = {}
         self._kfail: dict[int, bool] = {}
         self._tg = [
             [q.groups[lv][t] for lv in range(q.height + 1)] for q, t in zip(self.qis, self.tup, strict=True)
         ]
+        if enumerate_nodes:
+            self._enumerate()
+
+    def _enumerate(self) -> None:
+        """Every node, its a-priori loss bound and the masks of down-sets (for the optimal search)."""
+        grids = np.meshgrid(*[np.arange(h + 1) for h in self.heights], indexing="ij")
+        self.nodes = np.stack([g.ravel() for g in grids], axis=1).astype(np.int64)
+        self.strides = np.cumprod(np.append(self.heights[1:] + 1, 1)[::-1])[::-1].astype(np.int64)
         self._bound_loss = self._loss_bound()
         # _le[j][v]: nodes whose level j is <= v; a down-set is the AND over the quasi-identifiers
         self._le = [[self.nodes[:, j] <= v for v in range(h + 1)] for j, h in enumerate(self.heights)]
@@ -147,6 +169,11 @@ class Lattice:
         total = np.zeros(len(self.nodes))
         for j, lc in enumerate(self.level_cost):
             total += lc[self.nodes[:, j]]
+        return total / (self.n * len(self.qis))
+
+    def loss_bound(self, levels: Sequence[int]) -> float:
+        """The loss of ``levels`` without suppression: a lower bound on it and on every node above it."""
+        total = sum(float(lc[int(lv)]) for lc, lv in zip(self.level_cost, levels, strict=True))
         return total / (self.n * len(self.qis))
 
     def classes(self, levels: Sequence[int]) -> tuple[IntArray, IntArray]:
@@ -180,10 +207,10 @@ class Lattice:
         kept = sizes[~fail_cls]
         d = len(self.qis)
         if self.metric == "loss":
-            bound = float(self._bound_loss[int((np.asarray(levels) * self.strides).sum())])
+            bound = self.loss_bound(levels)
             extra = np.zeros(int(supp.sum()))
-            for q, tg, lv in zip(self.qis, self._tg, levels, strict=True):
-                extra += 1.0 - q.cost[lv][tg[lv][supp]]
+            for q, tg, lv, f in zip(self.qis, self._tg, levels, self.scale, strict=True):
+                extra += f * (1.0 - q.cost[lv][tg[lv][supp]])
             value = bound + float((extra * self.weight[supp]).sum()) / (self.n * d)
         elif self.metric == "discernibility":
             bound = float((sizes.astype(np.float64) ** 2).sum())

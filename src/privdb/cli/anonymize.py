@@ -26,6 +26,7 @@ from privdb.cli.table_options import (
 from privdb.errors import InvalidParameter
 
 Metric = Literal["loss", "discernibility", "aecs"]
+SearchName = Literal["optimal", "lightning", "genetic"]
 
 
 @app.command()
@@ -43,8 +44,36 @@ def anonymize(
     diversity: Annotated[str, typer.Option(help="distinct, entropy or recursive (with --c)")] = "distinct",
     c: Annotated[float | None, typer.Option("--c", help="c of recursive (c, l)-diversity")] = None,
     algorithm: Annotated[
-        Literal["mondrian", "lattice"], typer.Option(help="Mondrian, or lattice (optimal full-domain)")
-    ] = "mondrian",
+        Literal["mondrian", "lattice"] | None,
+        typer.Option(
+            help="Mondrian (the default), or lattice (full-domain; implied by --search and the options below)"
+        ),
+    ] = None,
+    search: Annotated[
+        SearchName | None,
+        typer.Option(
+            help="the full-domain search: optimal (up to 2,000,000 nodes), lightning or genetic (heuristic, "
+            "within --time-limit); default: optimal, or lightning when the lattice is larger"
+        ),
+    ] = None,
+    time_limit: Annotated[float, typer.Option(help="seconds a lightning or genetic search may take")] = 10.0,
+    max_evaluations: Annotated[
+        int | None, typer.Option(help="stop a heuristic search after this many nodes (reproducible runs)")
+    ] = None,
+    search_seed: Annotated[int, typer.Option(help="seed of the genetic search (same seed, same node)")] = 0,
+    weights: Annotated[
+        str | None, typer.Option(help="weights of columns in the loss, e.g. age=2,sex=0.5 (others 1)")
+    ] = None,
+    local_recoding: Annotated[
+        int,
+        typer.Option(help="rounds re-anonymising the suppressed records on their own (ARX's local recoding)"),
+    ] = 0,
+    microaggregate: Annotated[
+        str | None,
+        typer.Option(
+            help="publish quasi-identifiers as their class's mean, median or mode: age=mean,education=mode"
+        ),
+    ] = None,
     hierarchies: HierarchiesOption = None,
     hierarchy_fallback: Annotated[
         bool, typer.Option(help="give values a hierarchy misses their own branch instead of failing")
@@ -86,6 +115,7 @@ def anonymize(
 
     The file holds only the quasi-identifiers, the sensitive column and the --keep columns, its rows
     shuffled."""
+    from privdb.anonymize import Search
     from privdb.anonymize import anonymize as run
     from privdb.anonymize.release import publishable
     from privdb.anonymize.report import (
@@ -100,8 +130,17 @@ def anonymize(
     columns = qi_columns(qi)
     kept = qi_columns(keep, "--keep") if keep is not None else []
     written = [*columns, *([sensitive] if sensitive else []), *kept]
+    full = search is not None or weights is not None or local_recoding > 0
+    algorithm = algorithm or ("lattice" if full else "mondrian")
+    if algorithm != "lattice" and full:
+        raise InvalidParameter(
+            "--search, --weights and --local-recoding tune the full-domain search: "
+            "leave out --algorithm mondrian"
+        )
     if metric is not None and algorithm != "lattice":
         raise InvalidParameter("--metric chooses the lattice search's optimum: add --algorithm lattice")
+    weight_map = {c: _number(v, "--weights") for c, v in _pairs(weights, "--weights").items()}
+    aggregates = _pairs(microaggregate, "--microaggregate")
     check_output(report, (".json",), "--report")
     check_output(report_html, (".html", ".htm"), "--report-html")
     check_output(report_png, (".png",), "--report-png")
@@ -129,7 +168,13 @@ def anonymize(
             hierarchy_fallback=hierarchy_fallback,
             suppression_limit=suppression_limit,
             metric=metric or "loss",
+            search=Search(search or "auto", time_limit, max_evaluations, search_seed),
+            weights=weight_map or None,
+            local_recoding=local_recoding,
+            microaggregate=aggregates or None,
         )
+        if result.params.get("note"):
+            console().print(result.params["note"])
         seconds = time.perf_counter() - started
         parameters: dict[str, Any] = {
             "k": k, "l": l_div, "t": t, "sensitive": sensitive, "diversity": diversity, "c": c,
@@ -142,9 +187,12 @@ def anonymize(
         if result.node is not None:
             parameters["metric"] = metric or "loss"
             parameters["lattice_node"] = result.node
+            parameters |= {key: result.params[key] for key in _SEARCH_KEYS if key in result.params}
+        if aggregates:
+            parameters["microaggregate"] = aggregates
         steps.next("measuring the release")
         body = release_report(
-            frame,
+            _as_aggregated(frame, result.table, aggregates),
             result.table,
             columns,
             sensitive=sensitive,
@@ -172,6 +220,47 @@ def anonymize(
         + f"; prosecutor risk max {risk['prosecutor_max']:.3g}, avg {risk['prosecutor_avg']:.3g}"
         + f"; {seconds:.2f} s"
     )
+
+
+_SEARCH_KEYS = (
+    "search", "nodes", "evaluations", "time_limit", "complete", "seed", "weights", "weighted_loss",
+    "local_recoding",
+)  # fmt: skip
+
+
+def _pairs(text: str | None, option: str) -> dict[str, str]:
+    """``a=x,b=y`` as a dict, each column once."""
+    out: dict[str, str] = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        name, eq, value = part.partition("=")
+        if not eq or not name.strip() or not value.strip():
+            raise InvalidParameter(
+                f"{option} takes COLUMN=VALUE pairs separated by commas, got {part.strip()!r}"
+            )
+        if name.strip() in out:
+            raise InvalidParameter(f"{option} names {name.strip()!r} twice: give each column once")
+        out[name.strip()] = value.strip()
+    return out
+
+
+def _number(text: str, option: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise InvalidParameter(f"{option} takes numbers, e.g. age=2, got {text!r}") from None
+
+
+def _as_aggregated(frame: Any, released: Any, aggregates: dict[str, str]) -> Any:
+    """The original with its microaggregated columns as released: the report measures generalisation,
+    and a class mean is no generalisation of its records (its coverage and loss are not measured)."""
+    if not aggregates:
+        return frame
+    out = frame.copy()
+    for c in aggregates:
+        out[c] = released[c]
+    return out
 
 
 def _database_table(db: Path, table: str, written: list[str]) -> tuple[Any, str]:
