@@ -197,3 +197,15 @@ def test_bounds_in_a_where_clause_are_refused(tmp_path: Path) -> None:
             "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1) COUNT(*) AS n FROM t "
             "WHERE f(x, contribution_bounds_per_group => (0, 1))"
         )
+
+
+def test_a_count_is_a_whole_number_as_bigquerys_int64(db: Database) -> None:
+    """COUNT per privacy unit is a noisy sum of each unit's clamped count, released rounded (BigQuery's
+    COUNT is an INT64); SUM and AVG stay real."""
+    text = HEAD.format(more="") + (
+        "item, COUNT(*, contribution_bounds_per_group => (0, 1)) AS n, "
+        "AVG(quantity, contribution_bounds_per_group => (0, 100)) AS a FROM professors GROUP BY item"
+    )
+    result = engine.run(db, "a", text)
+    assert result.rows and all(type(row[1]) is int for row in result.rows)
+    assert not all(type(row[2]) is int for row in result.rows)

@@ -91,3 +91,21 @@ def test_cli_prints_whole_counts(tmp_path: Path) -> None:
         else:
             row = next(line for line in result.stdout.splitlines() if line.startswith("│"))
             assert "." not in row, result.stdout  # "│ 1604 │ [1587, 1621] │", not "│ 1603.73 │ …"
+
+
+def test_an_integer_cast_is_a_whole_number(tmp_path: Path) -> None:
+    """CAST(… AS INTEGER | BIGINT) over noisy aggregates is sent as an int, its interval's ends whole; a
+    formula without the cast keeps its fractional value."""
+    db = people_visits(tmp_path / "db")
+    try:
+        res = engine.run(
+            db, "alice", "DP-SELECT 1 kind, CAST(SUM(cost) AS BIGINT) AS s, SUM(cost) / 3 AS t FROM visits "
+            "GROUP BY kind",
+        )  # fmt: skip
+        assert res.rows and all(_whole(row[1]) for row in res.rows)
+        assert not all(_whole(row[2]) for row in res.rows)
+        entry = next(e for e in res.accuracy if e["column"].lower() == "s")
+        for lo, hi in entry["ci95_rows"]:
+            assert float(lo).is_integer() and float(hi).is_integer()
+    finally:
+        db.close()

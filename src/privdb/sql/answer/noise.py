@@ -273,7 +273,10 @@ def answer(
         _integers(cells) if _integer_valued(agg) else cells
         for agg, cells in zip(plan.aggregates, (_cells(values) for values, _ in per_agg), strict=True)
     ]
-    formula_cells = [_cells(r.values) for r in formula_results]
+    formula_cells = [
+        _integers(_cells(r.values)) if f.integer else _cells(r.values)
+        for f, r in zip(resolved.formulas, formula_results, strict=True)
+    ]
 
     def cell(role: str, i: int, r: int) -> Any:
         if role == "key":

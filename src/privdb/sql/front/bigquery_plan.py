@@ -243,8 +243,12 @@ def _per_unit(select: exp.Select, items: list[Item], meta: TableMeta, table: exp
         name = node.alias or f"{type(agg).__name__.lower()}_{n + 1}"
         inner_items.append(exp.alias_(agg.copy(), name))
         value = _clamp(exp.column(name), bounds, _range(agg, meta, True), agg.sql(dialect="duckdb"))
-        combine = exp.Avg if isinstance(agg, exp.Avg) else exp.Sum
-        outer_items.append(exp.alias_(combine(this=value), name))
+        combined: exp.Expression = exp.Avg(this=value) if isinstance(agg, exp.Avg) else exp.Sum(this=value)
+        if isinstance(
+            agg, exp.Count
+        ):  # a count, as BigQuery's INT64: the noisy sum rounded (post-processing)
+            combined = exp.Cast(this=combined, to=exp.DataType.build("BIGINT"))
+        outer_items.append(exp.alias_(combined, name))
     inner = exp.select(*inner_items).from_(table.copy())
     if (where := select.args.get("where")) is not None:
         inner.set("where", where.copy())

@@ -99,6 +99,9 @@ class Formula:
     leaves: tuple[int, ...]
     text: str
     _run: Run = field(repr=False, compare=False)
+    integer: bool = (
+        False  # CAST(… AS INTEGER | BIGINT) at the top: its values are whole numbers, sent as ints
+    )
 
     def evaluate(self, leaves: Sequence[Values], n: int) -> Values:
         """The result for the n groups, read from ``leaves`` (indexed by leaf index)."""
@@ -349,7 +352,13 @@ def compile_formula(node: exp.Expression, leaf: Leaf, where: str, kind_of: LeafK
     ``kind_of`` gives, "any" without it) into a Formula; UnsupportedQuery naming the offending part if it
     uses anything else or mixes types."""
     c = _Compiler(leaf, where, kind_of).compile(node)
-    return Formula(_KINDS.get(c.kind, "other"), tuple(sorted(c.leaves)), node.sql(dialect="duckdb"), c.run)
+    top = node.unalias()
+    while isinstance(top, exp.Paren):
+        top = top.this
+    integer = isinstance(top, exp.Cast) and CASTS.get(top.to.this) is not None
+    return Formula(
+        _KINDS.get(c.kind, "other"), tuple(sorted(c.leaves)), node.sql(dialect="duckdb"), c.run, integer
+    )
 
 
 def compile_predicate(
