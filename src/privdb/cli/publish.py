@@ -115,8 +115,6 @@ def read_input(database: Database, source: str, table: str | None) -> tuple[pd.D
     return frame, name
 
 
-@publish_app.command("safepub")
-@friendly
 def node_levels(text: str | None) -> tuple[int, ...] | None:
     """``--node 1,2,0``: the levels as whole numbers (their range is checked against the hierarchies)."""
     if text is None:
@@ -129,6 +127,8 @@ def node_levels(text: str | None) -> tuple[int, ...] | None:
         ) from None
 
 
+@publish_app.command("safepub")
+@friendly
 @served_hint
 def safepub_command(
     source: Annotated[str, typer.Argument(help="a table of --db, or a CSV/Parquet file", show_default=False)],
