@@ -115,6 +115,18 @@ def read_input(database: Database, source: str, table: str | None) -> tuple[pd.D
     return frame, name
 
 
+def node_levels(text: str | None) -> tuple[int, ...] | None:
+    """``--node 1,2,0``: the levels as whole numbers (their range is checked against the hierarchies)."""
+    if text is None:
+        return None
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise InvalidParameter(
+            f"--node takes whole levels separated by commas, e.g. 1,2,0, got {text!r}"
+        ) from None
+
+
 @publish_app.command("safepub")
 @friendly
 @served_hint
@@ -140,6 +152,10 @@ def safepub_command(
         typer.Option(help="classification: the column to predict (not a quasi-identifier; not released)"),
     ] = None,
     steps: Annotated[int | None, typer.Option(help="search steps (default: the lattice's height)")] = None,
+    node: Annotated[
+        str | None,
+        typer.Option(help="a fixed level per quasi-identifier, e.g. 1,2,0: no search, all of ε samples"),
+    ] = None,
     db: Annotated[Path | None, typer.Option("--db", help="the database whose ledger pays")] = None,
     table: Annotated[str | None, typer.Option(help="ledger table name for a file input (its stem)")] = None,
     report: Annotated[Path | None, typer.Option("--report", help="write the JSON utility report")] = None,
@@ -152,6 +168,7 @@ def safepub_command(
     from privdb.publish.service import SafePubOptions, publish_safepub
 
     columns = qi_columns(qi)
+    node_levels(node)
     check_output(output, (".csv",), "-o")
     check_output(report, (".json",), "--report")
     check_output(png, (".png",), "--report-png")
@@ -161,7 +178,7 @@ def safepub_command(
         given = load_hierarchies(hierarchies, columns, fix_labels=fix_labels) if hierarchies else {}
         options = SafePubOptions(
             qi=tuple(columns), epsilon=epsilon, delta=delta, epsilon_search=epsilon_search, metric=metric,
-            steps=steps, target=target,
+            steps=steps, target=target, node=node_levels(node),
         )  # fmt: skip
         note = f"publish safepub {name} ε={epsilon:g} δ={delta:g} → {output.name}"
         published = publish_safepub(database, frame, name, given, options, note)

@@ -38,6 +38,7 @@ from privdb.mechanisms import _exact
 from privdb.mechanisms._samplers import bernoulli
 from privdb.mechanisms.exponential import ExponentialMechanism
 from privdb.mechanisms.randomness import RandomSource, default_source
+from privdb.publish.expected import CALIBRATED, QTable, calibrated_score, q_table
 from privdb.publish.parameters import SafePubParameters, parameters
 from privdb.publish.scores import SCORES, ClassTarget, class_target, score
 
@@ -95,8 +96,10 @@ def check_inputs(
     metric: str,
     steps: int | None,
     target: str | None = None,
+    node: Sequence[int] | None = None,
 ) -> SafePubParameters:
-    """Every check that needs only public inputs (names, parameters, hierarchies); raises before any work."""
+    """Every check that needs only public inputs (names, parameters, hierarchies); raises before any work.
+    With a fixed ``node`` there is no search: ε_search, the score and steps are not used."""
     if isinstance(qi, str) or not qi:
         raise InvalidParameter("give the quasi-identifiers as a list of column names, e.g. --qi age,sex")
     cols = [str(c) for c in df.columns]
@@ -115,6 +118,14 @@ def check_inputs(
         raise InvalidParameter(f"--epsilon must be a positive number, e.g. 1, got {epsilon!r}")
     if not (isinstance(delta, (int, float)) and math.isfinite(delta) and 0 < delta < 1):
         raise InvalidParameter(f"--delta must be in (0, 1), e.g. 1e-5, got {delta!r}")
+    if node is not None:
+        _check_node(node, qi, hierarchies)
+        if target is not None or steps is not None or metric not in ("loss", "fixed"):
+            raise InvalidParameter(
+                "--node fixes the generalisation: there is no search, so give no --metric, --target or "
+                "--steps"
+            )
+        return parameters(float(epsilon), float(delta))
     if not (math.isfinite(epsilon_search) and 0 < epsilon_search < epsilon):
         raise InvalidParameter(
             f"--epsilon-search must be positive and below --epsilon ({epsilon:g}), got {epsilon_search!r}"
@@ -140,6 +151,21 @@ def check_inputs(
     return parameters(float(epsilon - epsilon_search), float(delta))
 
 
+def _check_node(node: Sequence[int], qi: Sequence[str], hierarchies: Mapping[str, Hierarchy]) -> None:
+    """A user-fixed node: one whole level per quasi-identifier, each within its hierarchy's height."""
+    if isinstance(node, str) or len(node) != len(qi):
+        raise InvalidParameter(
+            f"--node needs one level per quasi-identifier ({len(qi)}: {', '.join(qi)}), e.g. "
+            f"--node {','.join('0' for _ in qi)}"
+        )
+    for c, lv in zip(qi, node, strict=True):
+        height = hierarchies[c].height
+        if not (isinstance(lv, (int, np.integer)) and not isinstance(lv, bool) and 0 <= lv <= height):
+            raise InvalidParameter(
+                f"--node: the level of {c} must be a whole number in 0..{height}, got {lv!r}"
+            )
+
+
 def _share(total: float, parts: int) -> float:
     """``total / parts`` rounded down so that ``parts`` shares never add up to more than ``total``."""
     share = total / parts
@@ -156,13 +182,19 @@ def _search(
     eps_step: float,
     rng: RandomSource,
     target: ClassTarget | None = None,
+    table: QTable | None = None,
 ) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
-    """SafePub's walk down the lattice (module doc); returns the released node and the pivots."""
+    """SafePub's walk down the lattice (module doc); returns the released node and the pivots. With a
+    ``table`` the calibrated score (``expected``) replaces the threshold one."""
     cache: dict[tuple[int, ...], float] = {}
 
     def value(node: tuple[int, ...]) -> float:
         if node not in cache:
-            cache[node] = score(metric, lat, node, threshold, target)
+            cache[node] = (
+                score(metric, lat, node, threshold, target)
+                if table is None
+                else calibrated_score(metric, lat, node, table, target)
+            )
         return cache[node]
 
     mechanism = ExponentialMechanism(epsilon=eps_step, sensitivity=1.0, rng=rng)
@@ -197,47 +229,59 @@ def safepub(
     metric: str = "loss",
     steps: int | None = None,
     target: str | None = None,
+    node: Sequence[int] | None = None,
+    calibrated: bool = True,
     rng: RandomSource | None = None,
 ) -> Published:
     """Release ``df``'s quasi-identifiers ``qi`` with (``epsilon``, ``delta``)-DP (module doc).
 
     ``hierarchies`` must be public (not built from ``df``); ``steps`` defaults to the lattice's height (the
     sum of the hierarchies' heights); ``target`` is the column the ``classification`` score predicts (it
-    steers the search only and is not released). ``rng``: the CSPRNG unless a test passes a seeded source.
+    steers the search only and is not released). ``node``: one level per quasi-identifier, fixed by the
+    user — no search, and all of ``epsilon`` goes to sampling and suppression (SafePub's data-independent
+    form). ``calibrated=False`` scores with ARX's threshold form instead of the expected release
+    (``expected``; kept for comparison). ``rng``: the CSPRNG unless a test passes a seeded source.
     """
     started = time.perf_counter()
     qi = list(qi) if not isinstance(qi, str) else qi
     params = check_inputs(
         df, qi, hierarchies, epsilon=epsilon, delta=delta, epsilon_search=epsilon_search, metric=metric,
-        steps=steps, target=target,
+        steps=steps, target=target, node=node,
     )  # fmt: skip
     rng = rng or default_source()
     hier = {c: h if isinstance(h, PublicHierarchy) else PublicHierarchy(h) for c, h in hierarchies.items()}
     with np.errstate(divide="ignore", invalid="ignore"):  # an empty table: the lattice's loss bound is 0/0
         lat = Lattice(df, qi, {c: hier[c] for c in qi}, params.k, suppression_limit=1.0)
-    n_steps = int(lat.heights.sum()) if steps is None else steps
-    threshold = math.ceil(params.k / params.beta)
-    goal = class_target(lat, target, df[target].tolist()) if target is not None else None
-    node, pivots = _search(lat, metric, threshold, n_steps, _share(epsilon_search, n_steps + 1), rng, goal)
+    pivots: list[tuple[int, ...]] = []
+    if node is not None:
+        chosen, n_steps, eps_search, metric = tuple(int(v) for v in node), 0, 0.0, "fixed"
+    else:
+        n_steps = int(lat.heights.sum()) if steps is None else steps
+        eps_search = float(epsilon_search)
+        threshold = math.ceil(params.k / params.beta)
+        goal = class_target(lat, target, df[target].tolist()) if target is not None else None
+        table = q_table(params.k, params.beta) if calibrated and metric in CALIBRATED else None
+        chosen, pivots = _search(
+            lat, metric, threshold, n_steps, _share(epsilon_search, n_steps + 1), rng, goal, table
+        )
     # sampling: keep a record unless a Bernoulli(e^(−ε_anon)) draw says drop (exact, from the CSPRNG)
     dropped = bernoulli(_exact.exp_neg(Fraction(params.epsilon_anon)), len(df), rng)
     sampled = ~dropped
-    cls, _ = lat.classes(node)
+    cls, _ = lat.classes(chosen)
     record_class = cls[lat.tuple_of_record]
     in_sample = np.bincount(record_class[sampled], minlength=int(record_class.max(initial=-1)) + 1)
     kept = sampled & (in_sample[record_class] >= params.k)
     out = {
         name: np.take(np.asarray(q.labels[lv], dtype=object), q.groups[lv][q.codes])[kept]
-        for name, q, lv in zip(qi, lat.qis, node, strict=True)
+        for name, q, lv in zip(qi, lat.qis, chosen, strict=True)
     }
-    table = pd.DataFrame(out, columns=list(qi))
     return Published(
-        table=table,
+        table=pd.DataFrame(out, columns=list(qi)),
         qi=tuple(qi),
-        node=dict(zip(qi, node, strict=True)),
+        node=dict(zip(qi, chosen, strict=True)),
         params=params,
         epsilon=float(epsilon),
-        epsilon_search=float(epsilon_search),
+        epsilon_search=eps_search,
         steps=n_steps,
         metric=metric,
         sampled=sampled,

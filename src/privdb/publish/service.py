@@ -83,10 +83,12 @@ class SafePubOptions:
     metric: str = "loss"
     steps: int | None = None
     target: str | None = None  # the classification score's column to predict
+    node: tuple[int, ...] | None = None  # a user-fixed level per QI: no search (data-independent SafePub)
 
     def arguments(self) -> dict[str, Any]:
         return {"epsilon": self.epsilon, "delta": self.delta, "epsilon_search": self.epsilon_search,
-                "metric": self.metric, "steps": self.steps, "target": self.target}  # fmt: skip
+                "metric": self.metric, "steps": self.steps, "target": self.target,
+                "node": self.node}  # fmt: skip
 
 
 def publish_histogram(
@@ -252,11 +254,14 @@ def publish_request(db: Database, method: str, table: str, options: Mapping[str,
         steps, target = options.get("steps"), options.get("target")
         if target is not None and not isinstance(target, str):
             raise InvalidParameter("target must be a column name")
+        node = options.get("node")
+        if node is not None and not (isinstance(node, list) and all(isinstance(v, int) for v in node)):
+            raise InvalidParameter("node must be a list of whole levels, one per quasi-identifier")
         sp = SafePubOptions(
             qi=qi, epsilon=float(options["epsilon"]), delta=float(options["delta"]),
             epsilon_search=float(options.get("epsilon_search", 0.1)),
             metric=str(options.get("metric", "loss")), steps=None if steps is None else int(steps),
-            target=target,
+            target=target, node=None if node is None else tuple(node),
         )  # fmt: skip
         published = publish_safepub(db, frame, meta.name, hierarchies, sp)
         out = published.table
