@@ -1,19 +1,21 @@
 """DP bounds for a numeric column that declares none (issue 31): a stated share of the release's budget.
 
-Each missing end is an exponential-mechanism quantile (Smith 2011) over a public grid: 0 and ±10^(k/4) for
-k = −24 … 60 (1e−6 to 1e15, four points a decade: 171 candidates, a function of nothing but these
-constants). The lower end aims at the ``LOW`` quantile and the upper end at the ``HIGH`` one, with utility
-u(c) = −|#{x < c} − q·n| for the lower end and −|#{x ≤ c} − q·n| for the upper one (n the rows counted,
-NULLs and non-numbers left out). One unit moves #{x < c} by at most Δ (its ≤ m rows; 2m bounds it under
-``substitute`` too) and q·n by at most qΔ ≤ Δ, so u moves by at most Δ: each choice is ε₀-DP at sensitivity
-Δ, hence ε₀²/8-zCDP. The grid is public and log-scale because a wholly unknown range may span any number of
-orders of magnitude: a linear grid would need the range it is looking for; the quantiles (not the minimum
-and maximum) keep the outliers a single unit could plant from setting the range. The values beyond the
-bounds found are clamped into the end cells, as for declared bounds. docs/proofs/synthetic.md, "DP bounds".
+The method is the approximate-bounds histogram (as in Google's differential-privacy library's ApproxBounds):
+one histogram of the column over a public log-scale grid of bins — [−2^(k+1), −2^k), [−2^−20, 0),
+[0, 2^−20), [2^k, 2^(k+1)) for k = −20 … 49, 142 bins, values beyond ±2^50 in the end bins — released with
+discrete Gaussian noise at the share's ρ_b (one unit moves the histogram by at most Δ rows in L1, so in L2:
+ρ_b-zCDP). A bin is *occupied* when its noisy count exceeds τ = σ·√(2 ln(142/β)), β = 10⁻⁶ (an empty bin
+passes with probability ≤ β/142, so no empty bin passes with probability ≥ 1 − 10⁻⁶); the bounds are the
+lower edge of the lowest occupied bin and the upper edge of the highest — post-processing of the noisy
+histogram. When no bin is occupied the bounds are [0, 1] (post-processing too: the outcome never fails on the
+data). The grid is public and log-scale because a wholly unknown range may span any number of orders of
+magnitude; the threshold keeps the few rows a single unit could plant far out from setting the range. The
+values beyond the bounds found are clamped into the end cells, as for declared bounds.
 
-This is the exponential-mechanism quantile rather than a noisy binary search: privdb's exponential
-mechanism is exact (privdb.mechanisms.ExponentialMechanism), one call per end, and its error is a rank
-error of about 2Δ·ln(171)/ε₀ rows whatever the scale of the values.
+Why not an exponential-mechanism quantile over the same grid: every grid point below the data has the same
+rank (0), so the quantile's utility cannot tell them apart and the choice wanders among them when the
+quantile falls between two grid points; the histogram's threshold has no such ties.
+docs/proofs/synthetic.md, "DP bounds".
 """
 
 from __future__ import annotations
@@ -25,26 +27,26 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from privdb.catalog.metadata import ColumnMeta, TableMeta
+from privdb.catalog.metadata import ColumnMeta
 from privdb.errors import InvalidParameter
-from privdb.mechanisms import ExponentialMechanism, RandomSource
+from privdb.mechanisms import DiscreteGaussian, RandomSource
 
-__all__ = ["DEFAULT_SHARE", "GRID", "HIGH", "LOW", "check_bounds_share", "dp_bounds", "unbounded"]
+__all__ = ["BETA", "DEFAULT_SHARE", "EDGES", "check_bounds_share", "dp_bounds", "threshold", "unbounded"]
 
-LOW, HIGH = 0.01, 0.99
 DEFAULT_SHARE = 0.05
-_POSITIVE = 10.0 ** (np.arange(-24, 61) / 4)
-GRID: NDArray[np.float64] = np.unique(np.concatenate([-_POSITIVE, [0.0], _POSITIVE]))
+BETA = 1e-6
+_POWERS = 2.0 ** np.arange(-20, 51)
+EDGES: NDArray[np.float64] = np.concatenate([-_POWERS[::-1], [0.0], _POWERS])  # 143 edges, 142 bins
 
 
-def unbounded(table: TableMeta, names: Sequence[str]) -> list[str]:
-    """The released numeric columns missing a bound and declaring no values (public: metadata only)."""
-    out = []
-    for name in names:
-        meta = next(c for c in table.columns.values() if c.name.lower() == name.lower())
-        if meta.numeric and not meta.values and meta.type != "bool" and not meta.bounded:
-            out.append(meta.name)
-    return out
+def threshold(sigma: float) -> float:
+    """τ: an empty bin's noisy count exceeds it with probability ≤ BETA / bins (Gaussian tail)."""
+    return sigma * math.sqrt(2 * math.log((len(EDGES) - 1) / BETA))
+
+
+def unbounded(columns: Sequence[ColumnMeta]) -> list[ColumnMeta]:
+    """The numeric columns missing a bound and declaring no values (public: metadata only)."""
+    return [c for c in columns if c.numeric and not c.values and c.type != "bool" and not c.bounded]
 
 
 def check_bounds_share(share: float, missing: Sequence[str]) -> None:
@@ -59,38 +61,24 @@ def check_bounds_share(share: float, missing: Sequence[str]) -> None:
 
 
 def dp_bounds(
-    frame: pd.DataFrame, columns: Sequence[ColumnMeta], rho: float, sensitivity: int, rng: RandomSource
-) -> dict[str, tuple[float, float]]:
-    """(lower, upper) of each column at total ``rho`` (split evenly over every missing end); a declared
-    end is kept. Upper ≥ lower always (a crossing pair is put in order: post-processing)."""
-    ends = sum((c.lower is None) + (c.upper is None) for c in columns)
-    if not ends:
-        return {}
-    epsilon = math.sqrt(8 * rho / ends)
-    out = {}
+    frame: pd.DataFrame, columns: Sequence[ColumnMeta], rho: float, sensitivity: int, delta: float,
+    rng: RandomSource,
+) -> dict[str, tuple[float, float]]:  # fmt: skip
+    """(lower, upper) of each column at total ``rho`` (split evenly over the columns: one noisy histogram
+    each); a declared end is kept. Upper > lower always (post-processing)."""
+    out: dict[str, tuple[float, float]] = {}
     for column in columns:
         values = pd.to_numeric(frame[column.name], errors="coerce").dropna().to_numpy(dtype=np.float64)
-        low = column.lower if column.lower is not None else _quantile(values, LOW, epsilon, sensitivity, rng)
-        high = (
-            column.upper if column.upper is not None else _quantile(values, HIGH, epsilon, sensitivity, rng)
-        )
+        cells = np.clip(np.searchsorted(EDGES, values, side="right") - 1, 0, len(EDGES) - 2)
+        counts = np.bincount(cells, minlength=len(EDGES) - 1).astype(np.float64)
+        mech = DiscreteGaussian(rho=rho / len(columns), delta=delta, sensitivity=sensitivity, rng=rng)
+        hot = np.flatnonzero(mech.release(counts) > threshold(float(mech.scale)))
+        low, high = (float(EDGES[hot[0]]), float(EDGES[hot[-1] + 1])) if len(hot) else (0.0, 1.0)
+        low = column.lower if column.lower is not None else low
+        high = column.upper if column.upper is not None else high
         if column.type == "int":
             low, high = math.floor(low), math.ceil(high)
         if high <= low:
-            low, high = min(low, high), max(low, high) + (1.0 if column.type == "int" else 1e-6)
+            high = low + 1.0
         out[column.name] = (float(low), float(high))
     return out
-
-
-def _quantile(
-    values: NDArray[np.float64], q: float, epsilon: float, sensitivity: int, rng: RandomSource
-) -> float:
-    """The grid point the exponential mechanism picks for the ``q`` quantile (module doc)."""
-    ordered = np.sort(values)
-    target = q * len(ordered)
-    if q < 0.5:
-        ranks = np.searchsorted(ordered, GRID, side="left").astype(np.float64)
-    else:
-        ranks = np.searchsorted(ordered, GRID, side="right").astype(np.float64)
-    em = ExponentialMechanism(epsilon=epsilon, sensitivity=sensitivity, rng=rng)
-    return float(GRID[em.select(-np.abs(ranks - target))])

@@ -127,9 +127,7 @@ def domains_for(
     ``found``: DP bounds of columns that declare none (always cut into bins: their cell count is public)."""
     bins = dict(bins or {})
     found = found or {}
-    names = list(columns) if columns else [
-        c.name for c in table.columns.values() if not (c.identifier or c.private_id)
-    ]  # fmt: skip
+    names = _released(table, columns)
     if len({n.lower() for n in names}) != len(names):
         raise InvalidParameter("--columns names a column twice")
     metas = [_column(table, n) for n in names]
@@ -153,6 +151,13 @@ def domains_for(
     if len(out) < 1:
         raise InvalidParameter("no column to release: name them with --columns a,b,c")
     return out
+
+
+def _released(table: TableMeta, columns: Sequence[str] | None) -> list[str]:
+    """The columns named, or every column but identifiers and the privacy unit."""
+    if columns:
+        return list(columns)
+    return [c.name for c in table.columns.values() if not (c.identifier or c.private_id)]
 
 
 def encode(frame: pd.DataFrame, domains: Sequence[Domain]) -> NDArray[np.int64]:
@@ -182,9 +187,7 @@ def check_synthetic(
         raise InvalidParameter("--workload and --degree are AIM's and MWEM's: add --method aim or mwem")
     if not 1 <= o.degree <= 4:
         raise InvalidParameter(f"--degree must be 1 to 4, got {o.degree}")
-    missing = unbounded(table, o.columns or [
-        c.name for c in table.columns.values() if not (c.identifier or c.private_id)
-    ])  # fmt: skip
+    missing = [c.name for c in unbounded([_column(table, n) for n in _released(table, o.columns)])]
     check_bounds_share(o.bounds_share, missing)
     domains = domains_for(table, o.columns, dict(o.bins), dict.fromkeys(missing, (0.0, 1.0)), o.nulls)
     names = [d.column for d in domains]
@@ -223,9 +226,10 @@ def release_synthetic(
     bounded, most = _bounded(frame, table, source)
     sensitivity = 2 * most if table.neighbouring == "substitute" else most
     rho_all = zcdp.rho_from_epsilon(epsilon, delta)
-    names_all = o.columns or [c.name for c in table.columns.values() if not (c.identifier or c.private_id)]
-    missing = [_column(table, c) for c in unbounded(table, names_all)]
-    found = dp_bounds(bounded, missing, o.bounds_share * rho_all, sensitivity, source) if missing else {}
+    missing = unbounded([_column(table, n) for n in _released(table, o.columns)])
+    found = (
+        dp_bounds(bounded, missing, o.bounds_share * rho_all, sensitivity, delta, source) if missing else {}
+    )
     rho = rho_all * (1 - o.bounds_share) if missing else rho_all
     domains = domains_for(table, o.columns, dict(o.bins), found, o.nulls)
     names = [d.column for d in domains]
