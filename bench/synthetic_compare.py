@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -105,7 +106,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one seed, ε = 1 only")
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--from-log", type=Path, help="rebuild the section from a run's printed rows")
     args = parser.parse_args()
+    if args.from_log is not None:
+        logged = [json.loads(line) for line in args.from_log.read_text().splitlines() if line.startswith("{")]
+        write_section("synthetic-compare", section(logged, args.seeds))
+        return
     seeds = 1 if args.quick else args.seeds
     epsilons = (1.0,) if args.quick else (1.0, 3.0)
     rows: list[dict[str, Any]] = []
