@@ -181,6 +181,11 @@ def load_model(path: str | Path) -> SyntheticModel:
     if not isinstance(body, dict) or body.get("format") != FORMAT or body.get("version") != VERSION:
         raise InvalidParameter(f"{str(folder)!r}: not a {FORMAT} version {VERSION} file")
     _fields(body, _TOP, "model.json")
+    for name in ("epsilon", "delta", "rho"):
+        if isinstance(body[name], bool) or not isinstance(body[name], int | float) or not body[name] >= 0:
+            raise InvalidParameter(f"saved model: {name} must be a number ≥ 0")
+    if body["method"] not in ("mst", "aim", "mwem") or not isinstance(body["table"], str):
+        raise InvalidParameter("saved model: method must be mst, aim or mwem, and table a name")
     domains, types, groups = [], [], []
     for spec in _list(body["columns"], "columns"):
         _fields(spec, _COLUMN, "a column")
