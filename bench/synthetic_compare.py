@@ -44,7 +44,8 @@ RUNS: tuple[tuple[str, dict[str, Any]], ...] = (
 NOTES = (
     "Notes. On Adult AIM wins the 2- and 3-way marginals at both ε (it measures 3-way marginals; MST keeps "
     "a tree of 2-way ones), for 4–10 times MST's time; MST is the best 1-way at both ε, with or without its "
-    "compression (the difference is within one seed's noise: few rare cells in these domains). On the 1,000-row PUMS sample MST with its "
+    "compression (the difference is within one seed's noise: few rare cells in these domains). "
+    "On the 1,000-row PUMS sample MST with its "
     "compression wins the 2- and 3-way marginals at both ε (merging sparse cells pays off on so few rows), "
     "AIM the 1-way at ε = 3 and MST without compression the 1-way at ε = 1; every method is noisy at "
     "ε = 1. MWEM loses everywhere here: with T = 2d rounds it measures only some marginals, the others stay "
