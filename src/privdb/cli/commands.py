@@ -10,7 +10,7 @@ _COMMANDS = tuple(
     import_module(f"privdb.cli.{name}")  # each registers its commands on ``app`` as it is imported
     for name in (
         "analyst", "anonymize", "budgets", "database", "epsilon", "linkage", "load", "log", "measure",
-        "publish", "publish_marginals", "showcase", "survey", "tune",
+        "publish", "publish_marginals", "sample", "showcase", "survey", "tune",
     )
 )  # fmt: skip
 arrange(app)

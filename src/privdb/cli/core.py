@@ -75,7 +75,7 @@ PANELS: dict[str, tuple[str, ...]] = {
         "serve",
     ),
     "Analyst": ("query", "explain", "budget"),
-    "Publishing": ("anonymize", "check", "risk", "linkage", "publish"),
+    "Publishing": ("anonymize", "check", "risk", "linkage", "publish", "sample"),
     "Local model": ("survey",),
     "Choosing and checking ε": ("epsilon", "audit", "demo"),
 }

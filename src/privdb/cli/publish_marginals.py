@@ -189,7 +189,11 @@ def synthetic(
         list[str] | None, typer.Option("--bins", help="COLUMN=N equal bins of a number's bounds")
     ] = None,
     method: Annotated[
-        str, typer.Option(help="the synthesizer: mst (McKenna et al. 2021) or aim (McKenna et al. 2022)")
+        str,
+        typer.Option(
+            help="the synthesizer: mst (McKenna et al. 2021), aim (McKenna et al. 2022) or mwem "
+            "(Hardt et al. 2012, small domains)"
+        ),
     ] = "mst",
     table: TableName = None,
     metadata: MetadataFile = None,
@@ -200,31 +204,45 @@ def synthetic(
     target: Annotated[
         str | None, typer.Option(help="report: a column to predict (train on synthetic, test on real)")
     ] = None,
+    save_model: Annotated[
+        Path | None,
+        typer.Option("--save-model", help="also save the fitted model to this folder (`privdb sample` it)"),
+    ] = None,
+    nulls: Annotated[bool, typer.Option("--nulls/--no-nulls", help="a NULL is a value of its own")] = True,
+    bounds_share: Annotated[
+        float, typer.Option(help="share of the budget for DP bounds of numbers that declare none, e.g. 0.05")
+    ] = 0.0,
+    workload: Annotated[
+        str | None, typer.Option(help="aim/mwem: the marginals of interest, 'a,b;c,d'")
+    ] = None,
+    degree: Annotated[int, typer.Option(help="aim/mwem: every DEGREE-way marginal (no --workload)")] = 3,
+    compress: Annotated[
+        bool, typer.Option("--compress/--no-compress", help="mst: merge rare cells (noisy count < 3σ)")
+    ] = True,
 ) -> None:
-    """DP synthetic rows from noisy marginals (MST, or AIM), with a utility report; charged to the table's
-    lifetime budget and logged as the owner's release."""
-    from privdb.publish.synthetic import check_synthetic, release_synthetic
+    """DP synthetic rows from noisy marginals (MST, AIM or MWEM), with a utility report; charged to the
+    table's lifetime budget and logged as the owner's release."""
+    from privdb.publish.service import publish_synthetic
+    from privdb.publish.synthetic import check_synthetic, options_of
 
     for path, what in ((output, "--output"), (report, "--report"), (plot, "--report-png")):
         if path is not None:
             _writable(path, what)
     chosen = [c.strip() for c in (columns or "").split(",") if c.strip()] or None
-    from privdb.publish.charge import reserve_release
-
+    marginals = [[c.strip() for c in m.split(",") if c.strip()] for m in (workload or "").split(";")]
+    options = {"method": method, "columns": chosen, "bins": _bins(bins or []), "nulls": nulls,
+               "bounds_share": bounds_share, "workload": [m for m in marginals if m], "degree": degree,
+               "compress": compress}  # fmt: skip
     with open_database(db) as database:
         frame, meta = source_table(database, source, table, metadata)
-        options = {"epsilon": epsilon, "delta": delta, "rows": rows, "method": method, "columns": chosen,
-                   "bins": _bins(bins or [])}  # fmt: skip
-        names = [d.column for d in check_synthetic(meta, **options)]  # type: ignore[arg-type]
+        checked = check_synthetic(meta, epsilon=epsilon, delta=delta, rows=rows, options=options_of(options))
+        names = [d.column for d in checked]
         if target is not None and target not in names:
             raise InvalidParameter(f"--target {target!r} is not a synthesised column: {', '.join(names)}")
-        reservation = reserve_release(
-            database, meta.name, epsilon, delta, f"publish synthetic {source} --rows {rows} ({method})"
-        )
-        try:
-            released = release_synthetic(frame, meta, **options)  # type: ignore[arg-type]
-        finally:
-            reservation.commit()  # the data was read: the spend stands
+        released = publish_synthetic(
+            database, frame, meta, {"epsilon": epsilon, "delta": delta, "rows": rows, **options},
+            f"publish synthetic {source} --rows {rows} ({method})", save_model,
+        )  # fmt: skip
     released.frame.to_csv(output, index=False)
     if report is not None or plot is not None:
         from privdb.publish.synthetic import encode
@@ -237,14 +255,16 @@ def synthetic(
         )
         summary = {"method": released.method, "epsilon": epsilon, "delta": delta, "rho": released.rho,
                    "rows": rows, "columns": released.columns, "sensitivity": released.sensitivity,
-                   "measured": ["|".join(c) for c in released.cliques], "utility": utility}  # fmt: skip
+                   "measured": ["|".join(c) for c in released.cliques], "utility": utility,
+                   "bounds": {c: list(b) for c, b in released.bounds.items()}}  # fmt: skip
         if released.method == "aim":
             summary["rounds"] = released.rounds
         if report is not None:
             report.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         if plot is not None:
             draw(utility, plot, f"privdb publish synthetic ({released.method}) · ε {epsilon:g}, δ {delta:g}")
+    saved = f" · model saved to {save_model}" if save_model is not None else ""
     console().print(
         f"wrote {rows:,} synthetic rows of {len(released.columns)} columns to {output} · ε {epsilon:g}, "
-        f"δ {delta:g} charged to table {meta.name!r}"
+        f"δ {delta:g} charged to table {meta.name!r}{saved}"
     )

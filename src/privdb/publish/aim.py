@@ -1,8 +1,10 @@
 """AIM (McKenna, Mullins, Sheldon & Miklau, VLDB 2022): an adaptive, iterative choice of marginals to measure.
 
 The workload W is every 3-way marginal of the released columns (every k-way one when d < 3; a public,
-fixed-seed sample of ``MAX_WORKLOAD`` of them when there are more); the candidates are W's downward closure,
-each weighted by w_r = Σ_{s ∈ W} |r ∩ s|. With T = 16d rounds planned and α = 0.9 (the paper's choices):
+fixed-seed sample of ``MAX_WORKLOAD`` of them when there are more), or every ``degree``-way one, or the
+marginals of interest the owner lists (``--workload "a,b;c,d"``: public choices); the candidates are W's
+downward closure, each weighted by w_r = Σ_{s ∈ W} |r ∩ s|. With T = 16d rounds planned and α = 0.9
+(the paper's choices):
 
 1. every 1-way marginal is measured with Gaussian noise σ₀ = √(T / (2αρ)) (times the sensitivity Δ);
 2. each round t picks one candidate with the exponential mechanism at ε_t on the score
@@ -56,14 +58,20 @@ class AimPlan:
     epsilon: float
 
 
-def plan(d: int, rho: float) -> AimPlan:
-    """Candidates and weights from the workload (module doc), and σ₀, ε₀ (all public)."""
-    k = min(3, d)
-    workload = list(itertools.combinations(range(d), k))
-    if len(workload) > MAX_WORKLOAD:
-        picks = np.random.default_rng(0).choice(len(workload), MAX_WORKLOAD, replace=False)
-        workload = [workload[i] for i in sorted(picks)]
-    closure = sorted({sub for s in workload for j in range(1, k + 1) for sub in itertools.combinations(s, j)})
+def plan(d: int, rho: float, workload: Sequence[Axes] | None = None, degree: int = 3) -> AimPlan:
+    """Candidates and weights from the workload (module doc: every ``degree``-way marginal unless the owner
+    names the marginals of interest), and σ₀, ε₀ (all public)."""
+    if workload:
+        chosen = sorted({tuple(sorted(set(s))) for s in workload})
+    else:
+        chosen = list(itertools.combinations(range(d), min(degree, d)))
+        if len(chosen) > MAX_WORKLOAD:
+            picks = np.random.default_rng(0).choice(len(chosen), MAX_WORKLOAD, replace=False)
+            chosen = [chosen[i] for i in sorted(picks)]
+    workload = chosen
+    closure = sorted(
+        {sub for s in workload for j in range(1, len(s) + 1) for sub in itertools.combinations(s, j)}
+    )
     weights = tuple(float(sum(len(set(r) & set(s)) for s in workload)) for r in closure)
     rounds = ROUNDS_PER_COLUMN * d
     return AimPlan(
@@ -104,12 +112,13 @@ def aim_round(
 def aim(
     mbi: Any, codes: NDArray[np.int64], names: Sequence[str], sizes: Sequence[int], rho: float,
     sensitivity: int, delta: float, rng: RandomSource, iterations: int,
+    workload: Sequence[Axes] | None = None, degree: int = 3,
 ) -> tuple[list[Measured], Any, int]:  # fmt: skip
     """AIM's measurements of ``codes`` at total ``rho`` and the model fitted to them: (clique, noisy counts,
     noise std) each, the model, and the number of rounds after the 1-way measurements."""
     d = len(names)
     budget = rho * _SLACK
-    setup = plan(d, budget)
+    setup = plan(d, budget, workload, degree)
     domain = mbi.Domain(tuple(names), tuple(sizes))
     sigma, epsilon = setup.sigma, setup.epsilon
     measured: list[Measured] = []

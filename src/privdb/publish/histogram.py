@@ -39,23 +39,39 @@ __all__ = ["Domain", "HistogramRelease", "domain_of", "release_histograms"]
 
 @dataclass(frozen=True)
 class Domain:
-    """A column's public cells: labels, and how a value maps to a cell index (−1: counted nowhere)."""
+    """A column's public cells: labels, and how a value maps to a cell index (−1: counted nowhere). With
+    ``null``, the last label is ``None``: a NULL (or NaN) is a value of its own, in that last cell."""
 
     column: str
     labels: tuple[Any, ...]
     lower: float | None = None  # numeric: equal bins of [lower, upper]
     upper: float | None = None
+    null: bool = False
 
     def index(self, values: pd.Series) -> np.ndarray:
-        n = len(self.labels)
+        n = len(self.labels) - self.null
+        missing = n if self.null else -1
         if self.lower is not None and self.upper is not None:
             x = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
             width = (self.upper - self.lower) / n
             cell = np.floor((np.clip(x, self.lower, self.upper) - self.lower) / width)
-            cell = np.clip(np.nan_to_num(cell, nan=-1.0), -1, n - 1)  # NULL or NaN: counted nowhere
+            cell = np.clip(np.nan_to_num(cell, nan=-1.0), -1, n - 1)
+            if self.null:
+                cell[np.asarray(values.isna())] = missing  # NULL: its own cell (else counted nowhere)
             return np.asarray(cell, dtype=np.int64)
-        lookup = {label: i for i, label in enumerate(self.labels)}
-        return np.array([lookup.get(v, -1) for v in values.tolist()], dtype=np.int64)
+        lookup = {label: i for i, label in enumerate(self.labels[:n])}
+        nulls = values.isna().to_numpy()
+        return np.array(
+            [
+                missing if isnull else lookup.get(v, -1)
+                for v, isnull in zip(values.tolist(), nulls, strict=True)
+            ],
+            dtype=np.int64,
+        )
+
+    def with_null(self) -> Domain:
+        """The same cells and one more, last, for NULL."""
+        return self if self.null else Domain(self.column, (*self.labels, None), self.lower, self.upper, True)
 
 
 def domain_of(column: ColumnMeta, bins: int | None = None) -> Domain:

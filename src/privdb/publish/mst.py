@@ -9,6 +9,9 @@
    exponential mechanism is ε₀²/8-zCDP, Cesar & Rogers 2021);
 3. the chosen pairs' 2-way marginals are measured with discrete Gaussian noise (ρ/3 shared evenly).
 
+With compression (the default of ``privdb publish synthetic``, as in the paper), step 1's rare cells are
+merged before steps 2 and 3 (``mst``).
+
 The graphical model that best fits all the noisy measurements (``mbi``'s mirror descent) is post-processing,
 as is sampling rows from it. docs/proofs/synthetic.md.
 
@@ -28,7 +31,7 @@ from numpy.typing import NDArray
 
 from privdb.mechanisms import DiscreteGaussian, ExponentialMechanism, RandomSource
 
-__all__ = ["measure_marginal", "mst_measurements", "selection_epsilon"]
+__all__ = ["compressed", "measure_marginal", "mst", "mst_measurements", "remap", "selection_epsilon"]
 
 Codes = NDArray[np.int64]
 Measured = tuple[tuple[str, ...], NDArray[np.float64], float]  # (clique, noisy counts, noise std)
@@ -59,19 +62,42 @@ def selection_epsilon(rho: float) -> float:
 
 def mst_measurements(
     codes: Codes, names: Sequence[str], sizes: Sequence[int], rho: float, sensitivity: int, delta: float,
-    rng: RandomSource,
+    rng: RandomSource, compress: bool = False,
 ) -> list[tuple[tuple[str, ...], NDArray[np.float64], float]]:  # fmt: skip
-    """MST's measurements of ``codes`` (module doc) at total ``rho``: (clique, noisy counts, noise std) each.
+    """MST's measurements of ``codes`` (module doc) at total ``rho``: (clique, noisy counts, noise std) each
+    (without compression: see ``mst`` for the compressed run)."""
+    return mst(codes, names, sizes, rho, sensitivity, delta, rng, compress)[0]
+
+
+def mst(
+    codes: Codes, names: Sequence[str], sizes: Sequence[int], rho: float, sensitivity: int, delta: float,
+    rng: RandomSource, compress: bool = True,
+) -> tuple[list[Measured], list[list[list[int]]]]:  # fmt: skip
+    """MST's measurements at total ``rho`` over the (``compress``: compressed) domains, and each column's
+    groups (the original cells of each compressed cell).
+
+    Compression (McKenna et al. 2021): the cells of a column whose noisy 1-way count is below 3σ (σ its
+    noise's std, public) are merged into one cell — a function of the released 1-way counts — and that
+    measurement is re-expressed on the merged cells (the merged cell's noisy count is the sum of its
+    members', post-processing). The 2-way selection and measurements then run on the compressed codes.
 
     A pair is scored against the independence model of the noisy 1-way marginals (each clipped at 0 and
     scaled to their common noisy total): the model MST's inference finds from 1-way measurements alone."""
     d = len(names)
-    out: list[tuple[tuple[str, ...], NDArray[np.float64], float]] = []
+    out: list[Measured] = []
+    groups: list[list[list[int]]] = []
     for a in range(d):
         noisy, std = measure_marginal(codes, sizes, (a,), rho / 3 / d, sensitivity, delta, rng)
-        out.append(((names[a],), noisy, std))
+        cells = compressed(noisy, std) if compress else [[c] for c in range(sizes[a])]
+        groups.append(cells)
+        out.append(((names[a],), np.array([noisy[g].sum() for g in cells], dtype=np.float64), std))
+    if any(len(g) != s for g, s in zip(groups, sizes, strict=True)):
+        codes = (
+            np.stack([remap(g)[codes[:, a]] for a, g in enumerate(groups)], axis=1) if len(codes) else codes
+        )
+        sizes = [len(g) for g in groups]
     if d < 2:
-        return out
+        return out, groups
     ones = [np.maximum(noisy, 0.0) for _, noisy, _ in out]
     total = max(1.0, float(np.mean([o.sum() for o in ones])))
     probs = [o / o.sum() if o.sum() > 0 else np.full(o.shape, 1.0 / o.size) for o in ones]
@@ -83,6 +109,23 @@ def mst_measurements(
     for a, b in _spanning_tree(errors, d, rho / 3, sensitivity, rng):
         noisy, std = measure_marginal(codes, sizes, (a, b), rho / 3 / (d - 1), sensitivity, delta, rng)
         out.append(((names[a], names[b]), noisy, std))
+    return out, groups
+
+
+def compressed(noisy: NDArray[np.float64], std: float) -> list[list[int]]:
+    """The cells kept alone (noisy count ≥ 3σ) in order, then, if two or more fell below, one merged cell
+    of all of them (one below stays alone: merging it alone changes nothing)."""
+    rare = [c for c in range(len(noisy)) if noisy[c] < 3 * std]
+    if len(rare) < 2:
+        return [[c] for c in range(len(noisy))]
+    return [[c] for c in range(len(noisy)) if c not in set(rare)] + [rare]
+
+
+def remap(groups: Sequence[Sequence[int]]) -> NDArray[np.int64]:
+    """Original cell → compressed cell."""
+    out = np.zeros(sum(len(g) for g in groups), dtype=np.int64)
+    for k, members in enumerate(groups):
+        out[list(members)] = k
     return out
 
 

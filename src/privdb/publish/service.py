@@ -8,8 +8,10 @@ lifetime budget.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -22,7 +24,8 @@ from privdb.errors import InvalidParameter
 from privdb.publish.charge import reserve_release
 from privdb.publish.histogram import HistogramRelease, release_histograms
 from privdb.publish.safepub import Published, check_inputs, safepub
-from privdb.publish.synthetic import check_synthetic, release_synthetic
+from privdb.publish.synthetic import check_synthetic, options_of, release_synthetic
+from privdb.publish.synthmodel import check_model_path
 from privdb.sql.run.targets import for_engine
 
 if TYPE_CHECKING:
@@ -123,15 +126,31 @@ def publish_safepub(
 
 
 def publish_synthetic(
-    db: Database, frame: pd.DataFrame, meta: TableMeta, options: Mapping[str, Any], note: str
-) -> SyntheticRelease:
-    """Synthetic rows of ``frame`` (privdb.publish.synthetic: MST or AIM), charged to ``meta``'s table."""
-    check_synthetic(meta, **options)
-    reservation = reserve_release(db, meta.name, float(options["epsilon"]), float(options["delta"]), note)
+    db: Database, frame: pd.DataFrame, meta: TableMeta, options: Mapping[str, Any], note: str,
+    save_model: Path | None = None,
+) -> SyntheticRelease:  # fmt: skip
+    """Synthetic rows of ``frame`` (privdb.publish.synthetic: MST, AIM or MWEM), charged to ``meta``'s table;
+    ``options``: epsilon, delta, rows and SyntheticOptions' fields. The model carries the charge's ledger id
+    and time, and is written to ``save_model`` (a folder) when given."""
+    given = {k: v for k, v in options.items() if k not in ("epsilon", "delta", "rows")}
+    chosen = options_of(given)
+    epsilon, delta, rows = float(options["epsilon"]), float(options["delta"]), int(options["rows"])
+    check_synthetic(meta, epsilon=epsilon, delta=delta, rows=rows, options=chosen)
+    if save_model is not None:
+        check_model_path(save_model)
+    reservation = reserve_release(db, meta.name, epsilon, delta, note)
     try:
-        return release_synthetic(frame, meta, rng=db.noise_source, **options)
+        released = release_synthetic(
+            frame, meta, epsilon=epsilon, delta=delta, rows=rows, options=chosen, rng=db.noise_source
+        )
     finally:
         reservation.commit()  # the data was read: the spend stands
+    if released.model is not None:
+        released.model.info["ledger"] = {"id": reservation.id, "time": reservation.created}
+        released.model.info["created"] = time.time()
+        if save_model is not None:
+            released.model.save(save_model)
+    return released
 
 
 def table_rows(db: Database, table: str) -> pd.DataFrame:
@@ -145,7 +164,7 @@ def table_rows(db: Database, table: str) -> pd.DataFrame:
 
 _NUMBERS: dict[str, type] = {
     "epsilon": float, "delta": float, "epsilon_search": float, "branching": int, "rows": int, "steps": int,
-    "buckets": int, "count_bound": int, "structure_share": float,
+    "buckets": int, "count_bound": int, "structure_share": float, "degree": int, "bounds_share": float,
 }  # fmt: skip
 
 
@@ -197,7 +216,19 @@ def publish_request(db: Database, method: str, table: str, options: Mapping[str,
             "structure_share",
         },
         "safepub": {"qi", "hierarchies", "epsilon", "delta", "epsilon_search", "metric", "steps", "target"},
-        "synthetic": {"epsilon", "delta", "rows", "columns", "bins", "method"},
+        "synthetic": {
+            "epsilon",
+            "delta",
+            "rows",
+            "columns",
+            "bins",
+            "method",
+            "nulls",
+            "bounds_share",
+            "workload",
+            "degree",
+            "compress",
+        },
     }
     if method not in known:
         raise InvalidParameter(f"method must be histogram, safepub or synthetic, not {method!r}")
@@ -234,11 +265,26 @@ def publish_request(db: Database, method: str, table: str, options: Mapping[str,
                   "rows": int(options["rows"]), "method": str(options.get("method", "mst")),
                   "columns": None if columns is None else list(_strings(columns, "columns")),
                   "bins": dict(options.get("bins") or {})}  # fmt: skip
+        for name in ("nulls", "compress"):
+            if name in options:
+                if not isinstance(options[name], bool):
+                    raise InvalidParameter(f"{name} must be true or false")
+                chosen[name] = options[name]
+        if "bounds_share" in options:
+            chosen["bounds_share"] = float(options["bounds_share"])
+        if "degree" in options:
+            chosen["degree"] = int(options["degree"])
+        if "workload" in options:
+            given = options["workload"]
+            if isinstance(given, str) or not isinstance(given, Sequence):
+                raise InvalidParameter("workload must be a list of marginals, each a list of column names")
+            chosen["workload"] = [list(_strings(m, "each workload marginal")) for m in given]
         made = publish_synthetic(
             db, frame, meta, chosen, f"publish synthetic {meta.name} --rows {chosen['rows']}"
         )
         out = made.frame
-        summary = {"method": made.method, "rho": made.rho, "measured": ["|".join(c) for c in made.cliques]}
+        summary = {"method": made.method, "rho": made.rho, "measured": ["|".join(c) for c in made.cliques],
+                   "bounds": {c: list(b) for c, b in made.bounds.items()}}  # fmt: skip
         if made.method == "aim":
             summary["rounds"] = made.rounds
     else:
