@@ -67,6 +67,12 @@ RUNS = [
     ("bench.publish_synthetic", ["--quick", "--aim-timeout", "1"], "publish-synthetic"),
     ("bench.timing", ["--rows", "500", "--runs", "4"], "timing"),
     ("bench.quantile_ties", ["--runs", "5"], None),
+    ("bench.smooth_median", ["--runs", "5", "--sizes", "300"], "smooth-median"),
+    (
+        "bench.pgwire",
+        ["--rows", "2000", "--pairs", "4", "--clients", "2", "--rounds", "2", "--per-client", "2"],
+        "pgwire",
+    ),
     ("bench.public_sandbox", ["--timeout", "10", "SELECT len(list_value(1, 2, 3))"], None),
 ]
 

@@ -113,6 +113,30 @@ def test_a_median_gets_a_row_that_matches_its_answer(db: Database) -> None:
     assert top["mechanism"] == "exponential" and top["count_gap95"] > 0
 
 
+SMOOTH = "DP-SELECT 2 DELTA 1e-6 USING SMOOTH MEDIAN(age) AS mid, QUANTILE(income, 0.9) AS p90 FROM t"
+
+
+def test_a_smooth_median_says_smooth_sensitivity_and_no_interval(db: Database) -> None:
+    """USING SMOOTH (issue 31): the mechanism the answer uses, its δ, and no ± (none is released)."""
+    plan = engine.explain(db, SMOOTH)
+    mid, p90 = plan["columns"]
+    assert mid["mechanism"] == p90["mechanism"] == "smooth_sensitivity"
+    assert mid["ci95_half_width"] is None and "rank_error95" not in mid and "no interval" in mid["note"]
+    assert mid["epsilon_per_group"] + p90["epsilon_per_group"] == pytest.approx(2.0)
+    assert mid["delta_per_group"] + p90["delta_per_group"] == pytest.approx(1e-6)
+    assert [o["mechanism"] for o in plan["order_statistics"]] == ["smooth_sensitivity"] * 2
+    db.grant("sam", epsilon=10, delta=1e-3)
+    res = engine.run(db, "sam", SMOOTH)
+    assert [(c["mechanism"], c["ci95"]) for c in res.accuracy] == [("smooth_sensitivity", None)] * 2
+    assert mid["beta"] == res.accuracy[0]["beta"]
+    db.close()
+    shown = CliRunner().invoke(
+        app, ["explain", "--db", str(db.path), SMOOTH, "--verbose"], env={"COLUMNS": "200"}
+    )
+    assert shown.exit_code == 0, shown.output
+    assert "none (smooth sensitivity)" in shown.output and "rank ±" not in shown.output
+
+
 def test_explain_reads_no_data(tmp_path: Path) -> None:
     """The same plan on two databases of different data and the same metadata."""
     plans = []

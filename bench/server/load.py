@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -131,13 +131,14 @@ class Server:
 
 
 @contextlib.contextmanager
-def running_server(db_dir: Path, workers: int, log: Path) -> Iterator[Server]:
-    """``privdb serve`` on a free loopback port until the block ends; yields its URL and process id."""
+def running_server(db_dir: Path, workers: int, log: Path, extra: Sequence[str] = ()) -> Iterator[Server]:
+    """``privdb serve`` on a free loopback port (``extra``: more options) until the block ends; yields its
+    URL and process id."""
     import httpx
 
     port = free_port()
     command = [sys.executable, "-m", "privdb", "serve", "--db", str(db_dir), "--port", str(port)]
-    command += ["--workers", str(workers)]
+    command += ["--workers", str(workers), *extra]
     with log.open("ab") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=out, start_new_session=True)
     url = f"http://127.0.0.1:{port}"

@@ -130,6 +130,8 @@ def _plus_minus(column: dict[str, Any]) -> str:
     """A column's 95% ± in the answer's units, or what stands in for it where it depends on the data."""
     if column.get("role") == "record":
         return "—"
+    if column.get("mechanism") == "smooth_sensitivity":
+        return "none (smooth sensitivity)"
     if column.get("ci95_half_width") is not None:
         return f"± {_number(column['ci95_half_width'])}"
     if column.get("ci95_half_width_at"):
@@ -176,18 +178,28 @@ def _statistics_table(statistics: list[dict[str, Any]]) -> Table:
 
 
 def _order_table(order_statistics: list[dict[str, Any]]) -> Table:
-    table = Table(title="order statistics and modes (exponential mechanism)")
-    for col in ("column", "kind", "ε per group", "Δ", "candidates", "resolution", "95% utility loss"):
+    table = Table(title="order statistics and modes")
+    for col in (
+        "column",
+        "kind",
+        "mechanism",
+        "ε per group",
+        "Δ",
+        "candidates",
+        "resolution",
+        "95% utility loss",
+    ):
         table.add_column(col)
     for o in order_statistics:
         table.add_row(
             o["column"],
             o["kind"] + (f" q={o['q']:g}" if o["q"] is not None else ""),
+            o["mechanism"].replace("_", " "),
             f"{o['epsilon_per_group']:.4g}",
-            f"{o['sensitivity']:g}",
+            "—" if o["sensitivity"] is None else f"{o['sensitivity']:g}",
             f"{o['candidates']:,}",
             "—" if o["resolution"] is None else f"{o['resolution']:.4g}",
-            f"{o['utility_loss95']:.4g}",
+            "—" if o["utility_loss95"] is None else f"{o['utility_loss95']:.4g}",
         )
     return table
 

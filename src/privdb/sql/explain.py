@@ -18,7 +18,7 @@ from privdb.sql.answer.predict import columns_of
 from privdb.sql.plan import truncation
 from privdb.sql.plan.gaussian import zcdp_cost
 from privdb.sql.plan.personal import personal_table, summary
-from privdb.sql.plan.types import Plan
+from privdb.sql.plan.types import AggregatePlan, Plan
 from privdb.sql.prepare import prepare
 from privdb.sql.release.plan import ReleasePlan
 from privdb.sql.run.targets import histogram_queries
@@ -35,6 +35,25 @@ def _pretty(sql: str) -> str:
         return sqlglot.transpile(sql, read="duckdb", write="duckdb", pretty=True)[0]
     except RecursionError:  # a long chain: the plain SQL says the same
         return sql
+
+
+def _order_statistic(agg: AggregatePlan) -> dict[str, Any]:
+    """A quantile's or mode's mechanism: the exponential mechanism's utility loss, or (USING SMOOTH) the
+    smooth-sensitivity noise's δ per group, with no utility loss or interval to state."""
+    hist = agg.histogram
+    assert hist is not None
+    smooth = hist.smooth_delta > 0
+    return {
+        "column": agg.output,
+        "kind": agg.kind,
+        "q": agg.q,
+        "mechanism": "smooth_sensitivity" if smooth else "exponential",
+        "epsilon_per_group": hist.epsilon,
+        "sensitivity": None if smooth else hist.sensitivity,  # the smooth noise's S depends on the data
+        "candidates": hist.points,
+        "resolution": hist.width if hist.values is None else None,
+        "utility_loss95": None if smooth else hist.mechanism().utility_loss(hist.points, 0.05),
+    } | ({"delta_per_group": hist.smooth_delta} if smooth else {})
 
 
 def describe(plan: Plan, engine_sql: Iterable[str]) -> dict[str, Any]:
@@ -55,21 +74,7 @@ def describe(plan: Plan, engine_sql: Iterable[str]) -> dict[str, Any]:
                 "ci95_half_width": mech.half_width(0.05),
             }
         )
-    order_statistics = [
-        {
-            "column": agg.output,
-            "kind": agg.kind,
-            "q": agg.q,
-            "mechanism": "exponential",
-            "epsilon_per_group": agg.histogram.epsilon,
-            "sensitivity": agg.histogram.sensitivity,
-            "candidates": agg.histogram.points,
-            "resolution": agg.histogram.width if agg.histogram.values is None else None,
-            "utility_loss95": agg.histogram.mechanism().utility_loss(agg.histogram.points, 0.05),
-        }
-        for agg in plan.aggregates
-        if agg.histogram is not None
-    ]
+    order_statistics = [_order_statistic(agg) for agg in plan.aggregates if agg.histogram is not None]
     if plan.domains is not None:
         keys = "public domain"
     elif plan.threshold:

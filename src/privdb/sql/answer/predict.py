@@ -7,7 +7,9 @@ shows it; ``DP-SELECT ACCURACY`` chooses ε by it, privdb.sql.accuracy).
   It is given for stated sizes (``ci95_half_width_at``: 100, 1,000, 10,000 rows), computed by the answer's
   own interval code for a group of that size whose values are spread evenly over the bounds, with the
   noise at zero: a public assumption, stated, never the private count;
-- MEDIAN, QUANTILE, MIN, MAX: the answer's rank error and the rank offset of its interval's ends;
+- MEDIAN, QUANTILE, MIN, MAX: the answer's rank error and the rank offset of its interval's ends; under
+  USING SMOOTH the mechanism and its β, and no ± at all (the noise scales with the data's smooth
+  sensitivity, so no interval is released);
 - expressions over aggregates: post-processing (ε 0), their interval from their aggregates' in the answer.
 """
 
@@ -18,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from privdb.mechanisms.base import AdditiveNoise
+from privdb.mechanisms.smooth import smooth_beta
 from privdb.sql.answer.combine import combine
 from privdb.sql.plan.order import bracket
 from privdb.sql.plan.types import ANSWER_SHARE, END_SHARE, AggregatePlan, Plan
@@ -50,6 +53,17 @@ def _column(plan: Plan, agg: AggregatePlan, name: str) -> dict[str, Any]:
         "ci95_half_width": None,
     }
     hist = agg.histogram
+    if hist is not None and hist.smooth_delta > 0:  # USING SMOOTH (privdb.sql.answer.smooth)
+        entry |= {
+            "mechanism": "smooth_sensitivity",
+            "epsilon_per_group": hist.epsilon,
+            "delta_per_group": hist.smooth_delta,
+            "beta": smooth_beta(hist.epsilon, hist.smooth_delta),
+            "resolution": hist.width,
+            "note": "smooth sensitivity (Laplace noise of scale 2·S/ε, (ε, δ)-DP): no interval is released, "
+            "its width would depend on the data through S",
+        }
+        return entry
     if hist is not None:
         entry |= {"mechanism": "exponential", "epsilon_per_group": hist.epsilon, "candidates": hist.points}
         loss = hist.mechanism().utility_loss(hist.points, 0.05)
