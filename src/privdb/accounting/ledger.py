@@ -215,7 +215,7 @@ class Ledger(SharedBudgets):
         eps, dlt = _amount("epsilon", epsilon), _amount("delta", delta)
         plain = eps
 
-        def work(cur: Cursor) -> Reservation:  # one job of a shared transaction, synced by the commit after it
+        def work(cur: Cursor) -> Reservation:  # a job of a shared transaction, synced by the next commit
             created = time.time()  # under the lock, as the caps' renewal windows are moved
             charged, spend_rho = eps, rho
             row = self._row(cur, analyst, database)
