@@ -1,6 +1,6 @@
 """``python -m bench.server.compare --base SRC``: one load (Q1, 2 workers, 8 clients by default) on two
 versions of privdb, in alternating rounds on the same database directory, each round beside the raw SQL
-yardstick (the plain aggregate on DuckDB, no privdb in it), so that a machine whose speed drifts (shared,
+yardstick (the plain aggregate on DuckDB from as many threads, no privdb in it), so that a machine whose speed drifts (shared,
 loaded) favours neither version. ``SRC`` is another checkout's ``src`` directory (e.g. ``git archive BASE
 | tar -x -C /tmp/base``); the other version is the one this script imports. Prints each round and the best
 and median q/s of each version, absolute and ÷ the raw SQL q/s of its round."""
@@ -12,27 +12,36 @@ import os
 import shutil
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 from bench.harness import data, machine
-from bench.harness.timing import nearest_rank as quantile
 from bench.server.load import Cell, run_load, running_server
 from bench.server.spec import QUERIES, TABLE, Epsilons
 
 
-def raw_qps(db_dir: Path, sql: str, n: int = 60) -> float:
-    """One thread's plain aggregate per second on the directory's data (1000 ÷ the median ms)."""
+def raw_qps(db_dir: Path, sql: str, clients: int, seconds: float) -> float:
+    """The plain aggregate's answers per second from ``clients`` threads (a DuckDB cursor each) over
+    ``seconds``: the same load with no privdb, no HTTP, no ledger."""
     import duckdb
 
     with duckdb.connect(str(db_dir / "data.duckdb"), read_only=True) as conn:
-        times = []
-        for i in range(n + 5):
-            t0 = time.perf_counter()
-            conn.execute(sql).fetchall()
-            if i >= 5:
-                times.append(time.perf_counter() - t0)
-    return 1 / quantile(times, 0.5)
+        end = time.perf_counter() + seconds
+        counts = [0] * clients
+
+        def client(i: int) -> None:
+            cursor = conn.cursor()
+            while time.perf_counter() < end:
+                cursor.execute(sql).fetchall()
+                counts[i] += 1
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    return sum(counts) / seconds
 
 
 def main() -> None:
@@ -65,7 +74,7 @@ def main() -> None:
                 with running_server(path, args.workers, work / "server.log") as server:
                     cell = Cell(args.setting, query, args.workers, args.clients, args.seconds)
                     run_load(server, token, cell, eps, args.warmup, lambda _: None)
-                raw = raw_qps(path, query.raw())
+                raw = raw_qps(path, query.raw(), args.clients, args.seconds)
                 results[name].append((cell.qps, raw))
                 errors = sum(cell.errors.values())
                 print(
