@@ -1,9 +1,10 @@
 """``python -m bench.server.compare --base SRC``: one load (Q1, 2 workers, 8 clients by default) on two
 versions of privdb, in alternating rounds on the same database directory, each round beside the raw SQL
-yardstick (the plain aggregate on DuckDB from as many threads, no privdb in it), so that a machine whose speed drifts (shared,
-loaded) favours neither version. ``SRC`` is another checkout's ``src`` directory (e.g. ``git archive BASE
-| tar -x -C /tmp/base``); the other version is the one this script imports. Prints each round and the best
-and median q/s of each version, absolute and ÷ the raw SQL q/s of its round."""
+yardstick (the plain aggregate on DuckDB from as many threads, no privdb in it), so that a machine whose
+speed drifts (shared, loaded) favours neither version. ``SRC`` is another checkout's ``src`` directory
+(e.g. ``git archive BASE src | tar -x -C /tmp/base``); the other version is the one this script imports.
+Prints each round and the best and median q/s of each version, absolute and ÷ the raw SQL q/s of its
+round."""
 
 from __future__ import annotations
 
