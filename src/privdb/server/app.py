@@ -105,7 +105,7 @@ class _BodyLimit:
 # read) instead of costing each request extra hand-offs to the thread pool.
 async def _principal(request: Request) -> Principal:
     db: Database = request.app.state.db
-    return db.catalog.authenticate(bearer(request))
+    return db.catalog.authenticate(bearer(request.headers))
 
 
 Who = Annotated[Principal, Depends(_principal)]

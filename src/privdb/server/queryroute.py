@@ -1,17 +1,17 @@
 """``POST /v1/query`` as a plain Starlette route: the busiest endpoint skips FastAPI's per-request
-machinery (dependency solving, body-field validation, the endpoint wrapper), which cost about as much as a
-count's engine query. The contract is FastAPI's, kept here by hand and checked by tests/test_server*.py:
+machinery (dependency solving, body-field validation, the endpoint wrapper and its extra hand-offs). The
+contract is FastAPI's, kept here by hand and checked by tests/test_query_route.py:
 
 * a body that is not JSON → ``invalid_parameter`` (400) before the token is looked at, as FastAPI reads
   the body before it solves dependencies; then the token (``unauthorized`` 401; the owner's is
   ``forbidden`` 403); then the body's shape, by the same pydantic model (``QueryIn``) and the same message
   as app.py's validation handler;
-* the answer by ``negotiate.answer_response`` (JSON or Arrow, ``Vary: Accept``), computed on the thread
-  pool FastAPI would use; errors raised are the app's exception handlers' (the route sits in its router).
+* the answer by ``negotiate.answer_response`` (JSON or Arrow, ``Vary: Accept``). All of it after reading
+  the body runs in one hand-off to the thread pool FastAPI would use (the token check too, so the event
+  loop only moves bytes); errors raised are the app's exception handlers' (the route sits in its router).
 
 app.py still declares the FastAPI route, so the OpenAPI document describes ``/v1/query`` as before; this
-route is placed before it and answers every request.
-"""
+route is placed before it and answers every request."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -39,9 +40,9 @@ ANALYSTS_ONLY = (
 )
 
 
-def bearer(request: Request) -> str:
-    """The request's bearer token, or ``unauthorized`` saying what to send."""
-    header = request.headers.get("authorization")
+def bearer(headers: Headers) -> str:
+    """The bearer token of a request's headers, or ``unauthorized`` saying what to send."""
+    header = headers.get("authorization")
     if not header:
         raise Unauthorized("missing token: send `Authorization: Bearer <token>` (from `privdb grant`)")
     scheme, _, token = header.partition(" ")
@@ -68,12 +69,11 @@ _NO_BODY = object()
 _NOT_AN_OBJECT = "Input should be a valid dictionary or object to extract fields from"  # FastAPI's wording
 
 
-async def _body(request: Request) -> Any:
+def _body(raw: bytes, content_type: str | None) -> Any:
     """The body as FastAPI reads it: JSON when the Content-Type says so, else the bytes."""
-    raw = await request.body()
     if not raw:
         return _NO_BODY
-    if not _json_type(request.headers.get("content-type")):
+    if not _json_type(content_type):
         return raw  # not read as JSON: refused below, as FastAPI does
     try:
         return json.loads(raw)
@@ -84,25 +84,26 @@ async def _body(request: Request) -> Any:
 
 
 def query_route(db: Database) -> Route:
-    """The route answering ``POST /v1/query`` on ``db``."""
+    """The route answering ``POST /v1/query`` on ``db``: the body is read on the event loop, everything
+    else (the token check included) runs in one hand-off to the thread pool, beside other requests."""
 
     async def query(request: Request) -> Response:
-        data = await _body(request)
-        who: Principal = db.catalog.authenticate(bearer(request))  # one indexed read, on the event loop
-        if who.is_owner:
-            raise Forbidden(ANALYSTS_ONLY)
-        if data is _NO_BODY or not isinstance(data, dict):
-            what = "Field required" if data is _NO_BODY else _NOT_AN_OBJECT
-            raise InvalidParameter(invalid_body([{"msg": what}]))
-        try:
-            body = QueryIn.model_validate(data)
-        except ValidationError as err:
-            raise InvalidParameter(invalid_body(err.errors())) from None
-        accept = request.headers.get("accept")
-        return await run_in_threadpool(_answer, db, who.name, body.sql, accept)
+        raw = await request.body()
+        return await run_in_threadpool(_answer, db, raw, request.headers)
 
     return Route("/v1/query", query, methods=["POST"])
 
 
-def _answer(db: Database, analyst: str, sql: str, accept: str | None) -> Response:
-    return answer_response(engine.run(db, analyst, sql), accept)
+def _answer(db: Database, raw: bytes, headers: Headers) -> Response:
+    data = _body(raw, headers.get("content-type"))
+    who: Principal = db.catalog.authenticate(bearer(headers))
+    if who.is_owner:
+        raise Forbidden(ANALYSTS_ONLY)
+    if data is _NO_BODY or not isinstance(data, dict):
+        what = "Field required" if data is _NO_BODY else _NOT_AN_OBJECT
+        raise InvalidParameter(invalid_body([{"msg": what}]))
+    try:
+        body = QueryIn.model_validate(data)
+    except ValidationError as err:
+        raise InvalidParameter(invalid_body(err.errors())) from None
+    return answer_response(engine.run(db, who.name, body.sql), headers.get("accept"))
