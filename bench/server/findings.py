@@ -67,7 +67,8 @@ def findings(cells: list[Cell], stages: list[Stages], tries: dict[str, float], f
         "- **HTTP, ~1–2 ms**: uvicorn + Starlette (`GET /healthz` floor above); `/v1/query` is a plain "
         "Starlette route (`privdb.server.queryroute`: FastAPI's errors and OpenAPI entry kept) whose token "
         "check, body checks, query and JSON bytes all run in one hand-off to the thread pool (the event "
-        "loop only moves bytes); uvicorn's access log is written by a thread of its own (`privdb.server.accesslog`).",
+        "loop only moves bytes); uvicorn's access log is written by a thread of its own "
+        "(`privdb.server.accesslog`).",
         "- **Group commit** (`privdb.accounting.groupcommit`): concurrent reservations of a worker share one "
         "transaction, and concurrent commits one synced transaction (each in its savepoint; each answer "
         "leaves only after the transaction holding its spend is synced), so under load a worker waits for "
