@@ -4,7 +4,7 @@ yardstick (the plain aggregate on DuckDB from as many threads, no privdb in it),
 speed drifts (shared, loaded) favours neither version. ``SRC`` is another checkout's ``src`` directory
 (e.g. ``git archive BASE src | tar -x -C /tmp/base``); the other version is the one this script imports.
 Prints each round and the best and median q/s of each version, absolute and ÷ the raw SQL q/s of its
-round."""
+round, and the server's CPU per answer (its processes' CPU time in the window ÷ the answers)."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def main() -> None:
     here = str(Path(__file__).resolve().parents[2] / "src")
     versions = {"base": str(Path(args.base).resolve()), "this": here}
     work = Path(tempfile.mkdtemp(prefix="privdb-bench-compare-", dir="/var/tmp"))
-    results: dict[str, list[tuple[float, float]]] = {name: [] for name in versions}
+    results: dict[str, list[tuple[float, float, float]]] = {name: [] for name in versions}
     print(f"load average before: {machine.load()}")
     try:
         meta = {args.setting: data.census_metadata()[args.setting]}
@@ -76,20 +76,23 @@ def main() -> None:
                     cell = Cell(args.setting, query, args.workers, args.clients, args.seconds)
                     run_load(server, token, cell, eps, args.warmup, lambda _: None)
                 raw = raw_qps(path, query.raw(), args.clients, args.seconds)
-                results[name].append((cell.qps, raw))
+                results[name].append((cell.qps, raw, cell.server_cpu_ms))
                 errors = sum(cell.errors.values())
                 print(
-                    f"round {r + 1} {name}: {cell.qps:,.0f} q/s (p50 {cell.p50_ms:.1f} ms, {errors} errors), "
+                    f"round {r + 1} {name}: {cell.qps:,.0f} q/s (p50 {cell.p50_ms:.1f} ms, {errors} errors, "
+                    f"server CPU {cell.server_cpu_ms:.2f} ms / answer), "
                     f"raw SQL {raw:,.0f} q/s, ratio {cell.qps / raw:.3f}; load {machine.load()}"
                 )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for name, runs in results.items():
-        qps = [q for q, _ in runs]
-        ratio = [q / raw for q, raw in runs]
+        qps = [q for q, _, _ in runs]
+        ratio = [q / raw for q, raw, _ in runs]
+        cpu = statistics.median(c for _, _, c in runs)
         print(
             f"{name}: best {max(qps):,.0f} q/s, median {statistics.median(qps):,.0f} q/s; ÷ raw SQL: best "
-            f"{max(ratio):.3f}, median {statistics.median(ratio):.3f}"
+            f"{max(ratio):.3f}, median {statistics.median(ratio):.3f}; server CPU per answer, median "
+            f"{cpu:.2f} ms"
         )
 
 
