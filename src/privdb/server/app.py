@@ -34,11 +34,13 @@ from privdb import deadline
 from privdb.catalog.querylog import LogOptions, Outcome
 from privdb.catalog.store import Principal
 from privdb.database import Database, log_subject
-from privdb.errors import Forbidden, InvalidParameter, PrivdbError, RawAccessDenied, Unauthorized
+from privdb.errors import Forbidden, InvalidParameter, PrivdbError, RawAccessDenied
 from privdb.publish.service import publish_request
+from privdb.server.accesslog import off_the_loop
 from privdb.server.bodies import AnalystIn, AttachIn, PublishIn, QueryIn, RawIn, SharedBudgetIn, TableIn
 from privdb.server.errors import error_response, from_error
 from privdb.server.negotiate import ARROW_RESPONSE, answer_response
+from privdb.server.queryroute import ANALYSTS_ONLY, bearer, invalid_body, query_route
 from privdb.server.surveys import router as surveys
 from privdb.sql import engine
 
@@ -99,21 +101,11 @@ class _BodyLimit:
         await response(scope, receive, send)
 
 
-def _bearer(request: Request) -> str:
-    header = request.headers.get("authorization")
-    if not header:
-        raise Unauthorized("missing token: send `Authorization: Bearer <token>` (from `privdb grant`)")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise Unauthorized("the Authorization header must be `Bearer <token>`")
-    return token.strip()
-
-
 # The dependencies are coroutines: they run on the event loop (a token lookup is one indexed SQLite
 # read) instead of costing each request extra hand-offs to the thread pool.
 async def _principal(request: Request) -> Principal:
     db: Database = request.app.state.db
-    return db.catalog.authenticate(_bearer(request))
+    return db.catalog.authenticate(bearer(request.headers))
 
 
 Who = Annotated[Principal, Depends(_principal)]
@@ -127,10 +119,7 @@ async def _owner(who: Who) -> Principal:
 
 async def _analyst(who: Who) -> Principal:
     if who.is_owner:
-        raise Forbidden(
-            "the owner has no budget: ask DP-SELECTs with an analyst's token (POST /v1/analysts), or "
-            "run raw SQL with POST /v1/sql"
-        )
+        raise Forbidden(ANALYSTS_ONLY)
     return who
 
 
@@ -141,9 +130,11 @@ Analyst = Annotated[Principal, Depends(_analyst)]
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     """At start-up (uvicorn has installed its signal handlers by then, in each worker): SIGTERM also stops
-    the planning of queries in flight (privdb.deadline), so the graceful shutdown it starts ends."""
+    the planning of queries in flight (privdb.deadline), so the graceful shutdown it starts ends. The access
+    log is written by a thread of its own while the app serves (server/accesslog.py)."""
     deadline.stop_on_term()
-    yield
+    with off_the_loop():
+        yield
 
 
 def create_app(
@@ -173,11 +164,8 @@ def create_app(
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, err: RequestValidationError) -> JSONResponse:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e.get('loc', ())[1:]) or 'body'}: {e.get('msg', 'invalid')}"
-            for e in err.errors()[:5]
-        )
-        return error_response("invalid_parameter", f"the request does not fit the API: {problems}")
+        located = [e | {"loc": tuple(e.get("loc", ()))[1:]} for e in err.errors()]  # without "body"/"query"
+        return error_response("invalid_parameter", invalid_body(located))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, err: StarletteHTTPException) -> JSONResponse:
@@ -189,7 +177,10 @@ def create_app(
         return error_response("internal_error", f"internal error ({type(err).__name__}); please report it")
 
     # ---- analysts
-    # JSON by default, an Arrow stream when the Accept header asks for it (server/negotiate.py)
+    # JSON by default, an Arrow stream when the Accept header asks for it (server/negotiate.py). Answered by
+    # the plain route of server/queryroute.py, placed first; this declaration is what /openapi.json shows
+    app.router.routes.insert(0, query_route(db))
+
     @app.post(
         "/v1/query",
         summary="Answer a DP-SELECT, paid from the analyst's budget",
