@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from privdb.anonymize._classes import STAR, pair_covered, parse_intervals, text
+from privdb.anonymize._classes import STAR, hierarchy_frame, pair_covered, parse_intervals, text
+from privdb.anonymize.hierarchy import Hierarchy
 from privdb.errors import InvalidParameter
 from privdb.publish.utility import fit_and_score, majority_share
 
@@ -104,8 +105,9 @@ def generalise_like(
 ) -> NDArray[np.object_]:
     """Each raw value as the release would show it: among the release's labels of this column that cover it
     (privdb.anonymize's coverage: itself, ``*``, a hierarchy label, a ``lo-hi`` range, a ``|`` set, a mask),
-    the one the release uses most; ``*`` when none but ``*`` does. A full-domain release has one such label per value
-    (its level); a Mondrian release may have several overlapping ranges, and the most used stands for them."""
+    the one the release uses most; ``*`` when none but ``*`` does. A full-domain release has one such label
+    per value (its level); a Mondrian release may have several overlapping ranges: the most used stands for
+    them."""
     counts = released.astype(str).value_counts(sort=True)
     labels = np.asarray([label for label in counts.index if label != STAR], dtype=object)
     codes, values = pd.factorize(raw, use_na_sentinel=False)
@@ -182,13 +184,17 @@ def release_classifier(
 
 
 def generalised_test(
-    release: pd.DataFrame, test: pd.DataFrame, hierarchies: Mapping[str, pd.DataFrame | None]
+    release: pd.DataFrame, test: pd.DataFrame, qi: Sequence[str], hierarchies: Mapping[str, Hierarchy] | None
 ) -> pd.DataFrame:
-    """The held-out rows' released columns, each generalised column mapped by ``generalise_like``."""
+    """The held-out rows' released columns, each quasi-identifier mapped by ``generalise_like`` (with its
+    hierarchy, when the release used a given one)."""
     out = test[[c for c in release.columns if c in test.columns]].copy()
-    for c, hierarchy in hierarchies.items():
+    for c in qi:
         if c in out.columns:
-            out[c] = generalise_like(test[c], release[c], hierarchy)
+            given = (hierarchies or {}).get(c)
+            out[c] = generalise_like(
+                test[c], release[c], None if given is None else hierarchy_frame(given, c)
+            )
     return out
 
 
