@@ -237,10 +237,12 @@ def anonymize(
         + f"; {seconds:.2f} s"
     )
     if split is not None:
-        c = body["classifier"]
+        scores = body["classifier"]
         console().print(split.line())
         console().print(
-            accuracy_line(c, c["train_release_test_held_out"], c["train_raw_test_held_out"], "anonymised")
+            accuracy_line(
+                scores, scores["train_release_test_held_out"], scores["train_raw_test_held_out"], "anonymised"
+            )
         )
 
 

@@ -262,8 +262,10 @@ def synthetic(
         f"δ {delta:g} charged to table {meta.name!r}"
     )
     if split is not None:
-        c = utility["classifier"]
+        scores = utility["classifier"]
         console().print(split.line())
         console().print(
-            accuracy_line(c, c["train_synthetic_test_real"], c["train_real_test_real"], "synthetic")
+            accuracy_line(
+                scores, scores["train_synthetic_test_real"], scores["train_real_test_real"], "synthetic"
+            )
         )

@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 from privdb.anonymize._classes import STAR, hierarchy_frame, pair_covered, parse_intervals, text
 from privdb.anonymize.hierarchy import Hierarchy
 from privdb.errors import InvalidParameter
+from privdb.publish.safepub import PublicHierarchy, Published
 from privdb.publish.utility import fit_and_score, majority_share
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "generalise_like",
     "generalised_test",
     "release_classifier",
+    "safepub_classifier",
     "split_rows",
 ]
 
@@ -209,3 +211,17 @@ def accuracy_line(classifier: Mapping[str, Any], released: float | None, raw: fl
         f"{what} rows {_share(released)}, on the raw training rows {_share(raw)}, majority class "
         f"{_share(classifier['majority_class'])}"
     )
+
+
+def safepub_classifier(
+    published: Published, hierarchies: Mapping[str, Hierarchy], split: Split, target: str
+) -> dict[str, Any]:
+    """A SafePub release's classifier report: the held-out rows generalised exactly as the release is (the
+    released node of the public hierarchies), the raw classifier on the quasi-identifiers' raw values."""
+    qi = list(published.qi)
+    values = {c: split.test[c].to_numpy(dtype=object) for c in qi}
+    test = pd.DataFrame(
+        {c: PublicHierarchy(hierarchies[c]).generalize(values[c], published.node[c]) for c in qi}
+    )
+    out = release_classifier(published.table, split.train[qi], split.test[qi], test, target, split.seed)
+    return {**out, "held_out": split.describe()}
