@@ -42,6 +42,7 @@ __all__ = [
     "check_share",
     "generalise_like",
     "generalised_test",
+    "held_out",
     "release_classifier",
     "safepub_classifier",
     "split_rows",
@@ -49,6 +50,7 @@ __all__ = [
 
 HOLDOUT = 0.3
 SPLIT_SEED = 0
+Bools = NDArray[np.bool_]
 _PAIRS = 2_000_000  # (value, label) pairs checked per block by generalise_like
 
 
@@ -86,17 +88,24 @@ def check_share(share: float) -> float:
     return share
 
 
-def split_rows(
+def held_out(
     frame: pd.DataFrame, share: float = HOLDOUT, seed: int = SPLIT_SEED, unit: str | None = None
-) -> Split:
-    """Hold out each row whose keyed hash (of its ``unit`` column, else of its whole content) is below
-    ``share`` of the range (module doc). Rows keep their order on each side."""
+) -> Bools:
+    """Per row: whether it is held out — its keyed hash (of its ``unit`` column, else of its whole content, as
+    text) is below ``share`` of the hash's range (module doc)."""
     check_share(share)
     if not 0 <= seed < 10**14:
         raise InvalidParameter(f"the split's seed must be a whole number in [0, 1e14), got {seed}")
     keyed = frame[[unit]] if unit is not None else frame
     hashes = pd.util.hash_pandas_object(keyed.astype(str), index=False, hash_key=f"ho{seed:014d}")
-    held = hashes.to_numpy(dtype=np.uint64) < np.uint64(int(share * 2.0**64))
+    return np.asarray(hashes.to_numpy(dtype=np.uint64) < np.uint64(int(share * 2.0**64)), dtype=bool)
+
+
+def split_rows(
+    frame: pd.DataFrame, share: float = HOLDOUT, seed: int = SPLIT_SEED, unit: str | None = None
+) -> Split:
+    """The rows ``held_out`` keeps for the report, and the others for the release; each side in row order."""
+    held = held_out(frame, share, seed, unit)
     return Split(
         frame.loc[~held].reset_index(drop=True), frame.loc[held].reset_index(drop=True), share, seed, unit
     )
