@@ -19,6 +19,7 @@ from privdb.catalog.metadata_spec import metadata_from_dict
 from privdb.cli import app
 from privdb.errors import InvalidParameter
 from privdb.publish import synthetic as synthetic_module
+from privdb.publish.evaluation import split_rows
 from privdb.publish.mst import mst_measurements, selection_epsilon
 from privdb.publish.synthetic import encode, release_synthetic
 from privdb.publish.utility import utility_report
@@ -172,17 +173,19 @@ def _small() -> tuple[pd.DataFrame, object]:
 
 def test_rows_count_domains_and_a_strong_dependency_kept() -> None:
     frame, meta = _small()
+    split = split_rows(frame)  # the classifier's test rows are held out before the release
     for rows in (1, 333):
         released = release_synthetic(
-            frame, meta, epsilon=3.0, delta=1e-6, rows=rows, rng=seeded(rows), nulls=False
+            split.train, meta, epsilon=3.0, delta=1e-6, rows=rows, rng=seeded(rows), nulls=False
         )
         assert len(released.frame) == rows and released.codes.shape == (rows, 4)
     out = released.frame
     assert set(out["c"]) <= {"u", "v"}  # 'w' is outside the declared domain: those rows are counted nowhere
     assert set(out["b"]) <= {0, 1} and out["d"].between(0, 10).all() and len(released.domains[3].labels) == 16
     assert ("a", "b") in released.cliques or ("b", "a") in released.cliques  # the strongest pair is chosen
+    held_out = (encode(split.train, released.domains), encode(split.test, released.domains))
     report = utility_report(encode(frame, released.domains), released.codes, released.columns,
-                            [len(d.labels) for d in released.domains], "b")  # fmt: skip
+                            [len(d.labels) for d in released.domains], "b", held_out)  # fmt: skip
     assert report["tv_distance"]["1-way"]["average"] < 0.15
     assert report["classifier"]["train_synthetic_test_real"] > report["classifier"]["majority_class"]
 
@@ -224,10 +227,12 @@ def test_adult_end_to_end() -> None:
     close, and the salary-class classifier trained on synthetic rows is no worse than the majority class
     (MST links salary-class to one column, typically marital-status: it beats it by little if at all)."""
     frame, meta = adult_with_domains()
-    released = release_synthetic(frame, meta, epsilon=1.0, delta=1e-9, rows=len(frame), rng=seeded(5))
+    split = split_rows(frame)  # the classifier's test rows are held out before the release
+    released = release_synthetic(split.train, meta, epsilon=1.0, delta=1e-9, rows=len(frame), rng=seeded(5))
     assert len(released.frame) == len(frame) and set(released.frame.columns) == set(frame.columns)
+    held_out = (encode(split.train, released.domains), encode(split.test, released.domains))
     report = utility_report(encode(frame, released.domains), released.codes, released.columns,
-                            [len(d.labels) for d in released.domains], "salary-class")  # fmt: skip
+                            [len(d.labels) for d in released.domains], "salary-class", held_out)  # fmt: skip
     tv = report["tv_distance"]
     assert tv["1-way"]["average"] < 0.05 and tv["2-way"]["average"] < 0.15, tv["2-way"]["average"]
     assert len(tv["3-way"]["marginals"]) == 84

@@ -110,6 +110,14 @@ def anonymize(
     report: Annotated[Path | None, typer.Option("--report", help="write the JSON report here")] = None,
     report_html: Annotated[Path | None, typer.Option(help="write the report as a page (.html)")] = None,
     report_png: Annotated[Path | None, typer.Option(help="write the class-size histogram (.png)")] = None,
+    target: Annotated[
+        str | None,
+        typer.Option(
+            help="utility report: a written column to predict, by a classifier trained on the release and "
+            "tested on held-out rows (the release is then made from the other rows only)"
+        ),
+    ] = None,
+    holdout: Annotated[float, typer.Option(help="with --target: the share of rows held out")] = 0.3,
 ) -> None:
     """Generalise and suppress until the table is k-anonymous (and l-diverse, t-close); write it, report.
 
@@ -126,6 +134,7 @@ def anonymize(
         render_png,
         write_table,
     )
+    from privdb.publish.evaluation import accuracy_line, split_rows
 
     columns = qi_columns(qi)
     kept = qi_columns(keep, "--keep") if keep is not None else []
@@ -147,10 +156,15 @@ def anonymize(
     if db is None and output.resolve() == source.resolve():
         raise InvalidParameter("-o must name a new file: privdb never overwrites the input table")
     writable(output, "-o")
+    _check_target(target, written, holdout)
     with Steps(4) as steps:
         steps.next(f"reading {source.name}")
-        frame, delimiter = read_table(source) if db is None else _database_table(db, str(source), written)
-        _check_written(frame, written, kept, columns, sensitive)
+        whole, delimiter, unit = (*read_table(source), None) if db is None else _database_table(
+            db, str(source), written
+        )  # fmt: skip
+        _check_written(whole, written, kept, columns, sensitive)
+        split = None if target is None else split_rows(whole, holdout, unit=unit)
+        frame = whole if split is None else split.train
         loaded = hierarchy_frames(hierarchies, [*columns, *([sensitive] if sensitive else [])], fix_labels)
         steps.next(f"anonymising {len(frame):,} records ({algorithm}, k = {k})")
         started = time.perf_counter()
@@ -201,6 +215,8 @@ def anonymize(
             suppression={"records": result.n_suppressed, "reason": result.suppression_reason},
             hierarchies=loaded,
         )
+        if split is not None and target is not None:
+            body["classifier"] = _classifier(result, split, written, target, loaded)
         steps.next(f"writing {output.name}")
         write_table(publishable(result.table, written, _shuffler(seed)), output, delimiter)
         if report is not None:
@@ -220,6 +236,14 @@ def anonymize(
         + f"; prosecutor risk max {risk['prosecutor_max']:.3g}, avg {risk['prosecutor_avg']:.3g}"
         + f"; {seconds:.2f} s"
     )
+    if split is not None:
+        scores = body["classifier"]
+        console().print(split.line())
+        console().print(
+            accuracy_line(
+                scores, scores["train_release_test_held_out"], scores["train_raw_test_held_out"], "anonymised"
+            )
+        )
 
 
 _SEARCH_KEYS = (
@@ -263,9 +287,37 @@ def _as_aggregated(frame: Any, released: Any, aggregates: dict[str, str]) -> Any
     return out
 
 
-def _database_table(db: Path, table: str, written: list[str]) -> tuple[Any, str]:
+def _check_target(target: str | None, written: list[str], holdout: float) -> None:
+    """--target must be a written column (the classifier learns it from the release); --holdout a share."""
+    from privdb.publish.evaluation import check_share
+    from privdb.publish.utility import require_classifier
+
+    check_share(holdout)
+    if target is None:
+        return
+    if target not in written:
+        raise InvalidParameter(
+            f"--target {target!r} is not written: give a quasi-identifier, --sensitive or a --keep column "
+            f"({', '.join(written)})"
+        )
+    require_classifier()
+
+
+def _classifier(result: Any, split: Any, written: list[str], target: str, loaded: Any) -> dict[str, Any]:
+    """The report's classifier: trained on the release's written columns, tested on the held-out rows with
+    each quasi-identifier generalised as the release shows it (privdb.publish.evaluation)."""
+    from privdb.publish.evaluation import generalised_test, release_classifier
+
+    release = result.table[[c for c in result.table.columns if c in set(written)]]
+    test = generalised_test(release, split.test, result.qi, loaded)
+    out = release_classifier(release, split.train, split.test, test, target)
+    return {**out, "held_out": split.describe()}
+
+
+def _database_table(db: Path, table: str, written: list[str]) -> tuple[Any, str, str | None]:
     """A database's table as a frame (privdb's hidden columns left out), after refusing to write any column
-    its metadata marks as identifying: identifier, private_id, the privacy unit."""
+    its metadata marks as identifying: identifier, private_id, the privacy unit (returned: the held-out
+    split keeps a unit's rows together)."""
     from privdb.backends.names import quote
     from privdb.database import Database
 
@@ -282,7 +334,7 @@ def _database_table(db: Path, table: str, written: list[str]) -> tuple[Any, str]
             )
         listed = ", ".join(quote(c) for c in database.backend.columns(meta.name))
         frame = database.backend.raw(f"SELECT {listed} FROM {quote(meta.name)}")
-    return frame, ","
+    return frame, ",", meta.privacy_unit
 
 
 def _check_written(

@@ -160,10 +160,19 @@ def safepub_command(
     table: Annotated[str | None, typer.Option(help="ledger table name for a file input (its stem)")] = None,
     report: Annotated[Path | None, typer.Option("--report", help="write the JSON utility report")] = None,
     png: Annotated[Path | None, typer.Option("--report-png", help="write the report's chart (.png)")] = None,
+    utility_target: Annotated[
+        str | None,
+        typer.Option(
+            help="utility report: a quasi-identifier to predict, by a classifier trained on the release and "
+            "tested on held-out rows (the release is then made from the other rows only)"
+        ),
+    ] = None,
+    holdout: Annotated[float, typer.Option(help="with --utility-target: the share of rows held out")] = 0.3,
 ) -> None:
     """SafePub (Bild, Kuhn, Prasser 2018): sample, generalise along public hierarchies, suppress classes
     below k; (ε, δ)-DP. Only the quasi-identifiers of the kept records are written."""
     from privdb.anonymize import load_hierarchies
+    from privdb.publish.evaluation import accuracy_line, safepub_classifier, split_rows
     from privdb.publish.report import publication_report, report_png
     from privdb.publish.service import SafePubOptions, publish_safepub
 
@@ -172,9 +181,13 @@ def safepub_command(
     check_output(output, (".csv",), "-o")
     check_output(report, (".json",), "--report")
     check_output(png, (".png",), "--report-png")
+    _check_utility_target(utility_target, columns, holdout)
     database = open_database(db)
     try:
-        frame, name = read_input(database, source, table)
+        whole, name = read_input(database, source, table)
+        unit = database.metadata(name).privacy_unit if name in set(database.table_names()) else None
+        split = None if utility_target is None else split_rows(whole, holdout, unit=unit)
+        frame = whole if split is None else split.train
         given = load_hierarchies(hierarchies, columns, fix_labels=fix_labels) if hierarchies else {}
         options = SafePubOptions(
             qi=tuple(columns), epsilon=epsilon, delta=delta, epsilon_search=epsilon_search, metric=metric,
@@ -183,7 +196,9 @@ def safepub_command(
         note = f"publish safepub {name} ε={epsilon:g} δ={delta:g} → {output.name}"
         published = publish_safepub(database, frame, name, given, options, note)
         published.table.to_csv(output, index=False)
-        body = publication_report(frame, published, given) if report or png else None
+        body = publication_report(frame, published, given) if report or png or split else None
+        if split is not None and body is not None and utility_target is not None:
+            body["classifier"] = safepub_classifier(published, given, split, utility_target)
         if report is not None and body is not None:
             report.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         if png is not None and body is not None:
@@ -200,7 +215,31 @@ def safepub_command(
         highlight=False,
     )
     out.print(f"charged ε={epsilon:g}, δ={delta:g} to table {name!r}{left}", markup=False, highlight=False)
+    if split is not None and body is not None:
+        scores = body["classifier"]
+        out.print(split.line(), markup=False, highlight=False)
+        line = accuracy_line(
+            scores, scores["train_release_test_held_out"], scores["train_raw_test_held_out"], "released"
+        )
+        out.print(line, markup=False, highlight=False)
     sys.stdout.flush()
+
+
+def _check_utility_target(target: str | None, qi: list[str], holdout: float) -> None:
+    """--utility-target must be released (SafePub releases the quasi-identifiers only); --holdout a share.
+    Checked before anything is read or spent."""
+    from privdb.publish.evaluation import check_share
+    from privdb.publish.utility import require_classifier
+
+    check_share(holdout)
+    if target is None:
+        return
+    if target not in qi:
+        raise InvalidParameter(
+            f"--utility-target {target!r} is not released: SafePub releases the quasi-identifiers only "
+            f"({', '.join(qi)}); predict one of them (--target is the classification score's column)"
+        )
+    require_classifier()
 
 
 def _table_left(database: Database, table: str) -> str:

@@ -202,7 +202,11 @@ def synthetic(
         Path | None, typer.Option("--report-png", "--plot", help="the utility report as a PNG (owner)")
     ] = None,
     target: Annotated[
-        str | None, typer.Option(help="report: a column to predict (train on synthetic, test on real)")
+        str | None,
+        typer.Option(
+            help="report: a column to predict (train on synthetic, test on held-out real rows: the release "
+            "is then made from the other rows only)"
+        ),
     ] = None,
     save_model: Annotated[
         Path | None,
@@ -219,6 +223,7 @@ def synthetic(
     compress: Annotated[
         bool, typer.Option("--compress/--no-compress", help="mst: merge rare cells (noisy count < 3σ)")
     ] = True,
+    holdout: Annotated[float, typer.Option(help="with --target: the share of rows held out")] = 0.3,
 ) -> None:
     """DP synthetic rows from noisy marginals (MST, AIM or MWEM), with a utility report; charged to the
     table's lifetime budget and logged as the owner's release."""
@@ -228,6 +233,9 @@ def synthetic(
     for path, what in ((output, "--output"), (report, "--report"), (plot, "--report-png")):
         if path is not None:
             _writable(path, what)
+    from privdb.publish.evaluation import accuracy_line, check_share, split_rows
+
+    check_share(holdout)
     chosen = [c.strip() for c in (columns or "").split(",") if c.strip()] or None
     marginals = [[c.strip() for c in m.split(",") if c.strip()] for m in (workload or "").split(";")]
     options = {"method": method, "columns": chosen, "bins": _bins(bins or []), "nulls": nulls,
@@ -239,20 +247,26 @@ def synthetic(
         names = [d.column for d in checked]
         if target is not None and target not in names:
             raise InvalidParameter(f"--target {target!r} is not a synthesised column: {', '.join(names)}")
+        split = None if target is None else split_rows(frame, holdout, unit=meta.privacy_unit)
         released = publish_synthetic(
-            database, frame, meta, {"epsilon": epsilon, "delta": delta, "rows": rows, **options},
+            database, split.train if split else frame, meta,
+            {"epsilon": epsilon, "delta": delta, "rows": rows, **options},
             f"publish synthetic {source} --rows {rows} ({method})", save_model,
         )  # fmt: skip
     released.frame.to_csv(output, index=False)
-    if report is not None or plot is not None:
+    if report is not None or plot is not None or split is not None:
         from privdb.publish.synthetic import encode
         from privdb.publish.utility import plot as draw
         from privdb.publish.utility import utility_report
 
         sizes = [len(d.labels) for d in released.domains]
+        held_out = None if split is None else (encode(split.train, released.domains),
+                                               encode(split.test, released.domains))  # fmt: skip
         utility = utility_report(
-            encode(frame, released.domains), released.codes, released.columns, sizes, target
+            encode(frame, released.domains), released.codes, released.columns, sizes, target, held_out
         )
+        if split is not None:
+            utility["classifier"]["held_out"] = split.describe()
         summary = {"method": released.method, "epsilon": epsilon, "delta": delta, "rho": released.rho,
                    "rows": rows, "columns": released.columns, "sensitivity": released.sensitivity,
                    "measured": ["|".join(c) for c in released.cliques], "utility": utility,
@@ -268,3 +282,11 @@ def synthetic(
         f"wrote {rows:,} synthetic rows of {len(released.columns)} columns to {output} · ε {epsilon:g}, "
         f"δ {delta:g} charged to table {meta.name!r}{saved}"
     )
+    if split is not None:
+        scores = utility["classifier"]
+        console().print(split.line())
+        console().print(
+            accuracy_line(
+                scores, scores["train_synthetic_test_real"], scores["train_real_test_real"], "synthetic"
+            )
+        )

@@ -3,9 +3,10 @@
 * The total-variation distance of every 1-, 2- and 3-way marginal of the released columns between the
   synthetic rows and the original (both as distributions over the public cells), with each order's average.
 * With a ``target`` column (Adult's salary-class): the accuracy on held-out real rows of a classifier trained
-  on the synthetic rows ("train on synthetic, test on real"), beside the same classifier trained on real rows
-  and the majority class's share. The real rows are split 70/30 with a fixed seed; the synthetic rows were
-  made from the whole table, test rows included (as in the literature's TSTR figures).
+  on the synthetic rows ("train on synthetic, test on real"), beside the same classifier trained on the real
+  training rows and the majority class's share. The held-out rows are split off **before** the release, which
+  is made from the training rows only (privdb.publish.evaluation): a test row that helped make the release
+  would flatter it.
 * A PNG: the distances by order and the accuracies.
 
 Both sides are the encoded cells (privdb.publish.synthetic.encode), so a number is compared by its bin.
@@ -13,6 +14,7 @@ Both sides are the encoded cells (privdb.publish.synthetic.encode), so a number 
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import math
 from collections.abc import Sequence
@@ -20,11 +22,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 
-from privdb.errors import InvalidParameter
+from privdb.errors import InvalidParameter, install_hint
 
-__all__ = ["classifier_accuracy", "plot", "tv_distances", "utility_report"]
+__all__ = [
+    "classifier_accuracy",
+    "fit_and_score",
+    "majority_share",
+    "plot",
+    "require_classifier",
+    "tv_distances",
+    "utility_report",
+]
 
 Codes = NDArray[np.int64]
 MAX_WAY = 3
@@ -60,43 +71,73 @@ def tv_distances(
     return out
 
 
-def classifier_accuracy(
-    real: Codes, synthetic: Codes, names: Sequence[str], target: str, seed: int = 0, with_real: bool = True
-) -> dict[str, Any]:
-    """Accuracy on 30% held-out real rows of gradient-boosted trees trained on synthetic vs real rows
-    (``with_real=False``: the synthetic one only)."""
-    from sklearn.ensemble import HistGradientBoostingClassifier
+def fit_and_score(
+    train_x: Any, train_y: Any, test_x: Any, test_y: Any, categorical: Sequence[bool], seed: int = 0
+) -> float | None:
+    """Accuracy on (test_x, test_y) of gradient-boosted trees fitted on (train_x, train_y); None when there
+    is nothing to learn (no feature, one class, no test row). A categorical feature with more values than the
+    trees' bins is taken as ordered codes."""
+    from sklearn.ensemble import HistGradientBoostingClassifier  # optional: the `synthetic` extra
 
+    if not len(categorical) or len(np.unique(train_y)) < 2 or not len(test_y):
+        return None
+    cardinal = np.asarray(train_x).max(axis=0, initial=0) if len(train_x) else np.zeros(len(categorical))
+    kinds = [
+        c and float(np.nan_to_num(m)) < 250 for c, m in zip(categorical, np.atleast_1d(cardinal), strict=True)
+    ]
+    model = HistGradientBoostingClassifier(categorical_features=kinds, max_iter=100, random_state=seed)
+    model.fit(np.asarray(train_x), np.asarray(train_y))
+    return float((model.predict(np.asarray(test_x)) == np.asarray(test_y)).mean())
+
+
+def require_classifier() -> None:
+    """Refuse a classifier report, before anything is read or spent, when scikit-learn is not installed."""
+    if importlib.util.find_spec("sklearn") is None:
+        raise InvalidParameter(
+            f"the classifier report needs scikit-learn: {install_hint('synthetic')} (nothing was spent)"
+        )
+
+
+def majority_share(labels: Any) -> float | None:
+    """The share of the most frequent value (the baseline a classifier must beat)."""
+    values = pd.Series(np.asarray(labels)).value_counts()
+    return float(values.iloc[0] / len(labels)) if len(labels) else None
+
+
+def classifier_accuracy(
+    train: Codes, test: Codes, synthetic: Codes, names: Sequence[str], target: str, seed: int = 0,
+    with_real: bool = True,
+) -> dict[str, Any]:  # fmt: skip
+    """Accuracy on the held-out real rows ``test`` of gradient-boosted trees trained on the synthetic rows vs
+    on the real training rows ``train`` (``with_real=False``: the synthetic one only). The synthetic rows must
+    have been made without ``test`` (privdb.publish.evaluation.split_rows)."""
     if target not in names:
         raise InvalidParameter(f"--target {target!r} is not a released column; released: {', '.join(names)}")
     t = list(names).index(target)
     features = [i for i in range(len(names)) if i != t]
-    order = np.random.default_rng(seed).permutation(len(real))
-    cut = int(0.7 * len(real))
-    train, test = real[order[:cut]], real[order[cut:]]
-
-    def accuracy(rows: Codes) -> float | None:
-        if not features or len(np.unique(rows[:, t])) < 2 or not len(test):
-            return None  # one class only: nothing to learn
-        model = HistGradientBoostingClassifier(
-            categorical_features=[True] * len(features), max_iter=100, random_state=seed
-        )
-        model.fit(rows[:, features], rows[:, t])
-        return float((model.predict(test[:, features]) == test[:, t]).mean())
-
-    majority = float(np.bincount(test[:, t]).max() / len(test)) if len(test) else None
-    return {"target": target, "train_synthetic_test_real": accuracy(synthetic),
-            "train_real_test_real": accuracy(train) if with_real else None, "majority_class": majority,
+    kinds = [True] * len(features)
+    fake = fit_and_score(synthetic[:, features], synthetic[:, t], test[:, features], test[:, t], kinds, seed)
+    real = fit_and_score(train[:, features], train[:, t], test[:, features], test[:, t], kinds, seed)
+    return {"target": target, "train_synthetic_test_real": fake,
+            "train_real_test_real": real if with_real else None, "majority_class": majority_share(test[:, t]),
             "test_rows": len(test), "model": "HistGradientBoostingClassifier (categorical)"}  # fmt: skip
 
 
 def utility_report(
-    real: Codes, synthetic: Codes, names: Sequence[str], sizes: Sequence[int], target: str | None
+    real: Codes,
+    synthetic: Codes,
+    names: Sequence[str],
+    sizes: Sequence[int],
+    target: str | None = None,
+    held_out: tuple[Codes, Codes] | None = None,
 ) -> dict[str, Any]:
-    """The whole report (module doc)."""
+    """The whole report (module doc): ``held_out`` = (training rows, held-out rows), encoded, for the
+    classifier of ``target``; the release must have been made from the training rows only."""
     report: dict[str, Any] = {"tv_distance": tv_distances(real, synthetic, names, sizes)}
     if target is not None:
-        report["classifier"] = classifier_accuracy(real, synthetic, names, target)
+        if held_out is None:
+            raise InvalidParameter("a classifier report needs rows held out before the release (split_rows)")
+        report["classifier"] = classifier_accuracy(held_out[0], held_out[1], synthetic, names, target)
     report["note"] = "compares with the private table: for the owner only, not for publication"
     return report
 
