@@ -1,5 +1,6 @@
 """``python -m bench.joins.bounding_forms PEOPLE REPEATS``: raw, the window form of user-level bounding
-(before issue 30) and the arg_max form of J1 and J3's engine SQL, interleaved on one connection."""
+(before issue 30), the arg_max form and what privdb sends (J1: visits aggregated per person before the
+join, privdb.sql.run.eager) of J1 and J3's engine SQL, interleaved on one connection."""
 
 import os
 import shutil
@@ -32,7 +33,10 @@ with Database(work) as db:
         _, source, unit_rows, from_ = targets.plan_target(db, plan)
         old = engine_sql(plan, source, unit_rows, from_, dialect="window")
         assert "OVER" in old and "OVER" not in new
+        new = engine_sql(plan, source, unit_rows, from_, dialect="duckdb")  # the join-then-bound form
+        sent = targets.statistics_sql(db, plan)
         runs |= {(q.key, "raw"): q.raw(), (q.key, "window"): old, (q.key, "arg_max"): new}
+        runs[(q.key, "sent")] = sent
     best = {}
     for _ in range(repeats):
         for k, s in runs.items():
@@ -42,6 +46,9 @@ with Database(work) as db:
 load1 = os.getloadavg()[0]
 print(f"people {people:,}, visits {3 * people:,}; best of {repeats}; load {load0[0]:.2f} -> {load1:.2f}")
 for key in ("J1", "J3"):
-    r, w, a = best[(key, "raw")], best[(key, "window")], best[(key, "arg_max")]
-    print(f"{key}: raw {r:.3f} s; window {w:.3f} s ({w / r:.1f}x); arg_max {a:.3f} s ({a / r:.1f}x)")
+    r, w, a, e = (best[(key, f)] for f in ("raw", "window", "arg_max", "sent"))
+    print(
+        f"{key}: raw {r:.3f} s; window {w:.3f} s ({w / r:.1f}x); arg_max {a:.3f} s ({a / r:.1f}x); "
+        f"sent {e:.3f} s ({e / r:.1f}x)"
+    )
 shutil.rmtree(work)
