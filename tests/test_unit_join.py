@@ -1,15 +1,18 @@
 """A join of a one-row-per-person table with a many-rows table on the unit (issue 30, J1): the many side is
 aggregated per unit before the join (privdb.sql.run.eager) exactly when the query's keys and conditions read
-the one side and its aggregates the many side, and its statistics equal the join-then-bound form's for any
-data — bounds binding, and even a person with two rows where the metadata declares one.
+the one side and its aggregates the many side; its statistics equal the join-then-bound form's where the
+bounds bind, and a person with several rows where the metadata declares one still moves them by at most
+the bound.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
-from joinfixtures import frames, people_visits
+from joinfixtures import VISITS_META, frames, people_visits
 from privdb.database import Database
 from privdb.sql import engine
 from privdb.sql.run import targets
@@ -20,22 +23,20 @@ J1 = "DP-SELECT 50 p.sex, COUNT(*), SUM(v.cost), AVG(v.cost) FROM people p JOIN 
 
 
 def _bound_binding(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    """Visits over the bound (person 1: 12 visits of 3 kinds, m = 5, G = 2), and person 2 twice in people
-    with one sex (the declared one row per person broken: the bound must still hold, the answer may differ
-    from plain SQL but not between the two forms)."""
-    people, visits = tables["people"], tables["visits"]
-    extra_visits = pd.DataFrame({"pid": 1, "cost": [400.0, 900.0] * 6, "kind": ["gp", "dentist", "lab"] * 4})
-    twice = people[people["pid"] == 2]
-    return {
-        **tables,
-        "people": pd.concat([people, twice], ignore_index=True),
-        "visits": pd.concat([visits, extra_visits], ignore_index=True),
-    }
+    """Visits over the bound: person 1 has 12 more visits of 3 kinds (m = 5)."""
+    extra = pd.DataFrame({"pid": 1, "cost": [400.0, 900.0] * 6, "kind": ["gp", "dentist", "lab"] * 4})
+    return {**tables, "visits": pd.concat([tables["visits"], extra], ignore_index=True)}
+
+
+def _database(path: Path, tables: dict[str, pd.DataFrame]) -> Database:
+    db = people_visits(path, tables)
+    db.set_metadata("visits", {**VISITS_META, "max_groups": 1})  # J1's: one group per person
+    return db
 
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Database:
-    return people_visits(tmp_path_factory.mktemp("unit_join"), _bound_binding(frames(people=800, seed=5)))
+    return _database(tmp_path_factory.mktemp("unit_join"), _bound_binding(frames(people=800, seed=5)))
 
 
 @pytest.mark.parametrize(
@@ -67,14 +68,34 @@ def test_the_many_side_is_aggregated_first_only_where_the_query_allows(
     ],
 )
 def test_both_forms_compute_the_same_statistics(db: Database, query: str) -> None:
-    """Before noise, on data where the bounds bind and people breaks its declaration: equal."""
+    """Before noise, on data where the bounds bind: equal (each person has one group, so no random choice)."""
     plan, _ = engine.prepare(db, query)
     eager = targets.statistics_sql(db, plan)
     _, source, unit_rows, from_ = targets.plan_target(db, plan)
     joined = engine_sql(plan, source, unit_rows, from_)
     assert EAGER in eager and EAGER not in joined
+    assert "o._n <= 1" in eager  # people's stored per-person row counts: one-row persons as they stand
     key_cols = [c for c in ("k0",) if "k0" in eager]
     frames_ = [db.backend.fetch(sql).sort_values(key_cols or ["t_over"]).reset_index(drop=True)
                for sql in (eager, joined)]  # fmt: skip
     pd.testing.assert_frame_equal(frames_[0], frames_[1], check_dtype=False, rtol=1e-9)
     assert frames_[0]["t_over"].sum() > 0  # the bounds bind (person 1 at least)
+
+
+@pytest.mark.parametrize("group", ["", " GROUP BY p.sex"])
+def test_a_person_with_several_one_side_rows_stays_within_the_bound(tmp_path: Path, group: str) -> None:
+    """The declaration broken: person 1 has three people rows (two sexes) and 12 visits. Alone in the
+    tables, its statistics are at most m = 5 rows and 5 × 1000 in total, over at most G = 1 group."""
+    person = pd.DataFrame({"pid": 1, "age": 40, "income": 1.0, "sex": ["F", "M", "F"], "region": 1})
+    visits = pd.DataFrame({"pid": 1, "cost": [1000.0] * 12, "kind": "gp"})
+    db = _database(tmp_path, {"people": person, "visits": visits, "regions": frames(10)["regions"]})
+    plan, _ = engine.prepare(db, (J1 if group else J1.replace("p.sex, ", "")) + group)
+    sql = targets.statistics_sql(db, plan)
+    assert EAGER in sql and "o._n > 1" in sql  # the person goes through the choice of one row
+    got = db.backend.fetch(sql)
+    numbers = got.drop(columns=[c for c in ("k0", "t_over") if c in got]).sum()
+    assert len(got) == 1  # one group
+    if "t_over" in got:
+        assert got["t_over"].sum() == 1  # one person over the bound
+    assert numbers.max() == pytest.approx(5 * 1000.0)  # the sum: 5 of its 12 visits' worth
+    assert numbers.min() == pytest.approx(5.0)  # the count

@@ -183,18 +183,24 @@ def engine_sql(
     return bound_parts(plan, parts, len(keys), dialect, plain)
 
 
-def bound_parts(plan: Plan, parts: str, n_keys: int, dialect: str, plain: str | None = None) -> str:
+def bound_parts(
+    plan: Plan, parts: str, n_keys: int, dialect: str, plain: str | None = None, one_each: bool = False
+) -> str:
     """Steps 2–3 of the module doc over ``parts``, the SQL of the per-(unit, group) partial aggregates
     (``u, k0 …, r`` and each computed statistic by name): the statistics query of a plan with a privacy
     unit. ``plain``: the rows that need no bounding, aggregated per group (``_ZERO`` where the truncation
-    flag goes), added to the bounded ones."""
+    flag goes), added to the bounded ones. ``one_each``: ``parts`` already holds one group per unit, with the
+    unit's rows ``ur`` and groups ``ug`` before the choice (privdb.sql.run.eager)."""
     computed, twins = computed_stats(plan.statistics)
     key_cols = [f"k{i}" for i in range(n_keys)]
     outer_keys = "".join(f"{c}, " for c in key_cols)
     group_by = f" GROUP BY {', '.join(key_cols)}" if key_cols else ""
     m, g = plan.table.max_contributions, plan.table.max_groups
     counted = plan.truncation_epsilon > 0  # the number of units over the bound, in the same pass
-    if key_cols and g == 1 and dialect in ARG_MAX_DIALECTS:
+    if one_each:
+        kept = "SELECT * FROM parts"
+        over = f"CASE WHEN ur > {m} OR ug > {g} THEN 1 ELSE 0 END"
+    elif key_cols and g == 1 and dialect in ARG_MAX_DIALECTS:
         # one aggregate per unit: its part of largest random draw (uniform among its parts) as one struct,
         # so the kept key, r and sums are one part's; the unit's rows and parts before the cut beside it
         names = [*key_cols, "r", *(s.name for s in computed)]

@@ -143,8 +143,11 @@ def statistics_sql(db: Database, plan: Plan) -> str:
     """The plan's engine SQL in its engine's dialect, bound (names and types checked, no data read)."""
     backend, source, unit_rows, from_ = plan_target(db, plan)
     eager = None
-    if plan.relation is not None and plan.relation.eager is not None:  # a join on the unit (eager.py)
-        eager = eager_sql(plan, _sources(db, plan, plan.relation)[1], backend.dialect)
+    if plan.relation is not None and (join := plan.relation.eager) is not None:  # a join on the unit
+        one_rows = None  # the one-row side's hidden per-unit row count, when current (a stored table)
+        if join.one.plain and join.one.meta.privacy_unit and personal_table(db, plan.relation) is None:
+            one_rows = backend.unit_rows(db.backend_for(join.one.base)[1], join.one.meta.privacy_unit)
+        eager = eager_sql(plan, _sources(db, plan, plan.relation)[1], backend.dialect, one_rows)
     sql = for_engine(backend, plan, eager or engine_sql(plan, source, unit_rows, from_, backend.dialect))
     if sql:
         backend.bind(sql)
