@@ -9,10 +9,13 @@ For ``one JOIN many ON one.u = many.u`` (privdb.sql.front.unit_join), when every
 3. per (unit, group): the sums of step 2's ``r_u`` and sums.
 
 A unit's joined rows in a group are its ``a`` rows of ``one`` there times its ``r_u`` rows of ``many``, so
-step 3 gives exactly the join's ``COUNT(*)`` and sums per (unit, group) for any data: the bounding that
-follows (``bound_parts``) is the same, and so is the answer. With ``one`` at one row per unit (its declared
-``max_contributions: 1``) step 2 joins one row per unit instead of every joined row (docs/proofs/sql.md,
-"Aggregating the many side first"). The SQL's shape depends only on the query and the metadata.
+step 3 gives exactly the join's ``COUNT(*)`` and sums per (unit, group) for any data, and the bounding that
+follows (``bound_parts``) is the join form's. With ``G = 1`` (or no GROUP BY) on DuckDB and Spark, step 3 is
+instead one part per unit: one of its step-2 rows chosen by the largest ``random()`` draw (ungrouped: their
+sums) — the same part where the unit has one ``one`` row, as declared (``max_contributions: 1``), and still
+at most ``m`` rows in one group where it has more; where ``one``'s stored per-unit row counts are current
+(DuckDB), rows of one-row units skip the choice. docs/proofs/sql.md, "Aggregating the many side first". The
+SQL's shape depends only on the query, the metadata and the engine.
 """
 
 from __future__ import annotations
