@@ -4,10 +4,10 @@
 ``one``'s metadata declares ``max_contributions: 1`` and ``many``'s more. The relation is unchanged; it only
 carries the two sides (privdb.sql.front.relation.Eager) so that the rewrite (privdb.sql.run.eager) can
 aggregate ``many`` per unit before the join when the query's keys and WHERE conditions read ``one`` and its
-aggregates read ``many``. That form computes the same per-(unit, group) partial aggregates as the join does
-for any data (a sum over the joined rows of a unit is its ``one`` rows times its ``many`` sum), so the
-declaration decides only whether the form is worth it, never what is released (docs/proofs/sql.md,
-"Aggregating the many side first").
+aggregates read ``many``. Whatever the data, each unit still contributes at most ``m`` rows in at most
+``G`` groups, and where ``one`` has one row per unit (as declared) the answer is the join form's; the
+declaration decides which form runs, the data never does (docs/proofs/sql.md, "Aggregating the many side
+first").
 """
 
 from __future__ import annotations
