@@ -123,6 +123,10 @@ CASES: dict[str, Case] = {
         "DP-SELECT 50 COUNT(*), COUNT(cost), SUM(income) FROM people LEFT JOIN visits USING (pid) "
         "WHERE age BETWEEN 30 AND 60"
     ),
+    "private_join_many_first": Case(  # one row per person joined to visits: visits aggregated first
+        "DP-SELECT 50 sex, COUNT(*), SUM(cost), AVG(cost) FROM people p JOIN visits v ON p.pid = v.pid "
+        "WHERE v.cost > 100 AND p.age >= 30 GROUP BY sex",
+    ),
     "private_join_on_with_condition": Case(
         "DP-SELECT 50 kind, COUNT(*) FROM visits AS v JOIN people AS p ON v.pid = p.pid AND p.sex = 'F' "
         "GROUP BY kind",
@@ -542,6 +546,7 @@ def test_the_suite_covers_every_form() -> None:
 
 SPARK_CASES = [
     "private_join_using_grouped",
+    "private_join_many_first",
     "public_left_join_using",
     "per_unit_two_keys",
     "in_public_in_cte_and_join",

@@ -6,6 +6,7 @@ import argparse
 import importlib.util
 import shutil
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -59,7 +60,16 @@ def main() -> None:
     parser.add_argument("--big-repeats", type=int, default=2, help="privdb Q1 runs at scale (default 2)")
     parser.add_argument("--engines", default=",".join(ENGINES), help="comma-separated subset of engines")
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_ROWS:,} rows; prints only")
+    parser.add_argument(
+        "--user-rows", type=int, default=0,
+        help="only the user-level forms on Spark local[2] against Spark SQL (bench.engines.spark_user: AVG "
+        "with a unit, a join on the unit, a per-unit subquery, COUNT DISTINCT, MEDIAN) at this many rows",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.user_rows:
+        argv = ["--rows", str(args.user_rows), "--repeats", str(args.repeats)]
+        subprocess.run([sys.executable, "-m", "bench.engines.spark_user", *argv], check=True)
+        return
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

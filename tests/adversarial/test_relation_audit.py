@@ -68,6 +68,12 @@ PER_UNIT = "(SELECT pid, COUNT(*) AS n FROM visits GROUP BY pid)"
 CASES: dict[str, tuple[str, float, list[float]]] = {
     "join count": (f"DP-SELECT 1 COUNT(*) FROM {JOIN}", 1.0, [5.0]),
     "join sum": (f"DP-SELECT 1 SUM(v.cost) FROM {JOIN}", 1.0, [5000.0]),
+    # visits aggregated per person before the join (privdb.sql.run.eager), conditions on both sides
+    "join sum, both sides filtered": (
+        f"DP-SELECT 1 SUM(v.cost) FROM {JOIN} WHERE p.age >= 0 AND v.cost >= 0",
+        1.0,
+        [5000.0],
+    ),
     "distinct units": ("DP-SELECT 1 COUNT(DISTINCT pid) FROM visits", 1.0, [1.0]),
     "per-unit sum": (f"DP-SELECT 1 SUM(n) FROM {PER_UNIT} AS u", 1.0, [5.0]),
     "per-unit average": (f"DP-SELECT 1 AVG(n) FROM {PER_UNIT} AS u", 1.0, [5.0, 1.0]),

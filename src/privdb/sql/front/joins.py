@@ -1,10 +1,9 @@
 """JOINs in a DP-SELECT's FROM: with public tables, and of private tables on their common privacy unit.
 
 Both sides are relations (privdb.sql.front.relation). Each side's columns are first renamed to names unique
-in the
-join (``pid`` and ``v.pid`` when both sides have a ``pid``), so that the ON condition, checked by the closed
-expression language against the joined scope, renders without qualifiers. Why each accepted form is sound
-(docs/proofs/sql.md, "Relations"):
+in the join (``pid`` and ``v.pid`` when both sides have a ``pid``), so that the ON condition, checked by the
+closed expression language against the joined scope, renders without qualifiers. Why each accepted form is
+sound (docs/proofs/sql.md, "Relations"):
 
 - **private ⋈ public** (INNER, or LEFT with the private side preserved): a public table's rows are about no
   one. A private row meets at most ``k`` public rows, ``k`` the largest number of public rows sharing a value
@@ -15,7 +14,8 @@ expression language against the joined scope, renders without qualifiers. Why ea
 - **private ⋈ private** (INNER or LEFT), when ON equates the two privacy units (``a.pid = b.pid``, maybe with
   more conditions) under the same neighbouring relation: every joined row holds one unit's rows from both
   sides, so removing a unit from every table removes exactly its joined rows; the unit's joined rows are
-  bounded to ``m = m_a·m_b`` (and ``max(G_a, G_b)`` groups) after the join.
+  bounded to ``m = m_a·m_b`` (and ``max(G_a, G_b)`` groups) after the join (or, one side declaring one
+  row per unit, partly before it: privdb.sql.front.unit_join).
 - **private × public without a condition** (``CROSS JOIN p``, ``FROM t, p``): exactly ``JOIN p ON TRUE``.
 - **private RIGHT JOIN public** (the last join of the DP-SELECT's own FROM): every public key. The rows are
   the INNER join's; each public column gets the public relation's distinct values as its domain, so GROUP BY
@@ -52,6 +52,7 @@ from privdb.sql.front.relation import (
     multiplicity_of,
     unit_columns,
 )
+from privdb.sql.front.unit_join import eager_join
 
 __all__ = ["join_relations"]
 
@@ -146,9 +147,7 @@ def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tabl
             "write INNER or LEFT JOIN with the private table first (a RIGHT join keeps rows no person "
             "matched)"
         )
-    if not left.public and right.public:
-        pass
-    elif left.public and not right.public:
+    if left.public and not right.public:
         if side == "LEFT":
             raise UnsupportedQuery(
                 "a LEFT JOIN that preserves a public table would release which public rows no person "
@@ -314,6 +313,7 @@ def join_relations(left: Relation, right: Relation, join: exp.Join, tables: Tabl
         rmeta, tables_read, sql, public=left.public and right.public, portable=portable,
         carried_unit=carrier.carried_unit if carries else None,
         outer_nulls=frozenset(lnames.values()) if side == "RIGHT" else frozenset(),
+        eager=eager_join(left, right, (lnames, rnames), oriented, not side and len(conjuncts) == 1),
     )  # fmt: skip
 
 

@@ -23,6 +23,7 @@ from privdb.sql.front.expr.bounds import bound
 from privdb.suggest import did_you_mean
 
 __all__ = [
+    "Eager",
     "Relation",
     "RelationMeta",
     "Tables",
@@ -102,9 +103,9 @@ class Relation:
     # tables with unique keys); None: no such count applies
     carried_unit: str | None = None
     # a top-level RIGHT JOIN onto a public relation (privdb.sql.front.joins): the private side's internal
-    # column
-    # names, NULL in SQL's rows for public keys no one matched, which the relation leaves out
+    # column names, NULL in SQL's rows for public keys no one matched, which the relation leaves out
     outer_nulls: frozenset[str] = frozenset()
+    eager: Eager | None = None  # a join whose many-rows side may be aggregated first (unit_join.py)
 
     @property
     def carries_unit_rows(self) -> bool:
@@ -123,6 +124,20 @@ class Relation:
     def plain(self) -> bool:
         """A stored table read as it is (its hidden per-unit row counts are usable)."""
         return self.sql is None
+
+
+@dataclass(frozen=True)
+class Eager:
+    """``one JOIN many ON one.unit = many.unit`` (INNER, that one condition), ``one`` declaring at most one
+    row per unit: each side, its columns' names in the join (side name -> joined name) and its unit's joined
+    name. The rewrite may aggregate ``many`` per unit before the join (privdb.sql.run.eager)."""
+
+    one: Relation
+    many: Relation
+    one_names: Mapping[str, str]
+    many_names: Mapping[str, str]
+    one_unit: str
+    many_unit: str
 
 
 class Tables:

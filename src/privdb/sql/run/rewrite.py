@@ -26,14 +26,28 @@ from __future__ import annotations
 from privdb.backends.names import quote
 from privdb.catalog.metadata import ColumnMeta
 from privdb.sql.front.expr import render
-from privdb.sql.front.expr.render import clamp_sql, column_sql
+from privdb.sql.front.expr.render import clamp_sql
 from privdb.sql.plan.sensitivity import DISTINCT_KINDS
 from privdb.sql.plan.truncation import COLUMN as T_COLUMN
-from privdb.sql.plan.types import Histogram, Plan, Statistic
+from privdb.sql.plan.types import Plan, Statistic
 
 ARG_MAX_DIALECTS = ("duckdb", "spark")  # engines with arg_max (Spark: max_by, by sqlglot's transpiler)
+_ZERO = "\0zero"  # in ``bound_parts``' plain rows: where their (zero) truncation flag goes
 
-__all__ = ["ARG_MAX_DIALECTS", "distinct_sql", "engine_sql", "from_item", "histogram_sql", "truncation_sql"]
+__all__ = [
+    "ARG_MAX_DIALECTS",
+    "aggregate_sql",
+    "bound_parts",
+    "clamped",
+    "computed_stats",
+    "engine_sql",
+    "from_item",
+    "keys_of",
+    "positions",
+    "ranked",
+    "truncation_sql",
+    "where_of",
+]
 
 
 def from_item(plan: Plan, table: str, source: str | None = None) -> str:
@@ -47,7 +61,7 @@ def from_item(plan: Plan, table: str, source: str | None = None) -> str:
     return f"(SELECT *, {extra} FROM {base} AS _s)"
 
 
-def _clamped(column: ColumnMeta) -> str:
+def clamped(column: ColumnMeta) -> str:
     """The value as DOUBLE, clamped to its declared bounds. NULL stays NULL (aggregates skip it); DuckDB
     orders NaN above every number, so NaN clamps to the upper bound, as it does with LEAST/GREATEST.
 
@@ -62,26 +76,26 @@ def _clamped(column: ColumnMeta) -> str:
     )
 
 
-def _where(plan: Plan) -> str | None:
+def where_of(plan: Plan) -> str | None:
     """The WHERE predicate in its total rendering (privdb.sql.front.expr: no row can make it fail)."""
     where = plan.resolved.where
     return None if where is None else render(where)
 
 
-def _keys(plan: Plan) -> list[str]:
+def keys_of(plan: Plan) -> list[str]:
     return [k.sql for k in plan.resolved.keys]
 
 
-def _aggregate(stat: Statistic) -> str:
+def aggregate_sql(stat: Statistic) -> str:
     """The engine aggregate of one statistic over a set of rows (a group, or one unit's rows in it)."""
     if stat.kind == "rows":
         return "COUNT(*)"
     assert stat.column is not None
     if stat.kind == "nonnull":
         return f"COUNT({quote(stat.column.name)})"
-    value = _clamped(stat.column)
+    value = clamped(stat.column)
     if stat.column2 is not None:  # two-column statistics: over rows where both values are present
-        other = _clamped(stat.column2)
+        other = clamped(stat.column2)
         if stat.kind == "pn":
             return f"COUNT({value} + {other})"
         if stat.kind == "pprod":
@@ -91,17 +105,17 @@ def _aggregate(stat: Statistic) -> str:
     return f"COALESCE(SUM({value if stat.kind == 'sum' else f'POWER({value}, 2)'}), 0)"
 
 
-def _ranked(rows: str, rank: str) -> str:
+def ranked(rows: str, rank: str) -> str:
     """``rows`` (carrying a unit ``u`` and a ``random()`` draw ``rnd``) with each row's rank among its
     unit's rows in that random order: keeping ranks ≤ k keeps k of a unit's rows, chosen at random."""
     return f"SELECT *, ROW_NUMBER() OVER (PARTITION BY u ORDER BY rnd) AS {rank} FROM ({rows})"
 
 
-def _positions(n: int) -> str:
+def positions(n: int) -> str:
     return ", ".join(str(i + 1) for i in range(n))
 
 
-def _distinct(stats: tuple[Statistic, ...] | list[Statistic]) -> tuple[list[Statistic], dict[str, str]]:
+def computed_stats(stats: tuple[Statistic, ...] | list[Statistic]) -> tuple[list[Statistic], dict[str, str]]:
     """Statistics the engine must compute, and for each repeated one (AVG's sum beside SUM's), the name of
     the computed twin. Each statistic still gets its own noise: only the exact aggregate is shared."""
     first: dict[str, str] = {}
@@ -110,7 +124,7 @@ def _distinct(stats: tuple[Statistic, ...] | list[Statistic]) -> tuple[list[Stat
     for stat in stats:
         if stat.kind in DISTINCT_KINDS:  # their own query (distinct_sql)
             continue
-        expr = _aggregate(stat)
+        expr = aggregate_sql(stat)
         if expr in first:
             twins[stat.name] = first[expr]
         else:
@@ -130,41 +144,63 @@ def engine_sql(
     engine the SQL is for (transpiled later, ``for_engine``); where it has ``arg_max`` (DuckDB, Spark's
     ``max_by``) a grouped query with ``G = 1`` keeps each unit's group with one aggregate, no window.
     """
-    keys = _keys(plan)
+    keys = keys_of(plan)
     key_cols = [f"k{i}" for i in range(len(keys))]
-    condition = _where(plan)
+    condition = where_of(plan)
     source = from_item(plan, table, source)
-    computed, twins = _distinct(plan.statistics)
+    computed, twins = computed_stats(plan.statistics)
     if not computed:
         return ""  # only order statistics or modes: their histogram queries read the data
     unit = plan.table.privacy_unit
     key_select = "".join(f"{k} AS {c}, " for k, c in zip(keys, key_cols, strict=True))
-    outer_keys = "".join(f"{c}, " for c in key_cols)
-    group_by = f" GROUP BY {', '.join(key_cols)}" if key_cols else ""
     # over the table itself, group by position: a table column named like an output (k0, u, c, n) would
     # otherwise win the name lookup
-    by_position = f" GROUP BY {_positions(len(keys))}" if key_cols else ""
+    by_position = f" GROUP BY {positions(len(keys))}" if key_cols else ""
     copies = "".join(f", {twin} AS {name}" for name, twin in twins.items())
 
     def where_sql(*conditions: str | None) -> str:
         parts = [f"({c})" for c in conditions if c]
         return f" WHERE {' AND '.join(parts)}" if parts else ""
 
-    aggregates = ", ".join(f"{_aggregate(s)} AS {s.name}" for s in computed)
+    aggregates = ", ".join(f"{aggregate_sql(s)} AS {s.name}" for s in computed)
     if unit is None:
         inner = f"SELECT {key_select}{aggregates} FROM {source}{where_sql(condition)}{by_position}"
         return f"SELECT *{copies} FROM ({inner})" if twins else inner
 
     m, g = plan.table.max_contributions, plan.table.max_groups
     small = min(m, g) if key_cols else m  # a unit this small is within both bounds whatever it does
-    unit_sql = quote(unit)
     split = f"{quote(unit_rows)} > {small}" if unit_rows else None
     parts = (
-        f"SELECT {unit_sql} AS u, {key_select}COUNT(*) AS r, {aggregates} FROM {source}"
-        f"{where_sql(condition, split)} GROUP BY {_positions(1 + len(keys))}"
+        f"SELECT {quote(unit)} AS u, {key_select}COUNT(*) AS r, {aggregates} FROM {source}"
+        f"{where_sql(condition, split)} GROUP BY {positions(1 + len(keys))}"
     )
+    plain = None
+    if unit_rows:  # the plain aggregate of the small units' rows
+        plain = (
+            f"SELECT {key_select}{aggregates}{_ZERO} FROM {source}"
+            f"{where_sql(condition, f'{quote(unit_rows)} <= {small}')}{by_position}"
+        )
+    return bound_parts(plan, parts, len(keys), dialect, plain)
+
+
+def bound_parts(
+    plan: Plan, parts: str, n_keys: int, dialect: str, plain: str | None = None, one_each: bool = False
+) -> str:
+    """Steps 2–3 of the module doc over ``parts``, the SQL of the per-(unit, group) partial aggregates
+    (``u, k0 …, r`` and each computed statistic by name): the statistics query of a plan with a privacy
+    unit. ``plain``: the rows that need no bounding, aggregated per group (``_ZERO`` where the truncation
+    flag goes), added to the bounded ones. ``one_each``: ``parts`` already holds one group per unit, with the
+    unit's rows ``ur`` and groups ``ug`` before the choice (privdb.sql.run.eager)."""
+    computed, twins = computed_stats(plan.statistics)
+    key_cols = [f"k{i}" for i in range(n_keys)]
+    outer_keys = "".join(f"{c}, " for c in key_cols)
+    group_by = f" GROUP BY {', '.join(key_cols)}" if key_cols else ""
+    m, g = plan.table.max_contributions, plan.table.max_groups
     counted = plan.truncation_epsilon > 0  # the number of units over the bound, in the same pass
-    if key_cols and g == 1 and dialect in ARG_MAX_DIALECTS:
+    if one_each:
+        kept = "SELECT * FROM parts"
+        over = f"CASE WHEN ur > {m} OR ug > {g} THEN 1 ELSE 0 END"
+    elif key_cols and g == 1 and dialect in ARG_MAX_DIALECTS:
         # one aggregate per unit: its part of largest random draw (uniform among its parts) as one struct,
         # so the kept key, r and sums are one part's; the unit's rows and parts before the cut beside it
         names = [*key_cols, "r", *(s.name for s in computed)]
@@ -182,8 +218,8 @@ def engine_sql(
         whole = (
             ", SUM(r) OVER (PARTITION BY u) AS ur, COUNT(*) OVER (PARTITION BY u) AS ug" if counted else ""
         )
-        ranked = f"SELECT *{whole} FROM ({_ranked(shuffled, 'gr')})"
-        kept = f"SELECT * FROM ({ranked}) WHERE gr <= {g}"
+        ranks = f"SELECT *{whole} FROM ({ranked(shuffled, 'gr')})"
+        kept = f"SELECT * FROM ({ranks}) WHERE gr <= {g}"
         # one flag per unit, on its first kept group: its rows or groups before the cut exceed the bound
         over = f"CASE WHEN gr = 1 AND (ur > {m} OR ug > {g}) THEN 1 ELSE 0 END"
     else:
@@ -198,12 +234,8 @@ def engine_sql(
     rows = "r" if not key_cols or g == 1 else "SUM(r) OVER (PARTITION BY u)"
     scaled = ", ".join(f"{s.name} * LEAST(1.0, {m} / {rows}) AS {s.name}" for s in computed)
     bounded = f"SELECT {outer_keys}{scaled}{flag} FROM ({kept})"
-    if unit_rows:
-        plain = (
-            f"SELECT {key_select}{aggregates}{zero} FROM {source}"
-            f"{where_sql(condition, f'{quote(unit_rows)} <= {small}')}{by_position}"
-        )
-        bounded = f"{plain} UNION ALL {bounded}"
+    if plain is not None:
+        bounded = f"{plain.replace(_ZERO, zero)} UNION ALL {bounded}"
     totals = ", ".join(f"SUM({s.name}) AS {s.name}" for s in computed)
     return (
         f"WITH parts AS ({parts}) SELECT {outer_keys}{totals}"
@@ -219,138 +251,20 @@ def truncation_sql(plan: Plan, table: str, unit_rows: str | None = None, source:
     Units with at most ``min(m, G)`` rows in the table (``m`` ungrouped) cannot be, so they are skipped
     where the hidden per-unit row count allows."""
     unit = plan.table.privacy_unit
-    if unit is None or plan.truncation_epsilon <= 0 or _distinct(plan.statistics)[0]:
+    if unit is None or plan.truncation_epsilon <= 0 or computed_stats(plan.statistics)[0]:
         return ""  # no estimate, or the statistics query (engine_sql) counts them
-    keys = _keys(plan)
+    keys = keys_of(plan)
     m, g = plan.table.max_contributions, plan.table.max_groups
     small = min(m, g) if keys else m
-    conditions = [c for c in (_where(plan), f"{quote(unit_rows)} > {small}" if unit_rows else None) if c]
+    conditions = [c for c in (where_of(plan), f"{quote(unit_rows)} > {small}" if unit_rows else None) if c]
     where = f" WHERE {' AND '.join(f'({c})' for c in conditions)}" if conditions else ""
     key_select = "".join(f", {k} AS k{i}" for i, k in enumerate(keys))
     parts = (
         f"SELECT {quote(unit)} AS u{key_select}, COUNT(*) AS r FROM {from_item(plan, table, source)}{where} "
-        f"GROUP BY {_positions(1 + len(keys))}"
+        f"GROUP BY {positions(1 + len(keys))}"
     )
     over = f"SUM(r) > {m}" + (f" OR COUNT(*) > {g}" if keys else "")
     return (
         f"WITH parts AS ({parts}) SELECT COUNT(*) AS {T_COLUMN} FROM "
         f"(SELECT u FROM parts GROUP BY u HAVING {over}) AS _o"
     )
-
-
-def _cell(hist: Histogram) -> str:
-    """The cell of a row's value: its nearest grid point (order statistics) or the value itself (modes).
-
-    Rounding, not flooring: a value between two grid points must count at one of them, so that tied values
-    make one candidate's rank interval wide (a point mass wins) rather than sit between candidates that all
-    see it as a gap. ``FLOOR(z + 0.5)`` is monotone in the value on every engine."""
-    if hist.values is not None:
-        return column_sql(hist.column)
-    clamped = _clamped(hist.column)
-    if hist.integer or hist.cells == 1:
-        return f"TRY(CAST(FLOOR({clamped}) - {hist.lo!r} AS BIGINT))"
-    step = f"({clamped} - {hist.lo!r}) / {hist.width!r}"
-    return f"LEAST({hist.cells - 1}, TRY(CAST(FLOOR({step} + 0.5) AS BIGINT)))"
-
-
-def histogram_sql(
-    plan: Plan, hist: Histogram, table: str, unit_rows: str | None = None, source: str | None = None
-) -> str:
-    """Per group and cell, the (bounded) number of rows: ``k0 …, c, n``.
-
-    Row privacy: one ``GROUP BY``. With a privacy unit the rows are bounded as for sums (module doc): at
-    most ``G`` groups per unit chosen at random, and each unit's counts scaled by ``min(1, m/R)``, so a unit
-    moves any rank by at most ``m``; units small enough to need no bounding take the plain path."""
-    keys = _keys(plan)
-    key_cols = [f"k{i}" for i in range(len(keys))]
-    cell = _cell(hist)
-    # a NULL value is no candidate's: left out (LEAST in the cell ignores NULL, so test the column itself)
-    conditions = [f"({quote(hist.column.name)}) IS NOT NULL", f"({cell}) IS NOT NULL"]
-    condition = _where(plan)
-    if condition is not None:
-        conditions.append(condition)
-    key_select = "".join(f"{k} AS {c}, " for k, c in zip(keys, key_cols, strict=True))
-    outer = "".join(f"{c}, " for c in key_cols)
-    by = "".join(f"{c}, " for c in key_cols)
-    source = from_item(plan, table, source)
-    unit = plan.table.privacy_unit
-
-    def rows(extra: str | None = None) -> str:
-        cond = " AND ".join([*conditions, *([extra] if extra else [])])
-        return (
-            f"SELECT {key_select}{cell} AS c, COUNT(*) AS n FROM {source} WHERE {cond} "
-            f"GROUP BY {_positions(len(keys) + 1)}"
-        )
-
-    if unit is None:
-        return rows()
-    m, g = plan.table.max_contributions, plan.table.max_groups
-    small = min(m, g) if key_cols else m
-    big = f"{quote(unit_rows)} > {small}" if unit_rows else None
-    cond = " AND ".join([*conditions, *([big] if big else [])])
-    parts = (
-        f"SELECT {quote(unit)} AS u, {key_select}{cell} AS c, COUNT(*) AS r FROM {source} WHERE {cond} "
-        f"GROUP BY {_positions(len(keys) + 2)}"
-    )
-    same = " AND ".join(f"p.{c} IS NOT DISTINCT FROM kept.{c}" for c in ["u", *key_cols])
-    if key_cols:
-        groups = (
-            f"SELECT u, {outer}SUM(r) AS rg, random() AS rnd FROM parts GROUP BY u, {', '.join(key_cols)}"
-        )
-        ranked = _ranked(groups, "gr")
-        kept = f"SELECT u, {outer}rg FROM ({ranked}) WHERE gr <= {g}"
-    else:
-        kept = "SELECT u, SUM(r) AS rg FROM parts GROUP BY u"
-    scaled = (
-        f"SELECT {''.join(f'p.{c}, ' for c in key_cols)}p.c, p.r * LEAST(1.0, {m} / units.total) AS n "
-        f"FROM parts p JOIN kept ON {same} JOIN units ON p.u IS NOT DISTINCT FROM units.u"
-    )
-    body = f"{rows(f'{quote(unit_rows)} <= {small}')} UNION ALL {scaled}" if unit_rows else scaled
-    units = "SELECT u, SUM(rg) AS total FROM kept GROUP BY u"
-    return (
-        f"WITH parts AS ({parts}), kept AS ({kept}), units AS ({units}) "
-        f"SELECT {outer}c, SUM(n) AS n FROM ({body}) GROUP BY {by}c"
-    )
-
-
-def distinct_sql(plan: Plan, stat: Statistic, table: str, source: str | None = None) -> str:
-    """Per group, the number of distinct non-null values of a column: ``k0 …, n``.
-
-    Without a privacy unit (each row a unit, reaching ``k`` rows through public joins) this is
-    ``COUNT(DISTINCT v)``. With one, each unit's distinct (group, value) pairs are sampled first: at most
-    ``G`` of its groups, chosen at random, and at most ``m`` pairs in them, at random; a unit then adds at
-    most ``m`` values over at most ``G`` groups, whatever the others hold (docs/proofs/sql.md, "Distinct
-    counts"). ``COUNT(DISTINCT unit)`` is the same with the unit as the value: one per group it reaches."""
-    assert stat.column is not None
-    keys = _keys(plan)
-    key_cols = [f"k{i}" for i in range(len(keys))]
-    key_select = "".join(f"{k} AS {c}, " for k, c in zip(keys, key_cols, strict=True))
-    value = column_sql(stat.column)
-    conditions = [f"({value}) IS NOT NULL"]
-    if (condition := _where(plan)) is not None:
-        conditions.append(condition)
-    where = " AND ".join(conditions)
-    src = from_item(plan, table, source)
-    unit = plan.table.privacy_unit
-    outer = "".join(f"{c}, " for c in key_cols)
-    by = f" GROUP BY {', '.join(key_cols)}" if key_cols else ""
-    if unit is None:
-        by_position = f" GROUP BY {_positions(len(keys))}" if keys else ""
-        return f"SELECT {key_select}COUNT(DISTINCT {value}) AS n FROM {src} WHERE {where}{by_position}"
-    m, g = plan.table.max_contributions, plan.table.max_groups
-    pairs = f"SELECT DISTINCT {quote(unit)} AS u, {key_select}{value} AS v FROM {src} WHERE {where}"
-    chosen = "pairs"
-    ctes = [f"pairs AS ({pairs})"]
-    if key_cols:
-        same = " AND ".join(f"p.{c} IS NOT DISTINCT FROM kg.{c}" for c in ["u", *key_cols])
-        groups = (
-            f"SELECT u, {outer}random() AS rnd FROM (SELECT DISTINCT u, {', '.join(key_cols)} FROM pairs)"
-        )
-        ranked_groups = _ranked(groups, "gr")
-        ctes.append(f"kg AS (SELECT u, {', '.join(key_cols)} FROM ({ranked_groups}) WHERE gr <= {g})")
-        ctes.append(f"pairs_g AS (SELECT p.* FROM pairs p JOIN kg ON {same})")
-        chosen = "pairs_g"
-    shuffled = f"SELECT *, random() AS rnd FROM {chosen}"
-    ranked = _ranked(shuffled, "pr")
-    ctes.append(f"kept AS (SELECT * FROM ({ranked}) WHERE pr <= {m})")
-    return f"WITH {', '.join(ctes)} SELECT {outer}COUNT(DISTINCT v) AS n FROM kept{by}"

@@ -25,7 +25,9 @@ from privdb.sql.plan.personal import personal_table, sampled_source
 from privdb.sql.plan.sensitivity import DISTINCT_KINDS
 from privdb.sql.plan.truncation import QUERY as TRUNCATION_QUERY
 from privdb.sql.plan.types import Plan
-from privdb.sql.run.rewrite import distinct_sql, engine_sql, histogram_sql, truncation_sql
+from privdb.sql.run.counts import distinct_sql, histogram_sql
+from privdb.sql.run.eager import eager_sql
+from privdb.sql.run.rewrite import engine_sql, truncation_sql
 
 __all__ = [
     "DatabaseTables",
@@ -107,17 +109,24 @@ def target(db: Database, meta: TableMeta) -> tuple[Engine, str, str | None]:
     return backend, source, backend.unit_rows(source, meta.privacy_unit) if meta.privacy_unit else None
 
 
+def _sources(db: Database, plan: Plan, relation: Relation) -> tuple[Engine, dict[str, str]]:
+    """The engine of a plan's relation and each table's quoted name there (sampled under Sample)."""
+    backend, sources = engine_of(db, relation.tables)
+    personal = personal_table(db, plan.relation)
+    if personal is not None:  # the Sample mechanism: the query reads a sample of the table's units
+        sources[personal.name] = sampled_source(personal, sources[personal.name], plan.epsilon)
+    return backend, sources
+
+
 def plan_target(db: Database, plan: Plan) -> tuple[Engine, str, str | None, str | None]:
     """Where a plan's engine SQL runs: the engine, the base table's name there, its hidden per-unit row
     counts (a plain table only), and the FROM item of a subquery or JOIN (None: the table itself)."""
     relation = plan.relation
     if relation is None:
         return (*target(db, plan.table), None)
-    backend, sources = engine_of(db, relation.tables)
+    backend, sources = _sources(db, plan, relation)
     _, base = db.backend_for(relation.base)
     personal = personal_table(db, plan.relation)
-    if personal is not None:  # the Sample mechanism: the query reads a sample of the table's units
-        sources[personal.name] = sampled_source(personal, sources[personal.name], plan.epsilon)
     if relation.plain:
         unit = plan.table.privacy_unit
         sampled = sources[relation.base] if personal is not None else None
@@ -133,7 +142,13 @@ def plan_target(db: Database, plan: Plan) -> tuple[Engine, str, str | None, str 
 def statistics_sql(db: Database, plan: Plan) -> str:
     """The plan's engine SQL in its engine's dialect, bound (names and types checked, no data read)."""
     backend, source, unit_rows, from_ = plan_target(db, plan)
-    sql = for_engine(backend, plan, engine_sql(plan, source, unit_rows, from_, backend.dialect))
+    eager = None
+    if plan.relation is not None and (join := plan.relation.eager) is not None:  # a join on the unit
+        one_rows = None  # the one-row side's hidden per-unit row count, when current (a stored table)
+        if join.one.plain and join.one.meta.privacy_unit and personal_table(db, plan.relation) is None:
+            one_rows = backend.unit_rows(db.backend_for(join.one.base)[1], join.one.meta.privacy_unit)
+        eager = eager_sql(plan, _sources(db, plan, plan.relation)[1], backend.dialect, one_rows)
+    sql = for_engine(backend, plan, eager or engine_sql(plan, source, unit_rows, from_, backend.dialect))
     if sql:
         backend.bind(sql)
     return sql
@@ -202,11 +217,15 @@ def histogram_queries(db: Database, plan: Plan) -> dict[str, str]:
     backend, source, unit_rows, from_ = plan_target(db, plan)
     out = {}
     for h in plan.histograms:
-        out[h.name] = for_engine(backend, plan, histogram_sql(plan, h, source, unit_rows, from_))
+        out[h.name] = for_engine(
+            backend, plan, histogram_sql(plan, h, source, unit_rows, from_, backend.dialect)
+        )
         backend.bind(out[h.name])
     for stat in plan.statistics:
         if stat.kind in DISTINCT_KINDS:
-            out[stat.name] = for_engine(backend, plan, distinct_sql(plan, stat, source, from_))
+            out[stat.name] = for_engine(
+                backend, plan, distinct_sql(plan, stat, source, from_, backend.dialect)
+            )
             backend.bind(out[stat.name])
     if over := truncation_sql(plan, source, unit_rows, from_):  # the statistics query has no place for it
         out[TRUNCATION_QUERY] = for_engine(backend, plan, over)
