@@ -114,7 +114,7 @@ def partition(
 ) -> tuple[IntArray, IntArray]:
     """Mondrian's partitions: record ids grouped by partition, and the partition sizes."""
     n, d = len(dims[0].codes), len(dims)
-    xa = np.ascontiguousarray(np.stack([dm.codes for dm in dims], axis=1))
+    xa = _stacked(dims)
     ida = np.arange(n, dtype=np.int64)
     sizes = np.array([n], dtype=np.int64)
     out_ids: list[IntArray] = []
@@ -177,26 +177,49 @@ def partition(
         fin = ~done[pid]
         out_ids.append(ida[fin])
         out_sizes.append(sizes[~done])
-        alive = np.flatnonzero(~fin)
-        xa = np.take(xa, alive, axis=0)
-        ida, pid, slot = ida[alive], pid[alive], slot[alive]
         width = int(nslots.max()) if done.any() else 0
         if width == 0:
             break
-        cnt = np.bincount(pid * width + slot, minlength=p * width)
-        offset = _excl_cumsum(cnt)
-        first = _first_index(pid, p)
-        inv = np.empty(len(pid), dtype=np.int64)  # inv[new position] = old position
-        for sv in range(width):
-            m = slot == sv
-            cs = np.concatenate([[0], np.cumsum(m)])
-            idx = np.flatnonzero(m)
-            pi = pid[idx]
-            inv[offset[pi * width + sv] + cs[idx] - cs[first[pi]]] = idx
-        xa = np.take(xa, inv, axis=0)
-        ida, sizes = ida[inv], cnt[cnt > 0]
+        alive = np.flatnonzero(~fin)
+        order, cnt = _regroup(pid[alive], slot[alive], width, p)
+        order = alive[order]
+        xa, ida, sizes = _take_rows(xa, order), ida[order], cnt[cnt > 0]
     return np.concatenate(out_ids), np.concatenate(out_sizes)
 
+
+def _stacked(dims: Sequence[Dimension]) -> NDArray[np.unsignedinteger]:
+    """The codes as one record-per-row array of the narrowest unsigned type that holds them: every round
+    gathers and reduces these rows, so fewer bytes per row is less memory traffic."""
+    top = max(dm.ncodes for dm in dims)
+    kind = np.uint8 if top <= 1 << 8 else np.uint16 if top <= 1 << 16 else np.uint32
+    xa = np.empty((len(dims[0].codes), len(dims)), dtype=kind)
+    for j, dm in enumerate(dims):
+        xa[:, j] = dm.codes
+    return xa
+
+
+def _take_rows(xa: NDArray[np.unsignedinteger], rows: IntArray) -> NDArray[np.unsignedinteger]:
+    """``xa[rows]``, each row moved as one opaque item (one copy per row, not one per cell)."""
+    whole = np.dtype((np.void, xa.shape[1] * xa.dtype.itemsize))
+    return np.take(xa.view(whole).ravel(), rows).view(xa.dtype).reshape(len(rows), xa.shape[1])
+
+
+def _regroup(pid: IntArray, slot: IntArray, width: int, p: int) -> tuple[IntArray, IntArray]:
+    """The stable order of records by (partition, slot) and the count of each (partition, slot) pair.
+
+    ``pid`` is non-decreasing, so the records of one slot value, in their order, are already grouped by
+    partition: the j-th of them goes to j plus the records of the other slots placed before its partition's
+    block of this slot (a counting sort, no per-partition loop).
+    """
+    cnt = np.bincount(pid * width + slot, minlength=p * width)
+    offset = _excl_cumsum(cnt).reshape(p, width)
+    per_slot = cnt.reshape(p, width)
+    order = np.empty(len(pid), dtype=np.int64)
+    for sv in range(width):
+        idx = np.flatnonzero(slot == sv)
+        shift = offset[:, sv] - _excl_cumsum(per_slot[:, sv])
+        order[np.arange(len(idx)) + shift[pid[idx]]] = idx
+    return order, cnt
 
 def _call_allowed(
     allowed: Allowed, rows: IntArray, gid: IntArray, gfirst: IntArray, ok: NDArray[np.bool_]
