@@ -173,6 +173,7 @@ def anonymize(
         partitions=n_parts,
         node=node,
         params=params,
+        columns=tuple(cols),
     )
 
 

@@ -143,9 +143,10 @@ def anonymize(
             parameters["metric"] = metric or "loss"
             parameters["lattice_node"] = result.node
         steps.next("measuring the release")
+        coded = result.coded_table()  # the same values, as the codes the algorithm released
         body = release_report(
             frame,
-            result.table,
+            coded,
             columns,
             sensitive=sensitive,
             parameters=parameters,
@@ -154,7 +155,7 @@ def anonymize(
             hierarchies=loaded,
         )
         steps.next(f"writing {output.name}")
-        write_table(publishable(result.table, written, _shuffler(seed)), output, delimiter)
+        write_table(publishable(coded, written, _shuffler(seed)), output, delimiter)
         if report is not None:
             report.write_text(json.dumps(body, indent=2, default=str) + "\n", encoding="utf-8")
         image = histogram_png(body) if report_html is not None or report_png is not None else None
