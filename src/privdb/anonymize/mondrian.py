@@ -146,34 +146,40 @@ def partition(
             for j, qs in groups:
                 if not len(qs):
                     continue
-                local = np.full(p, -1, dtype=np.int64)
-                local[qs] = np.arange(len(qs))
-                recs = np.flatnonzero(local[pid] >= 0)
-                pl = local[pid[recs]]
+                if len(qs) == p:  # every partition: all records, no selection to make
+                    recs, pl = np.arange(len(pid)), pid
+                else:
+                    local = np.full(p, -1, dtype=np.int64)
+                    local[qs] = np.arange(len(qs))
+                    recs = np.flatnonzero(local[pid] >= 0)
+                    pl = local[pid[recs]]
                 dq = dimsel[qs]
                 c = np.take(xa.ravel(), recs * d + dq[pl]).astype(np.int64)
                 if j >= 0:
                     s, ns, gsize = _tree_cut(dims[j], c, pl, mins[qs, j], maxs[qs, j])
                     gfirst = _excl_cumsum(ns)
                     ok = np.minimum.reduceat(gsize, gfirst) >= k
-                    gid = gfirst[pl] + s
                 else:
                     relaxed = np.zeros(len(qs), dtype=bool) if strict else is_num[dq]
                     s, left = _binary_cut(c, pl, sizes[qs], ncodes[dq], relaxed)
                     ns = np.full(len(qs), 2, dtype=np.int64)
                     ok = (left >= k) & (sizes[qs] - left >= k)
                     gfirst = 2 * np.arange(len(qs))
-                    gid = 2 * pl + s
-                if condition is not None:
-                    hist = condition.histogram(gid, int(ns.sum()), ida[recs])
-                    ok &= np.minimum.reduceat(condition.ok(hist).astype(np.int64), gfirst) > 0
-                if allowed is not None:
-                    ok &= _call_allowed(allowed, ida[recs], gid, gfirst, ok)
+                if condition is not None or allowed is not None:
+                    gid = gfirst[pl] + s  # each record's child, numbered across the group
+                    if condition is not None:
+                        hist = condition.histogram(gid, int(ns.sum()), ida[recs])
+                        ok &= np.minimum.reduceat(condition.ok(hist).astype(np.int64), gfirst) > 0
+                    if allowed is not None:
+                        ok &= _call_allowed(allowed, ida[recs], gid, gfirst, ok)
                 won = qs[ok]
                 done[won] = True
                 nslots[won] = ns[ok]
-                take = ok[pl]
-                slot[recs[take]] = s[take]
+                if ok.all():
+                    slot[recs] = s
+                else:
+                    take = ok[pl]
+                    slot[recs[take]] = s[take]
         fin = ~done[pid]
         out_ids.append(ida[fin])
         out_sizes.append(sizes[~done])
