@@ -136,5 +136,8 @@ def publishable(
     wanted = set(written)
     columns = [c for c in table.columns if c in wanted]
     keys = (source or default_source()).words(len(table))
-    order = np.argsort(keys, kind="stable")
+    order = np.argsort(keys)  # the fast unstable sort: with no tie it is the stable order
+    ranked = keys[order]
+    if len(keys) > 1 and (ranked[1:] == ranked[:-1]).any():
+        order = np.argsort(keys, kind="stable")
     return table.loc[:, columns].iloc[order].reset_index(drop=True)
