@@ -215,16 +215,16 @@ def _regroup(pid: IntArray, slot: IntArray, width: int, p: int) -> tuple[IntArra
 
     ``pid`` is non-decreasing, so the records of one slot value, in their order, are already grouped by
     partition: the j-th of them goes to j plus the records of the other slots placed before its partition's
-    block of this slot (a counting sort, no per-partition loop).
+    block of this slot (a counting sort, no per-partition loop, no per-record lookup of its partition).
     """
     cnt = np.bincount(pid * width + slot, minlength=p * width)
     offset = _excl_cumsum(cnt).reshape(p, width)
     per_slot = cnt.reshape(p, width)
     order = np.empty(len(pid), dtype=np.int64)
     for sv in range(width):
-        idx = np.flatnonzero(slot == sv)
+        idx = np.flatnonzero(slot == sv)  # grouped by partition, per_slot[:, sv] records each
         shift = offset[:, sv] - _excl_cumsum(per_slot[:, sv])
-        order[np.arange(len(idx)) + shift[pid[idx]]] = idx
+        order[np.arange(len(idx)) + np.repeat(shift, per_slot[:, sv])] = idx
     return order, cnt
 
 def _call_allowed(
