@@ -154,7 +154,7 @@ def partition(
                     recs = np.flatnonzero(local[pid] >= 0)
                     pl = local[pid[recs]]
                 dq = dimsel[qs]
-                c = np.take(xa.ravel(), recs * d + dq[pl]).astype(np.int64)
+                c = np.take(xa.ravel(), recs * d + dq[pl])  # narrow codes: comparisons and sums widen
                 if j >= 0:
                     s, ns, gsize = _tree_cut(dims[j], c, pl, mins[qs, j], maxs[qs, j])
                     gfirst = _excl_cumsum(ns)

@@ -86,8 +86,7 @@ def encode(column: pd.Series, hierarchy: Hierarchy | None, categorical: str = "a
     if numeric and not pd.api.types.is_bool_dtype(column):
         small = _small_integers(column)
         if small is not None:
-            vals, inv = small
-            return Dimension(name, "num", inv, raw_strings(vals), values=vals)
+            return Dimension(name, "num", small[1], raw_strings(small[0]), values=small[0])
         xv = pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64)
         nan = np.isnan(xv)
         if nan.any():

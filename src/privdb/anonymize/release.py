@@ -118,7 +118,7 @@ def build_release(
     df: pd.DataFrame, qi: Sequence[str], columns: Sequence[GeneralizedColumn], suppressed: NDArray[np.bool_]
 ) -> pd.DataFrame:
     """The input with each quasi-identifier replaced by its labels and ``*`` on suppressed records."""
-    out = df.copy()
+    out = df.copy(deep=False)  # the other columns are shared, not copied (copy-on-write keeps df as it is)
     for name, col in zip(qi, columns, strict=True):
         labels = np.asarray(col.labels, dtype=object)
         values = np.take(labels, col.codes)
