@@ -227,6 +227,7 @@ def _regroup(pid: IntArray, slot: IntArray, width: int, p: int) -> tuple[IntArra
         order[np.arange(len(idx)) + np.repeat(shift, per_slot[:, sv])] = idx
     return order, cnt
 
+
 def _call_allowed(
     allowed: Allowed, rows: IntArray, gid: IntArray, gfirst: IntArray, ok: NDArray[np.bool_]
 ) -> NDArray[np.bool_]:
