@@ -21,10 +21,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from numpy.typing import NDArray
 from typer.testing import CliRunner
 
+from privdb.anonymize import anonymize
 from privdb.anonymize.mondrian import partition
 from privdb.anonymize.mondrian_codes import encode
+from privdb.anonymize.release import publishable
 from privdb.cli import app
 
 ADULT = Path(__file__).resolve().parents[1] / "data" / "adult"
@@ -109,3 +112,41 @@ def test_harder_variant_partitions_are_the_same_as_before(
     ids, sizes = partition(dims, 10, strict=strict)
     got = hashlib.sha256(ids.astype(np.int64).tobytes() + sizes.astype(np.int64).tobytes()).hexdigest()
     assert (got[:16], len(sizes)) == (digest, count)
+
+
+class _Tied:
+    """A random source whose words tie often (two values), to reach publishable's stable fallback."""
+
+    def words(self, n: int) -> NDArray[np.uint64]:
+        return np.arange(n, dtype=np.uint64)[::-1] % np.uint64(2)
+
+
+def test_publishable_keeps_input_order_between_tied_keys() -> None:
+    n = 5001  # large enough that NumPy's fast sort is not stable
+    order = publishable(pd.DataFrame({"i": range(n)}), ["i"], _Tied())["i"].tolist()
+    assert order == [*range(0, n, 2), *range(1, n, 2)]
+
+
+@pytest.mark.parametrize("algorithm", ["mondrian", "lattice"])
+def test_coded_table_holds_the_values_of_the_table_as_astype_category(algorithm: str) -> None:
+    adult = pd.read_csv(ADULT / "adult.csv", sep=";")
+    qi = QI.split(",")
+    options = (
+        {"hierarchies": str(ADULT / "hierarchies"), "fix_labels": True} if algorithm == "lattice" else {}
+    )
+    result = anonymize(adult, qi, k=10, algorithm=algorithm, **options)  # type: ignore[arg-type]
+    coded = result.coded_table()
+    assert algorithm == "mondrian" or result.n_suppressed > 0  # the lattice release has '*' rows
+    for name in qi:
+        pd.testing.assert_series_equal(coded[name], result.table[name].astype("category"))
+    rest = [c for c in adult.columns if c not in qi]
+    pd.testing.assert_frame_equal(coded[rest], result.table[rest])
+
+
+def test_small_integers_are_encoded_as_sorting_would() -> None:
+    ages = pd.Series(np.random.default_rng(5).integers(-40, 90, 5000), name="age")
+    got = encode(ages, None)
+    values, inverse = np.unique(ages.to_numpy(dtype=np.float64), return_inverse=True)
+    assert got.kind == "num" and got.codes.dtype == np.int32
+    assert np.array_equal(got.values, values) and np.array_equal(got.codes, inverse)
+    assert list(got.texts) == list(encode(ages.astype(np.float64), None).texts)
