@@ -175,7 +175,7 @@ def markdown(result: dict[str, Any], command: str, name: str = NAME) -> str:
         f"Written by `bench/anonymize_command.py`; command: `{command}`",
         "",
         f"Load average (1, 5, 15 min) at the start {result['load_start']}, at the end {result['load_end']} "
-        f"(the machine has {os.cpu_count()} CPUs).",
+        f"(the machine has {os.cpu_count()} CPUs)." + (_LOADED if _overloaded(result) else ""),
         "",
         "| " + " | ".join(cols) + " |",
         "|" + "---|" * len(cols),
@@ -212,6 +212,19 @@ def markdown(result: dict[str, Any], command: str, name: str = NAME) -> str:
         ]
     lines.append(end)
     return "\n".join(wrap(line) for line in lines)
+
+
+_LOADED = (
+    " Other work kept more processes running than there are CPUs, so the absolute seconds are longer than "
+    "on an idle machine and not comparable with other runs: compare the ratios to the same run's before "
+    "column, and the CPU seconds."
+)
+
+
+def _overloaded(result: dict[str, Any]) -> bool:
+    """Whether a load average at the start or end exceeded the CPU count."""
+    loads = [float(x) for key in ("load_start", "load_end") for x in result[key].split(", ")]
+    return max(loads) > (os.cpu_count() or 1)
 
 
 def _pair(values: list[float]) -> str:
