@@ -7,7 +7,12 @@ write the release and the report. Wall time is the process's, start to exit; "al
 the report states (the library call alone, measured by the command). Best of ``--repeats`` runs.
 
 Variants: Mondrian, k = 10, sensitive salary-class, with ``--report R.json``; the same with the HTML page
-and the PNG histogram too; the full-domain search (lattice) with the shipped hierarchies (``--fix-labels``).
+and the PNG histogram too; the full-domain search (lattice) with the shipped hierarchies (``--fix-labels``);
+Mondrian as the first on the harder table (``replicate_adult(..., harder=True)``: for half the records one
+categorical quasi-identifier redrawn from its Adult marginal; issue 30's target). ``--only KEY`` runs some
+variants (keys: plain, html, lattice, harder) and writes them to their own subsection. Besides wall and
+algorithm seconds, each run's CPU seconds (user + system of the child process) are noted: on a loaded
+machine they move less than wall time.
 
 ``--before-src DIR`` also times another checkout's ``src`` (e.g. ``git archive <rev> src | tar -x -C DIR``)
 in the same session, interleaved, so both columns see the same machine load; an older privdb without
@@ -23,6 +28,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.anonymize.spec import SEED
-from bench.harness import report
+from bench.harness import machine, report
 from bench.harness.data import ADULT as DATA
 from bench.harness.data import QI as QI_LIST
 from bench.harness.data import load_adult, replicate_adult
@@ -45,14 +52,18 @@ TARGET_S = 5.0
 
 @dataclass(frozen=True)
 class Variant:
+    key: str
     name: str
     args: tuple[str, ...]
     fix_labels: bool = False
+    harder: bool = False
+    target: tuple[float, float] = (TARGET_S, float("inf"))  # wall, algorithm seconds
 
 
 VARIANTS = (
-    Variant("Mondrian, k = 10, --report", ("--sensitive", "salary-class", "--k", "10")),
+    Variant("plain", "Mondrian, k = 10, --report", ("--sensitive", "salary-class", "--k", "10")),
     Variant(
+        "html",
         "Mondrian, k = 10, --report, --report-html, --report-png",
         (
             "--sensitive",
@@ -66,20 +77,35 @@ VARIANTS = (
         ),
     ),
     Variant(
+        "lattice",
         "lattice, k = 10, shipped hierarchies, --report",
         ("--k", "10", "--algorithm", "lattice", "--hierarchies", str(DATA / "hierarchies")),
         fix_labels=True,
     ),
+    Variant(
+        "harder",
+        "Mondrian, k = 10, --report, harder table",
+        ("--sensitive", "salary-class", "--k", "10"),
+        harder=True,
+        target=(4.0, 2.0),
+    ),
 )
 
 
-def big_table(path: Path, rows: int) -> None:
-    """The 1,000,000-row table of ``bench.anonymize`` (``replicate_adult``), as CSV."""
-    replicate_adult(load_adult(), rows, SEED).to_csv(path, sep=";", index=False)
+def big_table(path: Path, rows: int, harder: bool = False) -> None:
+    """The 1,000,000-row table of ``bench.anonymize`` (``replicate_adult``, ``harder`` or not), as CSV."""
+    replicate_adult(load_adult(), rows, SEED, harder=harder).to_csv(path, sep=";", index=False)
 
 
-def run_once(src: Path | None, variant: Variant, table: Path, work: Path, new: bool) -> tuple[float, float]:
-    """(wall seconds of the process, the seconds its report states for the algorithm)."""
+def _child_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def run_once(
+    src: Path | None, variant: Variant, table: Path, work: Path, new: bool
+) -> tuple[float, float, float]:
+    """(wall seconds of the process, the seconds its report states for the algorithm, its CPU seconds)."""
     report = work / "r.json"
     report.unlink(missing_ok=True)
     args = [a.format(dir=work) for a in variant.args]
@@ -90,80 +116,128 @@ def run_once(src: Path | None, variant: Variant, table: Path, work: Path, new: b
     env = dict(os.environ)
     if src is not None:
         env["PYTHONPATH"] = str(src)
-    started = time.perf_counter()
+    cpu, started = _child_cpu(), time.perf_counter()
     subprocess.run(argv, check=True, env=env, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - started
-    return wall, float(json.loads(report.read_text())["seconds"])
+    return wall, float(json.loads(report.read_text())["seconds"]), _child_cpu() - cpu
 
 
-def measure(rows: int, repeats: int, before_src: Path | None) -> dict[str, Any]:
-    """Best wall time (and its algorithm seconds) per variant, now and (optionally) before."""
+def measure(
+    rows: int, repeats: int, before_src: Path | None, variants: tuple[Variant, ...] = VARIANTS
+) -> dict[str, Any]:
+    """Per variant and side (now and, optionally, before, interleaved run by run): the best and the median
+    of wall, algorithm and CPU seconds over ``repeats`` fresh processes; the load at the start and end."""
     sides = {"now": None} | ({"before": before_src} if before_src is not None else {})
     out: dict[str, Any] = {"rows": rows, "repeats": repeats, "before_src": str(before_src or ""), "runs": {}}
+    out["load_start"] = machine.load(", ")
     with tempfile.TemporaryDirectory(prefix="privdb-bench-") as tmp:
         work = Path(tmp)
-        table = work / "big.csv"
-        big_table(table, rows)
-        for variant in VARIANTS:
-            best: dict[str, tuple[float, float]] = {}
+        tables = {h: work / f"big{'-harder' if h else ''}.csv" for h in {v.harder for v in variants}}
+        for harder, path in tables.items():
+            big_table(path, rows, harder)
+        for variant in variants:
+            got: dict[str, list[tuple[float, float, float]]] = {side: [] for side in sides}
             for _ in range(repeats):
                 for side, src in sides.items():
-                    got = run_once(src, variant, table, work, side == "now")
-                    if side not in best or got[0] < best[side][0]:
-                        best[side] = got
-            out["runs"][variant.name] = {side: list(v) for side, v in best.items()}
+                    new = side == "now" or _knows_fix_labels(src)
+                    got[side].append(run_once(src, variant, tables[variant.harder], work, new))
+            out["runs"][variant.name] = {side: _summary(runs) for side, runs in got.items()}
+            out["runs"][variant.name]["target"] = list(variant.target)
+    out["load_end"] = machine.load(", ")
     return out
 
 
-def markdown(result: dict[str, Any], command: str) -> str:
+def _knows_fix_labels(src: Path | None) -> bool:
+    """Whether that checkout's ``privdb anonymize`` has ``--fix-labels`` (issue 15 added it)."""
+    options = (src or Path()) / "privdb" / "cli" / "table_options.py"
+    return options.is_file() and "--fix-labels" in options.read_text(encoding="utf-8")
+
+
+def _summary(runs: list[tuple[float, float, float]]) -> dict[str, list[float]]:
+    """Best and median of each measure (the best wall run's algorithm seconds are not singled out)."""
+    columns = zip(*runs, strict=True)
+    return {
+        name: [min(values), statistics.median(values)]
+        for name, values in zip(("wall", "algorithm", "cpu"), columns, strict=True)
+    }
+
+
+def markdown(result: dict[str, Any], command: str, name: str = NAME) -> str:
     """The subsection, between its own markers (it sits inside the anonymize section)."""
-    start, end = markers(NAME)
+    start, end = markers(name)
     before = bool(result["before_src"])
-    cols = ["command", "wall s", "algorithm s", "wall ÷ algorithm", "target ≤ 5 s"]
+    cols = ["command", "wall s best / median", "algorithm s best / median", "CPU s best", "target"]
     if before:
-        cols += ["before: wall s", "before: algorithm s", "before ÷ now (wall)"]
+        cols += [
+            "before: wall s",
+            "before: algorithm s",
+            "before: CPU s",
+            "now ÷ before (wall, algorithm, CPU)",
+        ]
     lines = [
         start,
-        f"### The whole `privdb anonymize` command at {result['rows']:,} rows",
+        f"### The whole `privdb anonymize` command at {result['rows']:,} rows"
+        + (f" ({', '.join(result['runs'])})" if name != NAME else ""),
         "",
         f"Written by `bench/anonymize_command.py`; command: `{command}`",
+        "",
+        f"Load average (1, 5, 15 min) at the start {result['load_start']}, at the end {result['load_end']} "
+        f"(the machine has {os.cpu_count()} CPUs)." + (_LOADED if _overloaded(result) else ""),
         "",
         "| " + " | ".join(cols) + " |",
         "|" + "---|" * len(cols),
     ]
-    for name, sides in result["runs"].items():
-        wall, algo = sides["now"]
-        row = [
-            name,
-            f"{wall:.2f}",
-            f"{algo:.2f}",
-            f"{wall / algo:.1f}×",
-            "met" if wall <= TARGET_S else "**missed**",
-        ]
+    for label, sides in result["runs"].items():
+        now, (t_wall, t_algo) = sides["now"], sides["target"]
+        met = now["wall"][0] <= t_wall and now["algorithm"][0] <= t_algo
+        target = f"wall ≤ {t_wall:g} s" + (f", algorithm ≤ {t_algo:g} s" if t_algo != float("inf") else "")
+        row = [label, *(_pair(now[m]) for m in ("wall", "algorithm")), f"{now['cpu'][0]:.2f}"]
+        row.append(f"{target}: {'met' if met else '**missed**'}")
         if before and "before" in sides:
-            b_wall, b_algo = sides["before"]
-            row += [f"{b_wall:.2f}", f"{b_algo:.2f}", f"{b_wall / wall:.1f}×"]
+            old = sides["before"]
+            row += [_pair(old["wall"]), _pair(old["algorithm"]), f"{old['cpu'][0]:.2f}"]
+            row.append(" / ".join(f"{now[m][0] / old[m][0]:.2f}" for m in ("wall", "algorithm", "cpu")))
         lines.append("| " + " | ".join(row) + " |")
     lines += [
         "",
-        f"Each figure is the best of {result['repeats']} fresh processes (`python -m privdb anonymize "
-        f"big.csv --qi {QI} … -o out.csv --report r.json`) on a {result['rows']:,}-row Adult-like table "
-        f"(Adult tiled, age + U{{-2..2}} clipped to 17..90, seed {SEED}), in a temporary directory. Wall: "
-        "the process from start to exit (interpreter start and imports included). Algorithm: the `seconds` "
-        "of its report, the library call alone. The rest is reading the CSV (DuckDB into Arrow), measuring "
-        "the release (one grouping shared by k / l / t, risk and utility; per-column work on distinct value "
-        "pairs), writing it (pyarrow's CSV writer) and the report.",
+        f"Each figure is the best (and median) of {result['repeats']} fresh processes (`python -m privdb "
+        f"anonymize big.csv --qi {QI} … -o out.csv --report r.json`) on a {result['rows']:,}-row Adult-like "
+        f"table (Adult tiled, age + U{{-2..2}} clipped to 17..90, seed {SEED}; the harder table also "
+        "redraws, "
+        "for half the records, one categorical quasi-identifier from its Adult marginal), in a temporary "
+        "directory. Wall: the process from start to exit (interpreter start and imports included). "
+        "Algorithm: the `seconds` of its report, the library call alone. CPU: user + system seconds of the "
+        "process (less sensitive to other work on the machine than wall time). The rest is reading the CSV "
+        "(DuckDB into Arrow), measuring the release (one grouping shared by k / l / t, risk and utility), "
+        "writing it (pyarrow's CSV writer) and the report.",
     ]
     if before:
         lines += [
             "",
-            f"Before: the same commands on {result.get('before_name') or result['before_src']} (the code "
-            "before issue 15's speed-up), "
-            "interleaved with the runs above; that privdb has no `--fix-labels` and reads the shipped age "
-            "hierarchy as it is.",
+            f"Before: the same commands on {result.get('before_name') or result['before_src']}, interleaved "
+            "run by run with the runs above, so both see the same load; the ratios compare best with best. "
+            "A privdb older than issue 15 has no `--fix-labels` and runs the lattice on the hierarchies as "
+            "they are.",
         ]
     lines.append(end)
     return "\n".join(wrap(line) for line in lines)
+
+
+_LOADED = (
+    " Other work kept more processes running than there are CPUs, so the absolute seconds are longer than "
+    "on an idle machine and not comparable with other runs: compare the ratios to the same run's before "
+    "column, and the CPU seconds."
+)
+
+
+def _overloaded(result: dict[str, Any]) -> bool:
+    """Whether a load average at the start or end exceeded the CPU count."""
+    loads = [float(x) for key in ("load_start", "load_end") for x in result[key].split(", ")]
+    return max(loads) > (os.cpu_count() or 1)
+
+
+def _pair(values: list[float]) -> str:
+    return f"{values[0]:.2f} / {values[1]:.2f}"
 
 
 def main() -> None:
@@ -172,16 +246,20 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="fresh processes per variant (3)")
     parser.add_argument("--before-src", type=Path, default=None, help="another checkout's src to time too")
     parser.add_argument("--before-name", default=None, help="how the docs name it, e.g. 'commit 84efa37'")
+    parser.add_argument(
+        "--only", action="append", choices=[v.key for v in VARIANTS], help="run only these variants"
+    )
     parser.add_argument("--print-only", action="store_true", help="print, leave docs/benchmarks.md alone")
     args = parser.parse_args()
-    result = measure(args.rows, args.repeats, args.before_src)
+    variants = tuple(v for v in VARIANTS if not args.only or v.key in args.only)
+    result = measure(args.rows, args.repeats, args.before_src, variants)
     if args.before_name:
         result["before_name"] = args.before_name
-    command = report.command("bench.anonymize_command")
-    text = markdown(result, command)
+    name = NAME if not args.only else "-".join([NAME, *sorted(args.only)])
+    text = markdown(result, report.command("bench.anonymize_command"), name)
     print(text)
     if not args.print_only:
-        write_section(NAME, text)
+        write_section(name, text)
 
 
 if __name__ == "__main__":

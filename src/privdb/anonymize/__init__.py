@@ -202,4 +202,5 @@ def anonymize(
         partitions=n_parts,
         node=node,
         params=params,
+        columns=tuple(cols),
     )

@@ -114,7 +114,7 @@ def partition(
 ) -> tuple[IntArray, IntArray]:
     """Mondrian's partitions: record ids grouped by partition, and the partition sizes."""
     n, d = len(dims[0].codes), len(dims)
-    xa = np.ascontiguousarray(np.stack([dm.codes for dm in dims], axis=1))
+    xa = _stacked(dims)
     ida = np.arange(n, dtype=np.int64)
     sizes = np.array([n], dtype=np.int64)
     out_ids: list[IntArray] = []
@@ -146,56 +146,86 @@ def partition(
             for j, qs in groups:
                 if not len(qs):
                     continue
-                local = np.full(p, -1, dtype=np.int64)
-                local[qs] = np.arange(len(qs))
-                recs = np.flatnonzero(local[pid] >= 0)
-                pl = local[pid[recs]]
+                if len(qs) == p:  # every partition: all records, no selection to make
+                    recs, pl = np.arange(len(pid)), pid
+                else:
+                    local = np.full(p, -1, dtype=np.int64)
+                    local[qs] = np.arange(len(qs))
+                    recs = np.flatnonzero(local[pid] >= 0)
+                    pl = local[pid[recs]]
                 dq = dimsel[qs]
-                c = np.take(xa.ravel(), recs * d + dq[pl]).astype(np.int64)
+                c = np.take(xa.ravel(), recs * d + dq[pl])  # narrow codes: comparisons and sums widen
                 if j >= 0:
                     s, ns, gsize = _tree_cut(dims[j], c, pl, mins[qs, j], maxs[qs, j])
                     gfirst = _excl_cumsum(ns)
                     ok = np.minimum.reduceat(gsize, gfirst) >= k
-                    gid = gfirst[pl] + s
                 else:
                     relaxed = np.zeros(len(qs), dtype=bool) if strict else is_num[dq]
                     s, left = _binary_cut(c, pl, sizes[qs], ncodes[dq], relaxed)
                     ns = np.full(len(qs), 2, dtype=np.int64)
                     ok = (left >= k) & (sizes[qs] - left >= k)
                     gfirst = 2 * np.arange(len(qs))
-                    gid = 2 * pl + s
-                if condition is not None:
-                    hist = condition.histogram(gid, int(ns.sum()), ida[recs])
-                    ok &= np.minimum.reduceat(condition.ok(hist).astype(np.int64), gfirst) > 0
-                if allowed is not None:
-                    ok &= _call_allowed(allowed, ida[recs], gid, gfirst, ok)
+                if condition is not None or allowed is not None:
+                    gid = gfirst[pl] + s  # each record's child, numbered across the group
+                    if condition is not None:
+                        hist = condition.histogram(gid, int(ns.sum()), ida[recs])
+                        ok &= np.minimum.reduceat(condition.ok(hist).astype(np.int64), gfirst) > 0
+                    if allowed is not None:
+                        ok &= _call_allowed(allowed, ida[recs], gid, gfirst, ok)
                 won = qs[ok]
                 done[won] = True
                 nslots[won] = ns[ok]
-                take = ok[pl]
-                slot[recs[take]] = s[take]
+                if ok.all():
+                    slot[recs] = s
+                else:
+                    take = ok[pl]
+                    slot[recs[take]] = s[take]
         fin = ~done[pid]
         out_ids.append(ida[fin])
         out_sizes.append(sizes[~done])
-        alive = np.flatnonzero(~fin)
-        xa = np.take(xa, alive, axis=0)
-        ida, pid, slot = ida[alive], pid[alive], slot[alive]
         width = int(nslots.max()) if done.any() else 0
         if width == 0:
             break
-        cnt = np.bincount(pid * width + slot, minlength=p * width)
-        offset = _excl_cumsum(cnt)
-        first = _first_index(pid, p)
-        inv = np.empty(len(pid), dtype=np.int64)  # inv[new position] = old position
-        for sv in range(width):
-            m = slot == sv
-            cs = np.concatenate([[0], np.cumsum(m)])
-            idx = np.flatnonzero(m)
-            pi = pid[idx]
-            inv[offset[pi * width + sv] + cs[idx] - cs[first[pi]]] = idx
-        xa = np.take(xa, inv, axis=0)
-        ida, sizes = ida[inv], cnt[cnt > 0]
+        alive = np.flatnonzero(~fin)
+        order, cnt = _regroup(pid[alive], slot[alive], width, p)
+        order = alive[order]
+        xa, ida, sizes = _take_rows(xa, order), ida[order], cnt[cnt > 0]
     return np.concatenate(out_ids), np.concatenate(out_sizes)
+
+
+def _stacked(dims: Sequence[Dimension]) -> NDArray[np.unsignedinteger]:
+    """The codes as one record-per-row array of the narrowest unsigned type that holds them: every round
+    gathers and reduces these rows, so fewer bytes per row is less memory traffic."""
+    top = max(dm.ncodes for dm in dims)
+    kind = np.uint8 if top <= 1 << 8 else np.uint16 if top <= 1 << 16 else np.uint32
+    xa = np.empty((len(dims[0].codes), len(dims)), dtype=kind)
+    for j, dm in enumerate(dims):
+        xa[:, j] = dm.codes
+    return xa
+
+
+def _take_rows(xa: NDArray[np.unsignedinteger], rows: IntArray) -> NDArray[np.unsignedinteger]:
+    """``xa[rows]``, each row moved as one opaque item (one copy per row, not one per cell)."""
+    whole = np.dtype((np.void, xa.shape[1] * xa.dtype.itemsize))
+    return np.take(xa.view(whole).ravel(), rows).view(xa.dtype).reshape(len(rows), xa.shape[1])
+
+
+def _regroup(pid: IntArray, slot: IntArray, width: int, p: int) -> tuple[IntArray, IntArray]:
+    """The stable order of records by (partition, slot) and the count of each (partition, slot) pair.
+
+    ``pid`` is non-decreasing, so the records of one slot value, in their order, are already grouped by
+    partition: the j-th of them goes to j plus the records of the other slots placed before its partition's
+    block of this slot (a counting sort, no per-partition loop, no per-record lookup of its partition).
+    """
+    cnt = np.bincount(pid * width + slot, minlength=p * width)
+    offset = _excl_cumsum(cnt).reshape(p, width)
+    per_slot = cnt.reshape(p, width)
+    order = np.empty(len(pid), dtype=np.int64)
+    for sv in range(width):
+        idx = np.flatnonzero(slot == sv)  # grouped by partition, per_slot[:, sv] records each
+        shift = offset[:, sv] - _excl_cumsum(per_slot[:, sv])
+        order[np.arange(len(idx)) + np.repeat(shift, per_slot[:, sv])] = idx
+    return order, cnt
 
 
 def _call_allowed(

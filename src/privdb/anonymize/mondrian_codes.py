@@ -64,11 +64,29 @@ class Dimension:
         return out
 
 
+def _small_integers(column: pd.Series) -> tuple[NDArray[np.float64], NDArray[np.int32]] | None:
+    """``np.unique(values, return_inverse=True)`` of a column of whole numbers spanning under 2²⁰ (an age, a
+    year), by counting instead of sorting; None for other columns."""
+    if not (isinstance(column.dtype, np.dtype) and column.dtype.kind in "iu") or len(column) == 0:
+        return None
+    x = column.to_numpy()
+    lo, hi = int(x.min()), int(x.max())
+    if hi - lo >= 1 << 20 or max(abs(lo), abs(hi)) >= 1 << 53:
+        return None
+    shifted = (x - lo).astype(np.int64)
+    present = np.bincount(shifted, minlength=hi - lo + 1) > 0
+    rank = (np.cumsum(present) - 1).astype(np.int32)
+    return (np.flatnonzero(present) + lo).astype(np.float64), rank[shifted]
+
+
 def encode(column: pd.Series, hierarchy: Hierarchy | None, categorical: str = "auto") -> Dimension:
     """Codes for one quasi-identifier: numbers by value, categories along ``hierarchy`` or sorted."""
     name = str(column.name)
     numeric = hierarchy.numeric if hierarchy is not None else infer_kind(column) == "numeric"
     if numeric and not pd.api.types.is_bool_dtype(column):
+        small = _small_integers(column)
+        if small is not None:
+            return Dimension(name, "num", small[1], raw_strings(small[0]), values=small[0])
         xv = pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64)
         nan = np.isnan(xv)
         if nan.any():

@@ -55,6 +55,19 @@ class Anonymized:
     partitions: int
     node: dict[str, int] | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    columns: tuple[GeneralizedColumn, ...] = ()
+
+    def coded_table(self) -> pd.DataFrame:
+        """``table`` with each quasi-identifier as a pandas categorical of the same values (categories
+        sorted, as ``astype("category")`` makes them), built from the codes the algorithm released rather
+        than by hashing a million strings again: what the report groups and the CLI writes."""
+        if len(self.columns) != len(self.qi):
+            return self.table
+        out = self.table.copy(deep=False)
+        for name, col in zip(self.qi, self.columns, strict=True):
+            cat = _categorical(col, self.suppressed)
+            out[name] = out[name].astype("category") if cat is None else pd.Series(cat, index=out.index)
+        return out
 
     @property
     def n_suppressed(self) -> int:
@@ -67,6 +80,20 @@ class Anonymized:
     def class_sizes(self) -> NDArray[np.int64]:
         """Sizes of the equivalence classes (suppressed records excluded)."""
         return np.bincount(self.class_ids[self.class_ids >= 0], minlength=self.n_classes).astype(np.int64)
+
+
+def _categorical(col: GeneralizedColumn, suppressed: NDArray[np.bool_]) -> pd.Categorical | None:
+    """The column's labels per record (``*`` where suppressed) as a categorical with sorted categories, as
+    ``astype("category")`` would make it; None when a label is not text (then that is left to pandas)."""
+    codes = np.where(suppressed, len(col.labels), col.codes)
+    used = np.flatnonzero(np.bincount(codes, minlength=len(col.labels) + 1))
+    values = np.append(np.asarray(col.labels, dtype=object), STAR)[used]
+    if not all(isinstance(v, str) for v in values):
+        return None
+    categories, remap = np.unique(values, return_inverse=True)
+    lookup = np.zeros(len(col.labels) + 1, dtype=np.int64)
+    lookup[used] = remap
+    return pd.Categorical.from_codes(lookup[codes], categories=pd.Index(categories))
 
 
 def class_ids(columns: Sequence[GeneralizedColumn], suppressed: NDArray[np.bool_]) -> NDArray[np.int64]:
@@ -91,7 +118,7 @@ def build_release(
     df: pd.DataFrame, qi: Sequence[str], columns: Sequence[GeneralizedColumn], suppressed: NDArray[np.bool_]
 ) -> pd.DataFrame:
     """The input with each quasi-identifier replaced by its labels and ``*`` on suppressed records."""
-    out = df.copy()
+    out = df.copy(deep=False)  # the other columns are shared, not copied (copy-on-write keeps df as it is)
     for name, col in zip(qi, columns, strict=True):
         labels = np.asarray(col.labels, dtype=object)
         values = np.take(labels, col.codes)
@@ -109,5 +136,8 @@ def publishable(
     wanted = set(written)
     columns = [c for c in table.columns if c in wanted]
     keys = (source or default_source()).words(len(table))
-    order = np.argsort(keys, kind="stable")
+    order = np.argsort(keys)  # the fast unstable sort: with no tie it is the stable order
+    ranked = keys[order]
+    if len(keys) > 1 and (ranked[1:] == ranked[:-1]).any():
+        order = np.argsort(keys, kind="stable")
     return table.loc[:, columns].iloc[order].reset_index(drop=True)

@@ -111,8 +111,11 @@ def _as_arrow(frame: pd.DataFrame, delimiter: str) -> pa.Table | None:
         if kind in ("i", "u"):
             columns[str(i)] = pa.array(col.to_numpy())
             continue
-        codes, uniques = pd.factorize(col, use_na_sentinel=True)
-        values = np.asarray(uniques, dtype=object)
+        if isinstance(col.dtype, pd.CategoricalDtype):  # its codes already number its values
+            codes, values = col.cat.codes.to_numpy(), np.asarray(col.cat.categories, dtype=object)
+        else:
+            codes, uniques = pd.factorize(col, use_na_sentinel=True)
+            values = np.asarray(uniques, dtype=object)
         if kind == "f":
             spelt = values.astype(np.float64).astype(str)  # repr, as pandas writes floats
         elif all(isinstance(v, str) for v in values):

@@ -205,9 +205,10 @@ def anonymize(
         if aggregates:
             parameters["microaggregate"] = aggregates
         steps.next("measuring the release")
+        coded = result.coded_table()  # the same values, as the codes the algorithm released
         body = release_report(
-            _as_aggregated(frame, result.table, aggregates),
-            result.table,
+            _as_aggregated(frame, coded, aggregates),
+            coded,
             columns,
             sensitive=sensitive,
             parameters=parameters,
@@ -218,7 +219,7 @@ def anonymize(
         if split is not None and target is not None:
             body["classifier"] = _classifier(result, split, written, target, loaded)
         steps.next(f"writing {output.name}")
-        write_table(publishable(result.table, written, _shuffler(seed)), output, delimiter)
+        write_table(publishable(coded, written, _shuffler(seed)), output, delimiter)
         if report is not None:
             report.write_text(json.dumps(body, indent=2, default=str) + "\n", encoding="utf-8")
         image = histogram_png(body) if report_html is not None or report_png is not None else None
