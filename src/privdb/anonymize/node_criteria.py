@@ -155,7 +155,7 @@ class NodeCriteria:
             key = key * len(lat.level_labels[j][int(lv)]) + np.maximum(g, 0)
         class_key = np.empty(n_cls, dtype=np.int64)
         class_key[cls] = lat.keys(levels)
-        out = pd.Index(class_key).get_indexer(key).astype(np.int64)
+        out = pd.Index(class_key).get_indexer(pd.Index(key)).astype(np.int64)
         out[missing] = -1
         return out
 
