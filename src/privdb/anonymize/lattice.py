@@ -1,8 +1,9 @@
 """Optimal full-domain generalisation: the best node of the lattice of hierarchy levels.
 
 A node fixes one level per quasi-identifier (Samarati 2001; Sweeney 2002). It is *anonymous* when the records
-in classes smaller than k (or failing the l/t condition) number at most the suppression limit; those records
-are suppressed. Among anonymous nodes the search returns one minimising the chosen metric:
+in classes smaller than k (or failing the sensitive-value condition, or the population models of
+``node_criteria``) number at most the suppression limit and the risk thresholds of ``node_criteria`` hold;
+those records are suppressed. Among anonymous nodes the search returns one minimising the chosen metric:
 
 * ``loss`` (default): ARX's loss (Iyengar 2002): the mean over quasi-identifiers and records of
   (leaves under the generalised value − 1) / (leaves − 1), leaves counted in ``Hierarchy.table()``,
