@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 
 from privdb.anonymize.hierarchy import Hierarchy
 from privdb.anonymize.model_spec import Models
-from privdb.anonymize.uniqueness import population_uniqueness
+from privdb.anonymize.uniqueness import estimate
 from privdb.errors import InvalidParameter
 
 __all__ = ["NodeCriteria", "thresholds_hold"]
@@ -66,7 +66,7 @@ def thresholds_hold(models: Models, sizes: IntArray, n_total: int, sampling_frac
     if models.sample_uniqueness is not None and uniques > models.sample_uniqueness:
         return False
     if models.population_uniqueness is not None and sampling_fraction is not None and uniques > 0:
-        value = population_uniqueness(sizes, sampling_fraction * kept / n_total).of(models.estimator)
+        value = estimate(sizes, sampling_fraction * kept / n_total, models.estimator)
         return value is not None and 0 < value <= models.population_uniqueness
     return True
 
