@@ -59,3 +59,10 @@ def test_a_histogram_whose_iterates_diverge_is_estimated_quickly() -> None:
     u = population_uniqueness(sizes, 0.1)
     for value in (u.pitman, u.zayatz, u.snb, u.dankar):
         assert value is None or 0 < value <= 1
+
+
+def test_zero_denominator_in_the_initial_guess() -> None:
+    # two uniques and two classes of 4: the moment-style guess for θ divides by 0 (ARX's Java gives ±inf/NaN
+    # there and that start fails); the estimate is then from the grid of starts or none, never an exception
+    u = population_uniqueness(np.array([1, 1, 4, 4]), 0.05)
+    assert u.pitman is None or 0 < u.pitman <= 1

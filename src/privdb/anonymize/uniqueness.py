@@ -125,8 +125,13 @@ def _pitman(sizes: np.ndarray, counts: np.ndarray, n: float, population: float) 
     c1 = float(counts[sizes == 1].sum())
     c2 = float(counts[sizes == 2].sum()) or 1.0
     c = c1 * (c1 - 1) / c2
-    theta0 = (n * u * c - c1 * (n - 1) * (2 * u + c)) / (2 * c1 * u + c1 * c - n * c)
-    alpha0 = (theta0 * (c1 - n) + (n - 1) * c1) / (n * u)
+    with np.errstate(
+        all="ignore"
+    ):  # a zero denominator gives ±inf or NaN, as in ARX's Java: that start fails
+        theta0 = float(
+            np.float64(n * u * c - c1 * (n - 1) * (2 * u + c)) / np.float64(2 * c1 * u + c1 * c - n * c)
+        )
+        alpha0 = float(np.float64(theta0 * (c1 - n) + (n - 1) * c1) / np.float64(n * u))
     big, big_counts = sizes[sizes != 1].astype(np.float64), counts[sizes != 1].astype(np.float64)
 
     def eq(t: Arr, a: Arr) -> tuple[tuple[Arr, Arr], tuple[Arr, Arr, Arr, Arr]]:
