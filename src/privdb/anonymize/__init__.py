@@ -2,7 +2,8 @@
 
 ``anonymize`` is the entry point: Mondrian multidimensional partitioning (``mondrian``) or optimal
 full-domain generalisation over hierarchy levels (``lattice``), with k-anonymity (Sweeney 2002) and
-optionally l-diversity (Machanavajjhala et al. 2007) and t-closeness (Li et al. 2007). The release keeps the
+optionally l-diversity (Machanavajjhala et al. 2007), t-closeness (Li et al. 2007) and ``criteria.Models``
+(β-likeness, δ-disclosure, δ-presence, k-map, risk thresholds; ``node_criteria``). The release keeps the
 input's columns and row order (``release``); what `privdb anonymize` writes is ``release.publishable``: the
 classified columns only, the rows shuffled.
 """
@@ -28,9 +29,11 @@ from privdb.anonymize.hierarchy import (
 from privdb.anonymize.lattice import METRICS
 from privdb.anonymize.microaggregate import aggregate
 from privdb.anonymize.microaggregate import checked as checked_aggregates
+from privdb.anonymize.model_spec import Models, derived_k
 from privdb.anonymize.mondrian import partition
 from privdb.anonymize.mondrian_codes import encode
 from privdb.anonymize.mondrian_labels import generalize
+from privdb.anonymize.node_criteria import NodeCriteria, check_population_models
 from privdb.anonymize.release import Anonymized, build_release, class_ids
 from privdb.anonymize.resolve import automatic, load_hierarchies, resolve
 from privdb.anonymize.sensitive_condition import SensitiveCondition
@@ -43,6 +46,7 @@ __all__ = [
     "Hierarchy",
     "IntervalHierarchy",
     "MaskHierarchy",
+    "Models",
     "Search",
     "SensitiveCondition",
     "TaxonomyHierarchy",
@@ -52,6 +56,67 @@ __all__ = [
 ]
 
 ALGORITHMS = ("mondrian", "lattice")
+
+
+def _models(
+    df: pd.DataFrame,
+    qi: Sequence[str],
+    k: int,
+    models: Models | None,
+    *,
+    sensitive: str | None,
+    algorithm: str,
+    population: pd.DataFrame | None,
+    sampling_fraction: float | None,
+    aggregated: bool,
+) -> tuple[int, NodeCriteria | None, dict[str, Any]]:
+    """k with k-map's estimate folded in, the node criteria, and the parameters to record; refuse what
+    cannot be honoured."""
+    if models is None or not models.any:
+        if population is not None or sampling_fraction is not None:
+            raise InvalidParameter(
+                "population and sampling_fraction serve δ-presence, k-map and population uniqueness: "
+                "give one of those models (models=Models(...)) or leave them out"
+            )
+        return k, None, {}
+    if models.needs_sensitive and sensitive is None:
+        raise InvalidParameter("β-likeness and δ-disclosure privacy need sensitive='<column>'")
+    if models.delta_presence is not None and population is None:
+        raise InvalidParameter("δ-presence needs the population table the research sample was drawn from")
+    if models.k_map is not None and population is None and sampling_fraction is None:
+        raise InvalidParameter(
+            "k-map needs a population table, or the sampling fraction to estimate the population counts"
+        )
+    if models.population_uniqueness is not None and sampling_fraction is None:
+        raise InvalidParameter(
+            "population uniqueness needs the sampling fraction (the table's share of its population), "
+            "e.g. 0.01"
+        )
+    check_population_models(models, population, qi)
+    criteria = NodeCriteria(
+        models,
+        population=population if models.delta_presence is not None or models.k_map is not None else None,
+        sampling_fraction=sampling_fraction,
+    )
+    if criteria.active and algorithm != "lattice":
+        raise InvalidParameter(
+            "δ-presence, k-map against a population and the risk thresholds are checked on whole "
+            "generalisations with suppression, which Mondrian (no suppression, classes cut one by one) "
+            "cannot honour: use algorithm='lattice'"
+        )
+    if criteria.active and aggregated:
+        raise InvalidParameter(
+            "microaggregated columns are not generalised, so population counts and risk thresholds cannot "
+            "be planned over them: leave out microaggregate, or those models"
+        )
+    params: dict[str, Any] = {"models": {f: v for f, v in vars(models).items() if v is not None}}
+    if sampling_fraction is not None:
+        params["sampling_fraction"] = sampling_fraction
+    if models.k_map is not None and population is None and sampling_fraction is not None:
+        k2 = derived_k(models.k_map, sampling_fraction, models.significance, models.k_map_estimator, len(df))
+        params["k_map_derived_k"] = k2
+        k = max(k, k2)
+    return k, criteria if criteria.active else None, params
 
 
 def _check(
@@ -105,6 +170,9 @@ def anonymize(
     weights: Mapping[str, float] | None = None,
     local_recoding: int = 0,
     microaggregate: Mapping[str, str] | None = None,
+    models: Models | None = None,
+    population: pd.DataFrame | None = None,
+    sampling_fraction: float | None = None,
 ) -> Anonymized:
     """Anonymise ``df`` on the quasi-identifiers ``qi``.
 
@@ -121,10 +189,19 @@ def anonymize(
     optimal up to ``lattice.MAX_NODES`` nodes, Lightning beyond), ``weights`` (column → weight in the loss),
     ``local_recoding`` (rounds re-anonymising the suppressed records). Any algorithm: ``microaggregate``
     (quasi-identifier → mean, median or mode) publishes those columns as their class's value.
+
+    ``models`` adds issue 31's models as criteria: β-likeness and δ-disclosure of ``sensitive`` (any
+    algorithm), k-map (against ``population``, or k raised to ARX's estimate from ``sampling_fraction``),
+    and, lattice only, δ-presence (``population``), k-map against a population and the risk thresholds
+    (population uniqueness with ``sampling_fraction``). See ``node_criteria``.
     """
     started = time.perf_counter()
     qi = list(qi) if not isinstance(qi, str) else qi
     _check(df, qi, k, sensitive, algorithm, l is not None or t is not None)
+    k_eff, criteria, model_params = _models(
+        df, qi, k, models, sensitive=sensitive, algorithm=algorithm, population=population,
+        sampling_fraction=sampling_fraction, aggregated=bool(microaggregate),
+    )  # fmt: skip
     if algorithm == "lattice" and metric not in METRICS:
         raise InvalidParameter(f"unknown metric '{metric}': use one of {', '.join(METRICS)}")
     plan = Search(search) if isinstance(search, str) else search
@@ -144,8 +221,13 @@ def anonymize(
             df, [c for c in qi if c in (hierarchies or {})], hierarchies, fallback=hierarchy_fallback
         )
     condition = None
-    if sensitive is not None and (l is not None or t is not None):
-        condition = SensitiveCondition.build(df[sensitive], l=l, diversity=diversity, c=c, t=t)
+    likeness = {
+        "beta": models.beta if models else None,
+        "enhanced_beta": models.enhanced_beta if models else None,
+        "delta_disclosure": models.delta_disclosure if models else None,
+    }
+    if sensitive is not None and (l is not None or t is not None or any(likeness.values())):
+        condition = SensitiveCondition.build(df[sensitive], l=l, diversity=diversity, c=c, t=t, **likeness)
         whole = condition.histogram(np.zeros(len(df), dtype=np.int64), 1)
         if not condition.ok(whole)[0]:
             raise InvalidParameter(
@@ -153,9 +235,10 @@ def anonymize(
                 "lower l or raise t"
             )
     params: dict[str, Any] = {"k": k, "l": l, "t": t, "sensitive": sensitive, "algorithm": algorithm}
+    params.update(model_params)
     if algorithm == "mondrian":
         dims = [encode(df[name], hier.get(name), categorical) for name in qi]
-        ids, sizes = partition(dims, k, strict=strict, condition=condition)
+        ids, sizes = partition(dims, k_eff, strict=strict, condition=condition)
         cols, ncp = generalize(dims, ids, sizes)
         suppressed = np.zeros(len(df), dtype=bool)
         reason = None
@@ -164,13 +247,18 @@ def anonymize(
         params.update(strict=strict, categorical=categorical)
     else:
         done = full_domain(
-            df, searched, hier, k, condition=condition, suppression_limit=suppression_limit, metric=metric,
-            search=plan, weights=weights, local_recoding=local_recoding,
+            df, searched, hier, k_eff, condition=condition, suppression_limit=suppression_limit,
+            metric=metric, search=plan, weights=weights, local_recoding=local_recoding, criteria=criteria,
         )  # fmt: skip
         cols, suppressed, ncp = done.columns, done.suppressed, done.loss
         reason = (
             "class smaller than k"
-            + (" or failing the l/t condition" if condition else "")
+            + (
+                f" or failing the {'l/t' if not any(likeness.values()) else 'sensitive-value'} condition"
+                if condition
+                else ""
+            )
+            + (" or the population/risk models" if criteria else "")
             + " after generalisation"
             if suppressed.any()
             else None

@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 from privdb.anonymize.heuristic import SEARCHES, Budget, genetic, lightning
 from privdb.anonymize.hierarchy import Hierarchy
 from privdb.anonymize.lattice import MAX_NODES, Lattice, NodeResult
+from privdb.anonymize.node_criteria import NodeCriteria
 from privdb.anonymize.release import GeneralizedColumn, class_ids
 from privdb.anonymize.sensitive_condition import SensitiveCondition
 from privdb.errors import InvalidParameter, UnknownColumn
@@ -95,6 +96,7 @@ def full_domain(
     search: Search,
     weights: Mapping[str, float] | None = None,
     local_recoding: int = 0,
+    criteria: NodeCriteria | None = None,
 ) -> FullDomain:
     """Anonymise ``df`` by full-domain generalisation of ``qi`` (see the module docstring)."""
     w = weight_list(qi, weights)
@@ -102,6 +104,11 @@ def full_domain(
         raise InvalidParameter("weights weigh the loss metric's columns: use metric='loss' with weights")
     if isinstance(local_recoding, bool) or not isinstance(local_recoding, int) or local_recoding < 0:
         raise InvalidParameter(f"local_recoding is a number of iterations >= 0 (got {local_recoding!r})")
+    if local_recoding and criteria is not None and criteria.active:
+        raise InvalidParameter(
+            "local recoding cannot keep δ-presence, k-map against a population or the risk thresholds (ARX "
+            "does not either): leave out local_recoding, or those models"
+        )
     size = int(np.prod([hierarchies[c].height + 1 for c in qi], dtype=object))
     method, note = search.method, None
     if method == "auto":
@@ -117,7 +124,7 @@ def full_domain(
     ) -> tuple[Lattice, NodeResult, bool]:
         lat = Lattice(
             frame, qi, hierarchies, k, condition=cond, suppression_limit=limit, metric=metric,
-            weights=w, enumerate_nodes=method == "optimal",
+            weights=w, enumerate_nodes=method == "optimal", criteria=criteria,
         )  # fmt: skip
         budget = Budget(search.time_limit, search.max_evaluations)
         if method == "optimal":

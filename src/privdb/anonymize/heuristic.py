@@ -102,7 +102,8 @@ class Walk:
         if self.best is None:
             raise InvalidParameter(
                 "no generalisation satisfies the privacy model within the suppression limit, not even '*' "
-                "everywhere: lower l or raise t, or raise suppression_limit"
+                "everywhere: relax the privacy model (lower k or l, raise t, β, δ or the risk thresholds) "
+                "or raise suppression_limit"
             )
         return self.best
 

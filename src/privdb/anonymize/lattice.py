@@ -1,8 +1,9 @@
 """Optimal full-domain generalisation: the best node of the lattice of hierarchy levels.
 
 A node fixes one level per quasi-identifier (Samarati 2001; Sweeney 2002). It is *anonymous* when the records
-in classes smaller than k (or failing the l/t condition) number at most the suppression limit; those records
-are suppressed. Among anonymous nodes the search returns one minimising the chosen metric:
+in classes smaller than k (or failing the sensitive-value condition, or the population models of
+``node_criteria``) number at most the suppression limit and the risk thresholds of ``node_criteria`` hold;
+those records are suppressed. Among anonymous nodes the search returns one minimising the chosen metric:
 
 * ``loss`` (default): ARX's loss (Iyengar 2002): the mean over quasi-identifiers and records of
   (leaves under the generalised value − 1) / (leaves − 1), leaves counted in ``Hierarchy.table()``,
@@ -35,6 +36,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from privdb.anonymize.hierarchy import Hierarchy
+from privdb.anonymize.node_criteria import NodeCriteria
 from privdb.anonymize.release import GeneralizedColumn
 from privdb.anonymize.sensitive_condition import SensitiveCondition
 from privdb.errors import InvalidParameter
@@ -106,6 +108,7 @@ class Lattice:
         metric: str = "loss",
         weights: Sequence[float] | None = None,
         enumerate_nodes: bool = True,
+        criteria: NodeCriteria | None = None,
     ) -> None:
         if metric not in METRICS:
             raise InvalidParameter(f"unknown metric '{metric}': use one of {', '.join(METRICS)}")
@@ -135,6 +138,7 @@ class Lattice:
             key = pd.factorize(key * (int(q.codes.max(initial=0)) + 1) + q.codes)[0].astype(np.int64)
         self.tuple_of_record = key
         first = np.unique(key, return_index=True)[1]
+        self.first_record = first.astype(np.int64)
         self.tup = [q.codes[first] for q in self.qis]
         self.weight = np.bincount(key).astype(np.int64)
         self._records_by_tuple = np.argsort(key, kind="stable").astype(np.int64)
@@ -153,6 +157,11 @@ class Lattice:
         self._tg = [
             [q.groups[lv][t] for lv in range(q.height + 1)] for q, t in zip(self.qis, self.tup, strict=True)
         ]
+        self.level_labels = [q.labels for q in self.qis]
+        self._star = [[np.asarray(lab == "*") for lab in q.labels] for q in self.qis]
+        self.criteria = criteria if criteria is not None and criteria.active else None
+        if self.criteria is not None:
+            self.criteria.bind(self, self.qi, hierarchies)
         if enumerate_nodes:
             self._enumerate()
 
@@ -176,14 +185,46 @@ class Lattice:
         total = sum(float(lc[int(lv)]) for lc, lv in zip(self.level_cost, levels, strict=True))
         return total / (self.n * len(self.qis))
 
-    def classes(self, levels: Sequence[int]) -> tuple[IntArray, IntArray]:
-        """Class id of every distinct tuple at ``levels`` and the class sizes (in records)."""
+    def keys(self, levels: Sequence[int]) -> IntArray:
+        """One key per distinct tuple at ``levels``: its group codes in mixed radix."""
+        return self._keys(levels)[0]
+
+    def _keys(self, levels: Sequence[int]) -> tuple[IntArray, int]:
         key = np.zeros(len(self.weight), dtype=np.int64)
         space = 1
         for q, tg, lv in zip(self.qis, self._tg, levels, strict=True):
             size = len(q.labels[lv])
             key = key * size + tg[lv]
             space *= size
+        return key, space
+
+    def star_classes(self, levels: Sequence[int], cls: IntArray, n_cls: int) -> NDArray[np.bool_]:
+        """Classes whose every value is ``*`` (the release shows them as suppressed records)."""
+        star = np.ones(len(self.weight), dtype=bool)
+        for st, tg, lv in zip(self._star, self._tg, levels, strict=True):
+            star &= st[lv][tg[lv]]
+        out = np.zeros(n_cls, dtype=bool)
+        out[cls[star]] = True
+        return out
+
+    def class_order(self, levels: Sequence[int], cls: IntArray, n_cls: int) -> IntArray:
+        """Rank of each class in ARX's suppression order: size, then the loss of its values, then its
+        first record."""
+        cost = np.zeros(len(self.weight))
+        for q, tg, lv, f in zip(self.qis, self._tg, levels, self.scale, strict=True):
+            cost += f * q.cost[lv][tg[lv]]
+        size = np.bincount(cls, weights=self.weight, minlength=n_cls)
+        loss = np.zeros(n_cls)
+        loss[cls] = cost
+        first = np.full(n_cls, self.n, dtype=np.int64)
+        np.minimum.at(first, cls, self.first_record)
+        rank = np.empty(n_cls, dtype=np.int64)
+        rank[np.lexsort((first, loss, size))] = np.arange(n_cls)
+        return rank
+
+    def classes(self, levels: Sequence[int]) -> tuple[IntArray, IntArray]:
+        """Class id of every distinct tuple at ``levels`` and the class sizes (in records)."""
+        key, space = self._keys(levels)
         if space <= 4 * len(key) + 1024:
             sizes = np.bincount(key, weights=self.weight, minlength=space).astype(np.int64)
             present = np.flatnonzero(sizes)
@@ -202,6 +243,9 @@ class Lattice:
         if self.condition is not None:
             hist = self.condition.histogram(cls[self._tuple_rep], len(sizes), self._records_by_tuple)
             fail_cls |= ~self.condition.ok(hist)
+        holds = True
+        if self.criteria is not None:
+            fail_cls, holds = self.criteria.apply(self, levels, cls, sizes, fail_cls)
         supp = fail_cls[cls]
         n_supp = int(self.weight[supp].sum())
         kept = sizes[~fail_cls]
@@ -218,7 +262,7 @@ class Lattice:
         else:
             bound = self.n / len(sizes)
             value = self.n / (len(kept) + (1 if n_supp else 0))
-        anonymous = n_supp <= self.max_suppressed
+        anonymous = holds and n_supp <= self.max_suppressed
         return NodeResult(tuple(int(x) for x in levels), anonymous, value, bound, n_supp, supp), k_fail
 
     def _fails(self, idx: int) -> bool:
@@ -230,6 +274,7 @@ class Lattice:
             self._cache[idx] = res
             self._kfail[idx] = k_fail
         monotone = self.condition is None or self.condition.monotone_with_suppression
+        monotone &= self.criteria is None or self.criteria.monotone_with_suppression
         return bool(self._kfail[idx]) or (monotone and not res.anonymous)
 
     def _below(self, idx: int) -> NDArray[np.bool_]:
@@ -302,7 +347,8 @@ class Lattice:
         if best is None:
             raise InvalidParameter(
                 "no generalisation satisfies the privacy model within the suppression limit, not even '*' "
-                "everywhere: lower l or raise t, or raise suppression_limit"
+                "everywhere: relax the privacy model (lower k or l, raise t, β, δ or the risk thresholds) "
+                "or raise suppression_limit"
             )
         return best
 

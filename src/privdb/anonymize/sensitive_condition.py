@@ -1,10 +1,12 @@
-"""The l-diversity / t-closeness condition every class of a release must meet, as counts over value codes.
+"""The per-class sensitive-value condition every class of a release must meet, as counts over value codes.
 
 Both search algorithms enforce it on each candidate class, Mondrian on every child of a cut (LeFevre et al.
 2006, section 5) and the lattice on every class of a node, so it lives apart from both and imports neither:
 distinct, entropy and recursive (c, l)-diversity (Machanavajjhala et al. 2007) and t-closeness with the
-Earth Mover's Distance, ordered for numbers (Li et al. 2007). Checking a release after the fact, with every
-distance, is ``models.check``'s work.
+Earth Mover's Distance, ordered for numbers (Li et al. 2007), basic and enhanced β-likeness (Cao and Karras
+2012) and δ-disclosure privacy (Brickell and Shmatikov 2008, natural log), the last three against the whole
+table's distribution as ``criteria.evaluate`` checks them. Checking a release after the fact, with every
+distance, is ``models.check``'s work; the other models, ``criteria.evaluate``'s.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ class SensitiveCondition:
     c: float = 1.0
     t: float | None = None
     ordered: bool = False
+    beta: float | None = None
+    enhanced_beta: float | None = None
+    delta_disclosure: float | None = None
 
     @classmethod
     def build(
@@ -44,6 +49,9 @@ class SensitiveCondition:
         diversity: str = "distinct",
         c: float | None = None,
         t: float | None = None,
+        beta: float | None = None,
+        enhanced_beta: float | None = None,
+        delta_disclosure: float | None = None,
     ) -> SensitiveCondition:
         if diversity not in ("distinct", "entropy", "recursive"):
             raise InvalidParameter(
@@ -64,11 +72,19 @@ class SensitiveCondition:
         codes, uniq = pd.factorize(column, sort=True)
         m = max(len(uniq), 1)
         prior = np.bincount(codes, minlength=m) / max(len(codes), 1)
-        return cls(codes.astype(np.int64), m, prior, l, diversity, float(c or 1.0), t, ordered)
+        return cls(
+            codes.astype(np.int64), m, prior, l, diversity, float(c or 1.0), t, ordered,
+            beta, enhanced_beta, delta_disclosure,
+        )  # fmt: skip
 
     @property
     def monotone_with_suppression(self) -> bool:
-        return self.t is None and (self.l is None or self.diversity == "distinct")
+        """Whether a node failing the condition (with suppression) makes every specialisation fail: only
+        distinct l. β-likeness and δ-disclosure are not (ARX: monotone with generalisation only, δ not even
+        that), so for them only the k part prunes."""
+        likeness = (self.beta, self.enhanced_beta, self.delta_disclosure)
+        plain = self.t is None and all(x is None for x in likeness)
+        return plain and (self.l is None or self.diversity == "distinct")
 
     def histogram(
         self, groups: NDArray[np.int64], n_groups: int, rows: NDArray[np.int64] | None = None
@@ -97,6 +113,26 @@ class SensitiveCondition:
                 good &= (r[:, 0] < self.c * tail) & ((hist > 0).sum(axis=1) >= li)
         if self.t is not None:
             good &= self.emd(hist) <= self.t + _EPS
+        if self.beta is not None or self.enhanced_beta is not None or self.delta_disclosure is not None:
+            good &= self._likeness(hist)
+        return good
+
+    def _likeness(self, hist: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """β-likeness and δ-disclosure over the values each class holds (absent values are not checked)."""
+        q = hist / np.maximum(hist.sum(axis=1), 1)[:, None]
+        p = np.maximum(self.prior, _EPS)[None, :]
+        held = hist > 0
+        gain = (q - p) / p
+        good = np.ones(len(hist), dtype=bool)
+        if self.beta is not None:
+            good &= ~(held & (gain > self.beta)).any(axis=1)
+        if self.enhanced_beta is not None:
+            bound = np.minimum(self.enhanced_beta, -np.log(p))
+            good &= ~(held & (gain > bound)).any(axis=1)
+        if self.delta_disclosure is not None:
+            with np.errstate(divide="ignore"):
+                ratio = np.abs(np.log(np.where(held, q, 1.0) / p))
+            good &= ~(held & (ratio >= self.delta_disclosure)).any(axis=1)
         return good
 
     def emd(self, hist: NDArray[np.int64]) -> NDArray[np.float64]:

@@ -15,60 +15,109 @@ estimated from the sample's class-size histogram and the sampling fraction π = 
   has no estimate); π > 0.1 → the smaller of Zayatz and SNB (Zayatz if SNB has none).
 
 An estimate that does not converge, is not finite or falls outside 0..N counts as none (``None``), as in
-ARX. With no sample uniques every estimate is 0. The solver tries the initial guess, then ARX's grid of
-start values (0, 0.33, 0.66, 0.99)², each for at most 1,000 steps, and accepts a point where both
-equations are within 1e-6 of zero.
+ARX. With no sample uniques every estimate is 0. The solver is ARX's (``_newton``): the initial guess (SNB:
+(1, 1)), then ARX's grid of start values (0, 0.33, 0.66, 0.99)², at most 1,001 evaluations per start and
+10,000 in all, accepting a point where both equations are within 1e-6 of zero. Not kept from ARX: its
+wall-clock limits, and the second, term-by-term form of Pitman's equations it retries with when the closed
+form finds no root (where those matter, privdb may report no estimate where ARX has one).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy.special import digamma, gammaln, polygamma
 
 from privdb.errors import InvalidParameter
 
-__all__ = ["ESTIMATORS", "Uniqueness", "population_uniqueness"]
+__all__ = ["ESTIMATORS", "Uniqueness", "estimate", "population_uniqueness"]
 
 ESTIMATORS = ("pitman", "zayatz", "snb", "dankar")
 _ACCURACY = 1e-6
 _STEPS = 1000
+_TOTAL = 10_000
 _GRID = [(a, b) for a in (0.0, 0.33, 0.66, 0.99) for b in (0.0, 0.33, 0.66, 0.99)]
 
 Vec = tuple[float, float]
-Equations = Callable[[float, float], tuple[Vec, tuple[float, float, float, float]]]
+Arr = NDArray[np.float64]
+Equations = Callable[[Arr, Arr], tuple[tuple[Arr, Arr], tuple[Arr, Arr, Arr, Arr]]]
 
 
 def _newton(
-    f: Equations, starts: list[Vec], valid: Callable[[float, float], bool] = lambda x, y: True
+    f: Equations, starts: list[Vec], constraint: Callable[[Arr, Arr], NDArray[np.bool_]] | None = None
 ) -> Vec:
-    """A root of the two equations ``f`` (values and Jacobian) from the first start that converges."""
-    for x, y in starts:
-        for _ in range(_STEPS):
-            try:
-                with np.errstate(all="ignore"):
-                    (f1, f2), (a, b, c, d) = f(x, y)
-            except (ZeroDivisionError, OverflowError, ValueError):
-                break
-            if not all(math.isfinite(v) for v in (f1, f2, a, b, c, d)):
-                break
-            if abs(f1) <= _ACCURACY and abs(f2) <= _ACCURACY:
-                if valid(x, y):
-                    return x, y
-                break
+    """A root of the two equations ``f`` (values and Jacobian), searched as ARX's solver (linearbits'
+    NewtonRaphson2D with ARX's deterministic configuration) searches: the starts are tried in order; a try
+    evaluates at most 1,001 times and ends at a root (returned), a non-finite value or singular Jacobian, or a
+    step that leaves the ``constraint``; a try begins only while the tries before it used at most 10,000
+    evaluations in all; and the last start gets one evaluation (the solver stops once its prepared starts run
+    out). ARX's wall-clock limits (100 ms per try, 1 s in all) are not kept: an answer must not depend on the
+    machine's speed.
+
+    Every try runs at once as arrays, so a start that does not converge costs one vector step, not 1,000 steps
+    alone; the answer is the one-try-after-another search's.
+    """
+    x = np.array([s[0] for s in starts], dtype=np.float64)
+    y = np.array([s[1] for s in starts], dtype=np.float64)
+    alive = np.ones(len(starts), dtype=bool)
+    root = np.zeros(len(starts), dtype=bool)
+    evaluations = np.zeros(len(starts), dtype=np.int64)
+    for step in range(_STEPS + 1):
+        evaluations += alive
+        with np.errstate(all="ignore"):
+            (f1, f2), (a, b, c, d) = f(x, y)
+            finite = np.isfinite(f1) & np.isfinite(f2) & np.isfinite(a) & np.isfinite(b)
+            finite &= np.isfinite(c) & np.isfinite(d)
+            converged = alive & finite & (np.abs(f1) <= _ACCURACY) & (np.abs(f2) <= _ACCURACY)
+            root |= converged
             det = a * d - b * c
-            if det == 0:
-                break
-            x, y = x - (d * f1 - b * f2) / det, y - (a * f2 - c * f1) / det
-    return math.nan, math.nan
+            alive &= finite & ~converged & (det != 0)
+            safe = np.where(alive, det, 1.0)
+            x = np.where(alive, x - (d * f1 - b * f2) / safe, x)
+            y = np.where(alive, y - (a * f2 - c * f1) / safe, y)
+            alive &= np.isfinite(x) & np.isfinite(y)
+            if constraint is not None:
+                alive &= constraint(x, y)
+        alive[-1] = False  # the last start: one evaluation
+        if step == _STEPS:
+            alive[:] = False  # each start: at most 1,001 evaluations
+        decided, winner = _first_root(root, alive, evaluations)
+        if decided:
+            break
+    return (float(x[winner]), float(y[winner])) if winner is not None else (math.nan, math.nan)
 
 
-def _trigamma(x: float) -> float:
-    return float(polygamma(1, x))
+def _first_root(
+    root: NDArray[np.bool_], alive: NDArray[np.bool_], evaluations: NDArray[np.int64]
+) -> tuple[bool, int | None]:
+    """Whether the tries so far settle the one-after-another search, and which try's root it returns."""
+    total = 0
+    for j in range(len(root)):
+        if total > _TOTAL:
+            return True, None
+        if root[j]:
+            return True, j
+        if alive[j]:
+            return False, None
+        total += int(evaluations[j])
+    return True, None
+
+
+def _trigamma(x: Arr) -> Arr:
+    """ψ₁(x); below 0 by the reflection ψ₁(x) = π²/sin²(πx) − ψ₁(1 − x), since SciPy's Hurwitz zeta takes time
+    linear in |x| there (seconds per call once a diverging Newton iterate reaches −10⁸)."""
+    x = np.asarray(x, dtype=np.float64)
+    negative = x < 0
+    with np.errstate(all="ignore"):
+        positive: Arr = polygamma(1, np.where(negative, 1.0 - x, x))
+        out: Arr = np.where(negative, (math.pi / np.sin(math.pi * x)) ** 2 - positive, positive)
+    return out
 
 
 def _pitman(sizes: np.ndarray, counts: np.ndarray, n: float, population: float) -> float:
@@ -76,24 +125,32 @@ def _pitman(sizes: np.ndarray, counts: np.ndarray, n: float, population: float) 
     c1 = float(counts[sizes == 1].sum())
     c2 = float(counts[sizes == 2].sum()) or 1.0
     c = c1 * (c1 - 1) / c2
-    theta0 = (n * u * c - c1 * (n - 1) * (2 * u + c)) / (2 * c1 * u + c1 * c - n * c)
-    alpha0 = (theta0 * (c1 - n) + (n - 1) * c1) / (n * u)
+    with np.errstate(
+        all="ignore"
+    ):  # a zero denominator gives ±inf or NaN, as in ARX's Java: that start fails
+        theta0 = float(
+            np.float64(n * u * c - c1 * (n - 1) * (2 * u + c)) / np.float64(2 * c1 * u + c1 * c - n * c)
+        )
+        alpha0 = float(np.float64(theta0 * (c1 - n) + (n - 1) * c1) / np.float64(n * u))
     big, big_counts = sizes[sizes != 1].astype(np.float64), counts[sizes != 1].astype(np.float64)
 
-    def eq(t: float, a: float) -> tuple[Vec, tuple[float, float, float, float]]:
-        # log-likelihood derivatives of the Pitman partition (closed forms with polygamma functions)
+    def eq(t: Arr, a: Arr) -> tuple[tuple[Arr, Arr], tuple[Arr, Arr, Arr, Arr]]:
+        # log-likelihood derivatives of the Pitman partition (closed forms with polygamma functions); a
+        # start whose α is 0 or whose α⁴ overflows stops there (Python's float power would raise)
+        a = np.where((a == 0) | ~np.isfinite(a**4), np.nan, a)
         v = u - 1.0
-        s1, s4 = float(digamma(v + t / a + 1)), float(digamma(t / a + 1))
+        s1, s4 = digamma(v + t / a + 1), digamma(t / a + 1)
         s2, s3 = _trigamma((a + t + a * v) / a), _trigamma(t / a + 1)
         d1 = (s3 - s2) / a**2
         d5 = (a * s1 + t * s2 - a * s4 - t * s3) / a**3
         d3 = (a**2 * v - t * t * s2 + t * t * s3 - 2 * a * t * s1 + 2 * a * t * s4) / a**4
         o1 = (s1 - s4) / a
         o3 = (-t * s1 + a * v + t * s4) / a**2
-        o2 = float(digamma(n + t) - digamma(t + 1))
+        o2 = digamma(n + t) - digamma(t + 1)
         d2 = _trigamma(t + 1) - _trigamma(n + t)
-        d4 = float((big_counts * (_trigamma(1 - a) - polygamma(1, big - a))).sum())
-        o4 = float((big_counts * (digamma(big - a) - digamma(1 - a))).sum())
+        col = a[:, None]
+        d4 = (big_counts * (_trigamma(1 - col) - _trigamma(big - col))).sum(axis=1)
+        o4 = (big_counts * (digamma(big - col) - digamma(1 - col))).sum(axis=1)
         return (o1 - o2, o3 - o4), (d2 - d1, -d5, -d5, -d3 - d4)
 
     t, a = _newton(eq, [(theta0, alpha0), *_GRID], lambda t, a: t >= 0)
@@ -137,35 +194,24 @@ def _snb(sizes: np.ndarray, counts: np.ndarray, n: float, population: float) -> 
         v4 = float((i * f * (1 - f) ** (i - 1) * ci).sum())
         k = float(counts.sum()) + c1 * (v1 / v2) * (v3 / v4) ** 2
 
-    def eq(a: float, b: float) -> tuple[Vec, tuple[float, float, float, float]]:
+    def eq(a: Arr, b: Arr) -> tuple[tuple[Arr, Arr], tuple[Arr, Arr, Arr, Arr]]:
         h = 1e-7  # the Jacobian by central differences: Newton's method needs only a good slope
-        da = [
-            x - y
-            for x, y in zip(_snb_eqs(k, f, c1, c2, a + h, b), _snb_eqs(k, f, c1, c2, a - h, b), strict=True)
-        ]
-        db = [
-            x - y
-            for x, y in zip(_snb_eqs(k, f, c1, c2, a, b + h), _snb_eqs(k, f, c1, c2, a, b - h), strict=True)
-        ]
-        return _snb_eqs(k, f, c1, c2, a, b), (
-            da[0] / (2 * h),
-            db[0] / (2 * h),
-            da[1] / (2 * h),
-            db[1] / (2 * h),
-        )
+        (p1, p2), (m1, m2) = _snb_eqs(k, f, c1, c2, a + h, b), _snb_eqs(k, f, c1, c2, a - h, b)
+        (q1, q2), (n1, n2) = _snb_eqs(k, f, c1, c2, a, b + h), _snb_eqs(k, f, c1, c2, a, b - h)
+        w = 2 * h
+        return _snb_eqs(k, f, c1, c2, a, b), ((p1 - m1) / w, (q1 - n1) / w, (p2 - m2) / w, (q2 - n2) / w)
 
-    a, b = _newton(eq, list(_GRID))
+    a, b = _newton(eq, [(1.0, 1.0), *_GRID])  # ARX's solve() starts at (1, 1)
     with np.errstate(all="ignore"):
         return float(k * b**a) if math.isfinite(a) and math.isfinite(b) else math.nan
 
 
-def _snb_eqs(k: float, f: float, c1: float, c2: float, a: float, b: float) -> Vec:
+def _snb_eqs(k: float, f: float, c1: float, c2: float, a: Arr, b: Arr) -> tuple[Arr, Arr]:
     """The SNB model's expected classes of size 1 and 2 minus the observed ones (NaN off its domain)."""
-    a, b = np.float64(a), np.float64(b)
     d = (1 - f) * (1 - b)
     g1 = k * f * (b / (1 - d)) ** a * (a * d / (1 - d) + 1) - c1
     g2 = k * a * b**a * f * f * (1 - b) / 2 * (1 - d) ** (a + 2) * (2 - (1 - a) * d) - c2
-    return float(g1), float(g2)
+    return g1, g2
 
 
 @dataclass(frozen=True)
@@ -211,27 +257,66 @@ def check_fraction(fraction: float) -> float:
 
 def population_uniqueness(class_sizes: np.ndarray, sampling_fraction: float) -> Uniqueness:
     """Pitman, Zayatz, SNB and Dankar's estimates from the sample's class sizes and π = n/N."""
-    pi = check_fraction(sampling_fraction)
-    class_sizes = np.asarray(class_sizes, dtype=np.int64)
-    n = float(class_sizes.sum())
-    if n == 0:
-        raise InvalidParameter("the table has no unsuppressed record: there is no class to estimate from")
-    sizes, counts = np.unique(class_sizes, return_counts=True)
-    c1 = float(counts[sizes == 1].sum())
-    population = n / pi
-    if c1 == 0:
-        return Uniqueness(0.0, 0.0, 0.0, 0.0, "none", pi, 0.0)
+    hist = _Histogram.of(class_sizes, sampling_fraction)
+    if hist.c1 == 0:
+        return Uniqueness(0.0, 0.0, 0.0, 0.0, "none", hist.pi, 0.0)
+    pitman, zayatz, snb = hist.share("pitman"), hist.share("zayatz"), hist.share("snb")
+    dankar, model = _dankar(hist.pi, lambda: pitman, lambda: zayatz, lambda: snb)
+    return Uniqueness(pitman, zayatz, snb, dankar, model, hist.pi, hist.c1 / hist.n)
 
-    def share(value: float) -> float | None:
+
+def estimate(class_sizes: np.ndarray, sampling_fraction: float, estimator: str) -> float | None:
+    """One estimator's share of population uniques (what a threshold check needs: the others not run)."""
+    if estimator not in ESTIMATORS:
+        raise InvalidParameter(f"unknown estimator '{estimator}': use one of {', '.join(ESTIMATORS)}")
+    hist = _Histogram.of(class_sizes, sampling_fraction)
+    if hist.c1 == 0:
+        return 0.0
+    if estimator != "dankar":
+        return hist.share(estimator)
+    return _dankar(hist.pi, *(functools.partial(hist.share, name) for name in ("pitman", "zayatz", "snb")))[0]
+
+
+def _dankar(
+    pi: float,
+    pitman: Callable[[], float | None],
+    zayatz: Callable[[], float | None],
+    snb: Callable[[], float | None],
+) -> tuple[float | None, str]:
+    """Dankar et al.'s decision rule over lazily computed estimates (each asked at most once)."""
+    if pi <= 0.1:
+        value = pitman()
+        return (value, "pitman") if value is not None else (zayatz(), "zayatz")
+    z, b = zayatz(), snb()
+    if b is not None and (z is None or z >= b):
+        return b, "snb"
+    return z, "zayatz"
+
+
+@dataclass(frozen=True)
+class _Histogram:
+    """A sample's class-size histogram with its size n, sampling fraction π and population N = n/π."""
+
+    sizes: np.ndarray
+    counts: np.ndarray
+    n: float
+    pi: float
+    c1: float
+
+    @classmethod
+    def of(cls, class_sizes: np.ndarray, sampling_fraction: float) -> _Histogram:
+        pi = check_fraction(sampling_fraction)
+        class_sizes = np.asarray(class_sizes, dtype=np.int64)
+        n = float(class_sizes.sum())
+        if n == 0:
+            raise InvalidParameter("the table has no unsuppressed record: there is no class to estimate from")
+        sizes, counts = np.unique(class_sizes, return_counts=True)
+        return cls(sizes, counts, n, pi, float(counts[sizes == 1].sum()))
+
+    def share(self, estimator: str) -> float | None:
+        population = self.n / self.pi
+        value = _ESTIMATE[estimator](self.sizes, self.counts, self.n, population)
         return value / population if math.isfinite(value) and value != 0 else None
 
-    pitman = share(_pitman(sizes, counts, n, population))
-    zayatz = share(_zayatz(sizes, counts, n, population))
-    snb = share(_snb(sizes, counts, n, population))
-    if pi <= 0.1:
-        dankar, model = (pitman, "pitman") if pitman is not None else (zayatz, "zayatz")
-    elif snb is not None and (zayatz is None or zayatz >= snb):
-        dankar, model = snb, "snb"
-    else:
-        dankar, model = zayatz, "zayatz"
-    return Uniqueness(pitman, zayatz, snb, dankar, model, pi, c1 / n)
+
+_ESTIMATE = {"pitman": _pitman, "zayatz": _zayatz, "snb": _snb}

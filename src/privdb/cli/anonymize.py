@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 import typer
 
 from privdb.cli.core import app, console, friendly
+from privdb.cli.measure import delta_pair as _pair
 from privdb.cli.table_options import (
     FixLabelsOption,
     HierarchiesOption,
@@ -68,6 +69,41 @@ def anonymize(
         int,
         typer.Option(help="rounds re-anonymising the suppressed records on their own (ARX's local recoding)"),
     ] = 0,
+    beta: Annotated[float | None, typer.Option(help="basic β-likeness of --sensitive")] = None,
+    enhanced_beta: Annotated[float | None, typer.Option(help="enhanced β-likeness of --sensitive")] = None,
+    delta_disclosure: Annotated[
+        float | None, typer.Option(help="δ-disclosure privacy of --sensitive (natural log)")
+    ] = None,
+    delta_presence: Annotated[
+        str | None, typer.Option(help="δ-presence 'δmin,δmax' against --population (lattice)")
+    ] = None,
+    k_map: Annotated[
+        int | None,
+        typer.Option(help="k-map: against --population (lattice), or estimated from --sampling-fraction"),
+    ] = None,
+    k_map_estimator: Annotated[
+        str, typer.Option(help="k-map's estimate: poisson or zero-truncated-poisson")
+    ] = "poisson",
+    significance: Annotated[float, typer.Option(help="k-map estimate's significance level")] = 0.01,
+    average_risk: Annotated[
+        float | None, typer.Option(help="threshold of the average re-identification risk (lattice)")
+    ] = None,
+    sample_uniqueness: Annotated[
+        float | None, typer.Option(help="threshold of sample uniqueness (lattice)")
+    ] = None,
+    population_uniqueness: Annotated[
+        float | None,
+        typer.Option(help="threshold of estimated population uniqueness (lattice, --sampling-fraction)"),
+    ] = None,
+    estimator: Annotated[
+        str, typer.Option(help="population uniqueness: dankar, pitman, zayatz or snb")
+    ] = "dankar",
+    population: Annotated[
+        Path | None, typer.Option(help="the population table (raw values) for δ-presence and k-map")
+    ] = None,
+    sampling_fraction: Annotated[
+        float | None, typer.Option(help="the table's share of its population, e.g. 0.01")
+    ] = None,
     microaggregate: Annotated[
         str | None,
         typer.Option(
@@ -123,8 +159,9 @@ def anonymize(
 
     The file holds only the quasi-identifiers, the sensitive column and the --keep columns, its rows
     shuffled."""
-    from privdb.anonymize import Search
+    from privdb.anonymize import Models, Search
     from privdb.anonymize import anonymize as run
+    from privdb.anonymize.criteria import evaluate
     from privdb.anonymize.release import publishable
     from privdb.anonymize.report import (
         histogram_png,
@@ -139,7 +176,23 @@ def anonymize(
     columns = qi_columns(qi)
     kept = qi_columns(keep, "--keep") if keep is not None else []
     written = [*columns, *([sensitive] if sensitive else []), *kept]
-    full = search is not None or weights is not None or local_recoding > 0
+    models = Models(
+        beta=beta, enhanced_beta=enhanced_beta, delta_disclosure=delta_disclosure,
+        delta_presence=_pair(delta_presence) if delta_presence is not None else None,
+        k_map=k_map, k_map_estimator=k_map_estimator, significance=significance, average_risk=average_risk,
+        sample_uniqueness=sample_uniqueness, population_uniqueness=population_uniqueness, estimator=estimator,
+    )  # fmt: skip
+    node_level = (
+        delta_presence is not None
+        or (k_map is not None and population is not None)
+        or any(x is not None for x in (average_risk, sample_uniqueness, population_uniqueness))
+    )
+    full = search is not None or weights is not None or local_recoding > 0 or node_level
+    if algorithm == "mondrian" and node_level:
+        raise InvalidParameter(
+            "--delta-presence, --k-map with --population and the risk thresholds are enforced by the "
+            "lattice search (with suppression): leave out --algorithm mondrian"
+        )
     algorithm = algorithm or ("lattice" if full else "mondrian")
     if algorithm != "lattice" and full:
         raise InvalidParameter(
@@ -162,6 +215,7 @@ def anonymize(
         whole, delimiter, unit = (*read_table(source), None) if db is None else _database_table(
             db, str(source), written
         )  # fmt: skip
+        people = read_table(population)[0] if population is not None else None
         _check_written(whole, written, kept, columns, sensitive)
         split = None if target is None else split_rows(whole, holdout, unit=unit)
         frame = whole if split is None else split.train
@@ -186,6 +240,9 @@ def anonymize(
             weights=weight_map or None,
             local_recoding=local_recoding,
             microaggregate=aggregates or None,
+            models=models if models.any else None,
+            population=people,
+            sampling_fraction=sampling_fraction,
         )
         if result.params.get("note"):
             console().print(result.params["note"])
@@ -204,6 +261,9 @@ def anonymize(
             parameters |= {key: result.params[key] for key in _SEARCH_KEYS if key in result.params}
         if aggregates:
             parameters["microaggregate"] = aggregates
+        if models.any:
+            parameters["models"] = result.params["models"]
+            parameters |= {key: result.params[key] for key in _MODEL_KEYS if key in result.params}
         steps.next("measuring the release")
         coded = result.coded_table()  # the same values, as the codes the algorithm released
         body = release_report(
@@ -218,6 +278,12 @@ def anonymize(
         )
         if split is not None and target is not None:
             body["classifier"] = _classifier(result, split, written, target, loaded)
+        if models.any:
+            found = evaluate(
+                result.table, columns, models, sensitive=sensitive, population=people,
+                sampling_fraction=sampling_fraction,
+            )  # fmt: skip
+            body["models"] = [r.to_dict() for r in found]
         steps.next(f"writing {output.name}")
         write_table(publishable(coded, written, _shuffler(seed)), output, delimiter)
         if report is not None:
@@ -235,6 +301,7 @@ def anonymize(
         + f"; NCP {util['ncp']:.2%}, {util['suppressed']:,} suppressed"
         + (f" ({result.suppression_reason})" if result.n_suppressed else "")
         + f"; prosecutor risk max {risk['prosecutor_max']:.3g}, avg {risk['prosecutor_avg']:.3g}"
+        + "".join(f"; {m['model']} {'holds' if m['holds'] else 'FAILS'}" for m in body.get("models", []))
         + f"; {seconds:.2f} s"
     )
     if split is not None:
@@ -247,6 +314,7 @@ def anonymize(
         )
 
 
+_MODEL_KEYS = ("sampling_fraction", "k_map_derived_k")
 _SEARCH_KEYS = (
     "search", "nodes", "evaluations", "time_limit", "complete", "seed", "weights", "weighted_loss",
     "local_recoding",

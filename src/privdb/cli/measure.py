@@ -83,7 +83,7 @@ def check(
         beta=beta,
         enhanced_beta=enhanced_beta,
         delta_disclosure=delta_disclosure,
-        delta_presence=_pair(delta_presence) if delta_presence is not None else None,
+        delta_presence=delta_pair(delta_presence) if delta_presence is not None else None,
         k_map=k_map,
         k_map_estimator=k_map_estimator,
         significance=significance,
@@ -220,11 +220,11 @@ def risk_command(
     console().print(table)
 
 
-def _pair(text: str) -> tuple[float, float]:
+def delta_pair(text: str) -> tuple[float, float]:
     """'lo,hi' as two numbers."""
     parts = text.split(",")
     try:
         lo, hi = (float(x) for x in parts)
-    except ValueError:
+    except ValueError:  # also a wrong count of parts
         raise InvalidParameter(f"--delta-presence is 'δmin,δmax', e.g. 0,0.5 (got {text!r})") from None
     return lo, hi

@@ -1,0 +1,68 @@
+"""The population-uniqueness solver: ARX's control flow (starts in order, 1,001 evaluations per start,
+10,000 in all, the constraint after each step, the last start evaluated once); ψ₁ below zero by reflection."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.special import polygamma
+
+from privdb.anonymize.uniqueness import _newton, _trigamma, population_uniqueness
+
+Arr = np.ndarray
+
+
+def _cubic(x: Arr, y: Arr) -> tuple[tuple[Arr, Arr], tuple[Arr, Arr, Arr, Arr]]:
+    """x³ − 2x + 2 = 0 (Newton cycles 0 → 1 → 0 from x = 0; converges from −2) and y = 0."""
+    return (x**3 - 2 * x + 2, y), (3 * x**2 - 2, np.zeros_like(x), np.zeros_like(x), np.ones_like(x))
+
+
+ROOT = -1.7692923542386314
+
+
+def test_trigamma_below_zero_by_reflection() -> None:
+    x = np.array([-0.5, -3.7, -50.25, -1e4 - 0.3, 0.3, 7.0, 1e6])
+    assert np.allclose(_trigamma(x), polygamma(1, x), rtol=1e-9, atol=0)
+
+
+def test_first_start_in_order_wins() -> None:
+    assert _newton(_cubic, [(-2.0, 0.0), (-3.0, 0.0), (0.0, 0.0)])[0] == pytest.approx(ROOT, abs=1e-6)
+    # a start that cycles (1,001 evaluations, no root) gives way to the next one
+    assert _newton(_cubic, [(0.0, 0.0), (-2.0, 0.0), (0.0, 0.0)])[0] == pytest.approx(ROOT, abs=1e-6)
+
+
+def test_ten_thousand_evaluations_in_all() -> None:
+    # nine cycling starts use 9,009 evaluations: the tenth start is still tried
+    assert math.isfinite(_newton(_cubic, [(0.0, 0.0)] * 9 + [(-2.0, 0.0), (0.0, 0.0)])[0])
+    # ten use 10,010 > 10,000: the solver stops before the eleventh, which would have converged
+    assert math.isnan(_newton(_cubic, [(0.0, 0.0)] * 10 + [(-2.0, 0.0), (0.0, 0.0)])[0])
+
+
+def test_last_start_evaluated_once() -> None:
+    assert math.isnan(_newton(_cubic, [(0.0, 0.0), (-2.0, 0.0)])[0])  # −2 would converge in a few steps
+    assert _newton(_cubic, [(0.0, 0.0), (ROOT, 0.0)])[0] == pytest.approx(ROOT)  # a root where it starts
+
+
+def test_constraint_ends_a_start() -> None:
+    # from −2 every step stays below 0: with x ≥ 0 required, that start ends after its first step
+    assert math.isnan(_newton(_cubic, [(-2.0, 0.0), (0.0, 0.0)], lambda x, y: x >= 0)[0])
+    # the constraint is checked after steps, not at a root where a start begins (ARX's order)
+    assert _newton(_cubic, [(ROOT, 0.0), (0.0, 0.0)], lambda x, y: x >= 0)[0] == pytest.approx(ROOT)
+
+
+def test_a_histogram_whose_iterates_diverge_is_estimated_quickly() -> None:
+    # the class sizes whose Pitman iterates reach −10⁹ (21 s per estimate with SciPy's ψ₁ there)
+    rng = np.random.default_rng(1)
+    sizes = rng.integers(1, 6, size=51)
+    u = population_uniqueness(sizes, 0.1)
+    for value in (u.pitman, u.zayatz, u.snb, u.dankar):
+        assert value is None or 0 < value <= 1
+
+
+def test_zero_denominator_in_the_initial_guess() -> None:
+    # two uniques and two classes of 4: the moment-style guess for θ divides by 0 (ARX's Java gives ±inf/NaN
+    # there and that start fails); the estimate is then from the grid of starts or none, never an exception
+    u = population_uniqueness(np.array([1, 1, 4, 4]), 0.05)
+    assert u.pitman is None or 0 < u.pitman <= 1
