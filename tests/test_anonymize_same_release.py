@@ -9,7 +9,8 @@ The expected SHA-256 digests were computed with the code before the change (comm
         --k 10 --seed 1 -o out.csv --report r.json        # (and the other options of each case below)
     sha256sum out.csv
 
-where TABLE.csv is ``data/adult/adult.csv`` or ``_harder(...)`` below written with ``to_csv(sep=";",
+where TABLE.csv is ``data/adult/adult.csv`` or the harder variant (``harder_100k`` below, made by
+``bench.harness.data.replicate_adult`` and pinned by its own digest) written with ``to_csv(sep=";",
 index=False)``; the partitions' digests (ids and sizes, as int64 bytes) likewise with ``partition``.
 """
 
@@ -21,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from bench.harness.data import load_adult, replicate_adult
 from numpy.typing import NDArray
 from typer.testing import CliRunner
 
@@ -34,31 +36,26 @@ ADULT = Path(__file__).resolve().parents[1] / "data" / "adult"
 QI = "age,workclass,education,marital-status,occupation,race,sex,native-country"
 SEED = 20261123  # bench.anonymize.spec.SEED
 
+# SHA-256 of the first 100,000 rows of bench.harness.data.replicate_adult(adult, 1_000_000, SEED, harder=True)
+# written as above: the table the harder variant's digests were computed on
+HARDER_100K = "602691d3086719155ced8cb6da17fa2c0a583fb64c8c052af4d747c46af5b694"
+
 runner = CliRunner()
-
-
-def _harder(adult: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
-    """bench.harness.data.replicate_adult(adult, n, seed, harder=True): Adult tiled, age + U{-2..2} clipped to
-    17..90, and for half the records one categorical quasi-identifier redrawn from its Adult marginal."""
-    rng = np.random.default_rng(seed)
-    big = adult.iloc[np.resize(np.arange(len(adult)), n)].reset_index(drop=True)
-    big["age"] = np.clip(big["age"].to_numpy() + rng.integers(-2, 3, n), 17, 90)
-    cats = [c for c in QI.split(",") if c != "age"]
-    rows = rng.choice(n, n // 2, replace=False)
-    which = rng.integers(0, len(cats), len(rows))
-    for j, c in enumerate(cats):
-        picked = rows[which == j]
-        values = big[c].to_numpy(dtype=object).copy()
-        values[picked] = adult[c].to_numpy(dtype=object)[rng.integers(0, len(adult), len(picked))]
-        big[c] = pd.Series(values, index=big.index).astype(adult[c].dtype)
-    return big
 
 
 @pytest.fixture(scope="module")
 def harder_100k(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    adult = pd.read_csv(ADULT / "adult.csv", sep=";")
+    """The harder variant's first 100,000 rows as CSV, checked against HARDER_100K first: a change to the
+    generator fails here, by name, rather than as a changed release below."""
     path = tmp_path_factory.mktemp("harder") / "harder100k.csv"
-    _harder(adult, 1_000_000, SEED).iloc[:100_000].to_csv(path, sep=";", index=False)
+    replicate_adult(load_adult(), 1_000_000, SEED, harder=True).iloc[:100_000].to_csv(
+        path, sep=";", index=False
+    )
+    got = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert got == HARDER_100K, (
+        "bench.harness.data.replicate_adult(harder=True) no longer writes the table the harder variant's "
+        "digests were computed on; restore it (the digests pin the release, not the generator)"
+    )
     return path
 
 

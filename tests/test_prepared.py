@@ -19,7 +19,8 @@ from conftest import seeded
 from privdb.database import Database
 from privdb.errors import PrivdbError
 from privdb.sql import engine
-from privdb.sql.front.parse import MAX_EPSILON, parse_dp_select
+from privdb.sql.front.parse import parse_dp_select
+from privdb.sql.front.query import MAX_EPSILON
 from privdb.sql.plan.prepared import shape_of, shapes
 from privdb.sql.plan.types import Plan
 from privdb.sql.run.targets import histogram_queries

@@ -45,7 +45,7 @@ from privdb.result import Result
 from privdb.sql import engine
 from test_sql_corpus import PUMS_DIR, PUMS_META, PUMS_PID_META
 
-HUGE = 1000.0  # privdb's largest ε per query (privdb.sql.front.parse.MAX_EPSILON)
+HUGE = 1000.0  # privdb's largest ε per query (privdb.sql.front.query.MAX_EPSILON)
 WIDTHS = 8  # the tolerance, in half-widths of the stated 95% interval
 ANALYSTS = 6  # repeats of the oracle corpus at ε = 1 for the coverage test
 

@@ -42,9 +42,8 @@ from bench.anonymize.spec import (
 )
 from bench.harness import machine, report
 from bench.harness.peers import ANJANA
-from bench.harness.report import OK, wrap
+from bench.harness.report import OK
 
-START, END = report.markers("anonymize")
 ANJANA_VERSION = ANJANA.requirements[0].split("==")[1]
 
 
@@ -168,8 +167,7 @@ def markdown(
     whole_command: str = "",
 ) -> str:
     table = report.table
-    lines = [START, "## Anonymisation: Mondrian, full-domain search, checks; anjana and pycanon", ""]
-    lines += [
+    lines = [
         f"Written by `bench/anonymize/`; command: `{command}`",
         "",
         f"Machine: {machine_line(peer)}",
@@ -211,6 +209,6 @@ def markdown(
         "",
         *notes(peer, args.pycanon_budget, args.repeats, args.cold_repeats),
         whole_command,
-        END,
     ]
-    return "\n".join(wrap(line) for line in lines)
+    heading = "Anonymisation: Mondrian, full-domain search, checks; anjana and pycanon"
+    return report.section("anonymize", heading, lines)

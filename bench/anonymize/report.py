@@ -30,10 +30,6 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.2f} %"
 
 
-def _ratio(a: float | None, b: float | None) -> str:
-    return ratio(a, b)
-
-
 MONDRIAN_COLS = ["k", "privdb s", "privdb NCP", "classes", "smallest class", "reference s", "reference NCP"]
 MONDRIAN_COLS += ["reference ÷ privdb"]
 
@@ -51,7 +47,7 @@ def mondrian_rows(rows: list[MondrianRow]) -> list[list[str]]:
                 str(r.smallest),
                 _s(REF_MONDRIAN["seconds"], 2) if ref else "—",
                 _pct(REF_MONDRIAN["ncp"]) if ref else "—",
-                _ratio(REF_MONDRIAN["seconds"], r.seconds) if ref else "—",
+                ratio(REF_MONDRIAN["seconds"], r.seconds) if ref else "—",
             ]
         )
     return out
@@ -130,7 +126,7 @@ def lattice_rows(rows: list[ColdRun]) -> list[list[str]]:
         else:
             cells += [_s(a.seconds), _s(a.inner), _node(a.node), _pct(a.loss), _pct(a.ncp)]
             cells += [f"{a.suppressed:,}", str(a.achieved_k)]
-            cells.append(_ratio(a.seconds, p.seconds if p else None))
+            cells.append(ratio(a.seconds, p.seconds if p else None))
         out.append(cells)
     return out
 
@@ -171,7 +167,7 @@ def check_rows(rows: list[CheckRow]) -> list[list[str]]:
                 _s(r.together, 4),
                 _s(r.separate, 4),
                 ("> " if stopped else "") + _s(total, 2),
-                ("> " if stopped else "") + _ratio(total, r.together),
+                ("> " if stopped else "") + ratio(total, r.together),
                 per,
             ]
         )

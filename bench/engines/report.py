@@ -7,15 +7,9 @@ from typing import Any
 
 from bench.engines.load import CHUNK, Row
 from bench.harness import machine, report
-from bench.harness.report import wrap
 
-START, END = report.markers("engines")
 TARGET = 1.5  # privdb ÷ raw on the same engine, row-level
 ENGINES = {"duckdb": "DuckDB", "sqlite": "SQLite", "postgres": "PostgreSQL", "spark": "Spark local[2]"}
-
-
-def _secs(value: float) -> str:
-    return report.secs(value)
 
 
 def _mib(kib: int) -> str:
@@ -27,8 +21,7 @@ def machine_line(versions: dict[str, str]) -> str:
 
 
 COLUMNS = ["engine", "rows", "query (ε = 1)", "groups", "raw s", "privdb s", "privdb ÷ raw"]
-PART_COLUMNS = ["engine", "query", "privdb s", "prepare s", "engine SQL s", "noise s", "rest s"]
-PART_COLUMNS += ["engine SQL ÷ raw"]
+PART_COLUMNS = ["engine", "query", *report.STAGE_COLUMNS]
 
 
 def table_rows(rows: list[Row]) -> list[list[str]]:
@@ -38,8 +31,8 @@ def table_rows(rows: list[Row]) -> list[list[str]]:
             f"{r.rows:,}",
             f"{r.key} {r.label}",
             str(r.groups),
-            _secs(r.raw),
-            _secs(r.privdb),
+            report.secs(r.raw),
+            report.secs(r.privdb),
             f"{r.privdb / r.raw:.2f}×",
         ]
         for r in rows
@@ -93,14 +86,17 @@ def big_lines(big: dict[str, Any] | None, big_rows: int, parquet_mib: float, wri
         "above replicated with shifted pid), Q1 row-level through privdb in a fresh process of this "
         f"script, Spark {big['spark']}, driver memory {big['driver_memory']}:",
         "",
-        "| step | s |",
-        "|---|---|",
-        f"| start Spark, attach the Parquet file (view, schema) | {big['attach_s']:.2f} |",
-        f"| raw Q1, the session's first query (warm-up, cold) | {big['cold_s']:.2f} |",
-        f"| privdb Q1 end to end, each run | {runs} |",
-        f"| raw Q1 on the same session, each run right after privdb's | {raws} |",
-        f"| best privdb ÷ best raw | {min(big['privdb_s']) / min(big['raw_s']):.2f}× |",
-        f"| whole worker process (Python and JVM start included) | {big['wall_s']:.1f} |",
+        *report.table(
+            ["step", "s"],
+            [
+                ["start Spark, attach the Parquet file (view, schema)", f"{big['attach_s']:.2f}"],
+                ["raw Q1, the session's first query (warm-up, cold)", f"{big['cold_s']:.2f}"],
+                ["privdb Q1 end to end, each run", runs],
+                ["raw Q1 on the same session, each run right after privdb's", raws],
+                ["best privdb ÷ best raw", f"{min(big['privdb_s']) / min(big['raw_s']):.2f}×"],
+                ["whole worker process (Python and JVM start included)", f"{big['wall_s']:.1f}"],
+            ],
+        ),
         "",
         f"Peak memory: Python driver {_mib(big['python_hwm_kib'])} MiB, Spark's JVM "
         f"{_mib(big['jvm_hwm_kib'])} MiB (each its VmHWM), whole process tree "
@@ -116,8 +112,7 @@ def markdown(
     extra: dict[str, Any],
     repeats: int,
 ) -> str:
-    lines = [START, "## Engines: privdb against the raw query on DuckDB, SQLite, PostgreSQL, Spark", ""]
-    lines += [
+    lines = [
         report.written_by("bench.engines", "bench/engines/"),
         "",
         f"Machine: {machine_line(extra['versions'])}. Load average when the run began: {extra['load']}; "
@@ -143,5 +138,6 @@ def markdown(
         "",
         *report.table(PART_COLUMNS, part_rows(rows)),
     ]
-    lines += ["", *big_lines(big, extra["big_rows"], extra["parquet_mib"], extra["parquet_s"]), END]
-    return "\n".join(wrap(line) for line in lines)
+    lines += ["", *big_lines(big, extra["big_rows"], extra["parquet_mib"], extra["parquet_s"])]
+    heading = "Engines: privdb against the raw query on DuckDB, SQLite, PostgreSQL, Spark"
+    return report.section("engines", heading, lines)

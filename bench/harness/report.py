@@ -40,6 +40,12 @@ def wrap(line: str) -> str:
     )
 
 
+def section(name: str, heading: str, body: Sequence[str]) -> str:
+    """A benchmark's section: its markers around the ``## heading`` and ``body``, every line folded."""
+    start, end = markers(name)
+    return "\n".join(wrap(line) for line in [start, f"## {heading}", "", *body, end])
+
+
 def write_section(name: str, section: str) -> None:
     """Replace the section between ``name``'s markers (``section`` includes them), or append it."""
     start, end = markers(name)
@@ -82,10 +88,13 @@ def ratio(a: float | None, b: float | None, digits: int = 1) -> str:
     return "—" if a is None or b is None or b == 0 else f"{a / b:,.{digits}f}×"
 
 
+STAGE_COLUMNS = ["privdb s", "prepare s", "engine SQL s", "noise s", "rest s", "engine SQL ÷ raw"]
+
+
 def stage_cells(
     total: float | None, parts: dict[str, float], raw: float | None, digits: int = 1
 ) -> list[str]:
-    """privdb by stage as table cells: total, prepare, engine SQL, noise, rest (s), engine SQL ÷ raw."""
+    """privdb by stage as table cells, one under each of STAGE_COLUMNS."""
     stages = [parts[name] for name in ("prepare", "engine SQL", "noise", "rest")]
     return [secs(total), *map(secs, stages), ratio(parts["engine SQL"], raw, digits)]
 

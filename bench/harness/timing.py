@@ -70,3 +70,17 @@ def nearest_rank(values: list[float], q: float) -> float:
         return math.nan
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+class Latencies:
+    """A result's ``latencies`` (seconds) as the p50 and p99 the reports show, in milliseconds."""
+
+    latencies: list[float]
+
+    @property
+    def p50_ms(self) -> float:
+        return 1000 * nearest_rank(self.latencies, 0.50)
+
+    @property
+    def p99_ms(self) -> float:
+        return 1000 * nearest_rank(self.latencies, 0.99)

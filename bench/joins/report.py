@@ -11,10 +11,7 @@ from bench.harness.peers import QRLEW
 from bench.harness.report import mib as _mib
 from bench.harness.report import ratio as _ratio
 from bench.harness.report import secs as _secs
-from bench.harness.report import wrap
 from bench.joins.spec import JOINS, QRLEW_DELTA, QUERIES, SEED, TARGET
-
-START, END = report.markers("joins")
 
 
 def _get(side: dict[str, Any], key: str, what: str) -> Any:
@@ -58,7 +55,7 @@ def table_rows(mine: dict[str, Any], peer: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-PART_COLUMNS = ["query", "privdb s", "prepare s", "engine SQL s", "noise s", "rest s", "engine SQL ÷ raw"]
+PART_COLUMNS = ["query", *report.STAGE_COLUMNS]
 
 
 def part_rows(mine: dict[str, Any]) -> list[list[str]]:
@@ -203,8 +200,7 @@ def markdown(
     command: str,
     load: list[float],
 ) -> str:
-    lines = [START, "## JOINs: privdb's DP-SELECT over a join, the raw join on DuckDB, Qrlew", ""]
-    lines += [
+    lines = [
         f"Written by `bench/joins/`; command: `{command}`",
         "",
         f"Machine: {machine_line(mine, load)}",
@@ -259,5 +255,6 @@ def markdown(
             + ". Its raw time is still measured.",
             "",
         ]
-    lines += ["Peer settings:", "", *peer_notes(peer, spec), END]
-    return "\n".join(wrap(line) for line in lines)
+    lines += ["Peer settings:", "", *peer_notes(peer, spec)]
+    heading = "JOINs: privdb's DP-SELECT over a join, the raw join on DuckDB, Qrlew"
+    return report.section("joins", heading, lines)

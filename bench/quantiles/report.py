@@ -11,13 +11,10 @@ from typing import Any
 
 from bench.harness import report
 from bench.harness.report import secs as _secs
-from bench.harness.report import wrap
 from bench.quantiles.measure import ErrorRow, TimeRow
 from bench.quantiles.opendp import WhatIf
 from bench.quantiles.spec import SETTINGS, STATS, TARGET_TIME
 from bench.sql.report import machine_line
-
-START, END = report.markers("quantiles")
 
 
 def _ratio(a: float | None, b: float | None) -> str:
@@ -31,8 +28,7 @@ def _pm(pair: tuple[float, float], digits: int = 1) -> str:
 
 TIME_COLUMNS = ["statistic (ε = 1)", "privacy", "raw DuckDB s", "privdb s", "SmartNoise s", "OpenDP s"]
 TIME_COLUMNS += ["privdb ÷ raw"]
-PART_COLUMNS = ["statistic", "privacy", "privdb s", "prepare s", "engine SQL s", "noise s", "rest s"]
-PART_COLUMNS += ["engine SQL ÷ raw", "histogram rows"]
+PART_COLUMNS = ["statistic", "privacy", *report.STAGE_COLUMNS, "histogram rows"]
 ERROR_COLUMNS = ["data", "statistic", "exact", "grid floor (ranks)", "privdb ranks (row)"]
 ERROR_COLUMNS += ["privdb ranks (user)", "OpenDP ranks", "privdb value (row)", "OpenDP value"]
 ERROR_COLUMNS += ["privdb ÷ OpenDP (ranks)", "usual answer privdb / OpenDP"]
@@ -205,8 +201,7 @@ def markdown(
     n: int,
     args: argparse.Namespace,
 ) -> str:
-    lines = [START, "## Order statistics: MEDIAN and QUANTILE against raw DuckDB, SmartNoise SQL, OpenDP", ""]
-    lines += [
+    lines = [
         report.written_by("bench.quantiles", "bench/quantiles/"),
         "",
         f"Machine: {machine_text(peer)}",
@@ -248,5 +243,6 @@ def markdown(
     ]
     lines += ["", *what_if_lines(what_ifs, args.subset_rows, args.subset_reps * 2)]
     lines += ["Targets:", "", *targets(times, errors), ""]
-    lines += ["Peers:", "", *peer_notes(peer, notes, importlib.metadata.version("opendp")), END]
-    return "\n".join(wrap(line) for line in lines)
+    lines += ["Peers:", "", *peer_notes(peer, notes, importlib.metadata.version("opendp"))]
+    heading = "Order statistics: MEDIAN and QUANTILE against raw DuckDB, SmartNoise SQL, OpenDP"
+    return report.section("quantiles", heading, lines)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from bench.harness import memory
 from bench.harness.query import Query
+from bench.harness.timing import Latencies
 from bench.harness.timing import nearest_rank as quantile
 from bench.server.spec import Epsilons, check_fresh
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
 # ------------------------------------------------------------------------------------------- results
 @dataclass
-class Cell:
+class Cell(Latencies):
     """One load: a query against a server with ``workers`` processes from ``clients`` clients."""
 
     setting: str
@@ -58,31 +59,15 @@ class Cell:
     def qps(self) -> float:
         return len(self.latencies) / self.seconds
 
-    @property
-    def p50_ms(self) -> float:
-        return 1000 * quantile(self.latencies, 0.50)
-
-    @property
-    def p99_ms(self) -> float:
-        return 1000 * quantile(self.latencies, 0.99)
-
 
 @dataclass
-class Embedded:
+class Embedded(Latencies):
     """The embedded API and the server at one client, measured in alternating rounds."""
 
     setting: str
     query: Query
     latencies: list[float] = field(default_factory=list)
     server: list[float] = field(default_factory=list)
-
-    @property
-    def p50_ms(self) -> float:
-        return 1000 * quantile(self.latencies, 0.50)
-
-    @property
-    def p99_ms(self) -> float:
-        return 1000 * quantile(self.latencies, 0.99)
 
     @property
     def server_p50_ms(self) -> float:

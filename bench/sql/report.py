@@ -9,11 +9,8 @@ from bench.harness import machine, report
 from bench.harness.peers import SMARTNOISE_SQL
 from bench.harness.report import ratio as _ratio
 from bench.harness.report import secs as _secs
-from bench.harness.report import wrap
 from bench.sql.measure import Row
 from bench.sql.spec import SETTINGS, SMARTNOISE_DELTA, TARGET_ROW, TARGET_UNIT
-
-START, END = report.markers("sql")
 
 
 def machine_line(peer: dict[str, Any]) -> str:
@@ -26,8 +23,8 @@ def machine_line(peer: dict[str, Any]) -> str:
 
 COLUMNS = ["query (ε = 1)", "privacy", "raw DuckDB s", "privdb s", "SmartNoise s", "privdb ÷ raw"]
 COLUMNS += ["SmartNoise ÷ privdb"]
-PART_COLUMNS = ["query", "privacy", "privdb s", "prepare s", "engine SQL s", "noise s", "rest s"]
-PART_COLUMNS += ["engine SQL ÷ raw"]
+PART_COLUMNS = ["query", "privacy", *report.STAGE_COLUMNS]
+PANDAS_COLUMNS = ["query", "privacy", "s on the subset", "s × N/subset *", "÷ SmartNoise on DuckDB"]
 
 
 def table_rows(rows: list[Row]) -> list[list[str]]:
@@ -149,26 +146,23 @@ def peer_notes(peer: dict[str, Any], n: int) -> list[str]:
             f"only, the same queries and ε; `× N/subset` scales linearly to {n:,} rows (marked *, a lower "
             "bound for the sorts of the user-level rewrite):",
             "",
-            "| query | privacy | s on the subset | s × N/subset * | ÷ SmartNoise on DuckDB |",
-            "|---|---|---|---|---|",
         ]
+        cells = []
         for setting, results in pandas["results"].items():
             for key, info in results.items():
                 if "error" in info:
-                    lines.append(f"| {key} | {SETTINGS[setting]} | failed: {info['error']} | — | — |")
+                    cells.append([key, SETTINGS[setting], f"failed: {info['error']}", "—", "—"])
                     continue
                 scaled = info["seconds"] * n / m
                 fast = peer["duckdb"].get(setting, {}).get(key, {}).get("seconds")
-                lines.append(
-                    f"| {key} | {SETTINGS[setting]} | {info['seconds']:.3f} | {scaled:,.2f} * | "
-                    f"{_ratio(scaled, fast)} |"
-                )
+                seconds = f"{info['seconds']:.3f}"
+                cells.append([key, SETTINGS[setting], seconds, f"{scaled:,.2f} *", _ratio(scaled, fast)])
+        lines += report.table(PANDAS_COLUMNS, cells)
     return lines
 
 
 def markdown(rows: list[Row], peer: dict[str, Any], n: int, repeats: int) -> str:
-    lines = [START, "## SQL aggregates: privdb's DP-SELECT, raw DuckDB, SmartNoise SQL", ""]
-    lines += [
+    lines = [
         report.written_by("bench.sql", "bench/sql/"),
         "",
         f"Machine: {machine_line(peer)}",
@@ -206,5 +200,5 @@ def markdown(rows: list[Row], peer: dict[str, Any], n: int, repeats: int) -> str
         "",
         *report.table(PART_COLUMNS, part_rows(rows)),
     ]
-    lines += ["", "Peer settings:", "", *peer_notes(peer, n), END]
-    return "\n".join(wrap(line) for line in lines)
+    lines += ["", "Peer settings:", "", *peer_notes(peer, n)]
+    return report.section("sql", "SQL aggregates: privdb's DP-SELECT, raw DuckDB, SmartNoise SQL", lines)

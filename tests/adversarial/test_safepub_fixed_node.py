@@ -5,14 +5,11 @@ within (ε, δ) with all of ε spent on sampling (false failure ≤ ALPHA per in
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
-from scipy.stats import binom
 
-from conftest import ALPHA, seeded
+from adversarial.safepub_audit import audit_neighbours
+from conftest import seeded
 from privdb.anonymize import FlatHierarchy
-from privdb.audit.auditor import clopper_pearson
 from privdb.publish import parameters, safepub
 
 
@@ -23,19 +20,9 @@ def test_fixed_node_release_on_neighbours() -> None:
     hier = {"x": FlatHierarchy("x", ["a", "b"])}
     rng = seeded(23)
 
-    def released(rows: int) -> int:
-        df = pd.DataFrame({"x": ["a"] * rows})
-        hits = 0
-        for _ in range(trials):
-            out = safepub(df, ["x"], hier, epsilon=eps, delta=delta, node=(0,), rng=rng)
-            assert out.node == {"x": 0} and out.pivots == []
-            hits += int(len(out.table) > 0)
-        return hits
+    def released(df: pd.DataFrame) -> bool:
+        out = safepub(df, ["x"], hier, epsilon=eps, delta=delta, node=(0,), rng=rng)
+        assert out.node == {"x": 0} and out.pivots == []
+        return len(out.table) > 0
 
-    h0, h1 = released(m), released(m + 1)
-    lo0, hi0 = clopper_pearson(h0, trials, ALPHA)
-    lo1, hi1 = clopper_pearson(h1, trials, ALPHA)
-    assert lo0 <= binom.sf(p.k - 1, m, p.beta) <= hi0
-    assert lo1 <= binom.sf(p.k - 1, m + 1, p.beta) <= hi1
-    assert lo1 - delta <= math.exp(eps) * hi0
-    assert (1 - hi0) - delta <= math.exp(eps) * (1 - lo1)
+    audit_neighbours(released, m, trials, p, epsilon=eps, delta=delta)

@@ -17,7 +17,7 @@ from privdb.catalog.personal import PersonalEpsilon
 from privdb.errors import InvalidParameter, UnknownColumn
 from privdb.suggest import did_you_mean
 
-__all__ = ["COLUMN_TYPES", "NEIGHBOURING", "ColumnMeta", "PersonalEpsilon", "StoredType", "TableMeta"]
+__all__ = ["COLUMN_TYPES", "NEIGHBOURING", "ColumnMeta", "StoredType", "TableMeta"]
 
 COLUMN_TYPES = ("int", "float", "category", "text", "bool", "date")
 NEIGHBOURING = ("add_remove", "substitute")

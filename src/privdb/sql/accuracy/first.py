@@ -37,7 +37,7 @@ from privdb.sql.accuracy.search import epsilon_for_accuracy
 from privdb.sql.answer.combine import combine
 from privdb.sql.answer.noise import NoisyAnswer, answer, true_values_by_group
 from privdb.sql.answer.predict import columns_of
-from privdb.sql.front.parse import DPQuery
+from privdb.sql.front.query import DPQuery
 from privdb.sql.plan.types import Plan
 from privdb.sql.run.read import Statistics
 

@@ -11,7 +11,7 @@ from privdb.errors import UnsupportedQuery
 from privdb.sql.accuracy import first as accuracy_first
 from privdb.sql.accuracy.search import epsilon_for_accuracy
 from privdb.sql.answer.predict import columns_of
-from privdb.sql.front.parse import DPQuery
+from privdb.sql.front.query import DPQuery
 from privdb.sql.plan.planner import plan_query
 from privdb.sql.plan.types import Plan
 

@@ -22,7 +22,7 @@ from scipy.special import ndtri
 
 from privdb import deadline
 from privdb.errors import InvalidParameter
-from privdb.sql.front.parse import MAX_EPSILON
+from privdb.sql.front.query import MAX_EPSILON
 
 __all__ = ["epsilon_for_accuracy"]
 

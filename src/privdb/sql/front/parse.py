@@ -22,7 +22,7 @@ from privdb.sql.front.hints import check_within_group, reserved_word, set_operat
 from privdb.sql.front.limits import DIALECT, MAX_DEPTH, check_depth, check_text, nesting, too_deep
 from privdb.sql.front.query import MAX_EPSILON, DPQuery, check_epsilon
 
-__all__ = ["MAX_EPSILON", "DPQuery", "check_epsilon", "parse_dp_select"]  # DPQuery: privdb.sql.front.query
+__all__ = ["parse_dp_select"]
 
 SYNTAX = (
     "DP-SELECT <epsilon> [DELTA <delta>] <aggregates> FROM <table> [WHERE …] [GROUP BY …] "

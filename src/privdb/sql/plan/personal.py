@@ -26,7 +26,8 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from privdb.backends.names import quote
-from privdb.catalog.metadata import PersonalEpsilon, TableMeta
+from privdb.catalog.metadata import TableMeta
+from privdb.catalog.personal import PersonalEpsilon
 from privdb.errors import UnsupportedQuery
 
 if TYPE_CHECKING:

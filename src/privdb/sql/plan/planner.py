@@ -25,7 +25,7 @@ from typing import Any
 
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.errors import InvalidParameter, UnsupportedQuery
-from privdb.sql.front.parse import DPQuery
+from privdb.sql.front.query import DPQuery
 from privdb.sql.front.validate import resolve
 from privdb.sql.plan.gaussian import gaussian_statistics
 from privdb.sql.plan.order import check_calibration

@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from privdb.lru import LRU
-from privdb.sql.front.parse import DPQuery, check_epsilon
+from privdb.sql.front.query import DPQuery, check_epsilon
 from privdb.sql.plan.types import Plan, Shape
 
 if TYPE_CHECKING:

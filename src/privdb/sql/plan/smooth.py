@@ -20,7 +20,7 @@ import dataclasses
 import math
 
 from privdb.errors import InvalidParameter, UnsupportedQuery
-from privdb.sql.front.parse import DPQuery
+from privdb.sql.front.query import DPQuery
 from privdb.sql.front.validate import Resolved
 from privdb.sql.plan.types import Histogram
 

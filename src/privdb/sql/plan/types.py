@@ -20,7 +20,7 @@ from privdb.mechanisms import (
     RandomSource,
 )
 from privdb.mechanisms.base import AdditiveNoise
-from privdb.sql.front.parse import DPQuery
+from privdb.sql.front.query import DPQuery
 from privdb.sql.front.validate import Resolved
 
 __all__ = [

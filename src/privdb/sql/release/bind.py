@@ -7,7 +7,7 @@ from sqlglot import exp
 
 from privdb.database import Database
 from privdb.errors import UnsupportedQuery
-from privdb.sql.front.parse import DPQuery
+from privdb.sql.front.query import DPQuery
 from privdb.sql.release.plan import ReleasePlan, plan_release, release_sql
 from privdb.sql.run.targets import DatabaseTables, for_engine, target
 

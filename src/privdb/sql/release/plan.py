@@ -23,7 +23,7 @@ from privdb.mechanisms import Geometric
 from privdb.mechanisms._samplers import LAMBDA_MIN
 from privdb.sql.front.aggregates import is_aggregate
 from privdb.sql.front.clauses import check_clauses, check_predicate, table_column
-from privdb.sql.front.parse import DPQuery
+from privdb.sql.front.query import DPQuery
 
 __all__ = [
     "COUNT_SHARE",
