@@ -58,7 +58,13 @@ jdbc: java
 	  ($(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
 	    libpostgresql-jdbc-java openjdk-17-jdk-headless >/dev/null)
 
-test: $(FULL) $(CHROMIUM) postgresql java jdbc
+# the light load generator of bench.server.compare (bench/server/light.py): Debian's wrk
+.PHONY: bench-tools
+bench-tools:
+	@command -v wrk >/dev/null || \
+	  ($(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq wrk >/dev/null)
+
+test: $(FULL) $(CHROMIUM) postgresql java jdbc bench-tools
 	$(BIN)/python -m pytest -n 2 -q
 
 lint: $(FULL)
@@ -67,7 +73,7 @@ lint: $(FULL)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-bench: $(FULL)
+bench: $(FULL) bench-tools
 	$(BIN)/python -m bench.mechanisms
 	$(BIN)/python -m bench.sql
 	$(BIN)/python -m bench.joins

@@ -26,6 +26,10 @@ A stage table times, in one thread on the same directory, the parts of one query
 bind, engine SQL, noise, ledger reservation, the commit that stores the answer and reads the budget) and the
 HTTP floor (``GET /healthz`` over the same kind of client), to show where a query's time goes.
 
+``python -m bench.server.compare --base SRC`` (compare.py) puts one load on two versions in alternating
+rounds; its load generator is wrk (light.py with query.lua; ``make bench-tools`` installs it), whose CPU per
+request is a seventh of these Python clients'.
+
 Run: ``.venv/bin/python -m bench.server [--rows N] [--seconds S] [--quick]``. A full run rewrites the section
 of docs/benchmarks.md between the ``server`` markers; ``--quick`` (100,000 rows, short windows) only prints.
 """
