@@ -11,6 +11,18 @@ from typing import Annotated, Any, Literal
 
 import typer
 
+from privdb.cli.anonymize_parts import (
+    MODEL_KEYS,
+    SEARCH_KEYS,
+    as_aggregated,
+    check_target,
+    check_written,
+    classifier,
+    database_table,
+    number,
+    pairs,
+    shuffler,
+)
 from privdb.cli.core import app, console, friendly
 from privdb.cli.measure import delta_pair as _pair
 from privdb.cli.table_options import (
@@ -201,22 +213,22 @@ def anonymize(
         )
     if metric is not None and algorithm != "lattice":
         raise InvalidParameter("--metric chooses the lattice search's optimum: add --algorithm lattice")
-    weight_map = {c: _number(v, "--weights") for c, v in _pairs(weights, "--weights").items()}
-    aggregates = _pairs(microaggregate, "--microaggregate")
+    weight_map = {c: number(v, "--weights") for c, v in pairs(weights, "--weights").items()}
+    aggregates = pairs(microaggregate, "--microaggregate")
     check_output(report, (".json",), "--report")
     check_output(report_html, (".html", ".htm"), "--report-html")
     check_output(report_png, (".png",), "--report-png")
     if db is None and output.resolve() == source.resolve():
         raise InvalidParameter("-o must name a new file: privdb never overwrites the input table")
     writable(output, "-o")
-    _check_target(target, written, holdout)
+    check_target(target, written, holdout)
     with Steps(4) as steps:
         steps.next(f"reading {source.name}")
-        whole, delimiter, unit = (*read_table(source), None) if db is None else _database_table(
+        whole, delimiter, unit = (*read_table(source), None) if db is None else database_table(
             db, str(source), written
         )  # fmt: skip
         people = read_table(population)[0] if population is not None else None
-        _check_written(whole, written, kept, columns, sensitive)
+        check_written(whole, written, kept, columns, sensitive)
         split = None if target is None else split_rows(whole, holdout, unit=unit)
         frame = whole if split is None else split.train
         loaded = hierarchy_frames(hierarchies, [*columns, *([sensitive] if sensitive else [])], fix_labels)
@@ -258,16 +270,16 @@ def anonymize(
         if result.node is not None:
             parameters["metric"] = metric or "loss"
             parameters["lattice_node"] = result.node
-            parameters |= {key: result.params[key] for key in _SEARCH_KEYS if key in result.params}
+            parameters |= {key: result.params[key] for key in SEARCH_KEYS if key in result.params}
         if aggregates:
             parameters["microaggregate"] = aggregates
         if models.any:
             parameters["models"] = result.params["models"]
-            parameters |= {key: result.params[key] for key in _MODEL_KEYS if key in result.params}
+            parameters |= {key: result.params[key] for key in MODEL_KEYS if key in result.params}
         steps.next("measuring the release")
         coded = result.coded_table()  # the same values, as the codes the algorithm released
         body = release_report(
-            _as_aggregated(frame, coded, aggregates),
+            as_aggregated(frame, coded, aggregates),
             coded,
             columns,
             sensitive=sensitive,
@@ -277,7 +289,7 @@ def anonymize(
             hierarchies=loaded,
         )
         if split is not None and target is not None:
-            body["classifier"] = _classifier(result, split, written, target, loaded)
+            body["classifier"] = classifier(result, split, written, target, loaded)
         if models.any:
             found = evaluate(
                 result.table, columns, models, sensitive=sensitive, population=people,
@@ -285,7 +297,7 @@ def anonymize(
             )  # fmt: skip
             body["models"] = [r.to_dict() for r in found]
         steps.next(f"writing {output.name}")
-        write_table(publishable(coded, written, _shuffler(seed)), output, delimiter)
+        write_table(publishable(coded, written, shuffler(seed)), output, delimiter)
         if report is not None:
             report.write_text(json.dumps(body, indent=2, default=str) + "\n", encoding="utf-8")
         image = histogram_png(body) if report_html is not None or report_png is not None else None
@@ -312,122 +324,3 @@ def anonymize(
                 scores, scores["train_release_test_held_out"], scores["train_raw_test_held_out"], "anonymised"
             )
         )
-
-
-_MODEL_KEYS = ("sampling_fraction", "k_map_derived_k")
-_SEARCH_KEYS = (
-    "search", "nodes", "evaluations", "time_limit", "complete", "seed", "weights", "weighted_loss",
-    "local_recoding",
-)  # fmt: skip
-
-
-def _pairs(text: str | None, option: str) -> dict[str, str]:
-    """``a=x,b=y`` as a dict, each column once."""
-    out: dict[str, str] = {}
-    for part in (text or "").split(","):
-        if not part.strip():
-            continue
-        name, eq, value = part.partition("=")
-        if not eq or not name.strip() or not value.strip():
-            raise InvalidParameter(
-                f"{option} takes COLUMN=VALUE pairs separated by commas, got {part.strip()!r}"
-            )
-        if name.strip() in out:
-            raise InvalidParameter(f"{option} names {name.strip()!r} twice: give each column once")
-        out[name.strip()] = value.strip()
-    return out
-
-
-def _number(text: str, option: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise InvalidParameter(f"{option} takes numbers, e.g. age=2, got {text!r}") from None
-
-
-def _as_aggregated(frame: Any, released: Any, aggregates: dict[str, str]) -> Any:
-    """The original with its microaggregated columns as released: the report measures generalisation,
-    and a class mean is no generalisation of its records (its coverage and loss are not measured)."""
-    if not aggregates:
-        return frame
-    out = frame.copy()
-    for c in aggregates:
-        out[c] = released[c]
-    return out
-
-
-def _check_target(target: str | None, written: list[str], holdout: float) -> None:
-    """--target must be a written column (the classifier learns it from the release); --holdout a share."""
-    from privdb.publish.evaluation import check_share
-    from privdb.publish.utility import require_classifier
-
-    check_share(holdout)
-    if target is None:
-        return
-    if target not in written:
-        raise InvalidParameter(
-            f"--target {target!r} is not written: give a quasi-identifier, --sensitive or a --keep column "
-            f"({', '.join(written)})"
-        )
-    require_classifier()
-
-
-def _classifier(result: Any, split: Any, written: list[str], target: str, loaded: Any) -> dict[str, Any]:
-    """The report's classifier: trained on the release's written columns, tested on the held-out rows with
-    each quasi-identifier generalised as the release shows it (privdb.publish.evaluation)."""
-    from privdb.publish.evaluation import generalised_test, release_classifier
-
-    release = result.table[[c for c in result.table.columns if c in set(written)]]
-    test = generalised_test(release, split.test, result.qi, loaded)
-    out = release_classifier(release, split.train, split.test, test, target)
-    return {**out, "held_out": split.describe()}
-
-
-def _database_table(db: Path, table: str, written: list[str]) -> tuple[Any, str, str | None]:
-    """A database's table as a frame (privdb's hidden columns left out), after refusing to write any column
-    its metadata marks as identifying: identifier, private_id, the privacy unit (returned: the held-out
-    split keeps a unit's rows together)."""
-    from privdb.backends.names import quote
-    from privdb.database import Database
-
-    with Database(db) as database:
-        meta = database.metadata(table)
-        marked = {c for c, col in meta.columns.items() if col.identifier or col.private_id}
-        marked |= {meta.privacy_unit} if meta.privacy_unit else set()
-        named = [c for c in written if c in marked]
-        if named:
-            raise InvalidParameter(
-                f"column {named[0]!r} of {meta.name!r} identifies people (its metadata marks it identifier, "
-                "private_id or the privacy unit) and is never published: leave it out of --qi, --sensitive "
-                "and --keep"
-            )
-        listed = ", ".join(quote(c) for c in database.backend.columns(meta.name))
-        frame = database.backend.raw(f"SELECT {listed} FROM {quote(meta.name)}")
-    return frame, ",", meta.privacy_unit
-
-
-def _check_written(
-    frame: Any, written: list[str], kept: list[str], qi: list[str], sensitive: str | None
-) -> None:
-    """Refuse --keep columns the table lacks or that already have a role."""
-    have = [str(c) for c in frame.columns]
-    for name in kept:
-        if name not in have:
-            raise InvalidParameter(f"--keep names {name!r}, not a column of the table ({', '.join(have)})")
-        if name in qi or name == sensitive:
-            raise InvalidParameter(f"--keep names {name!r}, already a quasi-identifier or --sensitive")
-    if len(set(kept)) != len(kept):
-        raise InvalidParameter("--keep lists a column twice: list each once")
-
-
-def _shuffler(seed: int | None) -> Any:
-    """The release's row order: the CSPRNG, or a seeded source when the owner asked for one (tests)."""
-    if seed is None:
-        return None
-    import warnings
-
-    from privdb.mechanisms.randomness import InsecureRandomWarning, SeededRandom
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", InsecureRandomWarning)
-        return SeededRandom(seed)
