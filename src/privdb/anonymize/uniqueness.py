@@ -314,7 +314,7 @@ class _Histogram:
         return cls(sizes, counts, n, pi, float(counts[sizes == 1].sum()))
 
     def share(self, estimator: str) -> float | None:
-        population = self.n / self.pi
+        population = math.floor(self.n / self.pi + 0.5)  # N = n/π rounded half up: a count of records, as ARX
         value = _ESTIMATE[estimator](self.sizes, self.counts, self.n, population)
         return value / population if math.isfinite(value) and value != 0 else None
 
