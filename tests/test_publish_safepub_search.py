@@ -4,16 +4,20 @@ default)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from conftest import seeded
 from privdb.anonymize import FlatHierarchy, TaxonomyHierarchy, load_hierarchies
+from privdb.database import Database
 from privdb.errors import InvalidParameter
 from privdb.publish import safepub
+from privdb.publish.charge import OWNER_ACCOUNT
 from privdb.publish.safepub import LATTICE_NODES, search_kind
-from test_publish_safepub import ADULT
+from test_publish_safepub import ADULT, PATIENTS
 
 QI = ["age", "education", "marital-status", "occupation", "sex"]  # 360 nodes: a quick lattice
 
@@ -73,3 +77,28 @@ def test_a_target_alone_means_the_classification_score_and_bad_searches_are_refu
                         ({"node": (0, 0), "search": "walk"}, "--node fixes")):  # fmt: skip
         with pytest.raises(InvalidParameter, match=needle):
             safepub(df, ["a", "b"], hier, epsilon=1.0, delta=1e-5, rng=seeded(3), **bad)  # type: ignore[arg-type]
+
+
+def test_the_json_request_takes_search_and_node(tmp_path: Path) -> None:
+    """`search` and `node` go through the owner's JSON request (`node` was refused as an unknown option
+    although docs/publish.md offers it); a bad `search` is refused before anything is spent."""
+    import privdb
+
+    with Database(tmp_path / "db") as db:
+        db.grant("alice", epsilon=1.0)
+    hierarchies = {"job": [["engineer", "professional", "*"], ["lawyer", "professional", "*"],
+                           ["writer", "artist", "*"], ["dancer", "artist", "*"]],
+                   "sex": [["male", "*"], ["female", "*"]]}  # fmt: skip
+    base = {"qi": ["job", "sex"], "hierarchies": hierarchies, "epsilon": 1.0, "delta": 1e-5}
+    with privdb.connect(tmp_path / "db") as owner:
+        owner.load("patients", PATIENTS)
+        found = owner.publish("safepub", "patients", **base, target="disease")
+        assert found["summary"]["search"] == "lattice" and found["summary"]["metric"] == "classification"
+        assert owner.publish("safepub", "patients", **base, search="walk")["summary"]["search"] == "walk"
+        fixed = owner.publish("safepub", "patients", **base, node=[1, 0])
+        assert fixed["summary"]["node"] == {"job": 1, "sex": 0} and fixed["summary"]["search"] == "fixed"
+        for bad in ("best", 3):
+            with pytest.raises(InvalidParameter, match="search"):
+                owner.publish("safepub", "patients", **base, search=bad)
+    with Database(tmp_path / "db") as db:
+        assert float(db.ledger.budget(OWNER_ACCOUNT, db.name).epsilon_spent) == pytest.approx(3.0)

@@ -169,6 +169,12 @@ _NUMBERS: dict[str, type] = {
 }  # fmt: skip
 
 
+def _string(value: Any, name: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidParameter(f"{name} must be a string, got {value!r}")
+    return value
+
+
 def _typed(options: Mapping[str, Any]) -> dict[str, Any]:
     """The request's options with its numbers checked and converted (a JSON request may send anything):
     a value that is not a number of the right kind is refused naming the option."""
@@ -226,6 +232,7 @@ def publish_request(db: Database, method: str, table: str, options: Mapping[str,
             "steps",
             "target",
             "search",
+            "node",
         },
         "synthetic": {
             "epsilon",
@@ -319,7 +326,7 @@ def publish_request(db: Database, method: str, table: str, options: Mapping[str,
             epsilon_search=float(options.get("epsilon_search", 0.1)),
             metric=None if metric is None else str(metric), steps=None if steps is None else int(steps),
             target=target, node=None if node is None else tuple(node),
-            search=str(options.get("search", "auto")),
+            search=_string(options.get("search", "auto"), "search"),
         )  # fmt: skip
         published = publish_safepub(db, frame, meta.name, hierarchies, sp)
         out = published.table
