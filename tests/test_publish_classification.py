@@ -163,7 +163,7 @@ def test_the_json_request_takes_a_target(tmp_path: Path) -> None:
         (["--metric", "classification"], "needs the column to predict: give --target COLUMN"),
         (["--metric", "classification", "--target", "salary"], "--target: unknown column 'salary'"),
         (["--metric", "classification", "--target", "job"], "--target 'job' is a quasi-identifier"),
-        (["--target", "disease"], "add --metric classification"),
+        (["--metric", "loss", "--target", "disease"], "use --metric classification (or leave --metric out)"),
     ],
 )
 def test_bad_targets_are_one_line_and_spend_nothing(tmp_path: Path, extra: list[str], needle: str) -> None:

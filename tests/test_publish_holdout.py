@@ -224,3 +224,14 @@ def test_synthetic_rows_are_made_without_the_held_out_rows(tmp_path: Path) -> No
     clf = json.loads(report.read_text())["utility"]["classifier"]
     assert clf["held_out"]["held_out_rows"] == clf["test_rows"] == len(split_rows(frame).test)
     assert "held out for the utility report" in " ".join(done.output.split())
+
+
+def test_a_number_released_only_as_star_is_a_constant_feature() -> None:
+    """A SafePub node with age at '*' gives the classifier an all-NaN numeric column (no midpoint); the
+    trees' binning raised on it (an internal error in `publish safepub --utility-target`). It is now a
+    constant: the score comes from the other feature alone."""
+    from privdb.publish.utility import fit_and_score
+
+    x = np.array([[np.nan, 0.0], [np.nan, 0.0], [np.nan, 1.0], [np.nan, 1.0]] * 10)
+    y = np.array(["a", "a", "b", "b"] * 10)
+    assert fit_and_score(x, y, x[:4], y[:4], [False, True]) == 1.0

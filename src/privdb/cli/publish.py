@@ -142,16 +142,25 @@ def safepub_command(
     ] = None,
     fix_labels: Annotated[bool, typer.Option(help="rename lo-hi labels that exclude their values")] = False,
     metric: Annotated[
-        str,
+        str | None,
         typer.Option(
-            help="the search's score: loss, precision, aecs, discernibility, entropy or classification"
+            help="the search's score: loss, precision, aecs, discernibility, entropy or classification "
+            "(default: classification with --target, else loss)",
+            show_default=False,
         ),
-    ] = "loss",
+    ] = None,
     target: Annotated[
         str | None,
         typer.Option(help="classification: the column to predict (not a quasi-identifier; not released)"),
     ] = None,
-    steps: Annotated[int | None, typer.Option(help="search steps (default: the lattice's height)")] = None,
+    steps: Annotated[int | None, typer.Option(help="walk steps (default: the lattice's height)")] = None,
+    search: Annotated[
+        str,
+        typer.Option(
+            help="walk (SafePub's), lattice (one draw over every node) or auto: lattice for the "
+            "classification score on a lattice of at most 10,000 nodes, else walk"
+        ),
+    ] = "auto",
     node: Annotated[
         str | None,
         typer.Option(help="a fixed level per quasi-identifier, e.g. 1,2,0: no search, all of ε samples"),
@@ -191,7 +200,7 @@ def safepub_command(
         given = load_hierarchies(hierarchies, columns, fix_labels=fix_labels) if hierarchies else {}
         options = SafePubOptions(
             qi=tuple(columns), epsilon=epsilon, delta=delta, epsilon_search=epsilon_search, metric=metric,
-            steps=steps, target=target, node=node_levels(node),
+            steps=steps, target=target, node=node_levels(node), search=search,
         )  # fmt: skip
         note = f"publish safepub {name} ε={epsilon:g} δ={delta:g} → {output.name}"
         published = publish_safepub(database, frame, name, given, options, note)

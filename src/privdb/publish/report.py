@@ -184,6 +184,7 @@ def publication_report(
             "k": p.k,
         },
         "search": {
+            "kind": published.search,
             "metric": published.metric,
             "target": published.target,
             "steps": published.steps,

@@ -14,15 +14,22 @@ sample, at the threshold ⌈k/β⌉ (a class's expected sampled size reaches k t
 picked among the visited pivots by one more exponential-mechanism draw, not by their exact best score. The
 search's ε_search is split evenly over the steps and that final draw.
 
+``search="lattice"`` replaces the walk by that final draw alone, over every node of the lattice, with all of
+ε_search (the lattice's shape is public). It is the default (``"auto"``) for the classification score when
+the lattice has at most ``LATTICE_NODES`` nodes: that score is flat near the top of the lattice, where the
+walk's small per-step shares leave it, and one sharp draw finds the nodes that predict the target
+(docs/publish.md, "Which search"). It costs one score per node (about 10 s for Adult's 6,480).
+
 Values a hierarchy does not list are generalised to ``*`` at every level: the map stays a fixed public
 function, and no error or label can depend on which values the private table holds.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -42,9 +49,19 @@ from privdb.publish.expected import CALIBRATED, QTable, calibrated_score, q_tabl
 from privdb.publish.parameters import SafePubParameters, parameters
 from privdb.publish.scores import SCORES, ClassTarget, class_target, score
 
-__all__ = ["PublicHierarchy", "Published", "check_inputs", "safepub"]
+__all__ = [
+    "LATTICE_NODES",
+    "SEARCHES",
+    "PublicHierarchy",
+    "Published",
+    "check_inputs",
+    "safepub",
+    "search_kind",
+]
 
 EPSILON_SEARCH = 0.1
+SEARCHES = ("auto", "walk", "lattice")
+LATTICE_NODES = 10_000  # "auto" scores every node of a lattice up to this size (a public count)
 
 
 class PublicHierarchy(Hierarchy):
@@ -67,7 +84,8 @@ class Published:
     """A SafePub release: the kept records' generalised quasi-identifiers, and how they were made.
 
     ``sampled``/``kept`` are per input record (kept ⊆ sampled); ``table`` holds the kept records in input
-    order. ``pivots`` are the nodes the search visited, ``node`` the one released.
+    order. ``pivots`` are the nodes the walk visited (none for ``search`` "lattice"), ``node`` the one
+    released.
     """
 
     table: pd.DataFrame
@@ -83,6 +101,7 @@ class Published:
     pivots: list[dict[str, int]] = field(default_factory=list)
     seconds: float = 0.0
     target: str | None = None  # the classification score's target column (read for the search, not released)
+    search: str = "walk"  # "walk", "lattice", or "fixed" for a user-given node
 
 
 def check_inputs(
@@ -93,13 +112,15 @@ def check_inputs(
     epsilon: float,
     delta: float,
     epsilon_search: float,
-    metric: str,
+    metric: str | None,
     steps: int | None,
     target: str | None = None,
     node: Sequence[int] | None = None,
+    search: str = "auto",
 ) -> SafePubParameters:
     """Every check that needs only public inputs (names, parameters, hierarchies); raises before any work.
-    With a fixed ``node`` there is no search: ε_search, the score and steps are not used."""
+    With a fixed ``node`` there is no search: ε_search, the score and steps are not used. No ``metric``
+    means ``classification`` when a ``target`` is named, else ``loss``."""
     if isinstance(qi, str) or not qi:
         raise InvalidParameter("give the quasi-identifiers as a list of column names, e.g. --qi age,sex")
     cols = [str(c) for c in df.columns]
@@ -120,12 +141,19 @@ def check_inputs(
         raise InvalidParameter(f"--delta must be in (0, 1), e.g. 1e-5, got {delta!r}")
     if node is not None:
         _check_node(node, qi, hierarchies)
-        if target is not None or steps is not None or metric not in ("loss", "fixed"):
+        if target is not None or steps is not None or metric not in (None, "fixed") or search != "auto":
             raise InvalidParameter(
-                "--node fixes the generalisation: there is no search, so give no --metric, --target or "
-                "--steps"
+                "--node fixes the generalisation: there is no search, so give no --metric, --target, "
+                "--steps or --search"
             )
         return parameters(float(epsilon), float(delta))
+    metric = default_metric(metric, target)
+    if search not in SEARCHES:
+        raise InvalidParameter(f"unknown --search {search!r}: use one of {', '.join(SEARCHES)}")
+    if search == "lattice" and steps is not None:
+        raise InvalidParameter(
+            "--steps counts the walk's steps: --search lattice scores every node; drop one"
+        )
     if not (math.isfinite(epsilon_search) and 0 < epsilon_search < epsilon):
         raise InvalidParameter(
             f"--epsilon-search must be positive and below --epsilon ({epsilon:g}), got {epsilon_search!r}"
@@ -145,10 +173,30 @@ def check_inputs(
                 f"--target {target!r} is a quasi-identifier: the target must be another column of the table"
             )
     elif target is not None:
-        raise InvalidParameter("--target is the classification score's: add --metric classification")
+        raise InvalidParameter(
+            f"--target is the classification score's, not {metric!r}'s: use --metric classification (or "
+            "leave --metric out)"
+        )
     if steps is not None and not (isinstance(steps, int) and 0 <= steps <= 10_000):
         raise InvalidParameter(f"--steps must be a whole number in 0..10000, got {steps!r}")
     return parameters(float(epsilon - epsilon_search), float(delta))
+
+
+def default_metric(metric: str | None, target: str | None) -> str:
+    """The score when none is named: ``classification`` for a named target (what the user asked the release
+    to be good at), else ``loss``."""
+    if metric is not None:
+        return metric
+    return "classification" if target is not None else "loss"
+
+
+def search_kind(search: str, metric: str, steps: int | None, heights: Sequence[int]) -> str:
+    """``"walk"`` or ``"lattice"`` for ``search`` (module doc); from public inputs only: the score's name,
+    the steps asked for and the hierarchies' heights."""
+    if search != "auto":
+        return search
+    nodes = math.prod(int(h) + 1 for h in heights)
+    return "lattice" if metric == "classification" and steps is None and nodes <= LATTICE_NODES else "walk"
 
 
 def _check_node(node: Sequence[int], qi: Sequence[str], hierarchies: Mapping[str, Hierarchy]) -> None:
@@ -174,18 +222,11 @@ def _share(total: float, parts: int) -> float:
     return share
 
 
-def _search(
-    lat: Lattice,
-    metric: str,
-    threshold: int,
-    steps: int,
-    eps_step: float,
-    rng: RandomSource,
-    target: ClassTarget | None = None,
-    table: QTable | None = None,
-) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
-    """SafePub's walk down the lattice (module doc); returns the released node and the pivots. With a
-    ``table`` the calibrated score (``expected``) replaces the threshold one."""
+def _scorer(
+    lat: Lattice, metric: str, threshold: int, target: ClassTarget | None, table: QTable | None
+) -> Callable[[tuple[int, ...]], float]:
+    """A node's score (memoised); with a ``table`` the calibrated score (``expected``) replaces the threshold
+    one."""
     cache: dict[tuple[int, ...], float] = {}
 
     def value(node: tuple[int, ...]) -> float:
@@ -197,6 +238,13 @@ def _search(
             )
         return cache[node]
 
+    return value
+
+
+def _walk(
+    lat: Lattice, value: Callable[[tuple[int, ...]], float], steps: int, eps_step: float, rng: RandomSource
+) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+    """SafePub's walk down the lattice (module doc); returns the released node and the pivots."""
     mechanism = ExponentialMechanism(epsilon=eps_step, sensitivity=1.0, rng=rng)
     pivot = tuple(int(h) for h in lat.heights)
     pivots = [pivot]
@@ -218,6 +266,15 @@ def _search(
     return chosen, pivots
 
 
+def _whole_lattice(
+    lat: Lattice, value: Callable[[tuple[int, ...]], float], epsilon: float, rng: RandomSource
+) -> tuple[int, ...]:
+    """One exponential-mechanism draw over every node of the lattice, with all of ε_search."""
+    nodes = list(itertools.product(*(range(int(h) + 1) for h in lat.heights)))
+    mechanism = ExponentialMechanism(epsilon=epsilon, sensitivity=1.0, rng=rng)
+    return nodes[mechanism.select(np.array([value(n) for n in nodes]))]
+
+
 def safepub(
     df: pd.DataFrame,
     qi: Sequence[str],
@@ -226,10 +283,11 @@ def safepub(
     epsilon: float,
     delta: float,
     epsilon_search: float = EPSILON_SEARCH,
-    metric: str = "loss",
+    metric: str | None = None,
     steps: int | None = None,
     target: str | None = None,
     node: Sequence[int] | None = None,
+    search: str = "auto",
     calibrated: bool = True,
     rng: RandomSource | None = None,
 ) -> Published:
@@ -237,7 +295,9 @@ def safepub(
 
     ``hierarchies`` must be public (not built from ``df``); ``steps`` defaults to the lattice's height (the
     sum of the hierarchies' heights); ``target`` is the column the ``classification`` score predicts (it
-    steers the search only and is not released). ``node``: one level per quasi-identifier, fixed by the
+    steers the search only and is not released; naming it makes ``classification`` the default ``metric``,
+    else ``loss``). ``search``: ``"walk"`` (SafePub's), ``"lattice"`` (one draw over every node) or
+    ``"auto"`` (``search_kind``). ``node``: one level per quasi-identifier, fixed by the
     user — no search, and all of ``epsilon`` goes to sampling and suppression (SafePub's data-independent
     form). ``calibrated=False`` scores with ARX's threshold form instead of the expected release
     (``expected``; kept for comparison). ``rng``: the CSPRNG unless a test passes a seeded source.
@@ -246,7 +306,7 @@ def safepub(
     qi = list(qi) if not isinstance(qi, str) else qi
     params = check_inputs(
         df, qi, hierarchies, epsilon=epsilon, delta=delta, epsilon_search=epsilon_search, metric=metric,
-        steps=steps, target=target, node=node,
+        steps=steps, target=target, node=node, search=search,
     )  # fmt: skip
     rng = rng or default_source()
     hier = {c: h if isinstance(h, PublicHierarchy) else PublicHierarchy(h) for c, h in hierarchies.items()}
@@ -254,16 +314,19 @@ def safepub(
         lat = Lattice(df, qi, {c: hier[c] for c in qi}, params.k, suppression_limit=1.0)
     pivots: list[tuple[int, ...]] = []
     if node is not None:
-        chosen, n_steps, eps_search, metric = tuple(int(v) for v in node), 0, 0.0, "fixed"
+        chosen, n_steps, eps_search, metric, kind = tuple(int(v) for v in node), 0, 0.0, "fixed", "fixed"
     else:
-        n_steps = int(lat.heights.sum()) if steps is None else steps
+        metric = default_metric(metric, target)
+        kind = search_kind(search, metric, steps, lat.heights.tolist())
         eps_search = float(epsilon_search)
-        threshold = math.ceil(params.k / params.beta)
         goal = class_target(lat, target, df[target].tolist()) if target is not None else None
         table = q_table(params.k, params.beta) if calibrated and metric in CALIBRATED else None
-        chosen, pivots = _search(
-            lat, metric, threshold, n_steps, _share(epsilon_search, n_steps + 1), rng, goal, table
-        )
+        value = _scorer(lat, metric, math.ceil(params.k / params.beta), goal, table)
+        if kind == "lattice":
+            n_steps, chosen = 0, _whole_lattice(lat, value, eps_search, rng)
+        else:
+            n_steps = int(lat.heights.sum()) if steps is None else steps
+            chosen, pivots = _walk(lat, value, n_steps, _share(eps_search, n_steps + 1), rng)
     # sampling: keep a record unless a Bernoulli(e^(−ε_anon)) draw says drop (exact, from the CSPRNG)
     dropped = bernoulli(_exact.exp_neg(Fraction(params.epsilon_anon)), len(df), rng)
     sampled = ~dropped
@@ -289,4 +352,5 @@ def safepub(
         pivots=[dict(zip(qi, p, strict=True)) for p in pivots],
         seconds=time.perf_counter() - started,
         target=target,
+        search=kind,
     )

@@ -83,15 +83,16 @@ class SafePubOptions:
     epsilon: float
     delta: float
     epsilon_search: float = 0.1
-    metric: str = "loss"
+    metric: str | None = None  # None: classification with a target, else loss
     steps: int | None = None
     target: str | None = None  # the classification score's column to predict
     node: tuple[int, ...] | None = None  # a user-fixed level per QI: no search (data-independent SafePub)
+    search: str = "auto"  # walk, lattice or auto (privdb.publish.safepub.search_kind)
 
     def arguments(self) -> dict[str, Any]:
         return {"epsilon": self.epsilon, "delta": self.delta, "epsilon_search": self.epsilon_search,
                 "metric": self.metric, "steps": self.steps, "target": self.target,
-                "node": self.node}  # fmt: skip
+                "node": self.node, "search": self.search}  # fmt: skip
 
 
 def publish_histogram(
@@ -168,6 +169,12 @@ _NUMBERS: dict[str, type] = {
 }  # fmt: skip
 
 
+def _string(value: Any, name: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidParameter(f"{name} must be a string, got {value!r}")
+    return value
+
+
 def _typed(options: Mapping[str, Any]) -> dict[str, Any]:
     """The request's options with its numbers checked and converted (a JSON request may send anything):
     a value that is not a number of the right kind is refused naming the option."""
@@ -215,7 +222,18 @@ def publish_request(db: Database, method: str, table: str, options: Mapping[str,
             "count_bound",
             "structure_share",
         },
-        "safepub": {"qi", "hierarchies", "epsilon", "delta", "epsilon_search", "metric", "steps", "target"},
+        "safepub": {
+            "qi",
+            "hierarchies",
+            "epsilon",
+            "delta",
+            "epsilon_search",
+            "metric",
+            "steps",
+            "target",
+            "search",
+            "node",
+        },
         "synthetic": {
             "epsilon",
             "delta",
@@ -297,7 +315,7 @@ def publish_request(db: Database, method: str, table: str, options: Mapping[str,
         hierarchies = {str(c): TaxonomyHierarchy(str(c), rows) for c, rows in given.items()}
         if "delta" not in options:
             raise InvalidParameter("delta: SafePub needs δ in (0, 1), e.g. 1e-5")
-        steps, target = options.get("steps"), options.get("target")
+        steps, target, metric = options.get("steps"), options.get("target"), options.get("metric")
         if target is not None and not isinstance(target, str):
             raise InvalidParameter("target must be a column name")
         node = options.get("node")
@@ -306,13 +324,15 @@ def publish_request(db: Database, method: str, table: str, options: Mapping[str,
         sp = SafePubOptions(
             qi=qi, epsilon=float(options["epsilon"]), delta=float(options["delta"]),
             epsilon_search=float(options.get("epsilon_search", 0.1)),
-            metric=str(options.get("metric", "loss")), steps=None if steps is None else int(steps),
+            metric=None if metric is None else str(metric), steps=None if steps is None else int(steps),
             target=target, node=None if node is None else tuple(node),
+            search=_string(options.get("search", "auto"), "search"),
         )  # fmt: skip
         published = publish_safepub(db, frame, meta.name, hierarchies, sp)
         out = published.table
         summary = {"k": published.params.k, "beta": published.params.beta, "node": published.node,
-                   "metric": published.metric, "target": published.target}  # fmt: skip
+                   "metric": published.metric, "target": published.target,
+                   "search": published.search}  # fmt: skip
     return {
         "method": method, "table": meta.name, "epsilon": float(options["epsilon"]),
         "delta": float(options.get("delta", 0.0)), "columns": [str(c) for c in out.columns],

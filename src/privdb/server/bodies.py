@@ -69,7 +69,8 @@ class PublishIn(Body):
     options: dict[str, Any] = Field(
         default_factory=dict,
         description="histogram: columns [[a, b], …] or hierarchical, epsilon, delta, bins, noise, method; "
-        "safepub: qi, hierarchies {column: [[value, …, '*'], …]}, epsilon, delta, epsilon_search, metric; "
+        "safepub: qi, hierarchies {column: [[value, …, '*'], …]}, epsilon, delta, epsilon_search, metric, "
+        "target, steps, search (walk, lattice or auto), node; "
         "synthetic: epsilon, delta, rows, columns, bins, method (mst or aim)",
     )
 
