@@ -175,7 +175,7 @@ def full_domain(
 def _columns(lat: Lattice, levels: IntArray) -> list[GeneralizedColumn]:
     """Released columns when record i is generalised to ``levels[i]`` (labels merged across levels)."""
     out = []
-    for j, (q, lv) in enumerate(zip(lat.qis, _one_levels(lat, levels), strict=True)):
+    for j, (q, lv) in enumerate(zip(lat.qis, _one_levels(levels), strict=True)):
         if lv is not None:
             # one level: the same codes as below, from the distinct tuples (numbered in order of their first
             # record, so factorize numbers their groups in order of first record too; labels are distinct)
@@ -191,10 +191,9 @@ def _columns(lat: Lattice, levels: IntArray) -> list[GeneralizedColumn]:
     return out
 
 
-def _one_levels(lat: Lattice, levels: IntArray) -> list[int | None]:
-    """Per quasi-identifier, the level every record has in ``levels``, or None if they differ. All None if
-    a missing value makes the lattice's distinct tuples unfit to stand for their records."""
-    if not len(levels) or any(q.codes.min() < 0 for q in lat.qis):
+def _one_levels(levels: IntArray) -> list[int | None]:
+    """Per quasi-identifier, the level every record has in ``levels``, or None if they differ."""
+    if not len(levels):
         return [None] * levels.shape[1]
     return [int(col[0]) if (col == col[0]).all() else None for col in levels.T]
 
@@ -218,7 +217,7 @@ def _loss(
     with per-column weights (Σ wⱼ·lossⱼ / Σ wⱼ)."""
     w = np.ones(len(lat.qis)) if weights is None else np.asarray(weights) / np.sum(weights) * len(lat.qis)
     total = 0.0
-    for j, (q, one) in enumerate(zip(lat.qis, _one_levels(lat, levels), strict=True)):
+    for j, (q, one) in enumerate(zip(lat.qis, _one_levels(levels), strict=True)):
         if one is not None:  # the same cells as below, without a mask per level
             cell = q.cost[one][q.groups[one][lat.tup[j]]][lat.tuple_of_record]
             cell[suppressed] = 1.0

@@ -74,6 +74,11 @@ class _Qi:
 
     def __init__(self, column: pd.Series, hierarchy: Hierarchy) -> None:
         codes, uniq = pd.factorize(column)
+        if (codes < 0).any():  # code -1 would read the last value's groups: a made-up released value
+            raise InvalidParameter(
+                f"quasi-identifier '{column.name}' has {int((codes < 0).sum())} missing value(s): fill or "
+                "drop them"
+            )
         self.codes = codes.astype(np.int64)
         uniq_arr = np.asarray(uniq, dtype=object)
         table = hierarchy.table()
