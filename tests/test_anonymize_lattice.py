@@ -105,3 +105,16 @@ def test_lattice_bad_input(adult: pd.DataFrame) -> None:
         anonymize(adult, ["age"], k=2, algorithm="lattice", suppression_limit=2.0)
     with pytest.raises(InvalidParameter, match="unknown algorithm"):
         anonymize(adult, ["age"], k=2, algorithm="greedy")
+
+
+@pytest.mark.parametrize("missing", [None, np.nan])
+def test_a_missing_quasi_identifier_value_is_refused_not_published_as_another_value(missing: object) -> None:
+    # 121 records: a missing 'job' and 40 each of nurse/pilot/clerk, so the optimal node keeps 'job' raw;
+    # the lattice used to publish the missing value as the last distinct one ('clerk'): a made-up record
+    job = [missing] + [v for _ in range(40) for v in ("nurse", "pilot", "clerk")]
+    df = pd.DataFrame({"job": job, "age": [30 + i % 2 for i in range(len(job))]})
+    for algorithm in ("lattice", "mondrian"):  # the same refusal as Mondrian's
+        with pytest.raises(InvalidParameter, match="quasi-identifier 'job' has 1 missing value"):
+            anonymize(df, ["job", "age"], k=2, algorithm=algorithm, hierarchy_fallback=True)
+    filled = anonymize(df.fillna({"job": "unknown"}), ["job", "age"], k=1, algorithm="lattice")
+    assert filled.table["job"].iloc[0] == "unknown"

@@ -136,6 +136,7 @@ def test_risk_of_raw_adult(tmp_path: Path) -> None:
         ("a,b\n", ["--qi", "a", "--k", "1"], "empty"),
         ("a,b\n1,x\n2,y\n", ["--qi", "", "--k", "1"], "at least one column"),
         ("a,b\n1,x\n2,y\n", ["--qi", "a", "--k", "1", "--l", "2"], "sensitive"),
+        ("a,b\n1,x\n,y\n2,x\n", ["--qi", "a", "--k", "1", "--algorithm", "lattice"], "1 missing value"),
     ],
 )
 def test_bad_input_is_a_clear_error_and_writes_nothing(

@@ -135,8 +135,9 @@ def full_domain(
         return lat, genetic(lat, budget, seed=search.seed), False
 
     lat, best, finished = run(df, condition, suppression_limit)
-    levels = np.tile(np.asarray(best.levels, dtype=np.int64), (len(df), 1))
-    suppressed = lat.release(best)[1].copy()
+    # every record at the node (a read-only view; a recoding round copies it)
+    levels = np.broadcast_to(np.asarray(best.levels, dtype=np.int64), (len(df), len(best.levels)))
+    suppressed = best.suppressed_tuples[lat.tuple_of_record]  # the mask alone, not lat.release's columns
     rounds = []
     for _ in range(local_recoding):
         rows = np.flatnonzero(suppressed)
@@ -181,7 +182,13 @@ def full_domain(
 def _columns(lat: Lattice, levels: IntArray) -> list[GeneralizedColumn]:
     """Released columns when record i is generalised to ``levels[i]`` (labels merged across levels)."""
     out = []
-    for j, q in enumerate(lat.qis):
+    for j, (q, lv) in enumerate(zip(lat.qis, _one_levels(levels), strict=True)):
+        if lv is not None:
+            # one level: the same codes as below, from the distinct tuples (numbered in order of their first
+            # record, so factorize numbers their groups in order of first record too; labels are distinct)
+            rank, present = pd.factorize(q.groups[lv][lat.tup[j]])
+            out.append(GeneralizedColumn(rank.astype(np.int64)[lat.tuple_of_record], q.labels[lv][present]))
+            continue
         text = np.empty(lat.n, dtype=object)
         for lv in np.unique(levels[:, j]):
             at = levels[:, j] == lv
@@ -189,6 +196,13 @@ def _columns(lat: Lattice, levels: IntArray) -> list[GeneralizedColumn]:
         codes, uniq = pd.factorize(pd.Series(text, dtype=object))
         out.append(GeneralizedColumn(codes.astype(np.int64), np.asarray(uniq, dtype=object)))
     return out
+
+
+def _one_levels(levels: IntArray) -> list[int | None]:
+    """Per quasi-identifier, the level every record has in ``levels``, or None if they differ."""
+    if not len(levels):
+        return [None] * levels.shape[1]
+    return [int(col[0]) if (col == col[0]).all() else None for col in levels.T]
 
 
 def _holds(
@@ -210,10 +224,14 @@ def _loss(
     with per-column weights (Σ wⱼ·lossⱼ / Σ wⱼ)."""
     w = np.ones(len(lat.qis)) if weights is None else np.asarray(weights) / np.sum(weights) * len(lat.qis)
     total = 0.0
-    for j, q in enumerate(lat.qis):
-        cell = np.ones(lat.n)
-        for lv in np.unique(levels[:, j]):
-            at = (levels[:, j] == lv) & ~suppressed
-            cell[at] = q.cost[int(lv)][q.groups[int(lv)][q.codes[at]]]
+    for j, (q, one) in enumerate(zip(lat.qis, _one_levels(levels), strict=True)):
+        if one is not None:  # the same cells as below, without a mask per level
+            cell = q.cost[one][q.groups[one][lat.tup[j]]][lat.tuple_of_record]
+            cell[suppressed] = 1.0
+        else:
+            cell = np.ones(lat.n)
+            for lv in np.unique(levels[:, j]):
+                at = (levels[:, j] == lv) & ~suppressed
+                cell[at] = q.cost[int(lv)][q.groups[int(lv)][q.codes[at]]]
         total += w[j] * float(cell.sum())
     return total / (lat.n * len(lat.qis))

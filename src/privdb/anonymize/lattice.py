@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -75,6 +76,11 @@ class _Qi:
 
     def __init__(self, column: pd.Series, hierarchy: Hierarchy) -> None:
         codes, uniq = pd.factorize(column)
+        if (codes < 0).any():  # code -1 would read the last value's groups: a made-up released value
+            raise InvalidParameter(
+                f"quasi-identifier '{column.name}' has {int((codes < 0).sum())} missing value(s): fill or "
+                "drop them"
+            )
         self.codes = codes.astype(np.int64)
         uniq_arr = np.asarray(uniq, dtype=object)
         table = hierarchy.table()
@@ -141,8 +147,6 @@ class Lattice:
         self.first_record = first.astype(np.int64)
         self.tup = [q.codes[first] for q in self.qis]
         self.weight = np.bincount(key).astype(np.int64)
-        self._records_by_tuple = np.argsort(key, kind="stable").astype(np.int64)
-        self._tuple_rep = np.repeat(np.arange(len(self.weight)), self.weight)
         # a-priori loss bound: per QI and level, the summed cost over all records
         self.level_cost = [
             f
@@ -173,6 +177,17 @@ class Lattice:
         self._bound_loss = self._loss_bound()
         # _le[j][v]: nodes whose level j is <= v; a down-set is the AND over the quasi-identifiers
         self._le = [[self.nodes[:, j] <= v for v in range(h + 1)] for j, h in enumerate(self.heights)]
+
+    @cached_property
+    def _records_by_tuple(self) -> IntArray:
+        """Record indices grouped by distinct tuple (for the l/t condition's histograms; built on first use,
+        so a k-only search never sorts the records)."""
+        return np.argsort(self.tuple_of_record, kind="stable").astype(np.int64)
+
+    @cached_property
+    def _tuple_rep(self) -> IntArray:
+        """The tuple of each entry of ``_records_by_tuple`` (built on first use, like it)."""
+        return np.repeat(np.arange(len(self.weight)), self.weight)
 
     def _loss_bound(self) -> NDArray[np.float64]:
         total = np.zeros(len(self.nodes))
