@@ -57,6 +57,9 @@ __all__ = [
     "check_inputs",
     "safepub",
     "search_kind",
+    "search_lattice",
+    "search_scorer",
+    "whole_lattice_draw",
 ]
 
 EPSILON_SEARCH = 0.1
@@ -241,6 +244,31 @@ def _scorer(
     return value
 
 
+def search_lattice(
+    df: pd.DataFrame, qi: Sequence[str], hierarchies: Mapping[str, Hierarchy], params: SafePubParameters
+) -> Lattice:
+    """The lattice of ``qi``'s public hierarchy levels over ``df`` (values a hierarchy does not list go to
+    ``*``), as the search and the release read it."""
+    hier = {c: h if isinstance(h, PublicHierarchy) else PublicHierarchy(h) for c, h in hierarchies.items()}
+    with np.errstate(divide="ignore", invalid="ignore"):  # an empty table: the lattice's loss bound is 0/0
+        return Lattice(df, qi, {c: hier[c] for c in qi}, params.k, suppression_limit=1.0)
+
+
+def search_scorer(
+    lat: Lattice,
+    df: pd.DataFrame,
+    params: SafePubParameters,
+    metric: str,
+    target: str | None,
+    calibrated: bool,
+) -> Callable[[tuple[int, ...]], float]:
+    """The search's node score (sensitivity 1): ``metric`` on ``df``, calibrated when ``calibrated`` and the
+    metric has a calibrated form (``expected``), else at the threshold ⌈k/β⌉."""
+    goal = class_target(lat, target, df[target].tolist()) if target is not None else None
+    table = q_table(params.k, params.beta) if calibrated and metric in CALIBRATED else None
+    return _scorer(lat, metric, math.ceil(params.k / params.beta), goal, table)
+
+
 def _walk(
     lat: Lattice, value: Callable[[tuple[int, ...]], float], steps: int, eps_step: float, rng: RandomSource
 ) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
@@ -266,7 +294,7 @@ def _walk(
     return chosen, pivots
 
 
-def _whole_lattice(
+def whole_lattice_draw(
     lat: Lattice, value: Callable[[tuple[int, ...]], float], epsilon: float, rng: RandomSource
 ) -> tuple[int, ...]:
     """One exponential-mechanism draw over every node of the lattice, with all of ε_search."""
@@ -309,9 +337,7 @@ def safepub(
         steps=steps, target=target, node=node, search=search,
     )  # fmt: skip
     rng = rng or default_source()
-    hier = {c: h if isinstance(h, PublicHierarchy) else PublicHierarchy(h) for c, h in hierarchies.items()}
-    with np.errstate(divide="ignore", invalid="ignore"):  # an empty table: the lattice's loss bound is 0/0
-        lat = Lattice(df, qi, {c: hier[c] for c in qi}, params.k, suppression_limit=1.0)
+    lat = search_lattice(df, qi, hierarchies, params)
     pivots: list[tuple[int, ...]] = []
     if node is not None:
         chosen, n_steps, eps_search, metric, kind = tuple(int(v) for v in node), 0, 0.0, "fixed", "fixed"
@@ -319,11 +345,9 @@ def safepub(
         metric = default_metric(metric, target)
         kind = search_kind(search, metric, steps, lat.heights.tolist())
         eps_search = float(epsilon_search)
-        goal = class_target(lat, target, df[target].tolist()) if target is not None else None
-        table = q_table(params.k, params.beta) if calibrated and metric in CALIBRATED else None
-        value = _scorer(lat, metric, math.ceil(params.k / params.beta), goal, table)
+        value = search_scorer(lat, df, params, metric, target, calibrated)
         if kind == "lattice":
-            n_steps, chosen = 0, _whole_lattice(lat, value, eps_search, rng)
+            n_steps, chosen = 0, whole_lattice_draw(lat, value, eps_search, rng)
         else:
             n_steps = int(lat.heights.sum()) if steps is None else steps
             chosen, pivots = _walk(lat, value, n_steps, _share(eps_search, n_steps + 1), rng)

@@ -1,0 +1,118 @@
+"""SafePub's whole-lattice search (``search="lattice"``) audited on two neighbours: D and D′ = D plus one
+record t = (a1, b1, target Y).
+
+Two quasi-identifiers with three-level hierarchies (9 nodes), the calibrated classification score. D holds a
+pure class of 17 Y at (a1, b1) — the size where one more record moves the score by exactly its sensitivity
+bound c_class — inside two large all-N classes one level up: t adds exactly 1 (the full sensitivity) to the
+raw node's score and almost nothing to the others', the strongest shift an add-one neighbour can make (the
+score only grows under addition). Only the node draw is run, many times with seeded randomness, on the
+scores ``safepub`` itself computes. Each node's frequency on each neighbour must lie in its Clopper–Pearson
+interval around the exact exponential-mechanism probability ∝ exp(ε_search·u/2), u computed here from the
+proof's formula (docs/proofs/safepub.md), and the intervals must keep P_D(node) ≤ e^ε_search·P_D′(node) both
+ways. 18 intervals, each missing with chance ≤ ALPHA/18: the false-failure rate is ≤ ALPHA = 1e-6. A draw
+with ε doubled, or a score divided by half its sensitivity, moves the raw node's probability by far more
+than the intervals' width and fails."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+from scipy.stats import binom
+
+from conftest import ALPHA, seeded
+from privdb.anonymize import TaxonomyHierarchy
+from privdb.audit.auditor import clopper_pearson
+from privdb.publish import parameters
+from privdb.publish.parameters import SafePubParameters
+from privdb.publish.safepub import search_lattice, search_scorer, whole_lattice_draw
+
+EPS_ANON, DELTA, EPS_SEARCH = 1.0, 0.05, 2.0  # k = 11, β = 0.632: q rises from 0 to 1 over s ≈ 11..30
+TRIALS = 12_000
+QI = ["a", "b"]
+HIER = {
+    c: TaxonomyHierarchy(c, [[f"{c}1", f"{c}12", "*"], [f"{c}2", f"{c}12", "*"],
+                             [f"{c}3", f"{c}34", "*"], [f"{c}4", f"{c}34", "*"]])
+    for c in QI
+}  # fmt: skip
+NODES = list(itertools.product(range(3), range(3)))
+TARGET = {"a": "a1", "b": "b1", "y": "Y"}  # the record in D′ and not in D
+
+
+def _neighbours() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """D and D′ = D + TARGET. Besides the blocks around (a1, b1), small classes that only reach q ≈ 1 when
+    merged give the generalised nodes scores near the raw node's (P_D(raw node) ≈ 0.32, P_D′ ≈ 0.56)."""
+    blocks = [("a1", "b1", "Y", 17), ("a2", "b1", "N", 60), ("a1", "b2", "N", 60),
+              ("a3", "b3", "Y", 3), ("a4", "b3", "Y", 3), ("a3", "b4", "Y", 6), ("a4", "b4", "N", 6)]  # fmt: skip
+    rows = [{"a": a, "b": b, "y": y} for a, b, y, n in blocks for _ in range(n)]
+    d = pd.DataFrame(rows)
+    return d, pd.concat([d, pd.DataFrame([TARGET])], ignore_index=True)
+
+
+def _expected_scores(df: pd.DataFrame, p: SafePubParameters) -> NDArray[np.float64]:
+    """The calibrated classification score of every node, from the proof's formula: Σ over classes of the
+    top target count times q(size), over c_class (computed here, not by the library)."""
+    top = math.ceil(4 * p.k / p.beta) + 64
+    q = np.maximum.accumulate(binom.sf(p.k - 1, np.arange(top + 1), p.beta))
+    q[-1] = 1.0
+    lift = float((q[1:] + np.arange(top) * np.diff(q)).max())
+    out = []
+    for node in NODES:
+        keys = [HIER[c].labels(df[c].to_numpy(), lv) for c, lv in zip(QI, node, strict=True)]
+        cells = pd.DataFrame({"a": keys[0], "b": keys[1], "y": df["y"].to_numpy()})
+        per_class = cells.groupby(["a", "b"])["y"].agg(["size", lambda y: y.value_counts().max()])
+        size, m = per_class.iloc[:, 0].to_numpy(), per_class.iloc[:, 1].to_numpy()
+        out.append(float((m * q[np.minimum(size, top)]).sum()) / lift)
+    return np.array(out)
+
+
+def _library_scores(df: pd.DataFrame, p: SafePubParameters) -> NDArray[np.float64]:
+    value = search_scorer(search_lattice(df, QI, HIER, p), df, p, "classification", "y", True)
+    return np.array([value(n) for n in NODES])
+
+
+def _exact(u: NDArray[np.float64]) -> NDArray[np.float64]:
+    w = np.exp(EPS_SEARCH * (u - u.max()) / 2)
+    return np.asarray(w / w.sum(), dtype=np.float64)
+
+
+def _draw_counts(df: pd.DataFrame, p: SafePubParameters, seed: int) -> NDArray[np.int64]:
+    """How often each node is drawn in TRIALS runs of the search's node draw (seeded per trial)."""
+    lat = search_lattice(df, QI, HIER, p)
+    value = search_scorer(lat, df, p, "classification", "y", True)
+    counts = np.zeros(len(NODES), dtype=np.int64)
+    for i in range(TRIALS):
+        counts[NODES.index(whole_lattice_draw(lat, value, EPS_SEARCH, seeded(seed + i)))] += 1
+    return counts
+
+
+def test_the_added_record_moves_the_raw_node_by_the_full_sensitivity() -> None:
+    """The library's scores are the proof's, and the neighbour is the strongest an add-one change allows:
+    + 1 at the raw node, about 0 elsewhere, never outside [0, 1]."""
+    p = parameters(EPS_ANON, DELTA)
+    d, d2 = _neighbours()
+    u, u2 = _expected_scores(d, p), _expected_scores(d2, p)
+    np.testing.assert_allclose(_library_scores(d, p), u, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(_library_scores(d2, p), u2, rtol=1e-12, atol=1e-12)
+    shift = u2 - u
+    assert shift.min() >= -1e-12 and shift.max() <= 1 + 1e-12
+    assert shift[NODES.index((0, 0))] > 1 - 1e-9
+    assert np.delete(shift, NODES.index((0, 0))).max() < 0.05
+    assert len(set(np.round(u, 6))) >= 5  # the nodes' scores differ: the draw is not near-uniform
+
+
+def test_the_lattice_draw_matches_the_exponential_mechanism_and_stays_within_epsilon() -> None:
+    p = parameters(EPS_ANON, DELTA)
+    d, d2 = _neighbours()
+    exact = [_exact(_expected_scores(d, p)), _exact(_expected_scores(d2, p))]
+    counts = [_draw_counts(d, p, 1_000_000), _draw_counts(d2, p, 2_000_000)]
+    alpha = ALPHA / (2 * len(NODES))
+    bound = math.exp(EPS_SEARCH)
+    for j, node in enumerate(NODES):
+        (lo, hi), (lo2, hi2) = (clopper_pearson(int(c[j]), TRIALS, alpha) for c in counts)
+        seen = f"node {node}: {counts[0][j]} and {counts[1][j]} of {TRIALS}, exact {exact[0][j]:.4f}, {exact[1][j]:.4f}"
+        assert lo <= exact[0][j] <= hi and lo2 <= exact[1][j] <= hi2, seen
+        assert lo <= bound * hi2 and lo2 <= bound * hi, seen
