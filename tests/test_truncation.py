@@ -15,6 +15,8 @@ from typer.testing import CliRunner
 from conftest import seeded
 from privdb.cli import app
 from privdb.database import Database
+from privdb.mechanisms import Geometric
+from privdb.publish.tune import NOISE_REACH, _kept_shares, bins
 from privdb.sql.engine import explain, prepare, run
 from privdb.sql.plan.truncation import TRUNCATION_SHARE
 
@@ -228,3 +230,21 @@ def test_gaussian_answers_keep_the_estimate_on_the_geometric_mechanism(visits_db
     assert out["truncation"]["epsilon"] == pytest.approx(0.05)
     assert out["composition"]["epsilon_plain"] == pytest.approx(1.0)  # ε/20 plain + the Gaussian part
     assert result.epsilon_spent <= 1.0
+
+
+def test_a_noise_spike_in_an_empty_bin_of_large_units_does_not_set_the_bound() -> None:
+    """Deterministic: the true histogram of the test table, plus a spike just inside the noise's reach in the
+    bin of 2^19 rows per unit (noise alone goes that far with probability ≤ 1e-6 over all bins)."""
+    edges = bins()
+    sizes = visits().groupby("pid").size().value_counts()
+    units = np.zeros(len(edges))
+    for n, count in sizes.items():
+        units[next(i for i, (lo, hi) in enumerate(edges) if hi is None or lo <= int(n) <= hi)] += count
+    for epsilon in (1.0, 0.1):
+        noise = Geometric(epsilon=epsilon, sensitivity=1)
+        spiked = units.copy()
+        big = next(i for i, (_, hi) in enumerate(edges) if hi == 2**19)
+        spiked[big] = noise.half_width(1e-6 / len(edges)) - 1
+        shares = _kept_shares(edges, spiked, noise.half_width(NOISE_REACH / len(edges)))
+        suggested = next(hi for (_, hi), s in zip(edges, shares, strict=True) if s is not None and s >= 0.9)
+        assert suggested == 10

@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.special import polygamma
 
 from privdb.anonymize.uniqueness import _newton, _trigamma, population_uniqueness
@@ -105,3 +107,16 @@ def test_estimates_match_arx(columns: str, pi: float) -> None:
         assert est.dankar_model == model == "snb" and est.dankar == est.snb
     else:
         assert est.snb is not None and est.snb > 0  # ARX: none
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 30), min_size=3, max_size=60), st.sampled_from([0.05, 0.3, 0.6, 0.9, 1.0]))
+def test_every_estimate_is_a_share_or_none(sizes: list[int], pi: float) -> None:
+    """SNB's k·β^α can fall outside the population (a root off the model's domain: −37 N was found): none."""
+    est = population_uniqueness(np.array(sizes), pi)
+    for value in (est.pitman, est.zayatz, est.snb, est.dankar):
+        assert value is None or 0 < value <= 1 or (value == 0 and est.sample_uniques == 0)
+
+
+def test_an_snb_root_off_the_population_is_no_estimate() -> None:
+    assert population_uniqueness(np.array([1, 3, 4]), 0.01).snb is None  # k·β^α = −37 N there

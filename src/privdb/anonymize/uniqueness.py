@@ -316,7 +316,9 @@ class _Histogram:
     def share(self, estimator: str) -> float | None:
         population = math.floor(self.n / self.pi + 0.5)  # N = n/π rounded half up: a count of records, as ARX
         value = _ESTIMATE[estimator](self.sizes, self.counts, self.n, population)
-        return value / population if math.isfinite(value) and value != 0 else None
+        # no estimate: not finite, 0, or outside the population (SNB's k·β^α can be negative or exceed N
+        # where its equations have a root off the model's domain)
+        return value / population if math.isfinite(value) and 0 < value <= population else None
 
 
 _ESTIMATE = {"pitman": _pitman, "zayatz": _zayatz, "snb": _snb}

@@ -27,7 +27,7 @@ from privdb.mechanisms import Geometric
 from privdb.mechanisms._validate import probability
 from privdb.publish.charge import reserve_release
 
-__all__ = ["EXACT_BINS", "MAX_POWER", "RowsPerUnit", "bins", "rows_per_unit"]
+__all__ = ["EXACT_BINS", "MAX_POWER", "NOISE_REACH", "RowsPerUnit", "bins", "rows_per_unit"]
 
 EXACT_BINS = 16  # one bin per row count up to this
 MAX_POWER = 20  # then bins up to 2^MAX_POWER rows, and one open bin above
@@ -73,6 +73,12 @@ class RowsPerUnit:
             "note": "noisy unit counts per bin of rows per unit; the shares of rows kept and the suggestion "
             "are estimated from them (a bin's rows at its midpoint), post-processing at no further cost",
         }
+
+
+# A bin's noisy count is read as 0 unless it is beyond where noise alone reaches with this probability over
+# all bins. At the 95 % level, noise in an empty bin of large units set the suggestion in 2.5 % of runs at
+# ε = 1 and 1.1 % at ε = 0.1 (4,000 simulated runs each, on the 20,000-person test table); at 1e-6, in none.
+NOISE_REACH = 1e-6
 
 
 def _kept_shares(edges: list[tuple[int, int | None]], units: np.ndarray, floor: float) -> list[float | None]:
@@ -123,7 +129,7 @@ def rows_per_unit(db: Database, table: str, epsilon: float, coverage: float = 0.
         noisy = mech.release(true)
     finally:
         reservation.commit()  # the data was read (or the read was attempted): the spend stands
-    shares = _kept_shares(edges, noisy, mech.half_width(0.05 / len(edges)))
+    shares = _kept_shares(edges, noisy, mech.half_width(NOISE_REACH / len(edges)))
     rows = [
         {"low": lo, "high": hi, "units": round(float(u)), "rows_kept_share": s}
         for (lo, hi), u, s in zip(edges, noisy, shares, strict=True)
