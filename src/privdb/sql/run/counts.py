@@ -5,7 +5,10 @@ Bounded as the statistics query is (privdb.sql.run.rewrite): with a privacy unit
 aggregate per unit, its group of largest random draw, otherwise by ``ROW_NUMBER()`` over a random order per
 unit — and at most ``m`` rows' weight (counts) or ``m`` distinct values (distinct counts) in them. Which
 groups a unit keeps is its own random choice either way, so the bound and the argument of
-docs/proofs/sql.md ("One group per unit in one aggregate") hold alike.
+docs/proofs/sql.md ("One group per unit in one aggregate") hold alike. Ungrouped on Spark, two shorter
+forms with the same result: a distinct count keeps the first ``m`` of each unit's ``shuffle``d value set (the
+same uniform choice, no window sort), and cells weigh each row by its unit's ``min(1, m/R)`` through one join
+to the per-unit row counts.
 """
 
 from __future__ import annotations
