@@ -550,6 +550,7 @@ SPARK_CASES = [
     "public_left_join_using",
     "per_unit_two_keys",
     "in_public_in_cte_and_join",
+    "count_distinct_pid",
     "count_distinct_cost_by_sex",
     "sum_case",
 ]

@@ -4,7 +4,9 @@ the same data, for every DP-SELECT form of tests/test_engines.py. Slow (one Spar
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -61,3 +63,33 @@ def test_a_stopped_spark_session_is_started_again_before_anything_is_spent(spark
     spent = spark_db.budget("eve").epsilon_spent
     res = engine.run(spark_db, "eve", "DP-SELECT 1 city, COUNT(*) FROM big GROUP BY city")
     assert len(res.rows) == 3 and spark_db.budget("eve").epsilon_spent == spent + 1
+
+
+def test_distinct_counts_on_spark_keep_a_uniform_choice_of_each_units_values(
+    spark_db: Database, tmp_path: Path
+) -> None:
+    """COUNT(DISTINCT) with a unit on Spark keeps ``min(m, D)`` of each unit's ``D`` distinct values, a
+    uniform choice (privdb.sql.run.counts.distinct_sql). 200 units, m = 1: ``own`` values are each unit's
+    alone (5 per unit), so exactly 200 survive; every unit holds the ``shared`` values 0–9, so a uniform
+    choice leaves all 10 (a value is missed by all 200 with probability ≤ 10 · 0.9²⁰⁰ < 1e-8), a fixed
+    choice (the set's first) only one. ``once`` has one row per unit: no bound binds, the answer at ε = 1000
+    is plain SQL's."""
+    pid = np.repeat(np.arange(200), 10)
+    shared = np.tile(np.arange(10), 200)
+    frame = pd.DataFrame({"pid": pid, "own": pid * 100 + shared % 5, "shared": shared})
+    frame.to_parquet(tmp_path / "held.parquet")
+    frame[frame.shared == 0].to_parquet(tmp_path / "once.parquet")
+    meta = {
+        "privacy_unit": "pid", "max_contributions": 1, "max_groups": 1,
+        "columns": {"pid": {"type": "int", "private_id": True},
+                    "own": {"type": "int", "lower": 0, "upper": 20_000},
+                    "shared": {"type": "int", "lower": 0, "upper": 9}},
+    }  # fmt: skip
+    spark_db.attach("held", "spark://local[2]", source=str(tmp_path / "held.parquet"), metadata=meta)
+    spark_db.attach("once", "spark://local[2]", source=str(tmp_path / "once.parquet"), metadata=meta)
+    for column, expected in (("own", 200), ("shared", 10)):
+        frames = engine_statistics(spark_db, f"DP-SELECT 1 COUNT(DISTINCT {column}) FROM held", "spark")
+        assert [f.n[0] for f in frames if "n" in f.columns] == [expected], column
+    spark_db.grant("dee", epsilon=2000, delta=1e-3)
+    res = engine.run(spark_db, "dee", "DP-SELECT 1000 COUNT(DISTINCT own), COUNT(DISTINCT shared) FROM once")
+    assert res.rows == [[200, 1]]

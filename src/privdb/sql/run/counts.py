@@ -5,7 +5,10 @@ Bounded as the statistics query is (privdb.sql.run.rewrite): with a privacy unit
 aggregate per unit, its group of largest random draw, otherwise by ``ROW_NUMBER()`` over a random order per
 unit — and at most ``m`` rows' weight (counts) or ``m`` distinct values (distinct counts) in them. Which
 groups a unit keeps is its own random choice either way, so the bound and the argument of
-docs/proofs/sql.md ("One group per unit in one aggregate") hold alike.
+docs/proofs/sql.md ("One group per unit in one aggregate") hold alike. Ungrouped on Spark, two shorter
+forms with the same result: a distinct count keeps the first ``m`` of each unit's ``shuffle``d value set (the
+same uniform choice, no window sort), and cells weigh each row by its unit's ``min(1, m/R)`` through one join
+to the per-unit row counts.
 """
 
 from __future__ import annotations
@@ -82,6 +85,15 @@ def histogram_sql(
     if unit is None:
         return rows()
     m, g = plan.table.max_contributions, plan.table.max_groups
+    if dialect == "spark" and not key_cols and not unit_rows:
+        # ungrouped: every row of a unit weighs min(1, m/R), R the unit's rows; each row joined to its unit's
+        # count, so no per-(unit, cell) aggregate is shuffled and joined back twice (the same sums)
+        cells = f"SELECT {quote(unit)} AS u, {cell} AS c FROM {source} WHERE {' AND '.join(conditions)}"
+        return (
+            f"WITH cells AS ({cells}), units AS (SELECT u, COUNT(*) AS total FROM cells GROUP BY u) "
+            f"SELECT c, SUM(LEAST(1.0, {m} / units.total)) AS n FROM cells JOIN units "
+            "ON cells.u IS NOT DISTINCT FROM units.u GROUP BY c"
+        )
     small = min(m, g) if key_cols else m
     big = f"{quote(unit_rows)} > {small}" if unit_rows else None
     cond = " AND ".join([*conditions, *([big] if big else [])])
@@ -136,6 +148,12 @@ def distinct_sql(
         by_position = f" GROUP BY {positions(len(keys))}" if keys else ""
         return f"SELECT {key_select}COUNT(DISTINCT {value}) AS n FROM {src} WHERE {where}{by_position}"
     m, g = plan.table.max_contributions, plan.table.max_groups
+    if dialect == "spark" and not key_cols:
+        # one aggregate per unit: its set of distinct values in a random order (Spark's shuffle: a uniform
+        # permutation), the first m kept — a uniform choice of min(m, D) of its D values, no window sort
+        rows = f"SELECT {quote(unit)} AS u, {value} AS v FROM {src} WHERE {where}"
+        kept = f"SELECT UNNEST(slice(shuffle(collect_set(v)), 1, {m})) AS v FROM ({rows}) GROUP BY u"
+        return f"SELECT COUNT(DISTINCT v) AS n FROM ({kept})"
     pairs = f"SELECT DISTINCT {quote(unit)} AS u, {key_select}{value} AS v FROM {src} WHERE {where}"
     chosen = "pairs"
     ctes = [f"pairs AS ({pairs})"]
