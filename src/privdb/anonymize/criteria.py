@@ -37,7 +37,7 @@ import pandas as pd
 
 from privdb.anonymize._classes import Classes, codes_of, group, histogram, require_columns, require_rows
 from privdb.anonymize.linkage import match
-from privdb.anonymize.model_spec import KMAP_ESTIMATORS, Models, derived_k
+from privdb.anonymize.model_spec import KMAP_ESTIMATORS, Models, check_model_inputs, derived_k
 from privdb.anonymize.uniqueness import check_fraction, population_uniqueness
 from privdb.errors import InvalidParameter
 
@@ -97,19 +97,7 @@ def evaluate(
     classes: Classes | None = None,
 ) -> list[ModelResult]:
     """Check each model of ``models`` on ``table``; refuse a model whose inputs are missing."""
-    if models.needs_sensitive and sensitive is None:
-        raise InvalidParameter("β-likeness and δ-disclosure privacy need sensitive='<column>'")
-    if models.delta_presence is not None and population is None:
-        raise InvalidParameter("δ-presence needs the population table the research sample was drawn from")
-    if models.k_map is not None and population is None and sampling_fraction is None:
-        raise InvalidParameter(
-            "k-map needs a population table, or the sampling fraction to estimate the population counts"
-        )
-    if models.population_uniqueness is not None and sampling_fraction is None:
-        raise InvalidParameter(
-            "population uniqueness needs the sampling fraction (the table's share of the population), "
-            "e.g. 0.01"
-        )
+    check_model_inputs(models, sensitive, population, sampling_fraction)
     if sampling_fraction is not None:
         check_fraction(sampling_fraction)
     cl = classes if classes is not None else group(table, qi)
