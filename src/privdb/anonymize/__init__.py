@@ -270,4 +270,5 @@ def anonymize(
         node=node,
         params=params,
         columns=tuple(cols),
+        hierarchies=hier,
     )

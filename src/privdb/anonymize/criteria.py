@@ -28,7 +28,7 @@ Suppressed records (``*`` in every quasi-identifier) form no class and are left 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from privdb.anonymize._classes import Classes, codes_of, group, histogram, require_columns, require_rows
+from privdb.anonymize.hierarchy import Hierarchy
 from privdb.anonymize.linkage import match
 from privdb.anonymize.model_spec import KMAP_ESTIMATORS, Models, check_model_inputs, derived_k
 from privdb.anonymize.uniqueness import check_fraction, population_uniqueness
@@ -74,12 +75,16 @@ def likeness_gains(
 
 
 def _population_counts(
-    table: pd.DataFrame, qi: Sequence[str], population: pd.DataFrame, cl: Classes
+    table: pd.DataFrame,
+    qi: Sequence[str],
+    population: pd.DataFrame,
+    cl: Classes,
+    hierarchies: Mapping[str, Hierarchy] | None,
 ) -> tuple[Any, int]:
     """Population records each class covers (at least its own), and those no class covers."""
     require_columns(population, qi, "population table")
     require_rows(population, "population table")
-    m = match(table, population, qi, classes=cl)
+    m = match(table, population, qi, classes=cl, hierarchies=hierarchies)
     covered = np.zeros(len(m.tuple_count), dtype=bool)
     covered[m.pair_tuple] = True
     uncovered = int(m.tuple_count[~covered].sum())
@@ -95,8 +100,13 @@ def evaluate(
     population: pd.DataFrame | None = None,
     sampling_fraction: float | None = None,
     classes: Classes | None = None,
+    hierarchies: Mapping[str, Hierarchy] | None = None,
 ) -> list[ModelResult]:
-    """Check each model of ``models`` on ``table``; refuse a model whose inputs are missing."""
+    """Check each model of ``models`` on ``table``; refuse a model whose inputs are missing.
+
+    ``hierarchies``: those the release was generalised with; population records are then joined to a
+    class also through them (a label such as ``Undergraduate`` covers ``Bachelors``), as the lattice
+    search counts them. Without them, only the label text is read (ranges, ``a|b``, ``*``, raw values)."""
     check_model_inputs(models, sensitive, population, sampling_fraction)
     if sampling_fraction is not None:
         check_fraction(sampling_fraction)
@@ -137,7 +147,9 @@ def evaluate(
                     {"delta": models.delta_disclosure},
                 )
             )
-    counts, uncovered = _population_counts(table, qi, population, cl) if population is not None else (None, 0)
+    counts, uncovered = (
+        _population_counts(table, qi, population, cl, hierarchies) if population is not None else (None, 0)
+    )
     if models.delta_presence is not None and counts is not None:
         lo, hi = models.delta_presence
         delta = cl.sizes / counts

@@ -287,7 +287,7 @@ def anonymize(
         if models.any:
             found = evaluate(
                 result.table, columns, models, sensitive=sensitive, population=people,
-                sampling_fraction=sampling_fraction,
+                sampling_fraction=sampling_fraction, hierarchies=result.hierarchies,
             )  # fmt: skip
             body["models"] = [r.to_dict() for r in found]
         steps.next(f"writing {output.name}")
