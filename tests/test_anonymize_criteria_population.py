@@ -94,3 +94,45 @@ def test_evaluate_without_hierarchies_reads_only_the_label_text(
         pd.MultiIndex.from_frame(table[QI].astype(str))
     )
     assert joined.detail["population_uncovered"] == int((~in_sample).sum()) < len(people)
+
+
+def test_population_values_of_another_type_still_match(
+    files: tuple[Path, Path, pd.DataFrame, pd.DataFrame], tmp_path: Path
+) -> None:
+    """Ages read as floats (39.0) in the population join the sample's 39: the same release as with ints
+    (it was the all-'*' node, every record shown suppressed, with no reason)."""
+    src, pop, _, people = files
+    floats = tmp_path / "pop_float.csv"
+    people.assign(age=people["age"].astype(float)).to_csv(floats, sep=";", index=False)
+    _, as_int = _anonymize(src, pop, tmp_path, "--delta-presence", "0,0.5")
+    _, as_float = _anonymize(src, floats, tmp_path, "--delta-presence", "0,0.5")
+    assert as_float["parameters"] == {**as_int["parameters"]}  # the same node
+    assert as_float["utility"] == as_int["utility"] and as_float["models"] == as_int["models"]
+
+
+def test_population_refusals(files: tuple[Path, Path, pd.DataFrame, pd.DataFrame], tmp_path: Path) -> None:
+    src, _, _, people = files
+    blank, apart = tmp_path / "blank.csv", tmp_path / "apart.csv"
+    people.assign(age=people["age"].where(people.index != 5)).to_csv(blank, sep=";", index=False)
+    people.assign(sex=people["sex"].str.upper()).to_csv(apart, sep=";", index=False)
+    base = ["anonymize", str(src), "--qi", ",".join(QI), "--k", "2", "--delta-presence", "0,0.5"]
+    for path, message in [
+        (blank, "quasi-identifier 'age' has 1 missing value(s): fill or drop"),
+        (apart, "no value of 'sex' in the population occurs in the sample"),
+    ]:
+        result = runner.invoke(app, [*base, "--population", str(path), "-o", str(tmp_path / "o.csv")])
+        assert result.exit_code == 2 and message in " ".join(result.output.split()), result.output
+        assert "Traceback" not in result.output and not (tmp_path / "o.csv").exists()
+
+
+def test_the_top_node_says_why_every_record_is_starred(
+    files: tuple[Path, Path, pd.DataFrame, pd.DataFrame], tmp_path: Path
+) -> None:
+    """Population = sample: δ = 1 in every class, so only the all-'*' node meets δmax = 0.5; the line
+    must say why all 2,000 records are shown suppressed, far past the 5 % limit."""
+    src, _, _, _ = files
+    text, body = _anonymize(src, src, tmp_path, "--delta-presence", "0,0.5")
+    assert body["utility"]["suppressed"] == 2000  # type: ignore[index]
+    flat = " ".join(text.split())
+    assert "2,000 suppressed (2,000 generalised to '*' in every quasi-identifier: no less general" in flat
+    assert body["suppression"]["reason"].startswith("2,000 generalised")  # type: ignore[index]

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privdb.anonymize._classes import STAR
 from privdb.anonymize.full_domain import Search, full_domain
 from privdb.anonymize.hierarchy import (
     DateHierarchy,
@@ -33,7 +34,8 @@ from privdb.anonymize.model_spec import MONDRIAN_REFUSAL, Models, check_model_in
 from privdb.anonymize.mondrian import partition
 from privdb.anonymize.mondrian_codes import encode
 from privdb.anonymize.mondrian_labels import generalize
-from privdb.anonymize.node_criteria import NodeCriteria, check_population_models
+from privdb.anonymize.node_criteria import NodeCriteria
+from privdb.anonymize.population import check_population
 from privdb.anonymize.release import Anonymized, build_release, class_ids
 from privdb.anonymize.resolve import automatic, load_hierarchies, resolve
 from privdb.anonymize.sensitive_condition import SensitiveCondition
@@ -75,7 +77,8 @@ def _models(
     check_model_inputs(models, sensitive, population, sampling_fraction)
     if models is None or not models.any:
         return k, None, {}
-    check_population_models(models, population, qi)
+    if population is not None:
+        check_population(df, population, qi)
     criteria = NodeCriteria(
         models,
         population=population,
@@ -256,6 +259,15 @@ def anonymize(
     ids_cls = class_ids(cols, suppressed)
     n_parts = n_parts or (int(ids_cls.max()) + 1 if len(ids_cls) else 0)
     table = build_release(df, qi, cols, suppressed)
+    starred = int(((table[list(qi)] == STAR).all(axis=1).to_numpy() & ~suppressed).sum())
+    if starred:  # shown as suppressed, so the reason is owed (the top node: no less general one passed)
+        reason = "; ".join(
+            [
+                *([reason] if reason else []),
+                f"{starred:,} generalised to '*' in every quasi-identifier: no less general node meets the "
+                "privacy models within the suppression limit",
+            ]
+        )
     return Anonymized(
         table=table,
         qi=tuple(qi),

@@ -39,6 +39,7 @@ from privdb.anonymize._classes import Classes, codes_of, group, histogram, requi
 from privdb.anonymize.hierarchy import Hierarchy
 from privdb.anonymize.linkage import match
 from privdb.anonymize.model_spec import KMAP_ESTIMATORS, Models, check_model_inputs, derived_k
+from privdb.anonymize.population import require_complete
 from privdb.anonymize.uniqueness import check_fraction, population_uniqueness
 from privdb.errors import InvalidParameter
 
@@ -84,6 +85,7 @@ def _population_counts(
     """Population records each class covers (at least its own), and those no class covers."""
     require_columns(population, qi, "population table")
     require_rows(population, "population table")
+    require_complete(population, qi)
     m = match(table, population, qi, classes=cl, hierarchies=hierarchies)
     covered = np.zeros(len(m.tuple_count), dtype=bool)
     covered[m.pair_tuple] = True

@@ -305,7 +305,7 @@ def anonymize(
         + (f", l = {achieved['l']}" if achieved.get("l") is not None else "")
         + (f", t = {achieved['t']:.4g}" if achieved.get("t") is not None else "")
         + f"; NCP {util['ncp']:.2%}, {util['suppressed']:,} suppressed"
-        + (f" ({result.suppression_reason})" if result.n_suppressed else "")
+        + (f" ({result.suppression_reason})" if util["suppressed"] and result.suppression_reason else "")
         + f"; prosecutor risk max {risk['prosecutor_max']:.3g}, avg {risk['prosecutor_avg']:.3g}"
         + "".join(f"; {m['model']} {'holds' if m['holds'] else 'FAILS'}" for m in body.get("models", []))
         + f"; {seconds:.2f} s"
