@@ -136,3 +136,13 @@ def test_the_top_node_says_why_every_record_is_starred(
     flat = " ".join(text.split())
     assert "2,000 suppressed (2,000 generalised to '*' in every quasi-identifier: no less general" in flat
     assert body["suppression"]["reason"].startswith("2,000 generalised")  # type: ignore[index]
+
+
+def test_check_refuses_a_population_no_model_uses(
+    files: tuple[Path, Path, pd.DataFrame, pd.DataFrame],
+) -> None:
+    src, pop, _, _ = files
+    for extra in ([], ["--average-risk", "0.1"]):
+        args = ["check", str(src), "--qi", ",".join(QI), "--population", str(pop), *extra]
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2 and "population table" in result.output, result.output
