@@ -222,9 +222,13 @@ def test_refusals(adult: pd.DataFrame) -> None:
         ({"models": Models(delta_presence=(0.0, 0.5))}, "needs the population table"),
         ({"models": Models(k_map=5)}, "k-map needs a population table"),
         ({"models": Models(population_uniqueness=0.1)}, "needs the sampling fraction"),
-        ({"models": Models(average_risk=0.1)}, "use algorithm='lattice'"),
-        ({"models": Models(k_map=5), "population": df}, "use algorithm='lattice'"),
-        ({"population": df}, "give one of those models"),
+        ({"models": Models(average_risk=0.1)}, "algorithm='lattice'"),
+        ({"models": Models(k_map=5), "population": df}, "algorithm='lattice'"),
+        ({"population": df}, "ask one of those models"),
+        # a population no asked model uses would be ignored silently: refused
+        ({"models": Models(beta=1.0), "sensitive": "disease", "population": df}, "only δ-presence and k-map"),
+        ({"models": Models(sample_uniqueness=0.1), "population": df, "algorithm": "lattice"}, "serves only"),
+        ({"models": Models(average_risk=0.1), "sampling_fraction": 0.1, "algorithm": "lattice"}, "k-map and"),
         ({"models": Models(average_risk=0.1), "algorithm": "lattice", "local_recoding": 1}, "local recoding"),
         ({"models": Models(k_map=3), "population": df[["age"]], "algorithm": "lattice"}, "lacks"),
     ]

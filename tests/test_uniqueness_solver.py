@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import polygamma
 
-from privdb.anonymize.uniqueness import _newton, _trigamma, population_uniqueness
+from privdb.anonymize.uniqueness import _newton, _trigamma, estimate, population_uniqueness
+from privdb.errors import InvalidParameter
 
 Arr = np.ndarray
 
@@ -120,3 +121,13 @@ def test_every_estimate_is_a_share_or_none(sizes: list[int], pi: float) -> None:
 
 def test_an_snb_root_off_the_population_is_no_estimate() -> None:
     assert population_uniqueness(np.array([1, 3, 4]), 0.01).snb is None  # k·β^α = −37 N there
+
+
+def test_population_beyond_arx_range_is_refused() -> None:
+    # N = n/π = 4·10⁹ > 2³¹ − 1: Zayatz used to be computed for N = 2³¹ − 1 silently
+    sizes = np.array([1, 1, 2])
+    with pytest.raises(InvalidParameter, match="more than 2,147,483,647"):
+        population_uniqueness(sizes, 1e-9)
+    with pytest.raises(InvalidParameter, match="raise the sampling fraction"):
+        estimate(sizes, 1e-9, "zayatz")
+    assert population_uniqueness(sizes, 4 / (2**31 - 1)).zayatz is not None  # N at the limit still works

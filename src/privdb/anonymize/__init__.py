@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privdb.anonymize._classes import STAR
 from privdb.anonymize.full_domain import Search, full_domain
 from privdb.anonymize.hierarchy import (
     DateHierarchy,
@@ -29,11 +30,12 @@ from privdb.anonymize.hierarchy import (
 from privdb.anonymize.lattice import METRICS
 from privdb.anonymize.microaggregate import aggregate
 from privdb.anonymize.microaggregate import checked as checked_aggregates
-from privdb.anonymize.model_spec import Models, derived_k
+from privdb.anonymize.model_spec import MONDRIAN_REFUSAL, Models, check_model_inputs, derived_k
 from privdb.anonymize.mondrian import partition
 from privdb.anonymize.mondrian_codes import encode
 from privdb.anonymize.mondrian_labels import generalize
-from privdb.anonymize.node_criteria import NodeCriteria, check_population_models
+from privdb.anonymize.node_criteria import NodeCriteria
+from privdb.anonymize.population import check_population
 from privdb.anonymize.release import Anonymized, build_release, class_ids
 from privdb.anonymize.resolve import automatic, load_hierarchies, resolve
 from privdb.anonymize.sensitive_condition import SensitiveCondition
@@ -72,38 +74,18 @@ def _models(
 ) -> tuple[int, NodeCriteria | None, dict[str, Any]]:
     """k with k-map's estimate folded in, the node criteria, and the parameters to record; refuse what
     cannot be honoured."""
+    check_model_inputs(models, sensitive, population, sampling_fraction)
     if models is None or not models.any:
-        if population is not None or sampling_fraction is not None:
-            raise InvalidParameter(
-                "population and sampling_fraction serve δ-presence, k-map and population uniqueness: "
-                "give one of those models (models=Models(...)) or leave them out"
-            )
         return k, None, {}
-    if models.needs_sensitive and sensitive is None:
-        raise InvalidParameter("β-likeness and δ-disclosure privacy need sensitive='<column>'")
-    if models.delta_presence is not None and population is None:
-        raise InvalidParameter("δ-presence needs the population table the research sample was drawn from")
-    if models.k_map is not None and population is None and sampling_fraction is None:
-        raise InvalidParameter(
-            "k-map needs a population table, or the sampling fraction to estimate the population counts"
-        )
-    if models.population_uniqueness is not None and sampling_fraction is None:
-        raise InvalidParameter(
-            "population uniqueness needs the sampling fraction (the table's share of its population), "
-            "e.g. 0.01"
-        )
-    check_population_models(models, population, qi)
+    if population is not None:
+        check_population(df, population, qi)
     criteria = NodeCriteria(
         models,
-        population=population if models.delta_presence is not None or models.k_map is not None else None,
+        population=population,
         sampling_fraction=sampling_fraction,
     )
     if criteria.active and algorithm != "lattice":
-        raise InvalidParameter(
-            "δ-presence, k-map against a population and the risk thresholds are checked on whole "
-            "generalisations with suppression, which Mondrian (no suppression, classes cut one by one) "
-            "cannot honour: use algorithm='lattice'"
-        )
+        raise InvalidParameter(MONDRIAN_REFUSAL)
     if criteria.active and aggregated:
         raise InvalidParameter(
             "microaggregated columns are not generalised, so population counts and risk thresholds cannot "
@@ -277,6 +259,15 @@ def anonymize(
     ids_cls = class_ids(cols, suppressed)
     n_parts = n_parts or (int(ids_cls.max()) + 1 if len(ids_cls) else 0)
     table = build_release(df, qi, cols, suppressed)
+    starred = int(((table[list(qi)] == STAR).all(axis=1).to_numpy() & ~suppressed).sum())
+    if starred:  # shown as suppressed, so the reason is owed (the top node: no less general one passed)
+        reason = "; ".join(
+            [
+                *([reason] if reason else []),
+                f"{starred:,} generalised to '*' in every quasi-identifier: no less general node meets the "
+                "privacy models within the suppression limit",
+            ]
+        )
     return Anonymized(
         table=table,
         qi=tuple(qi),
@@ -291,4 +282,5 @@ def anonymize(
         node=node,
         params=params,
         columns=tuple(cols),
+        hierarchies=hier,
     )

@@ -10,7 +10,8 @@ the worst class's value.
 * δ-presence (Nergiz, Atzori, Clifton, SIGMOD 2007): with a population table holding the research sample,
   each class's δ_E = |sample ∩ E| / |population ∩ E| lies in [δmin, δmax]. Reported: the largest δ_E
   (and the smallest). Population records are counted per released class with ``linkage.match`` (never
-  fewer than the class's own records); population records that no class covers have δ = 0 (the release
+  fewer than the class's own records; through the release's hierarchies when given, so that a category
+  label covers the values under it); population records that no class covers have δ = 0 (the release
   tells the attacker they are not in it), so with any such record only δmin = 0 holds, as in ARX.
 * k-map (Sweeney 2002; El Emam and Dankar 2008): each class matches at least k population records; counted
   in a population table, or, given only the sampling fraction π, ARX's estimate: the smallest k' such that
@@ -28,7 +29,7 @@ Suppressed records (``*`` in every quasi-identifier) form no class and are left 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,8 +37,10 @@ import numpy as np
 import pandas as pd
 
 from privdb.anonymize._classes import Classes, codes_of, group, histogram, require_columns, require_rows
+from privdb.anonymize.hierarchy import Hierarchy
 from privdb.anonymize.linkage import match
-from privdb.anonymize.model_spec import KMAP_ESTIMATORS, Models, derived_k
+from privdb.anonymize.model_spec import KMAP_ESTIMATORS, Models, check_model_inputs, derived_k
+from privdb.anonymize.population import require_complete
 from privdb.anonymize.uniqueness import check_fraction, population_uniqueness
 from privdb.errors import InvalidParameter
 
@@ -74,12 +77,17 @@ def likeness_gains(
 
 
 def _population_counts(
-    table: pd.DataFrame, qi: Sequence[str], population: pd.DataFrame, cl: Classes
+    table: pd.DataFrame,
+    qi: Sequence[str],
+    population: pd.DataFrame,
+    cl: Classes,
+    hierarchies: Mapping[str, Hierarchy] | None,
 ) -> tuple[Any, int]:
     """Population records each class covers (at least its own), and those no class covers."""
     require_columns(population, qi, "population table")
     require_rows(population, "population table")
-    m = match(table, population, qi, classes=cl)
+    require_complete(population, qi)
+    m = match(table, population, qi, classes=cl, hierarchies=hierarchies)
     covered = np.zeros(len(m.tuple_count), dtype=bool)
     covered[m.pair_tuple] = True
     uncovered = int(m.tuple_count[~covered].sum())
@@ -95,21 +103,14 @@ def evaluate(
     population: pd.DataFrame | None = None,
     sampling_fraction: float | None = None,
     classes: Classes | None = None,
+    hierarchies: Mapping[str, Hierarchy] | None = None,
 ) -> list[ModelResult]:
-    """Check each model of ``models`` on ``table``; refuse a model whose inputs are missing."""
-    if models.needs_sensitive and sensitive is None:
-        raise InvalidParameter("β-likeness and δ-disclosure privacy need sensitive='<column>'")
-    if models.delta_presence is not None and population is None:
-        raise InvalidParameter("δ-presence needs the population table the research sample was drawn from")
-    if models.k_map is not None and population is None and sampling_fraction is None:
-        raise InvalidParameter(
-            "k-map needs a population table, or the sampling fraction to estimate the population counts"
-        )
-    if models.population_uniqueness is not None and sampling_fraction is None:
-        raise InvalidParameter(
-            "population uniqueness needs the sampling fraction (the table's share of the population), "
-            "e.g. 0.01"
-        )
+    """Check each model of ``models`` on ``table``; refuse a model whose inputs are missing.
+
+    ``hierarchies``: those the release was generalised with; population records are then joined to a
+    class also through them (a label such as ``Undergraduate`` covers ``Bachelors``), as the lattice
+    search counts them. Without them, only the label text is read (ranges, ``a|b``, ``*``, raw values)."""
+    check_model_inputs(models, sensitive, population, sampling_fraction)
     if sampling_fraction is not None:
         check_fraction(sampling_fraction)
     cl = classes if classes is not None else group(table, qi)
@@ -149,7 +150,9 @@ def evaluate(
                     {"delta": models.delta_disclosure},
                 )
             )
-    counts, uncovered = _population_counts(table, qi, population, cl) if population is not None else (None, 0)
+    counts, uncovered = (
+        _population_counts(table, qi, population, cl, hierarchies) if population is not None else (None, 0)
+    )
     if models.delta_presence is not None and counts is not None:
         lo, hi = models.delta_presence
         delta = cl.sizes / counts

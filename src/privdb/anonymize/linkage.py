@@ -14,7 +14,7 @@ the most selective column and are filtered by array look-ups on the others.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from privdb.anonymize._classes import (
     require_rows,
     text,
 )
+from privdb.anonymize.hierarchy import Hierarchy
 from privdb.errors import InvalidParameter
 
 __all__ = ["Linkage", "Match", "adult_example", "course_example", "link", "linkage_attack", "match"]
@@ -79,9 +80,16 @@ def _side(values: pd.Series) -> tuple[IntArray, ObjArray]:
 
 
 def match(
-    released: pd.DataFrame, public: pd.DataFrame, qi: Sequence[str], *, classes: Classes | None = None
+    released: pd.DataFrame,
+    public: pd.DataFrame,
+    qi: Sequence[str],
+    *,
+    classes: Classes | None = None,
+    hierarchies: Mapping[str, Hierarchy] | None = None,
 ) -> Match:
-    """Which public records each released class covers (see the module docstring)."""
+    """Which public records each released class covers (see the module docstring). With ``hierarchies``
+    (those the release was generalised with), a released label also covers the public values the
+    column's hierarchy maps to it at some level, so category names such as ``Undergraduate`` join."""
     require_columns(released, qi, "release")
     require_columns(public, qi, "public table")
     require_rows(public, "public table")
@@ -99,7 +107,8 @@ def match(
     for j, c in enumerate(qi):
         s_code, s_uniq = _side(released[c].iloc[cl.first].reset_index(drop=True))
         v_code, v_uniq = pub[j][0][rep], pub[j][1]
-        cols.append((s_code, v_code, _coverage(c, s_uniq, v_uniq)))
+        hierarchy = (hierarchies or {}).get(c)
+        cols.append((s_code, v_code, _coverage(c, s_uniq, v_uniq, hierarchy)))
     pc, pt = _candidates(cols, cl.n_classes, n_tup)
     for s_code, v_code, grid in cols:
         keep = grid.holds(s_code[pc], v_code[pt])
@@ -115,11 +124,14 @@ def match(
     )
 
 
-def _coverage(column: str, s_uniq: ObjArray, v_uniq: ObjArray) -> Coverage:
+def _coverage(
+    column: str, s_uniq: ObjArray, v_uniq: ObjArray, hierarchy: Hierarchy | None = None
+) -> Coverage:
     """Which released texts cover which public texts, as the list of covering pairs. A released
     text that is no ``*``, range, set or mask covers only itself: those pairs come from a hash join, so a
     raw column (an id, a name) with many distinct values joins in linear time; the others are decided
-    against every public text."""
+    against every public text. With ``hierarchy``, a released text also covers each public text whose
+    label at some level it is (one hash join per level)."""
     lo, _ = parse_intervals(s_uniq)
     labels = pd.Series(s_uniq, dtype=object).astype(str)
     general = (labels == STAR) | labels.str.contains("|", regex=False) | labels.str.endswith(STAR)
@@ -137,9 +149,16 @@ def _coverage(column: str, s_uniq: ObjArray, v_uniq: ObjArray) -> Coverage:
         v_at, g_at = np.nonzero(grid.reshape(len(v_uniq), len(general_at)))
         rows.append(general_at[g_at])
         cols.append(v_at)
+    if hierarchy is not None:
+        side = pd.Index(s_uniq)
+        for level in range(hierarchy.height + 1):
+            at = side.get_indexer(pd.Index(hierarchy.labels(v_uniq, level)))
+            rows.append(at[at >= 0])
+            cols.append(np.flatnonzero(at >= 0))
     r, c = np.concatenate(rows).astype(np.int64), np.concatenate(cols).astype(np.int64)
-    order = np.argsort(r * max(len(v_uniq), 1) + c, kind="stable")
-    return Coverage(r[order], c[order], (len(s_uniq), len(v_uniq)))
+    key = np.unique(r * max(len(v_uniq), 1) + c)  # sorted, each covering pair once
+    r, c = key // max(len(v_uniq), 1), key % max(len(v_uniq), 1)
+    return Coverage(r, c, (len(s_uniq), len(v_uniq)))
 
 
 def _candidates(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.stats import poisson
@@ -13,7 +14,7 @@ from scipy.stats import poisson
 from privdb.anonymize.uniqueness import ESTIMATORS
 from privdb.errors import InvalidParameter
 
-__all__ = ["KMAP_ESTIMATORS", "Models", "derived_k"]
+__all__ = ["KMAP_ESTIMATORS", "Models", "check_model_inputs", "derived_k", "needs_lattice"]
 
 KMAP_ESTIMATORS = ("poisson", "zero-truncated-poisson")
 
@@ -96,6 +97,58 @@ class Models:
                 self.population_uniqueness,
             )
         )
+
+
+def check_model_inputs(models: Models | None, sensitive: str | None, population: Any, fraction: Any) -> None:
+    """Refuse a model whose inputs are missing, and a population table or sampling fraction no model asked
+    uses (it would be silently ignored)."""
+    models = models if models is not None else Models()
+    if not models.any and (population is not None or fraction is not None):
+        raise InvalidParameter(
+            "a population table and a sampling fraction serve δ-presence, k-map and population uniqueness: "
+            "ask one of those models or leave them out"
+        )
+    if models.needs_sensitive and sensitive is None:
+        raise InvalidParameter("β-likeness and δ-disclosure privacy need sensitive='<column>'")
+    if models.delta_presence is not None and population is None:
+        raise InvalidParameter("δ-presence needs the population table the research sample was drawn from")
+    if models.k_map is not None and population is None and fraction is None:
+        raise InvalidParameter(
+            "k-map needs a population table, or the sampling fraction to estimate the population counts"
+        )
+    if models.population_uniqueness is not None and fraction is None:
+        raise InvalidParameter(
+            "population uniqueness needs the sampling fraction (the table's share of its population), "
+            "e.g. 0.01"
+        )
+    if population is not None and models.delta_presence is None and models.k_map is None:
+        raise InvalidParameter(
+            "a population table serves only δ-presence and k-map, neither of which was asked: "
+            "ask one of them or leave out the population table"
+        )
+    if fraction is not None and models.k_map is None and models.population_uniqueness is None:
+        raise InvalidParameter(
+            "a sampling fraction serves only k-map and population uniqueness, neither of which was asked: "
+            "ask one of them or leave out the sampling fraction"
+        )
+
+
+def needs_lattice(models: Models, population: Any) -> bool:
+    """Whether ``models`` are enforced per lattice node (δ-presence, k-map against a population, risk
+    thresholds), which Mondrian cannot honour."""
+    risk = (models.average_risk, models.sample_uniqueness, models.population_uniqueness)
+    return (
+        models.delta_presence is not None
+        or (models.k_map is not None and population is not None)
+        or any(x is not None for x in risk)
+    )
+
+
+MONDRIAN_REFUSAL = (
+    "δ-presence, k-map against a population and the risk thresholds are checked on whole generalisations "
+    "with suppression, which Mondrian (no suppression, classes cut one by one) cannot honour: use the "
+    "lattice search (algorithm='lattice'; on the command line, leave out --algorithm mondrian)"
+)
 
 
 def derived_k(k: int, sampling_fraction: float, significance: float, estimator: str, n: int) -> int:

@@ -33,8 +33,8 @@ from numpy.typing import NDArray
 
 from privdb.anonymize.hierarchy import Hierarchy
 from privdb.anonymize.model_spec import Models
+from privdb.anonymize.population import population_text
 from privdb.anonymize.uniqueness import estimate
-from privdb.errors import InvalidParameter
 
 __all__ = ["NodeCriteria", "thresholds_hold"]
 
@@ -129,7 +129,7 @@ class NodeCriteria:
         """Encode the population's tuples with the lattice's hierarchy labels."""
         if self.population is None or (self.k_map is None and self.presence is None):
             return
-        pop = self.population
+        pop = population_text(self.population, qi)
         key = pd.MultiIndex.from_frame(pop[list(qi)].astype(object)) if len(qi) > 1 else pop[qi[0]]
         tup, uniq = pd.factorize(key)
         weight = np.bincount(tup).astype(np.int64)
@@ -214,14 +214,3 @@ class NodeCriteria:
         out = out.copy()
         out[order[:m]] = True
         return out, fulfilled(m)
-
-
-def check_population_models(models: Models, population: pd.DataFrame | None, qi: Sequence[str]) -> None:
-    """Refuse a population table without the quasi-identifiers."""
-    if population is None:
-        return
-    missing = [c for c in qi if c not in population.columns]
-    if missing:
-        raise InvalidParameter(
-            f"the population table lacks the quasi-identifier '{missing[0]}': give it the same columns"
-        )

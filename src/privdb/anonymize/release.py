@@ -12,7 +12,7 @@ an equivalence class (ARX exports them as one ``*`` class, which other checkers 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from privdb.anonymize.hierarchy import Hierarchy
 from privdb.mechanisms.randomness import RandomSource, default_source
 
 __all__ = ["Anonymized", "GeneralizedColumn", "build_release", "class_ids", "publishable"]
@@ -56,6 +57,7 @@ class Anonymized:
     node: dict[str, int] | None = None
     params: dict[str, Any] = field(default_factory=dict)
     columns: tuple[GeneralizedColumn, ...] = ()
+    hierarchies: Mapping[str, Hierarchy] = field(default_factory=dict)  # those the labels came from
 
     def coded_table(self) -> pd.DataFrame:
         """``table`` with each quasi-identifier as a pandas categorical of the same values (categories

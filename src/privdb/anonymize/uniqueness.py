@@ -125,9 +125,8 @@ def _pitman(sizes: np.ndarray, counts: np.ndarray, n: float, population: float) 
     c1 = float(counts[sizes == 1].sum())
     c2 = float(counts[sizes == 2].sum()) or 1.0
     c = c1 * (c1 - 1) / c2
-    with np.errstate(
-        all="ignore"
-    ):  # a zero denominator gives ±inf or NaN, as in ARX's Java: that start fails
+    # a zero denominator gives ±inf or NaN, as in ARX's Java: that start fails
+    with np.errstate(all="ignore"):
         theta0 = float(
             np.float64(n * u * c - c1 * (n - 1) * (2 * u + c)) / np.float64(2 * c1 * u + c1 * c - n * c)
         )
@@ -176,7 +175,7 @@ def _hypergeom_one(population: int, size: np.ndarray, n: int) -> np.ndarray:
 def _zayatz(sizes: np.ndarray, counts: np.ndarray, n: float, population: float) -> float:
     u = float(counts.sum())
     c1 = float(counts[sizes == 1].sum())
-    pop, draws = int(min(population, 2**31 - 1)), int(n)
+    pop, draws = int(population), int(n)
     total = float((counts / u * _hypergeom_one(pop, sizes, draws)).sum())
     share = (c1 / u) * float(_hypergeom_one(pop, np.array([1]), draws)[0]) / total
     return c1 * share / (n / population)
@@ -242,6 +241,9 @@ class Uniqueness:
             "sampling_fraction": self.sampling_fraction,
             "sample_uniques": self.sample_uniques,
         }
+
+
+MAX_POPULATION = 2**31 - 1  # ARX counts the population N = n/π in a Java int
 
 
 def check_fraction(fraction: float) -> float:
@@ -310,6 +312,12 @@ class _Histogram:
         n = float(class_sizes.sum())
         if n == 0:
             raise InvalidParameter("the table has no unsuppressed record: there is no class to estimate from")
+        if math.floor(n / pi + 0.5) > MAX_POPULATION:
+            raise InvalidParameter(
+                f"a sampling fraction of {pi:g} puts the population at {n / pi:.3g} records, more than "
+                f"{MAX_POPULATION:,} (2³¹ − 1, the largest population ARX's estimators take): raise the "
+                "sampling fraction"
+            )
         sizes, counts = np.unique(class_sizes, return_counts=True)
         return cls(sizes, counts, n, pi, float(counts[sizes == 1].sum()))
 

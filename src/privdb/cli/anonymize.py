@@ -174,6 +174,7 @@ def anonymize(
     from privdb.anonymize import Models, Search
     from privdb.anonymize import anonymize as run
     from privdb.anonymize.criteria import evaluate
+    from privdb.anonymize.model_spec import MONDRIAN_REFUSAL, needs_lattice
     from privdb.anonymize.release import publishable
     from privdb.anonymize.report import (
         histogram_png,
@@ -194,17 +195,10 @@ def anonymize(
         k_map=k_map, k_map_estimator=k_map_estimator, significance=significance, average_risk=average_risk,
         sample_uniqueness=sample_uniqueness, population_uniqueness=population_uniqueness, estimator=estimator,
     )  # fmt: skip
-    node_level = (
-        delta_presence is not None
-        or (k_map is not None and population is not None)
-        or any(x is not None for x in (average_risk, sample_uniqueness, population_uniqueness))
-    )
+    node_level = needs_lattice(models, population)
     full = search is not None or weights is not None or local_recoding > 0 or node_level
     if algorithm == "mondrian" and node_level:
-        raise InvalidParameter(
-            "--delta-presence, --k-map with --population and the risk thresholds are enforced by the "
-            "lattice search (with suppression): leave out --algorithm mondrian"
-        )
+        raise InvalidParameter(MONDRIAN_REFUSAL)
     algorithm = algorithm or ("lattice" if full else "mondrian")
     if algorithm != "lattice" and full:
         raise InvalidParameter(
@@ -293,7 +287,7 @@ def anonymize(
         if models.any:
             found = evaluate(
                 result.table, columns, models, sensitive=sensitive, population=people,
-                sampling_fraction=sampling_fraction,
+                sampling_fraction=sampling_fraction, hierarchies=result.hierarchies,
             )  # fmt: skip
             body["models"] = [r.to_dict() for r in found]
         steps.next(f"writing {output.name}")
@@ -311,7 +305,7 @@ def anonymize(
         + (f", l = {achieved['l']}" if achieved.get("l") is not None else "")
         + (f", t = {achieved['t']:.4g}" if achieved.get("t") is not None else "")
         + f"; NCP {util['ncp']:.2%}, {util['suppressed']:,} suppressed"
-        + (f" ({result.suppression_reason})" if result.n_suppressed else "")
+        + (f" ({result.suppression_reason})" if util["suppressed"] and result.suppression_reason else "")
         + f"; prosecutor risk max {risk['prosecutor_max']:.3g}, avg {risk['prosecutor_avg']:.3g}"
         + "".join(f"; {m['model']} {'holds' if m['holds'] else 'FAILS'}" for m in body.get("models", []))
         + f"; {seconds:.2f} s"

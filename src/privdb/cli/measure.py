@@ -77,6 +77,7 @@ def check(
     """Measure k, l and t (and re-identification risk) of any table; with model options, say whether
     β-likeness, δ-disclosure, δ-presence, k-map and the risk thresholds hold, and the worst value."""
     from privdb.anonymize.criteria import Models, evaluate
+    from privdb.anonymize.model_spec import check_model_inputs
     from privdb.anonymize.report import read_table, table_report
 
     models = Models(
@@ -92,6 +93,7 @@ def check(
         population_uniqueness=population_uniqueness,
         estimator=estimator,
     )
+    check_model_inputs(models, sensitive, population, sampling_fraction)  # before reading anything
 
     columns = qi_columns(qi)
     with Steps(2) as steps:
