@@ -26,10 +26,18 @@ from privdb.cli.anonymize_parts import (
 from privdb.cli.core import app, console, friendly
 from privdb.cli.measure import delta_pair as _pair
 from privdb.cli.table_options import (
+    BetaOption,
+    DeltaDisclosureOption,
+    EnhancedBetaOption,
+    EstimatorOption,
     FixLabelsOption,
     HierarchiesOption,
+    KMapEstimatorOption,
+    PopulationOption,
     QiOption,
+    SamplingFractionOption,
     SensitiveOption,
+    SignificanceOption,
     Steps,
     check_output,
     hierarchy_frames,
@@ -81,11 +89,9 @@ def anonymize(
         int,
         typer.Option(help="rounds re-anonymising the suppressed records on their own (ARX's local recoding)"),
     ] = 0,
-    beta: Annotated[float | None, typer.Option(help="basic β-likeness of --sensitive")] = None,
-    enhanced_beta: Annotated[float | None, typer.Option(help="enhanced β-likeness of --sensitive")] = None,
-    delta_disclosure: Annotated[
-        float | None, typer.Option(help="δ-disclosure privacy of --sensitive (natural log)")
-    ] = None,
+    beta: BetaOption = None,
+    enhanced_beta: EnhancedBetaOption = None,
+    delta_disclosure: DeltaDisclosureOption = None,
     delta_presence: Annotated[
         str | None, typer.Option(help="δ-presence 'δmin,δmax' against --population (lattice)")
     ] = None,
@@ -93,10 +99,8 @@ def anonymize(
         int | None,
         typer.Option(help="k-map: against --population (lattice), or estimated from --sampling-fraction"),
     ] = None,
-    k_map_estimator: Annotated[
-        str, typer.Option(help="k-map's estimate: poisson or zero-truncated-poisson")
-    ] = "poisson",
-    significance: Annotated[float, typer.Option(help="k-map estimate's significance level")] = 0.01,
+    k_map_estimator: KMapEstimatorOption = "poisson",
+    significance: SignificanceOption = 0.01,
     average_risk: Annotated[
         float | None, typer.Option(help="threshold of the average re-identification risk (lattice)")
     ] = None,
@@ -107,15 +111,9 @@ def anonymize(
         float | None,
         typer.Option(help="threshold of estimated population uniqueness (lattice, --sampling-fraction)"),
     ] = None,
-    estimator: Annotated[
-        str, typer.Option(help="population uniqueness: dankar, pitman, zayatz or snb")
-    ] = "dankar",
-    population: Annotated[
-        Path | None, typer.Option(help="the population table (raw values) for δ-presence and k-map")
-    ] = None,
-    sampling_fraction: Annotated[
-        float | None, typer.Option(help="the table's share of its population, e.g. 0.01")
-    ] = None,
+    estimator: EstimatorOption = "dankar",
+    population: PopulationOption = None,
+    sampling_fraction: SamplingFractionOption = None,
     microaggregate: Annotated[
         str | None,
         typer.Option(

@@ -14,10 +14,18 @@ from rich.table import Table
 from privdb.cli.core import app, console, friendly
 from privdb.cli.options import TableOrJson
 from privdb.cli.table_options import (
+    BetaOption,
+    DeltaDisclosureOption,
+    EnhancedBetaOption,
+    EstimatorOption,
     FixLabelsOption,
     HierarchiesOption,
+    KMapEstimatorOption,
+    PopulationOption,
     QiOption,
+    SamplingFractionOption,
     SensitiveOption,
+    SignificanceOption,
     Steps,
     hierarchy_frames,
     qi_columns,
@@ -41,21 +49,17 @@ def check(
         Path | None, typer.Option(help="the original table, same rows: check every value is covered")
     ] = None,
     fix_labels: FixLabelsOption = False,
-    beta: Annotated[float | None, typer.Option(help="basic β-likeness of --sensitive")] = None,
-    enhanced_beta: Annotated[float | None, typer.Option(help="enhanced β-likeness of --sensitive")] = None,
-    delta_disclosure: Annotated[
-        float | None, typer.Option(help="δ-disclosure privacy of --sensitive (natural log)")
-    ] = None,
+    beta: BetaOption = None,
+    enhanced_beta: EnhancedBetaOption = None,
+    delta_disclosure: DeltaDisclosureOption = None,
     delta_presence: Annotated[
         str | None, typer.Option(help="δ-presence 'δmin,δmax' against --population")
     ] = None,
     k_map: Annotated[
         int | None, typer.Option(help="k-map: against --population, or estimated from --sampling-fraction")
     ] = None,
-    k_map_estimator: Annotated[
-        str, typer.Option(help="k-map's estimate: poisson or zero-truncated-poisson")
-    ] = "poisson",
-    significance: Annotated[float, typer.Option(help="k-map estimate's significance level")] = 0.01,
+    k_map_estimator: KMapEstimatorOption = "poisson",
+    significance: SignificanceOption = 0.01,
     average_risk: Annotated[
         float | None, typer.Option(help="threshold of the average re-identification risk")
     ] = None,
@@ -63,15 +67,9 @@ def check(
     population_uniqueness: Annotated[
         float | None, typer.Option(help="threshold of estimated population uniqueness (--sampling-fraction)")
     ] = None,
-    estimator: Annotated[
-        str, typer.Option(help="population uniqueness: dankar, pitman, zayatz or snb")
-    ] = "dankar",
-    population: Annotated[
-        Path | None, typer.Option(help="the population table (raw values) for δ-presence and k-map")
-    ] = None,
-    sampling_fraction: Annotated[
-        float | None, typer.Option(help="the table's share of its population, e.g. 0.01")
-    ] = None,
+    estimator: EstimatorOption = "dankar",
+    population: PopulationOption = None,
+    sampling_fraction: SamplingFractionOption = None,
     output_format: TableOrJson = "table",
 ) -> None:
     """Measure k, l and t (and re-identification risk) of any table; with model options, say whether

@@ -23,10 +23,18 @@ from privdb.cli.core import errors
 from privdb.errors import InvalidParameter
 
 __all__ = [
+    "BetaOption",
+    "DeltaDisclosureOption",
+    "EnhancedBetaOption",
+    "EstimatorOption",
     "FixLabelsOption",
     "HierarchiesOption",
+    "KMapEstimatorOption",
+    "PopulationOption",
     "QiOption",
+    "SamplingFractionOption",
     "SensitiveOption",
+    "SignificanceOption",
     "Steps",
     "check_output",
     "hierarchy_frames",
@@ -40,6 +48,21 @@ SensitiveOption = Annotated[
 ]
 HierarchiesOption = Annotated[
     Path | None, typer.Option("--hierarchies", help="directory of COLUMN.csv hierarchies (ARX's format)")
+]
+# the privacy models' options, alike in `check` (measure any table) and `anonymize` (enforce them)
+BetaOption = Annotated[float | None, typer.Option(help="basic β-likeness of --sensitive")]
+EnhancedBetaOption = Annotated[float | None, typer.Option(help="enhanced β-likeness of --sensitive")]
+DeltaDisclosureOption = Annotated[
+    float | None, typer.Option(help="δ-disclosure privacy of --sensitive (natural log)")
+]
+KMapEstimatorOption = Annotated[str, typer.Option(help="k-map's estimate: poisson or zero-truncated-poisson")]
+SignificanceOption = Annotated[float, typer.Option(help="k-map estimate's significance level")]
+EstimatorOption = Annotated[str, typer.Option(help="population uniqueness: dankar, pitman, zayatz or snb")]
+PopulationOption = Annotated[
+    Path | None, typer.Option(help="the population table (raw values) for δ-presence and k-map")
+]
+SamplingFractionOption = Annotated[
+    float | None, typer.Option(help="the table's share of its population, e.g. 0.01")
 ]
 FixLabelsOption = Annotated[
     bool,
