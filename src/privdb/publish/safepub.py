@@ -20,8 +20,9 @@ the lattice has at most ``LATTICE_NODES`` nodes: that score is flat near the top
 walk's small per-step shares leave it, and one sharp draw finds the nodes that predict the target
 (docs/publish.md, "Which search"). It costs one score per node (about 10 s for Adult's 6,480).
 
-Values a hierarchy does not list are generalised to ``*`` at every level: the map stays a fixed public
-function, and no error or label can depend on which values the private table holds.
+Values a hierarchy does not list, and missing values (NULL, NaN), are generalised to ``*`` at every level:
+the map stays a fixed public function, and no error or label can depend on which values the private table
+holds.
 """
 
 from __future__ import annotations
@@ -247,11 +248,15 @@ def _scorer(
 def search_lattice(
     df: pd.DataFrame, qi: Sequence[str], hierarchies: Mapping[str, Hierarchy], params: SafePubParameters
 ) -> Lattice:
-    """The lattice of ``qi``'s public hierarchy levels over ``df`` (values a hierarchy does not list go to
-    ``*``), as the search and the release read it."""
+    """The lattice of ``qi``'s public hierarchy levels over ``df`` (values a hierarchy does not list, and
+    missing values, go to ``*`` at every level), as the search and the release read it. Its nodes are not
+    enumerated (the search draws its own), so no size limit of the optimal search applies."""
     hier = {c: h if isinstance(h, PublicHierarchy) else PublicHierarchy(h) for c, h in hierarchies.items()}
     with np.errstate(divide="ignore", invalid="ignore"):  # an empty table: the lattice's loss bound is 0/0
-        return Lattice(df, qi, {c: hier[c] for c in qi}, params.k, suppression_limit=1.0)
+        return Lattice(
+            df, qi, {c: hier[c] for c in qi}, params.k, suppression_limit=1.0, enumerate_nodes=False,
+            missing_as_star=True,
+        )  # fmt: skip
 
 
 def search_scorer(
