@@ -46,7 +46,8 @@ def _neighbours(column: str, missing: object) -> tuple[pd.DataFrame, pd.DataFram
 
 @pytest.mark.parametrize(("column", "missing"), [("job", None), ("job", np.nan), ("age", np.nan)])
 @pytest.mark.parametrize(
-    "how", [{"search": "walk"}, {"search": "lattice"}, {"node": (0, 0)}, {"node": (0, 3)}, {"node": (2, 3)}],
+    "how",
+    [{"search": "walk"}, {"search": "lattice"}, {"node": (0, 0)}, {"node": (0, 3)}, {"node": (2, 3)}],
     ids=str,
 )
 def test_a_missing_quasi_identifier_is_released_as_star_on_either_neighbour(
