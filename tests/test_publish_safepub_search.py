@@ -72,9 +72,9 @@ def test_a_target_alone_means_the_classification_score_and_bad_searches_are_refu
     out = safepub(df, ["a", "b"], hier, epsilon=1.0, delta=1e-5, target="y", rng=seeded(3))
     assert (out.metric, out.search, out.pivots, out.steps) == ("classification", "lattice", [], 0)
     assert safepub(df, ["a", "b"], hier, epsilon=1.0, delta=1e-5, rng=seeded(3)).search == "walk"
-    for bad, needle in (({"search": "best"}, "unknown --search"),
+    for bad, needle in (({"search": "best"}, r"unknown search \(--search\)"),
                         ({"search": "lattice", "steps": 3}, "--steps"),
-                        ({"node": (0, 0), "search": "walk"}, "--node fixes")):  # fmt: skip
+                        ({"node": (0, 0), "search": "walk"}, r"node \(--node\) fixes")):  # fmt: skip
         with pytest.raises(InvalidParameter, match=needle):
             safepub(df, ["a", "b"], hier, epsilon=1.0, delta=1e-5, rng=seeded(3), **bad)  # type: ignore[arg-type]
 
@@ -102,3 +102,69 @@ def test_the_json_request_takes_search_and_node(tmp_path: Path) -> None:
                 owner.publish("safepub", "patients", **base, search=bad)
     with Database(tmp_path / "db") as db:
         assert float(db.ledger.budget(OWNER_ACCOUNT, db.name).epsilon_spent) == pytest.approx(3.0)
+
+
+def _wide(tmp_path: Path) -> tuple[Path, dict[str, list[list[str]]]]:
+    """An owner's database holding 10 columns, each with a public hierarchy of height 4: 5^10 = 9,765,625
+    nodes."""
+    import privdb
+
+    cols = [f"q{i}" for i in range(10)]
+    rows = [[f"v{j}", f"v{j // 2}x", f"v{j // 4}y", f"v{j // 8}z", "*"] for j in range(16)]
+    pd.DataFrame({c: [f"v{(r * (i + 1)) % 16}" for r in range(64)] for i, c in enumerate(cols)}).to_csv(
+        tmp_path / "wide.csv", index=False
+    )
+    with privdb.connect(tmp_path / "db") as owner:
+        owner.load("wide", tmp_path / "wide.csv")
+    return tmp_path / "db", dict.fromkeys(cols, rows)
+
+
+def test_an_explicit_lattice_search_past_the_cap_is_refused_before_anything_is_spent(tmp_path: Path) -> None:
+    """10 quasi-identifiers of height 4 make 9.8 million nodes: scoring each would hold a worker for hours
+    after the charge. The explicit lattice search is refused up front (nothing spent); the walk runs (the
+    lattice is not enumerated, so the optimal search's 2-million-node limit no longer refuses it after the
+    charge)."""
+    import privdb
+
+    path, hierarchies = _wide(tmp_path)
+    base = {"qi": list(hierarchies), "hierarchies": hierarchies, "epsilon": 1.0, "delta": 1e-5}
+    with privdb.connect(path) as owner:
+        with pytest.raises(InvalidParameter, match=r"9,765,625 \(more than 1,000,000.*use search walk"):
+            owner.publish("safepub", "wide", **base, search="lattice")
+        with Database(path) as db:
+            assert float(db.ledger.budget(OWNER_ACCOUNT, db.name).epsilon_spent) == 0.0
+        walked = owner.publish("safepub", "wide", **base, search="walk")
+        assert walked["summary"]["search"] == "walk"
+
+
+def test_a_fixed_node_accepts_the_old_default_metric_and_json_errors_name_the_option(tmp_path: Path) -> None:
+    """``metric="loss"`` beside a fixed node worked before the search options came and still does (library
+    and JSON); the JSON request's bad ``node``/``search`` are refused naming the key and the flag, and cost
+    nothing."""
+    import privdb
+
+    df = pd.DataFrame({"a": ["x", "y"] * 20, "b": ["u"] * 40})
+    hier = {c: FlatHierarchy(c, df[c].unique()) for c in ("a", "b")}
+    out = safepub(df, ["a", "b"], hier, epsilon=1.0, delta=1e-5, node=(1, 0), metric="loss", rng=seeded(1))
+    assert out.search == "fixed" and out.node == {"a": 1, "b": 0}
+    with pytest.raises(InvalidParameter, match=r"give no metric \(--metric\)"):
+        safepub(df, ["a", "b"], hier, epsilon=1.0, delta=1e-5, node=(1, 0), metric="classification")
+    path, hierarchies = _wide(tmp_path)
+    qi = list(hierarchies)[:2]
+    base = {"qi": qi, "hierarchies": {c: hierarchies[c] for c in qi}, "epsilon": 1.0, "delta": 1e-5}
+    with privdb.connect(path) as owner:
+        for bad, needle in (
+            (
+                {"node": [0]},
+                r"node \(--node\) needs one level per quasi-identifier \(2: q0, q1\), e.g. \[0, 0\]",
+            ),
+            ({"node": [0, 9]}, r"node \(--node\): the level of q1 must be a whole number in 0..4, got 9"),
+            ({"search": "best"}, r"unknown search \(--search\) 'best'"),
+            ({"search": "lattice", "steps": 2}, r"steps \(--steps\) counts the walk's steps"),
+        ):
+            with pytest.raises(InvalidParameter, match=needle):
+                owner.publish("safepub", "wide", **base, **bad)
+        with Database(path) as db:
+            assert float(db.ledger.budget(OWNER_ACCOUNT, db.name).epsilon_spent) == 0.0
+        fixed = owner.publish("safepub", "wide", **base, node=[4, 0], metric="loss")
+        assert fixed["summary"]["search"] == "fixed" and fixed["summary"]["node"] == {"q0": 4, "q1": 0}

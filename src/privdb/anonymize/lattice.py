@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from privdb.anonymize.hierarchy import Hierarchy
+from privdb.anonymize.hierarchy import STAR, Hierarchy
 from privdb.anonymize.node_criteria import NodeCriteria
 from privdb.anonymize.release import GeneralizedColumn
 from privdb.anonymize.sensitive_condition import SensitiveCondition
@@ -72,16 +72,18 @@ def weight_scale(weights: Sequence[float] | None, d: int) -> NDArray[np.float64]
 
 
 class _Qi:
-    """One quasi-identifier encoded for the lattice: value codes and, per level, group codes and costs."""
+    """One quasi-identifier encoded for the lattice: value codes and, per level, group codes and costs.
+    A missing value is refused, or with ``missing_as_star`` (SafePub's public hierarchies) is ``*`` at
+    every level, like a value the hierarchy does not list: no refusal depends on the private rows."""
 
-    def __init__(self, column: pd.Series, hierarchy: Hierarchy) -> None:
+    def __init__(self, column: pd.Series, hierarchy: Hierarchy, missing_as_star: bool = False) -> None:
         codes, uniq = pd.factorize(column)
-        if (codes < 0).any():  # code -1 would read the last value's groups: a made-up released value
+        absent = int((codes < 0).sum())
+        if absent and not missing_as_star:  # code -1 would read the last value's groups: a made-up value
             raise InvalidParameter(
-                f"quasi-identifier '{column.name}' has {int((codes < 0).sum())} missing value(s): fill or "
-                "drop them"
+                f"quasi-identifier '{column.name}' has {absent} missing value(s): fill or drop them"
             )
-        self.codes = codes.astype(np.int64)
+        self.codes = np.where(codes < 0, len(uniq), codes).astype(np.int64)  # missing: one more code, * below
         uniq_arr = np.asarray(uniq, dtype=object)
         table = hierarchy.table()
         dom = max(len(table) - 1, 1)
@@ -91,6 +93,7 @@ class _Qi:
         self.cost: list[NDArray[np.float64]] = []
         for lv in range(hierarchy.height + 1):
             lab = hierarchy.labels(uniq_arr, lv)
+            lab = np.append(np.asarray(lab, dtype=object), STAR) if absent else lab
             g, glab = pd.factorize(lab)
             leaves = table[f"level{lv}"].value_counts()
             cnt = leaves.reindex(np.asarray(glab, dtype=object).astype(str)).fillna(1).to_numpy(np.float64)
@@ -115,6 +118,7 @@ class Lattice:
         weights: Sequence[float] | None = None,
         enumerate_nodes: bool = True,
         criteria: NodeCriteria | None = None,
+        missing_as_star: bool = False,
     ) -> None:
         if metric not in METRICS:
             raise InvalidParameter(f"unknown metric '{metric}': use one of {', '.join(METRICS)}")
@@ -123,7 +127,7 @@ class Lattice:
                 f"suppression_limit is a fraction of records in 0..1 (got {suppression_limit})"
             )
         self.qi = list(qi)
-        self.qis = [_Qi(df[c], hierarchies[c]) for c in qi]
+        self.qis = [_Qi(df[c], hierarchies[c], missing_as_star) for c in qi]
         self.k = k
         self.n = len(df)
         self.metric = metric

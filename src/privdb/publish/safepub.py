@@ -20,8 +20,9 @@ the lattice has at most ``LATTICE_NODES`` nodes: that score is flat near the top
 walk's small per-step shares leave it, and one sharp draw finds the nodes that predict the target
 (docs/publish.md, "Which search"). It costs one score per node (about 10 s for Adult's 6,480).
 
-Values a hierarchy does not list are generalised to ``*`` at every level: the map stays a fixed public
-function, and no error or label can depend on which values the private table holds.
+Values a hierarchy does not list, and missing values (NULL, NaN), are generalised to ``*`` at every level:
+the map stays a fixed public function, and no error or label can depend on which values the private table
+holds.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ __all__ = [
 EPSILON_SEARCH = 0.1
 SEARCHES = ("auto", "walk", "lattice")
 LATTICE_NODES = 10_000  # "auto" scores every node of a lattice up to this size (a public count)
+LATTICE_MAX = 1_000_000  # an explicit "lattice" search's cap: about 1.5 ms a node on Adult, 25 minutes here
 
 
 class PublicHierarchy(Hierarchy):
@@ -122,8 +124,10 @@ def check_inputs(
     search: str = "auto",
 ) -> SafePubParameters:
     """Every check that needs only public inputs (names, parameters, hierarchies); raises before any work.
-    With a fixed ``node`` there is no search: ε_search, the score and steps are not used. No ``metric``
-    means ``classification`` when a ``target`` is named, else ``loss``."""
+    With a fixed ``node`` there is no search: ε_search is not used, and ``metric`` may be left out or be
+    ``loss`` (the old default, accepted and ignored). No ``metric`` means ``classification`` when a
+    ``target`` is named, else ``loss``. Option names are written ``name (--flag)``: the JSON request's
+    key, then the command line's flag."""
     if isinstance(qi, str) or not qi:
         raise InvalidParameter("give the quasi-identifiers as a list of column names, e.g. --qi age,sex")
     cols = [str(c) for c in df.columns]
@@ -144,18 +148,26 @@ def check_inputs(
         raise InvalidParameter(f"--delta must be in (0, 1), e.g. 1e-5, got {delta!r}")
     if node is not None:
         _check_node(node, qi, hierarchies)
-        if target is not None or steps is not None or metric not in (None, "fixed") or search != "auto":
+        searching = target is not None or steps is not None or search != "auto"
+        if searching or metric not in (None, "loss", "fixed"):
             raise InvalidParameter(
-                "--node fixes the generalisation: there is no search, so give no --metric, --target, "
-                "--steps or --search"
+                "node (--node) fixes the generalisation: there is no search, so give no metric (--metric), "
+                "target (--target), steps (--steps) or search (--search)"
             )
         return parameters(float(epsilon), float(delta))
     metric = default_metric(metric, target)
     if search not in SEARCHES:
-        raise InvalidParameter(f"unknown --search {search!r}: use one of {', '.join(SEARCHES)}")
+        raise InvalidParameter(f"unknown search (--search) {search!r}: use one of {', '.join(SEARCHES)}")
     if search == "lattice" and steps is not None:
         raise InvalidParameter(
-            "--steps counts the walk's steps: --search lattice scores every node; drop one"
+            "steps (--steps) counts the walk's steps: search (--search) lattice scores every node; drop one"
+        )
+    nodes = math.prod(int(hierarchies[c].height) + 1 for c in qi)
+    if search == "lattice" and nodes > LATTICE_MAX:
+        raise InvalidParameter(
+            f"search (--search) lattice scores every node, and these hierarchies make {nodes:,} (more than "
+            f"{LATTICE_MAX:,}: hours of work): use search walk (SafePub's walk scores a few nodes a step) or "
+            "auto, or fewer quasi-identifiers or levels"
         )
     if not (math.isfinite(epsilon_search) and 0 < epsilon_search < epsilon):
         raise InvalidParameter(
@@ -206,14 +218,14 @@ def _check_node(node: Sequence[int], qi: Sequence[str], hierarchies: Mapping[str
     """A user-fixed node: one whole level per quasi-identifier, each within its hierarchy's height."""
     if isinstance(node, str) or len(node) != len(qi):
         raise InvalidParameter(
-            f"--node needs one level per quasi-identifier ({len(qi)}: {', '.join(qi)}), e.g. "
-            f"--node {','.join('0' for _ in qi)}"
+            f"node (--node) needs one level per quasi-identifier ({len(qi)}: {', '.join(qi)}), e.g. "
+            f"[{', '.join('0' for _ in qi)}] (--node {','.join('0' for _ in qi)})"
         )
     for c, lv in zip(qi, node, strict=True):
         height = hierarchies[c].height
         if not (isinstance(lv, (int, np.integer)) and not isinstance(lv, bool) and 0 <= lv <= height):
             raise InvalidParameter(
-                f"--node: the level of {c} must be a whole number in 0..{height}, got {lv!r}"
+                f"node (--node): the level of {c} must be a whole number in 0..{height}, got {lv!r}"
             )
 
 
@@ -247,11 +259,15 @@ def _scorer(
 def search_lattice(
     df: pd.DataFrame, qi: Sequence[str], hierarchies: Mapping[str, Hierarchy], params: SafePubParameters
 ) -> Lattice:
-    """The lattice of ``qi``'s public hierarchy levels over ``df`` (values a hierarchy does not list go to
-    ``*``), as the search and the release read it."""
+    """The lattice of ``qi``'s public hierarchy levels over ``df`` (values a hierarchy does not list, and
+    missing values, go to ``*`` at every level), as the search and the release read it. Its nodes are not
+    enumerated (the search draws its own), so no size limit of the optimal search applies."""
     hier = {c: h if isinstance(h, PublicHierarchy) else PublicHierarchy(h) for c, h in hierarchies.items()}
     with np.errstate(divide="ignore", invalid="ignore"):  # an empty table: the lattice's loss bound is 0/0
-        return Lattice(df, qi, {c: hier[c] for c in qi}, params.k, suppression_limit=1.0)
+        return Lattice(
+            df, qi, {c: hier[c] for c in qi}, params.k, suppression_limit=1.0, enumerate_nodes=False,
+            missing_as_star=True,
+        )  # fmt: skip
 
 
 def search_scorer(
@@ -327,8 +343,9 @@ def safepub(
     else ``loss``). ``search``: ``"walk"`` (SafePub's), ``"lattice"`` (one draw over every node) or
     ``"auto"`` (``search_kind``). ``node``: one level per quasi-identifier, fixed by the
     user — no search, and all of ``epsilon`` goes to sampling and suppression (SafePub's data-independent
-    form). ``calibrated=False`` scores with ARX's threshold form instead of the expected release
-    (``expected``; kept for comparison). ``rng``: the CSPRNG unless a test passes a seeded source.
+    form; ``metric="loss"``, the old default, is accepted beside it and ignored). ``calibrated=False``
+    scores with ARX's threshold form instead of the expected release (``expected``; kept for comparison).
+    ``rng``: the CSPRNG unless a test passes a seeded source.
     """
     started = time.perf_counter()
     qi = list(qi) if not isinstance(qi, str) else qi
