@@ -129,7 +129,7 @@ def test_an_explicit_lattice_search_past_the_cap_is_refused_before_anything_is_s
     path, hierarchies = _wide(tmp_path)
     base = {"qi": list(hierarchies), "hierarchies": hierarchies, "epsilon": 1.0, "delta": 1e-5}
     with privdb.connect(path) as owner:
-        with pytest.raises(InvalidParameter, match=r"9,765,625 \(more than 1,000,000.*use search walk"):
+        with pytest.raises(InvalidParameter, match=r"9,765,625 \(more than 100,000.*use search walk"):
             owner.publish("safepub", "wide", **base, search="lattice")
         with Database(path) as db:
             assert float(db.ledger.budget(OWNER_ACCOUNT, db.name).epsilon_spent) == 0.0

@@ -66,7 +66,7 @@ __all__ = [
 EPSILON_SEARCH = 0.1
 SEARCHES = ("auto", "walk", "lattice")
 LATTICE_NODES = 10_000  # "auto" scores every node of a lattice up to this size (a public count)
-LATTICE_MAX = 1_000_000  # an explicit "lattice" search's cap: about 1.5 ms a node on Adult, 25 minutes here
+LATTICE_MAX = 100_000  # an explicit "lattice" search's cap: about 1.5 ms a node on Adult, 2.5 minutes here
 
 
 class PublicHierarchy(Hierarchy):
@@ -166,7 +166,7 @@ def check_inputs(
     if search == "lattice" and nodes > LATTICE_MAX:
         raise InvalidParameter(
             f"search (--search) lattice scores every node, and these hierarchies make {nodes:,} (more than "
-            f"{LATTICE_MAX:,}: hours of work): use search walk (SafePub's walk scores a few nodes a step) or "
+            f"{LATTICE_MAX:,}: many minutes of work): use search walk (SafePub's walk scores a few nodes a step) or "
             "auto, or fewer quasi-identifiers or levels"
         )
     if not (math.isfinite(epsilon_search) and 0 < epsilon_search < epsilon):
