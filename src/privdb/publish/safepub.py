@@ -166,8 +166,8 @@ def check_inputs(
     if search == "lattice" and nodes > LATTICE_MAX:
         raise InvalidParameter(
             f"search (--search) lattice scores every node, and these hierarchies make {nodes:,} (more than "
-            f"{LATTICE_MAX:,}: many minutes of work): use search walk (SafePub's walk scores a few nodes a step) or "
-            "auto, or fewer quasi-identifiers or levels"
+            f"{LATTICE_MAX:,}: many minutes of work): use search walk (SafePub's walk scores a few nodes a "
+            "step) or auto, or fewer quasi-identifiers or levels"
         )
     if not (math.isfinite(epsilon_search) and 0 < epsilon_search < epsilon):
         raise InvalidParameter(
