@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import poisson
 
-from privdb.anonymize.uniqueness import ESTIMATORS
+from privdb.anonymize.uniqueness import check_estimator
 from privdb.errors import InvalidParameter
 
 __all__ = ["KMAP_ESTIMATORS", "Models", "check_model_inputs", "derived_k", "needs_lattice"]
@@ -76,10 +76,7 @@ class Models:
             value = getattr(self, name)
             if value is not None:
                 _positive(f"the {name.replace('_', ' ')} threshold", value, f"{name}=0.05", top=1.0)
-        if self.estimator not in ESTIMATORS:
-            raise InvalidParameter(
-                f"unknown estimator '{self.estimator}': use one of {', '.join(ESTIMATORS)}"
-            )
+        check_estimator(self.estimator)
 
     @property
     def needs_sensitive(self) -> bool:

@@ -36,7 +36,7 @@ from scipy.special import digamma, gammaln, polygamma
 
 from privdb.errors import InvalidParameter
 
-__all__ = ["ESTIMATORS", "Uniqueness", "estimate", "population_uniqueness"]
+__all__ = ["ESTIMATORS", "Uniqueness", "check_estimator", "estimate", "population_uniqueness"]
 
 ESTIMATORS = ("pitman", "zayatz", "snb", "dankar")
 _ACCURACY = 1e-6
@@ -226,9 +226,7 @@ class Uniqueness:
     sample_uniques: float
 
     def of(self, estimator: str) -> float | None:
-        if estimator not in ESTIMATORS:
-            raise InvalidParameter(f"unknown estimator '{estimator}': use one of {', '.join(ESTIMATORS)}")
-        value: float | None = getattr(self, estimator)
+        value: float | None = getattr(self, check_estimator(estimator))
         return value
 
     def to_dict(self) -> dict[str, Any]:
@@ -257,6 +255,13 @@ def check_fraction(fraction: float) -> float:
     return float(fraction)
 
 
+def check_estimator(estimator: str) -> str:
+    """``estimator`` if it names one of ``ESTIMATORS``, else a refusal listing them."""
+    if estimator not in ESTIMATORS:
+        raise InvalidParameter(f"unknown estimator '{estimator}': use one of {', '.join(ESTIMATORS)}")
+    return estimator
+
+
 def population_uniqueness(class_sizes: np.ndarray, sampling_fraction: float) -> Uniqueness:
     """Pitman, Zayatz, SNB and Dankar's estimates from the sample's class sizes and π = n/N."""
     hist = _Histogram.of(class_sizes, sampling_fraction)
@@ -269,8 +274,7 @@ def population_uniqueness(class_sizes: np.ndarray, sampling_fraction: float) -> 
 
 def estimate(class_sizes: np.ndarray, sampling_fraction: float, estimator: str) -> float | None:
     """One estimator's share of population uniques (what a threshold check needs: the others not run)."""
-    if estimator not in ESTIMATORS:
-        raise InvalidParameter(f"unknown estimator '{estimator}': use one of {', '.join(ESTIMATORS)}")
+    check_estimator(estimator)
     hist = _Histogram.of(class_sizes, sampling_fraction)
     if hist.c1 == 0:
         return 0.0
@@ -304,6 +308,7 @@ class _Histogram:
     n: float
     pi: float
     c1: float
+    population: int  # N = n/π rounded half up: a count of records, as ARX's population model has it
 
     @classmethod
     def of(cls, class_sizes: np.ndarray, sampling_fraction: float) -> _Histogram:
@@ -312,21 +317,22 @@ class _Histogram:
         n = float(class_sizes.sum())
         if n == 0:
             raise InvalidParameter("the table has no unsuppressed record: there is no class to estimate from")
-        if math.floor(n / pi + 0.5) > MAX_POPULATION:
+        population = math.floor(n / pi + 0.5)
+        if population > MAX_POPULATION:
             raise InvalidParameter(
                 f"a sampling fraction of {pi:g} puts the population at {n / pi:.3g} records, more than "
                 f"{MAX_POPULATION:,} (2³¹ − 1, the largest population ARX's estimators take): raise the "
                 "sampling fraction"
             )
         sizes, counts = np.unique(class_sizes, return_counts=True)
-        return cls(sizes, counts, n, pi, float(counts[sizes == 1].sum()))
+        return cls(sizes, counts, n, pi, float(counts[sizes == 1].sum()), population)
 
     def share(self, estimator: str) -> float | None:
-        population = math.floor(self.n / self.pi + 0.5)  # N = n/π rounded half up: a count of records, as ARX
-        value = _ESTIMATE[estimator](self.sizes, self.counts, self.n, population)
+        n_pop = self.population
+        value = _ESTIMATE[estimator](self.sizes, self.counts, self.n, n_pop)
         # no estimate: not finite, 0, or outside the population (SNB's k·β^α can be negative or exceed N
         # where its equations have a root off the model's domain)
-        return value / population if math.isfinite(value) and 0 < value <= population else None
+        return value / n_pop if math.isfinite(value) and 0 < value <= n_pop else None
 
 
 _ESTIMATE = {"pitman": _pitman, "zayatz": _zayatz, "snb": _snb}
