@@ -28,7 +28,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from privdb.anonymize.heuristic import SEARCHES, Budget, genetic, lightning
-from privdb.anonymize.hierarchy import Hierarchy
+from privdb.anonymize.hierarchy import Hierarchy, lattice_size
 from privdb.anonymize.lattice import MAX_NODES, Lattice, NodeResult
 from privdb.anonymize.node_criteria import NodeCriteria
 from privdb.anonymize.release import GeneralizedColumn, class_ids
@@ -109,7 +109,7 @@ def full_domain(
             "local recoding cannot keep δ-presence, k-map against a population or the risk thresholds (ARX "
             "does not either): leave out local_recoding, or those models"
         )
-    size = int(np.prod([hierarchies[c].height + 1 for c in qi], dtype=object))
+    size = lattice_size(hierarchies[c].height for c in qi)
     method, note = search.method, None
     if method == "auto":
         method = "optimal" if size <= MAX_NODES else "lightning"

@@ -44,12 +44,18 @@ __all__ = [
     "MaskHierarchy",
     "TaxonomyHierarchy",
     "infer_kind",
+    "lattice_size",
     "numbers_of",
     "raw_strings",
 ]
 
 ObjArray = NDArray[np.object_]
 STAR = "*"
+
+
+def lattice_size(heights: Iterable[int]) -> int:
+    """The number of nodes of the generalisation lattice of hierarchies of these heights (exact)."""
+    return math.prod(int(h) + 1 for h in heights)
 
 
 def raw_strings(values: Any) -> ObjArray:

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from privdb.anonymize.hierarchy import STAR, Hierarchy
+from privdb.anonymize.hierarchy import STAR, Hierarchy, lattice_size
 from privdb.anonymize.node_criteria import NodeCriteria
 from privdb.anonymize.release import GeneralizedColumn
 from privdb.anonymize.sensitive_condition import SensitiveCondition
@@ -134,7 +134,7 @@ class Lattice:
         self.condition = condition
         self.max_suppressed = int(np.floor(suppression_limit * self.n + 1e-9))
         self.heights = np.array([q.height for q in self.qis], dtype=np.int64)
-        self.size = int(np.prod((self.heights + 1).astype(object)))
+        self.size = lattice_size(self.heights)
         if enumerate_nodes and self.size > MAX_NODES:
             raise InvalidParameter(
                 f"the lattice has {self.size} nodes (more than {MAX_NODES}): use search='lightning' or "

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from privdb.anonymize.hierarchy import STAR, Hierarchy, ObjArray
+from privdb.anonymize.hierarchy import STAR, Hierarchy, ObjArray, lattice_size
 from privdb.anonymize.lattice import Lattice
 from privdb.errors import InvalidParameter, UnknownColumn
 from privdb.mechanisms import _exact
@@ -162,7 +162,7 @@ def check_inputs(
         raise InvalidParameter(
             "steps (--steps) counts the walk's steps: search (--search) lattice scores every node; drop one"
         )
-    nodes = math.prod(int(hierarchies[c].height) + 1 for c in qi)
+    nodes = lattice_size(hierarchies[c].height for c in qi)
     if search == "lattice" and nodes > LATTICE_MAX:
         raise InvalidParameter(
             f"search (--search) lattice scores every node, and these hierarchies make {nodes:,} (more than "
@@ -210,8 +210,8 @@ def search_kind(search: str, metric: str, steps: int | None, heights: Sequence[i
     the steps asked for and the hierarchies' heights."""
     if search != "auto":
         return search
-    nodes = math.prod(int(h) + 1 for h in heights)
-    return "lattice" if metric == "classification" and steps is None and nodes <= LATTICE_NODES else "walk"
+    small = lattice_size(heights) <= LATTICE_NODES
+    return "lattice" if metric == "classification" and steps is None and small else "walk"
 
 
 def _check_node(node: Sequence[int], qi: Sequence[str], hierarchies: Mapping[str, Hierarchy]) -> None:
