@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import ALPHA, seeded
-from privdb.audit import BROKEN, CORRECT, audit, build_targets, clopper_pearson
+from privdb.audit import BROKEN, CORRECT, FAMILY_CONFIDENCE, audit, build_targets, clopper_pearson, run
 from privdb.errors import InvalidParameter
 from privdb.mechanisms import ExponentialMechanism
 
@@ -87,6 +87,14 @@ def test_naive_float_laplace_claims_are_not_trusted_blindly() -> None:
         confidence=1 - ALPHA,
     )
     assert not result.passed
+
+
+def test_a_runs_confidence_is_split_across_its_mechanisms() -> None:
+    """Bonferroni: ``run`` gives each of m audits 1 − (1 − confidence)/m: the run's false-alarm rate holds."""
+
+    results = run(["laplace", "rr_coin"], samples=2000, confidence=0.9)
+    assert [r.confidence for r in results] == pytest.approx([0.95, 0.95])
+    assert run(["rr_coin"], samples=2000)[0].confidence == FAMILY_CONFIDENCE
 
 
 def test_clopper_pearson_edges() -> None:

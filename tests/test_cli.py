@@ -28,8 +28,8 @@ def test_demo_shows_truth_noise_accuracy_and_a_refusal() -> None:
 
 def test_audit_json_shape() -> None:
     result = runner.invoke(app, ["audit", "laplace", "rr_coin", "--samples", "5000", "--format", "json"])
-    # 3 only if a 95% lower bound of a correct mechanism exceeds its claim (≤ 5% by construction)
-    assert result.exit_code in (0, 3), result.output
+    # the default confidence holds for the run: a false alarm (exit 3) at most once in a million runs
+    assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
     assert [r["name"] for r in rows] == ["laplace", "rr_coin"]
     for row in rows:
