@@ -118,3 +118,29 @@ def test_a_missing_quasi_identifier_value_is_refused_not_published_as_another_va
             anonymize(df, ["job", "age"], k=2, algorithm=algorithm, hierarchy_fallback=True)
     filled = anonymize(df.fillna({"job": "unknown"}), ["job", "age"], k=1, algorithm="lattice")
     assert filled.table["job"].iloc[0] == "unknown"
+
+
+def test_many_quasi_identifiers_do_not_wrap_the_class_keys() -> None:
+    """Eleven QIs of 64 values: the mixed-radix key (64¹¹ = 2⁶⁶) wrapped in int64, so two distinct tuples
+    whose first codes differ by 16 shared a class and a release with a unique record passed as 2-anonymous."""
+    qi = [f"q{j}" for j in range(11)]
+    rows = [["v00"] * 11] + [[f"v{r:02d}"] * 11 for r in range(1, 64) for _ in range(2)]
+    rows.append(["v16"] + ["v00"] * 10)  # q0's code 16 = 2⁶⁴ / 64¹⁰ apart from the all-v00 record
+    df = pd.DataFrame(rows, columns=qi)
+    res = anonymize(df, qi, k=2, algorithm="lattice", suppression_limit=0.0)
+    assert int(res.table.groupby(qi).size().min()) >= 2
+    assert res.node["q0"] == 1
+
+
+def test_combined_keys_are_distinct_exactly_when_tuples_are() -> None:
+    """``combine_sized`` over columns whose product of sizes passes 2⁶⁴ (it wrapped before)."""
+    from privdb.anonymize._classes import combine_sized
+
+    rng = np.random.default_rng(5)
+    sizes = [1 << 20] * 5  # 2¹⁰⁰ combinations
+    codes = [rng.integers(0, 4, 4000) << 18 for _ in sizes]  # few values, far apart: wraps collide
+    key, space = combine_sized(codes, sizes)
+    tuples = pd.MultiIndex.from_arrays(codes)
+    assert len(np.unique(key)) == tuples.nunique()
+    assert pd.Series(key).groupby(pd.factorize(tuples)[0]).nunique().max() == 1
+    assert 0 <= key.min() and key.max() < space

@@ -112,6 +112,16 @@ def codes_of(col: pd.Series) -> tuple[IntArray, pd.Index]:
 
 def combine(codes: Sequence[IntArray], sizes: Sequence[int]) -> IntArray:
     """One int64 key per record from several code columns (refactorised before int64 would overflow)."""
+    return combine_sized(codes, sizes)[0]
+
+
+def combine_sized(codes: Sequence[IntArray], sizes: Sequence[int]) -> tuple[IntArray, int]:
+    """``combine``'s keys and the size of their space (every key is below it).
+
+    Column ``i`` of sizes ``s`` counts ``∏ s[:i]`` times as much as column 0 (a mixed radix) until the
+    product would pass 2⁶² and wrap in int64 (then two different tuples could share a key, and a class
+    of one record pass as a class of two): the keys so far are renumbered densely first.
+    """
     n = len(codes[0]) if codes else 0
     key = np.zeros(n, dtype=np.int64)
     radix = 1
@@ -120,9 +130,9 @@ def combine(codes: Sequence[IntArray], sizes: Sequence[int]) -> IntArray:
         if radix > (1 << 62) // size:
             key = pd.factorize(key)[0].astype(np.int64)
             radix = int(key.max()) + 1 if n else 1
-        key = key + c * radix
+        key = key + np.asarray(c, dtype=np.int64) * radix
         radix *= size
-    return key
+    return key, radix
 
 
 @dataclass(frozen=True)

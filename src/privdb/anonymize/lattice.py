@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from privdb.anonymize._classes import combine_sized
 from privdb.anonymize.hierarchy import STAR, Hierarchy, lattice_size
 from privdb.anonymize.node_criteria import NodeCriteria
 from privdb.anonymize.release import GeneralizedColumn
@@ -204,18 +205,15 @@ class Lattice:
         total = sum(float(lc[int(lv)]) for lc, lv in zip(self.level_cost, levels, strict=True))
         return total / (self.n * len(self.qis))
 
-    def keys(self, levels: Sequence[int]) -> IntArray:
-        """One key per distinct tuple at ``levels``: its group codes in mixed radix."""
-        return self._keys(levels)[0]
+    def group_codes(self, levels: Sequence[int]) -> list[IntArray]:
+        """Per quasi-identifier, the group code of each distinct tuple at ``levels``."""
+        return [tg[lv] for tg, lv in zip(self._tg, levels, strict=True)]
 
     def _keys(self, levels: Sequence[int]) -> tuple[IntArray, int]:
-        key = np.zeros(len(self.weight), dtype=np.int64)
-        space = 1
-        for q, tg, lv in zip(self.qis, self._tg, levels, strict=True):
-            size = len(q.labels[lv])
-            key = key * size + tg[lv]
-            space *= size
-        return key, space
+        """One key per distinct tuple at ``levels`` (its group codes in mixed radix, last QI fastest), and
+        the size of the key space."""
+        sizes = [len(q.labels[lv]) for q, lv in zip(self.qis, levels, strict=True)]
+        return combine_sized(self.group_codes(levels)[::-1], sizes[::-1])
 
     def star_classes(self, levels: Sequence[int], cls: IntArray, n_cls: int) -> NDArray[np.bool_]:
         """Classes whose every value is ``*`` (the release shows them as suppressed records)."""

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from privdb.anonymize._classes import combine
 from privdb.anonymize.hierarchy import Hierarchy
 from privdb.anonymize.model_spec import Models
 from privdb.anonymize.population import population_text
@@ -48,7 +49,7 @@ class LatticeView(Protocol):
     n: int
     level_labels: list[list[NDArray[np.object_]]]
 
-    def keys(self, levels: Sequence[int]) -> IntArray: ...
+    def group_codes(self, levels: Sequence[int]) -> list[IntArray]: ...
 
     def class_order(self, levels: Sequence[int], cls: IntArray, n_cls: int) -> IntArray: ...
 
@@ -147,15 +148,18 @@ class NodeCriteria:
     def _pop_classes(self, lat: LatticeView, levels: Sequence[int], cls: IntArray, n_cls: int) -> IntArray:
         """The node's class of each distinct population tuple (-1: none)."""
         assert self._pop is not None
-        key = np.zeros(len(self._pop.weight), dtype=np.int64)
-        missing = np.zeros(len(key), dtype=bool)
-        for j, lv in enumerate(levels):
-            g = self._pop.codes[j][int(lv)]
+        pop = [self._pop.codes[j][int(lv)] for j, lv in enumerate(levels)]
+        missing = np.zeros(len(self._pop.weight), dtype=bool)
+        for g in pop:
             missing |= g < 0
-            key = key * len(lat.level_labels[j][int(lv)]) + np.maximum(g, 0)
+        sample = lat.group_codes(levels)
+        sizes = [len(lat.level_labels[j][int(lv)]) for j, lv in enumerate(levels)]
+        # one key space for the sample's tuples and the population's (keys renumbered together if needed)
+        joint = [np.concatenate([s, np.maximum(g, 0)]) for s, g in zip(sample, pop, strict=True)]
+        both = combine(joint, sizes)
         class_key = np.empty(n_cls, dtype=np.int64)
-        class_key[cls] = lat.keys(levels)
-        out = pd.Index(class_key).get_indexer(pd.Index(key)).astype(np.int64)
+        class_key[cls] = both[: len(sample[0])]
+        out = pd.Index(class_key).get_indexer(pd.Index(both[len(sample[0]) :])).astype(np.int64)
         out[missing] = -1
         return out
 

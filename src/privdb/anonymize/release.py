@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from privdb.anonymize._classes import combine
 from privdb.anonymize.hierarchy import Hierarchy
 from privdb.mechanisms.randomness import RandomSource, default_source
 
@@ -101,15 +102,7 @@ def _categorical(col: GeneralizedColumn, suppressed: NDArray[np.bool_]) -> pd.Ca
 def class_ids(columns: Sequence[GeneralizedColumn], suppressed: NDArray[np.bool_]) -> NDArray[np.int64]:
     """Number the distinct combinations of released codes, in order of first appearance; −1 if suppressed."""
     n = len(suppressed)
-    key = np.zeros(n, dtype=np.int64)
-    radix = 1
-    for col in columns:
-        size = max(len(col.labels), 1)
-        if radix > (1 << 62) // size:  # too many combinations for one int64: refactorise what we have
-            key = pd.factorize(key)[0].astype(np.int64)
-            radix = int(key.max()) + 1 if n else 1
-        key = key + col.codes.astype(np.int64) * radix
-        radix *= size
+    key = combine([col.codes for col in columns], [len(col.labels) for col in columns])
     out = np.full(n, -1, dtype=np.int64)
     keep = ~suppressed
     out[keep] = pd.factorize(key[keep])[0]

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from privdb.anonymize._classes import combine
 from privdb.anonymize.hierarchy import Hierarchy, raw_strings
 from privdb.anonymize.utility import ncp
 from privdb.publish.safepub import PublicHierarchy, Published
@@ -58,9 +59,7 @@ def marginal_distances(
     for w in ways:
         per: dict[str, float] = {}
         for combo in combinations(columns, w):
-            key = np.zeros(len(both), dtype=np.int64)
-            for c in combo:
-                key = key * (int(codes[c].max(initial=0)) + 1) + codes[c]
+            key = combine([codes[c] for c in combo], [int(codes[c].max(initial=0)) + 1 for c in combo])
             cells, inv = np.unique(key, return_inverse=True)
             p = np.bincount(inv[:n_orig], minlength=len(cells)).astype(np.float64)
             q = np.bincount(inv[n_orig:], minlength=len(cells)).astype(np.float64)
