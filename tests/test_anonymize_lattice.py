@@ -143,4 +143,4 @@ def test_combined_keys_are_distinct_exactly_when_tuples_are() -> None:
     tuples = pd.MultiIndex.from_arrays(codes)
     assert len(np.unique(key)) == tuples.nunique()
     assert pd.Series(key).groupby(pd.factorize(tuples)[0]).nunique().max() == 1
-    assert 0 <= key.min() and key.max() < space
+    assert key.min() >= 0 and key.max() < space
