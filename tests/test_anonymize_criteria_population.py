@@ -15,6 +15,7 @@ from privdb.anonymize import load_hierarchies
 from privdb.anonymize.criteria import Models, evaluate
 from privdb.anonymize.resolve import resolve
 from privdb.cli import app
+from privdb.errors import InvalidParameter
 
 ADULT = Path(__file__).resolve().parents[1] / "data" / "adult"
 QI = ["age", "sex", "race", "marital-status", "education"]
@@ -77,23 +78,33 @@ def test_k_map_report_counts_the_population_through_the_hierarchies(
     assert found["value"] == smallest
 
 
-def test_evaluate_without_hierarchies_reads_only_the_label_text(
+def test_evaluate_without_hierarchies_refuses_labels_it_cannot_read(
     files: tuple[Path, Path, pd.DataFrame, pd.DataFrame],
 ) -> None:
-    """`privdb check`'s documented caveat: without the hierarchies a category label covers nothing."""
+    """A category label (``Undergraduate``) is no range, set, mask, ``*`` or population value: without the
+    hierarchies it would cover nobody and the population be under-counted (all 8,000 records uncovered), so
+    ``evaluate`` refuses; with them it joins."""
     _, _, sample, people = files
     hier = resolve(sample, QI, load_hierarchies(ADULT / "hierarchies", QI, fix_labels=True))
     table = sample.copy()
     table["education"] = hier["education"].generalize(sample["education"], 1)
+    n_labels = table["education"].nunique()
     models = Models(delta_presence=(0.0, 1.0))
-    (bare,) = evaluate(table, QI, models, population=people)
+    with pytest.raises(InvalidParameter) as refused:
+        evaluate(table, QI, models, population=people)
+    message = str(refused.value)
+    assert f"{n_labels} released values of 'education'" in message and "hierarchies" in message
+    assert "'Graduate'" in message and "Bachelors" not in message  # release labels only
     (joined,) = evaluate(table, QI, models, population=people, hierarchies=hier)
-    assert bare.detail["population_uncovered"] == len(people)
     generalised = people[QI].assign(education=hier["education"].generalize(people["education"], 1))
     in_sample = pd.MultiIndex.from_frame(generalised.astype(str)).isin(
         pd.MultiIndex.from_frame(table[QI].astype(str))
     )
     assert joined.detail["population_uncovered"] == int((~in_sample).sum()) < len(people)
+    # a hierarchy that does not know the labels is refused too (here: marital-status's for education)
+    wrong = {"education": load_hierarchies(ADULT / "hierarchies", ["marital-status"])["marital-status"]}
+    with pytest.raises(InvalidParameter, match="population value or label of its hierarchy"):
+        evaluate(table, QI, models, population=people, hierarchies=wrong)
 
 
 def test_population_values_of_another_type_still_match(
@@ -146,3 +157,50 @@ def test_check_refuses_a_population_no_model_uses(
         args = ["check", str(src), "--qi", ",".join(QI), "--population", str(pop), *extra]
         result = runner.invoke(app, args)
         assert result.exit_code == 2 and "population table" in result.output, result.output
+
+
+CHECKED = ["--k-map", "10", "--delta-presence", "0,0.5"]
+
+
+def test_check_with_the_hierarchies_says_what_the_report_says(
+    files: tuple[Path, Path, pd.DataFrame, pd.DataFrame], tmp_path: Path
+) -> None:
+    """`privdb check --hierarchies` of the written release gives the report's k-map and δ-presence (it
+    parsed labels only: 0 population records under ``Undergraduate``, every class counted at its own size)."""
+    src, pop, _, _ = files
+    _, body = _anonymize(src, pop, tmp_path, *CHECKED)
+    hierarchies = ["--hierarchies", str(ADULT / "hierarchies"), "--fix-labels"]
+    args = ["check", str(tmp_path / "out.csv"), "--qi", ",".join(QI), "--population", str(pop), *CHECKED]
+    result = runner.invoke(app, [*args, *hierarchies, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    checked = json.loads(result.output)["models"]
+    assert checked == body["models"] and len(checked) == 2, (checked, body["models"])
+    assert all(m["holds"] for m in checked)
+    shown = runner.invoke(app, [*args, *hierarchies])  # the table view says the same
+    assert shown.exit_code == 0 and "k-map" in shown.output and "holds" in shown.output, shown.output
+
+
+def test_check_without_the_hierarchies_refuses_a_release_of_labels(
+    files: tuple[Path, Path, pd.DataFrame, pd.DataFrame], tmp_path: Path
+) -> None:
+    """Without --hierarchies the labels cannot be read: exit 2, invalid_parameter, how many values, and
+    what to pass; never a population value (a raw value such as ``Bachelors`` that the release hides)."""
+    src, pop, _, _ = files
+    _anonymize(src, pop, tmp_path, *CHECKED)
+    out = tmp_path / "out.csv"
+    released = pd.read_csv(out, sep=";", dtype=str, keep_default_na=False)
+    kept = released[~(released[QI] == "*").all(axis=1)]
+    labels = sorted(set(kept["education"]) - set(pd.read_csv(pop, sep=";")["education"].astype(str)))
+    assert labels  # the chosen node generalises education to category names
+    args = ["check", str(out), "--qi", ",".join(QI), "--population", str(pop), *CHECKED, "--format", "json"]
+    result = runner.invoke(app, args)
+    flat = " ".join(result.output.split())
+    assert result.exit_code == 2 and flat.startswith("error [invalid_parameter]:"), result.output
+    assert f"{len(labels)} released values of 'education'" in flat and "--hierarchies DIR" in flat, flat
+    assert "Traceback" not in flat and "Bachelors" not in flat and "Masters" not in flat
+    assert "2 released values of 'marital-status'" in flat  # 'spouse present', 'spouse not present'
+    # a release of raw values and ranges only is still read without hierarchies
+    plain = tmp_path / "plain.csv"
+    kept.assign(education="*", **{"marital-status": "*"}).to_csv(plain, sep=";", index=False)
+    result = runner.invoke(app, ["check", str(plain), *args[2:]])
+    assert result.exit_code == 0, result.output

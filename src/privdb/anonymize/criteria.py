@@ -40,7 +40,7 @@ from privdb.anonymize._classes import Classes, codes_of, group, histogram, requi
 from privdb.anonymize.hierarchy import Hierarchy
 from privdb.anonymize.linkage import match
 from privdb.anonymize.model_spec import KMAP_ESTIMATORS, Models, check_model_inputs, derived_k
-from privdb.anonymize.population import require_complete
+from privdb.anonymize.population import require_complete, unread_labels
 from privdb.anonymize.uniqueness import check_fraction, population_uniqueness
 from privdb.errors import InvalidParameter
 
@@ -83,11 +83,14 @@ def _population_counts(
     cl: Classes,
     hierarchies: Mapping[str, Hierarchy] | None,
 ) -> tuple[Any, int]:
-    """Population records each class covers (at least its own), and those no class covers."""
+    """Population records each class covers (at least its own), and those no class covers; refuse released
+    values that cover no population record as text (a hierarchy's labels without the hierarchy)."""
     require_columns(population, qi, "population table")
     require_rows(population, "population table")
     require_complete(population, qi)
     m = match(table, population, qi, classes=cl, hierarchies=hierarchies)
+    if m.unread:
+        raise InvalidParameter(unread_labels(m.unread, hierarchies))
     covered = np.zeros(len(m.tuple_count), dtype=bool)
     covered[m.pair_tuple] = True
     uncovered = int(m.tuple_count[~covered].sum())
@@ -109,7 +112,9 @@ def evaluate(
 
     ``hierarchies``: those the release was generalised with; population records are then joined to a
     class also through them (a label such as ``Undergraduate`` covers ``Bachelors``), as the lattice
-    search counts them. Without them, only the label text is read (ranges, ``a|b``, ``*``, raw values)."""
+    search counts them. Without them, only the label text is read (ranges, ``a|b``, masks, ``*``, raw
+    values); a released value none of these reads into a population value is refused, not counted as
+    covering nobody."""
     check_model_inputs(models, sensitive, population, sampling_fraction)
     if sampling_fraction is not None:
         check_fraction(sampling_fraction)

@@ -15,7 +15,7 @@ the most selective column and are filtered by array look-ups on the others.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,7 @@ class Coverage:
     side: IntArray
     value: IntArray
     shape: tuple[int, int]
+    unread: IntArray  # released texts that are no *, range, set or mask, and cover no public text
 
     def holds(self, side: IntArray, value: IntArray) -> BoolArray:
         """Whether each (side, value) pair is a covering one."""
@@ -71,6 +72,9 @@ class Match:
     tuple_count: IntArray
     public_per_class: IntArray  # public records each class covers
     released_per_tuple: IntArray  # released (non-suppressed) records each public tuple matches
+    #: per column, the released texts that are no ``*``, range, set, mask, public value or label of the
+    #: column's hierarchy (so they cover no public record), and the released records holding them
+    unread: dict[str, tuple[ObjArray, int]] = field(default_factory=dict)
 
 
 def _side(values: pd.Series) -> tuple[IntArray, ObjArray]:
@@ -104,11 +108,14 @@ def match(
     tuple_count = np.bincount(tup, minlength=n_tup).astype(np.int64)
     # per column: class side codes, tuple value codes, coverage of the (side, value) pairs (sparse)
     cols: list[tuple[IntArray, IntArray, Coverage]] = []
+    unread: dict[str, tuple[ObjArray, int]] = {}
     for j, c in enumerate(qi):
         s_code, s_uniq = _side(released[c].iloc[cl.first].reset_index(drop=True))
         v_code, v_uniq = pub[j][0][rep], pub[j][1]
-        hierarchy = (hierarchies or {}).get(c)
-        cols.append((s_code, v_code, _coverage(c, s_uniq, v_uniq, hierarchy)))
+        grid = _coverage(c, s_uniq, v_uniq, (hierarchies or {}).get(c))
+        cols.append((s_code, v_code, grid))
+        if len(grid.unread):
+            unread[c] = (s_uniq[grid.unread], int(cl.sizes[np.isin(s_code, grid.unread)].sum()))
     pc, pt = _candidates(cols, cl.n_classes, n_tup)
     for s_code, v_code, grid in cols:
         keep = grid.holds(s_code[pc], v_code[pt])
@@ -121,6 +128,7 @@ def match(
         tuple_count=tuple_count,
         public_per_class=np.bincount(pc, tuple_count[pt], cl.n_classes).astype(np.int64),
         released_per_tuple=np.bincount(pt, cl.sizes[pc], n_tup).astype(np.int64),
+        unread=unread,
     )
 
 
@@ -131,7 +139,8 @@ def _coverage(
     text that is no ``*``, range, set or mask covers only itself: those pairs come from a hash join, so a
     raw column (an id, a name) with many distinct values joins in linear time; the others are decided
     against every public text. With ``hierarchy``, a released text also covers each public text whose
-    label at some level it is (one hash join per level)."""
+    label at some level it is (one hash join per level). ``unread``: the released texts read as themselves
+    that cover no public text and that the hierarchy (if any) does not know either."""
     lo, _ = parse_intervals(s_uniq)
     labels = pd.Series(s_uniq, dtype=object).astype(str)
     general = (labels == STAR) | labels.str.contains("|", regex=False) | labels.str.endswith(STAR)
@@ -158,7 +167,16 @@ def _coverage(
     r, c = np.concatenate(rows).astype(np.int64), np.concatenate(cols).astype(np.int64)
     key = np.unique(r * max(len(v_uniq), 1) + c)  # sorted, each covering pair once
     r, c = key // max(len(v_uniq), 1), key % max(len(v_uniq), 1)
-    return Coverage(r, c, (len(s_uniq), len(v_uniq)))
+    unread = np.setdiff1d(plain_at, r)
+    if len(unread) and hierarchy is not None:
+        unread = unread[~pd.Index(s_uniq[unread]).isin(_labels_of(hierarchy))]
+    return Coverage(r, c, (len(s_uniq), len(v_uniq)), unread.astype(np.int64))
+
+
+def _labels_of(hierarchy: Hierarchy) -> pd.Index:
+    """Every text the hierarchy publishes for its raw values, at any level (the raw values included)."""
+    dom = np.asarray(hierarchy.domain)
+    return pd.Index(np.concatenate([text(hierarchy.labels(dom, i)) for i in range(hierarchy.height + 1)]))
 
 
 def _candidates(

@@ -9,14 +9,15 @@ whose records has a sample record's values is a mistake (types or labels differ)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
 from privdb.anonymize.hierarchy import raw_strings
 from privdb.errors import InvalidParameter
 
-__all__ = ["check_population", "population_text", "require_complete"]
+__all__ = ["check_population", "population_text", "require_complete", "unread_labels"]
 
 
 def require_complete(population: pd.DataFrame, qi: Sequence[str]) -> None:
@@ -60,4 +61,27 @@ def check_population(sample: pd.DataFrame, population: pd.DataFrame, qi: Sequenc
         f"no population record has the quasi-identifier values of any sample record ({where}): the "
         "population must hold the research sample, its values written alike (compare the columns' types "
         "and labels in both files)"
+    )
+
+
+def unread_labels(unread: Mapping[str, tuple[Any, int]], hierarchies: Mapping[str, Any] | None) -> str:
+    """The refusal for released values that cover no population record when read as text (``linkage.match``'s
+    ``unread``): counting them as covering nobody would under-count the population of their classes. The
+    examples are released values (public), never population ones."""
+    parts = []
+    for column, (values, records) in unread.items():
+        shown = ", ".join(repr(str(v)) for v in sorted(values, key=str)[:3])
+        kinds = ["range", "set", "mask", "'*'", "population value"]
+        kinds += ["label of its hierarchy"] if column in (hierarchies or {}) else []
+        many = len(values) != 1
+        parts.append(
+            f"{len(values)} released value{'s' if many else ''} of '{column}' ({records:,} records, e.g. "
+            f"{shown}) {'are' if many else 'is'} no {', '.join(kinds[:-1])} or {kinds[-1]}"
+        )
+    return (
+        "cannot count the population records each released class covers: "
+        + "; ".join(parts)
+        + ". Read as text they cover nobody, which would under-count the population. If they are labels "
+        "of generalisation hierarchies, pass the hierarchies the release was made with (--hierarchies DIR; "
+        "library: hierarchies=); if they are raw values, the population lacks records the release holds"
     )

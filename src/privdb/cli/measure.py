@@ -117,6 +117,7 @@ def check(
                 sensitive=sensitive,
                 population=people,
                 sampling_fraction=sampling_fraction,
+                hierarchies=loaded,
             )
             body["models"] = [r.to_dict() for r in found]
     if output_format == "json":
