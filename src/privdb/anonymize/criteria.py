@@ -11,7 +11,8 @@ the worst class's value.
   each class's δ_E = |sample ∩ E| / |population ∩ E| lies in [δmin, δmax]. Reported: the largest δ_E
   (and the smallest). Population records are counted per released class with ``linkage.match`` (never
   fewer than the class's own records; through the release's hierarchies when given, so that a category
-  label covers the values under it); population records that no class covers have δ = 0 (the release
+  label covers the values under it; a released value read as none of these is refused, not counted as
+  covering nobody); population records that no class covers have δ = 0 (the release
   tells the attacker they are not in it), so with any such record only δmin = 0 holds, as in ARX.
 * k-map (Sweeney 2002; El Emam and Dankar 2008): each class matches at least k population records; counted
   in a population table, or, given only the sampling fraction π, ARX's estimate: the smallest k' such that

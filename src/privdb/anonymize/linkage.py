@@ -173,10 +173,10 @@ def _coverage(
     return Coverage(r, c, (len(s_uniq), len(v_uniq)), unread.astype(np.int64))
 
 
-def _labels_of(hierarchy: Hierarchy) -> pd.Index:
+def _labels_of(hierarchy: Hierarchy) -> ObjArray:
     """Every text the hierarchy publishes for its raw values, at any level (the raw values included)."""
     dom = np.asarray(hierarchy.domain)
-    return pd.Index(np.concatenate([text(hierarchy.labels(dom, i)) for i in range(hierarchy.height + 1)]))
+    return np.concatenate([text(hierarchy.labels(dom, i)) for i in range(hierarchy.height + 1)])
 
 
 def _candidates(

@@ -73,7 +73,10 @@ def check(
     output_format: TableOrJson = "table",
 ) -> None:
     """Measure k, l and t (and re-identification risk) of any table; with model options, say whether
-    β-likeness, δ-disclosure, δ-presence, k-map and the risk thresholds hold, and the worst value."""
+    β-likeness, δ-disclosure, δ-presence, k-map and the risk thresholds hold, and the worst value.
+
+    δ-presence and k-map join --population to the release through --hierarchies (the ones the release was
+    made with): a release of a hierarchy's labels is refused without them."""
     from privdb.anonymize.criteria import Models, evaluate
     from privdb.anonymize.model_spec import check_model_inputs
     from privdb.anonymize.report import read_table, table_report
