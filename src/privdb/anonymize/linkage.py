@@ -38,6 +38,7 @@ from privdb.anonymize._classes import (
     text,
 )
 from privdb.anonymize.hierarchy import Hierarchy
+from privdb.anonymize.population import unread_labels
 from privdb.errors import InvalidParameter
 
 __all__ = ["Linkage", "Match", "adult_example", "course_example", "link", "linkage_attack", "match"]
@@ -51,6 +52,7 @@ class Coverage:
     value: IntArray
     shape: tuple[int, int]
     unread: IntArray  # released texts that are no *, range, set or mask, and cover no public text
+    plain: int  # released texts that are no *, range, set or mask
 
     def holds(self, side: IntArray, value: IntArray) -> BoolArray:
         """Whether each (side, value) pair is a covering one."""
@@ -75,6 +77,8 @@ class Match:
     #: per column, the released texts that are no ``*``, range, set, mask, public value or label of the
     #: column's hierarchy (so they cover no public record), and the released records holding them
     unread: dict[str, tuple[ObjArray, int]] = field(default_factory=dict)
+    #: the columns of ``unread`` whose every such text is unread: no released record's value is a public one
+    all_unread: frozenset[str] = frozenset()
 
 
 def _side(values: pd.Series) -> tuple[IntArray, ObjArray]:
@@ -109,6 +113,7 @@ def match(
     # per column: class side codes, tuple value codes, coverage of the (side, value) pairs (sparse)
     cols: list[tuple[IntArray, IntArray, Coverage]] = []
     unread: dict[str, tuple[ObjArray, int]] = {}
+    all_unread: list[str] = []
     for j, c in enumerate(qi):
         s_code, s_uniq = _side(released[c].iloc[cl.first].reset_index(drop=True))
         v_code, v_uniq = pub[j][0][rep], pub[j][1]
@@ -116,6 +121,7 @@ def match(
         cols.append((s_code, v_code, grid))
         if len(grid.unread):
             unread[c] = (s_uniq[grid.unread], int(cl.sizes[np.isin(s_code, grid.unread)].sum()))
+            all_unread += [c] if len(grid.unread) == grid.plain else []
     pc, pt = _candidates(cols, cl.n_classes, n_tup)
     for s_code, v_code, grid in cols:
         keep = grid.holds(s_code[pc], v_code[pt])
@@ -129,6 +135,7 @@ def match(
         public_per_class=np.bincount(pc, tuple_count[pt], cl.n_classes).astype(np.int64),
         released_per_tuple=np.bincount(pt, cl.sizes[pc], n_tup).astype(np.int64),
         unread=unread,
+        all_unread=frozenset(all_unread),
     )
 
 
@@ -170,7 +177,7 @@ def _coverage(
     unread = np.setdiff1d(plain_at, r)
     if len(unread) and hierarchy is not None:
         unread = unread[~pd.Index(s_uniq[unread]).isin(_labels_of(hierarchy))]
-    return Coverage(r, c, (len(s_uniq), len(v_uniq)), unread.astype(np.int64))
+    return Coverage(r, c, (len(s_uniq), len(v_uniq)), unread.astype(np.int64), len(plain_at))
 
 
 def _labels_of(hierarchy: Hierarchy) -> ObjArray:
@@ -217,6 +224,8 @@ class Linkage:
     correct: int | None  # of those, how many are the right person (when the truth is known)
     released_rows: IntArray  # the uniquely linked released rows
     public_rows: IntArray  # and their public rows
+    #: per column, released values that match no public value (``Match.unread``) and their records
+    unread: dict[str, tuple[ObjArray, int]] = field(default_factory=dict)
 
     @property
     def share(self) -> float:
@@ -238,13 +247,24 @@ def link(
     qi: Sequence[str],
     *,
     truth: Sequence[int] | IntArray | None = None,
+    hierarchies: Mapping[str, Hierarchy] | None = None,
+    refuse_labels: bool = False,
 ) -> Linkage:
     """Re-identify released records by joining with ``public`` on ``qi``.
 
     ``truth[i]`` (optional) is the public row of released row i's person, −1 if absent; it lets the result
-    say how many unique links are right.
+    say how many unique links are right. ``hierarchies`` (those the release was generalised with) let a
+    category label such as ``Undergraduate`` match the public values under it (``match``).
+
+    A released value that matches no public value is either a raw value of someone not on the public list
+    (normal: ``Linkage.unread`` lists them) or a label read without its hierarchy, which would hide links.
+    ``refuse_labels`` refuses a column in which no released value (other than ``*``, ranges, sets, masks)
+    matches a public value: it then reads as labels, and the join would find no record through it.
     """
-    m = match(released, public, qi)
+    m = match(released, public, qi, hierarchies=hierarchies)
+    if refuse_labels and m.all_unread:
+        labelled = {c: v for c, v in m.unread.items() if c in m.all_unread}
+        raise InvalidParameter(unread_labels(labelled, hierarchies, joined="public table"))
     cl = m.classes
     once = (cl.sizes[m.pair_class] == 1) & (m.public_per_class[m.pair_class] == 1)
     once &= m.released_per_tuple[m.pair_tuple] == 1
@@ -259,7 +279,8 @@ def link(
             raise InvalidParameter("truth needs one public row (or −1) per released record")
         correct = int((tr[rows] == pub_rows).sum())
     order = np.argsort(rows)
-    return Linkage(len(released), len(public), len(rows), correct, rows[order], pub_rows[order])
+    found = (rows[order], pub_rows[order])
+    return Linkage(len(released), len(public), len(rows), correct, *found, unread=m.unread)
 
 
 def linkage_attack(
@@ -269,13 +290,15 @@ def linkage_attack(
     qi: Sequence[str],
     *,
     truth: Sequence[int] | IntArray | None = None,
+    hierarchies: Mapping[str, Hierarchy] | None = None,
 ) -> dict[str, Linkage]:
-    """The same attack on the original (names removed) and on the release: ``{"before": …, "after": …}``."""
+    """The same attack on the original (names removed) and on the release: ``{"before": …, "after": …}``;
+    ``hierarchies``: those the release was generalised with (``link``)."""
     if len(original) != len(released):
         raise InvalidParameter("the release must keep the original's records in the same order")
     return {
         "before": link(original, public, qi, truth=truth),
-        "after": link(released, public, qi, truth=truth),
+        "after": link(released, public, qi, truth=truth, hierarchies=hierarchies),
     }
 
 

@@ -64,14 +64,39 @@ def check_population(sample: pd.DataFrame, population: pd.DataFrame, qi: Sequenc
     )
 
 
-def unread_labels(unread: Mapping[str, tuple[Any, int]], hierarchies: Mapping[str, Any] | None) -> str:
-    """The refusal for released values that cover no population record when read as text (``linkage.match``'s
-    ``unread``): counting them as covering nobody would under-count the population of their classes. The
-    examples are released values (public), never population ones."""
+# what the refusal says, by the table the release is joined with: (why, value kind, what is under-counted,
+# what raw values would mean)
+_JOINED = {
+    "population": (
+        "cannot count the population records each released class covers",
+        "population value",
+        "the population",
+        "the population lacks records the release holds",
+    ),
+    "public table": (
+        "cannot join the release with the public table",
+        "public value",
+        "the links (the attack would look weaker than it is)",
+        "no public record holds any of them (compare how both tables write the column)",
+    ),
+}
+
+
+def unread_labels(
+    unread: Mapping[str, tuple[Any, int]],
+    hierarchies: Mapping[str, Any] | None,
+    *,
+    joined: str = "population",
+) -> str:
+    """The refusal for released values that cover no record of the ``joined`` table (``"population"`` or
+    ``"public table"``) when read as text (``linkage.match``'s ``unread``): counting them as covering nobody
+    would under-count their classes' matches. The examples are released values (public), never values of
+    the joined table."""
+    why, kind, counted, raw = _JOINED[joined]
     parts = []
     for column, (values, records) in unread.items():
         shown = ", ".join(repr(str(v)) for v in sorted(values, key=str)[:3])
-        kinds = ["range", "set", "mask", "'*'", "population value"]
+        kinds = ["range", "set", "mask", "'*'", kind]
         kinds += ["label of its hierarchy"] if column in (hierarchies or {}) else []
         many = len(values) != 1
         parts.append(
@@ -79,9 +104,9 @@ def unread_labels(unread: Mapping[str, tuple[Any, int]], hierarchies: Mapping[st
             f"{shown}) {'are' if many else 'is'} no {', '.join(kinds[:-1])} or {kinds[-1]}"
         )
     return (
-        "cannot count the population records each released class covers: "
+        f"{why}: "
         + "; ".join(parts)
-        + ". Read as text they cover nobody, which would under-count the population. If they are labels "
+        + f". Read as text they cover nobody, which would under-count {counted}. If they are labels "
         "of generalisation hierarchies, pass the hierarchies the release was made with (--hierarchies DIR; "
-        "library: hierarchies=); if they are raw values, the population lacks records the release holds"
+        f"library: hierarchies=); if they are raw values, {raw}"
     )

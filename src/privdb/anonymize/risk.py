@@ -8,7 +8,9 @@
   ``model`` field says which):
 
   - ``population table``: a table of the population (raw values); F is counted by joining it with the
-    release (``linkage.match``), and never below the class's own size.
+    release (``linkage.match``, through the release's hierarchies when given), and never below the class's
+    own size. A released value read as no range, set, mask, ``*``, population value or hierarchy label is
+    refused, as in ``criteria.evaluate``: counted as covering nobody it would make F too small.
   - ``sampling fraction``: only the population's size N is known; the table is taken as a uniform random
     sample of it (sampling fraction π = n/N), so each class's population count is estimated F̂ = f/π, f the
     class's size in the table (the simple f/F ratio; no Pitman or Zayatz super-population model).
@@ -25,7 +27,7 @@ size |suppressed| in the prosecutor model (and ARX's #classes / n gains one for 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +35,9 @@ import numpy as np
 import pandas as pd
 
 from privdb.anonymize._classes import Classes, FloatArray, group, require_columns, require_rows
+from privdb.anonymize.hierarchy import Hierarchy
 from privdb.anonymize.linkage import match
+from privdb.anonymize.population import unread_labels
 from privdb.errors import InvalidParameter
 
 __all__ = ["Risk", "record_risk", "risk"]
@@ -86,13 +90,16 @@ def risk(
     *,
     population_size: int | None = None,
     classes: Classes | None = None,
+    hierarchies: Mapping[str, Hierarchy] | None = None,
 ) -> Risk:
     """Prosecutor, journalist and marketer risk and sample uniques of ``table`` over ``qi``.
 
     ``population`` (raw values, the same quasi-identifier columns) makes the journalist and marketer risk
     count, for each class, the population records its released values cover (see ``linkage.match``);
     ``population_size`` N instead estimates that count as f·N/n (the sampling-fraction model of the module
-    docstring). ``classes`` reuses a grouping already made by ``_classes.group``.
+    docstring). ``classes`` reuses a grouping already made by ``_classes.group``. ``hierarchies``: those the
+    release was generalised with, so that a category label (``Undergraduate``) covers the population
+    values under it; without them a release of such labels is refused (``InvalidParameter``).
     """
     if population is not None and population_size is not None:
         raise InvalidParameter("give a population table or a population size, not both")
@@ -113,7 +120,10 @@ def risk(
         model = "population table"
         require_columns(population, qi, "population table")
         require_rows(population, "population table")
-        found = match(table, population, qi, classes=cl).public_per_class.astype(np.float64)
+        m = match(table, population, qi, classes=cl, hierarchies=hierarchies)
+        if m.unread:
+            raise InvalidParameter(unread_labels(m.unread, hierarchies))
+        found = m.public_per_class.astype(np.float64)
         # a class covers at least its own records when the population holds the sample
         f = np.maximum(found, cl.sizes)
         j_max = float((1.0 / f).max()) if cl.n_classes else 0.0

@@ -10,9 +10,9 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from privdb.cli.core import app, console, friendly
+from privdb.cli.core import app, console, errors, friendly
 from privdb.cli.options import TableOrJson
-from privdb.cli.table_options import qi_columns
+from privdb.cli.table_options import FixLabelsOption, HierarchiesOption, hierarchy_frames, qi_columns
 
 
 @app.command()
@@ -22,6 +22,8 @@ def linkage(
     public: Annotated[Path, typer.Argument(help="a public, named table, e.g. a voter list (CSV or Parquet)")],
     on: Annotated[str, typer.Option("--on", help="comma-separated quasi-identifiers both tables hold")],
     limit: Annotated[int, typer.Option(help="matches shown in the table (JSON lists them all)")] = 20,
+    hierarchies: HierarchiesOption = None,
+    fix_labels: FixLabelsOption = False,
     output_format: TableOrJson = "table",
 ) -> None:
     """Join a release with a public table on the quasi-identifiers: which released records it pins down.
@@ -30,6 +32,11 @@ def linkage(
     lo-hi range holds it, a label or a|b set names it, * covers all; raw values must be equal). A released
     record is linked when it matches exactly one public record and that public record matches no other
     released record. Records are numbered from 1, the first after the header.
+
+    A release of a hierarchy's labels (Adult's Undergraduate) needs --hierarchies (the ones it was made
+    with) for its labels to match the public values under them; a column none of whose released values is
+    a public one is refused without them. Other released values no public record holds are counted on
+    stderr (people not on the public list, or labels: then pass --hierarchies).
     """
     from privdb.anonymize.linkage import link
     from privdb.anonymize.report import read_table
@@ -37,7 +44,16 @@ def linkage(
     columns = qi_columns(on, "--on")
     released, _ = read_table(release)
     named, _ = read_table(public)
-    found = link(released, named, columns)
+    loaded = hierarchy_frames(hierarchies, columns, fix_labels)
+    found = link(released, named, columns, hierarchies=loaded, refuse_labels=True)
+    if found.unread:
+        missed = ", ".join(
+            f"{len(v):,} of '{c}' ({n:,} record{'s' * (n != 1)})" for c, (v, n) in found.unread.items()
+        )
+        errors().print(
+            f"note: released values no public record holds: {missed}. Their records are not on the public "
+            "list, or they are a hierarchy's labels: then pass --hierarchies DIR, or links are missed."
+        )
     body: dict[str, Any] = {"on": columns} | {
         key: value for key, value in found.to_dict().items() if key != "correct"
     }

@@ -176,6 +176,8 @@ def risk_command(
         float | None,
         typer.Option(help="the table's share of its population: adds the population-uniqueness estimates"),
     ] = None,
+    hierarchies: HierarchiesOption = None,
+    fix_labels: FixLabelsOption = False,
     output_format: TableOrJson = "table",
 ) -> None:
     """Re-identification risk of a table: prosecutor (max, average), journalist, marketer, sample uniques.
@@ -185,6 +187,9 @@ def risk_command(
     prosecutor risk: the table is its own population). The output names the model used. With
     --sampling-fraction (or --population-size: π = n/N) it adds the share of the population estimated
     unique: Pitman, Zayatz, SNB and Dankar's rule, as ARX computes them.
+
+    --population is joined to the release through --hierarchies (the ones the release was made with), so a
+    category label covers the population values under it; a release of such labels is refused without them.
     """
     from privdb.anonymize._classes import group
     from privdb.anonymize.report import read_table
@@ -193,11 +198,16 @@ def risk_command(
 
     if sampling_fraction is not None and population_size is not None:
         raise InvalidParameter("give --sampling-fraction or --population-size, not both")
+    if hierarchies is not None and population is None:
+        raise InvalidParameter("--hierarchies joins --population to the release: give --population too")
     columns = qi_columns(qi)
+    loaded = hierarchy_frames(hierarchies, columns, fix_labels)
     frame, _ = read_table(source)
     people = read_table(population)[0] if population is not None else None
     classes = group(frame, columns)
-    body = risk(frame, columns, people, population_size=population_size, classes=classes).to_dict()
+    body = risk(
+        frame, columns, people, population_size=population_size, classes=classes, hierarchies=loaded
+    ).to_dict()
     pi = sampling_fraction
     if pi is None and population_size is not None:
         pi = classes.n / population_size
