@@ -89,7 +89,7 @@ def exact_scores(
         thr_loss = thr_prec = disc = Fraction(0)
         kept_classes, suppressed, top_kept = 0, 0, 0
         kept_records: list[int] = []
-        for key, rows in members.items():
+        for rows in members.values():
             s = len(rows)
             a_loss = sum((share_loss[i] for i in rows), Fraction(0))
             tally: dict[object, int] = {}

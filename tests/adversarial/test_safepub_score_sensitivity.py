@@ -26,6 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from adversarial.safepub_exact import KEYS, ScoreKey, exact_scores
 from privdb.anonymize import IntervalHierarchy, TaxonomyHierarchy
 from privdb.anonymize.hierarchy import Hierarchy
 from privdb.publish import parameters
@@ -33,7 +34,6 @@ from privdb.publish.expected import q_table
 from privdb.publish.parameters import SafePubParameters
 from privdb.publish.safepub import SENSITIVITY, search_lattice, search_scorer
 from privdb.publish.scores import SCORES
-from adversarial.safepub_exact import KEYS, ScoreKey, exact_scores
 
 ROWS = [["a1", "a12", "*"], ["a2", "a12", "*"], ["a3", "a34", "*"], ["a4", "a34", "*"]]
 HIER: dict[str, Hierarchy] = {
@@ -64,7 +64,9 @@ def _library(df: pd.DataFrame, p: SafePubParameters) -> dict[ScoreKey, np.ndarra
     return out
 
 
-def check_neighbours(d: pd.DataFrame, extra: dict[str, object], p: SafePubParameters) -> dict[ScoreKey, Fraction]:
+def check_neighbours(
+    d: pd.DataFrame, extra: dict[str, object], p: SafePubParameters
+) -> dict[ScoreKey, Fraction]:
     """Assert the bound for D and D′ = D + ``extra``; return the largest exact move per score."""
     d2 = _frame([*d.to_dict("records"), extra])
     exact = [exact_scores(df, QI, HIER, NODES, p, "y") for df in (d, d2)]
@@ -73,7 +75,9 @@ def check_neighbours(d: pd.DataFrame, extra: dict[str, object], p: SafePubParame
     for key in KEYS:
         for e, f in zip(exact, floats, strict=True):
             reference = np.array([float(v) for v in e[key]])
-            np.testing.assert_allclose(f[key], reference, rtol=FLOAT_ROUNDING, atol=FLOAT_ROUNDING, err_msg=str(key))
+            np.testing.assert_allclose(
+                f[key], reference, rtol=FLOAT_ROUNDING, atol=FLOAT_ROUNDING, err_msg=str(key)
+            )
         moves = [abs(b - a) for a, b in zip(exact[0][key], exact[1][key], strict=True)]
         largest[key] = max(moves)
         assert largest[key] <= SENSITIVITY, (key, float(largest[key]), extra)
@@ -111,7 +115,11 @@ def _cases(p: SafePubParameters) -> list[tuple[str, list[dict[str, object]], dic
         ("missing numeric value (NaN)", [*bg, *_block("a1", np.nan, "p", p.k - 1)], {**rec, "x": np.nan}),
         ("every QI missing", [*bg, *_block(None, np.nan, "q", t - 1)], {**rec, "a": None, "x": np.nan}),
         ("numeric QI at +1e308", bg, {**rec, "x": 1e308}),
-        ("numeric QI at -1e308 joining others", [*bg, *_block("a1", -1e308, "p", t - 1)], {**rec, "x": -1e308}),
+        (
+            "numeric QI at -1e308 joining others",
+            [*bg, *_block("a1", -1e308, "p", t - 1)],
+            {**rec, "x": -1e308},
+        ),
         ("numeric QI at ±inf", [*bg, *_block("a1", np.inf, "p", p.k)], {**rec, "x": -np.inf}),
         ("target NaN", [*bg, *_block("a1", 5.0, np.nan, t - 1)], {**rec, "y": np.nan}),
         ("target ±1e308 and inf", [*bg, *_block("a1", 5.0, 1e308, t - 1)], {**rec, "y": -1e308}),
@@ -122,7 +130,9 @@ def _cases(p: SafePubParameters) -> list[tuple[str, list[dict[str, object]], dic
 
 
 @pytest.mark.parametrize(("eps", "delta"), PARAMS)
-def test_every_score_moves_by_at_most_its_sensitivity_on_the_extreme_neighbours(eps: float, delta: float) -> None:
+def test_every_score_moves_by_at_most_its_sensitivity_on_the_extreme_neighbours(
+    eps: float, delta: float
+) -> None:
     p = parameters(eps, delta)
     for name, rows, extra in _cases(p):
         try:
