@@ -161,3 +161,19 @@ def test_widths_must_nest() -> None:
     h = IntervalHierarchy("x", [5, 10], origin=0)
     assert h.generalize(pd.Series([7, 12]), 1).tolist() == ["5-9", "10-14"]
     assert h.generalize(pd.Series([7, 12]), 2).tolist() == ["0-9", "10-19"]
+
+
+def test_raw_strings_never_wrap_and_give_each_value_one_text_whatever_else_is_present() -> None:
+    """Whole floats past int64 once went through int64: 1e308 and −1e308 both became
+    '-9223372036854775808' (a made-up value, and one class for two). A value's text must also not depend
+    on the other values beside it (2^62 read one way next to whole numbers, another next to 0.5): the
+    lattice maps a column's distinct values together, so that would make the public map depend on others'
+    records."""
+    from privdb.anonymize.hierarchy import raw_strings
+
+    big = raw_strings(np.array([1e308, -1e308]))
+    assert big[0] == "1" + "0" * 308 and big[1] == "-" + big[0]
+    for value in (2.0**62, 1e23, -0.0, 3.0, 1e308):
+        alone, mixed = raw_strings(np.array([value]))[0], raw_strings(np.array([value, 0.5]))[0]
+        assert alone == mixed, (value, alone, mixed)
+    assert raw_strings(np.array([2**64 - 1], dtype=np.uint64))[0] == "18446744073709551615"

@@ -25,12 +25,17 @@ import pytest
 from numpy.typing import NDArray
 from scipy.stats import binom
 
-from conftest import ALPHA, seeded
+from adversarial.safepub_audit import (
+    assert_lattice_draw_audited,
+    em_probabilities,
+    inside_intervals,
+    lattice_draw_counts,
+)
+from conftest import ALPHA
 from privdb.anonymize import TaxonomyHierarchy
-from privdb.audit.auditor import clopper_pearson
 from privdb.publish import parameters
 from privdb.publish.parameters import SafePubParameters
-from privdb.publish.safepub import search_lattice, search_scorer, whole_lattice_draw
+from privdb.publish.safepub import search_lattice, search_scorer
 
 EPS_ANON, DELTA, EPS_SEARCH = 1.0, 0.05, 2.0  # k = 11, β = 0.632: q rises from 0 to 1 over s ≈ 11..30
 TRIALS = 20_000
@@ -76,19 +81,11 @@ def _library_scores(df: pd.DataFrame, p: SafePubParameters) -> NDArray[np.float6
     return np.array([value(n) for n in NODES])
 
 
-def _exact(u: NDArray[np.float64]) -> NDArray[np.float64]:
-    w = np.exp(EPS_SEARCH * (u - u.max()) / 2)
-    return np.asarray(w / w.sum(), dtype=np.float64)
-
-
 def _draw_counts(df: pd.DataFrame, p: SafePubParameters, seed: int) -> NDArray[np.int64]:
     """How often each node is drawn in TRIALS runs of the search's node draw (seeded per trial)."""
     lat = search_lattice(df, QI, HIER, p)
     value = search_scorer(lat, df, p, "classification", "y", True)
-    counts = np.zeros(len(NODES), dtype=np.int64)
-    for i in range(TRIALS):
-        counts[NODES.index(whole_lattice_draw(lat, value, EPS_SEARCH, seeded(seed + i)))] += 1
-    return counts
+    return lattice_draw_counts(lat, value, EPS_SEARCH, NODES, TRIALS, seed)
 
 
 def test_the_added_record_moves_the_raw_node_by_the_full_sensitivity() -> None:
@@ -109,18 +106,14 @@ def test_the_added_record_moves_the_raw_node_by_the_full_sensitivity() -> None:
 def test_the_lattice_draw_matches_the_exponential_mechanism_and_stays_within_epsilon() -> None:
     p = parameters(EPS_ANON, DELTA)
     d, d2 = _neighbours()
-    exact = [_exact(_expected_scores(d, p)), _exact(_expected_scores(d2, p))]
+    exact = [
+        em_probabilities(_expected_scores(d, p), EPS_SEARCH),
+        em_probabilities(_expected_scores(d2, p), EPS_SEARCH),
+    ]
     counts = [_draw_counts(d, p, 1_000_000), _draw_counts(d2, p, 2_000_000)]
-    alpha = ALPHA / (2 * len(NODES))
     # the claim is e^ε; these scores only grow when a record is added (shift in [0, 1], checked above), so
     # each ratio is in fact within e^(ε/2) (Z′/Z ∈ [1, e^(ε/2)]): check the tighter bound, it is implied
-    bound = math.exp(EPS_SEARCH / 2)
-    for j, node in enumerate(NODES):
-        (lo, hi), (lo2, hi2) = (clopper_pearson(int(c[j]), TRIALS, alpha) for c in counts)
-        drawn, probs = (int(c[j]) for c in counts), (f"{e[j]:.4f}" for e in exact)
-        seen = f"node {node}: drawn {', '.join(map(str, drawn))} of {TRIALS}; exact {', '.join(probs)}"
-        assert lo <= exact[0][j] <= hi and lo2 <= exact[1][j] <= hi2, seen
-        assert lo <= bound * hi2 and lo2 <= bound * hi, seen
+    assert_lattice_draw_audited(counts, exact, TRIALS, NODES, math.exp(EPS_SEARCH / 2))
 
 
 @pytest.mark.parametrize("factor", [2.0, 0.5], ids=["eps-doubled-or-sensitivity-halved", "eps-halved"])
@@ -134,12 +127,9 @@ def test_the_audit_rejects_a_mis_scaled_draw(factor: float) -> None:
     d, _ = _neighbours()
     lat = search_lattice(d, QI, HIER, p)
     value = search_scorer(lat, d, p, "classification", "y", True)
-    trials, counts = 4_000, np.zeros(len(NODES), dtype=np.int64)
-    for i in range(trials):
-        counts[NODES.index(whole_lattice_draw(lat, value, factor * EPS_SEARCH, seeded(3_000_000 + i)))] += 1
-    exact = _exact(_expected_scores(d, p))
-    inside = [
-        lo <= exact[j] <= hi
-        for j, (lo, hi) in enumerate(clopper_pearson(int(c), trials, ALPHA / len(NODES)) for c in counts)
-    ]
-    assert not all(inside), f"a draw at {factor}·ε passed: counts {counts.tolist()}"
+    trials = 4_000
+    counts = lattice_draw_counts(lat, value, factor * EPS_SEARCH, NODES, trials, 3_000_000)
+    exact = em_probabilities(_expected_scores(d, p), EPS_SEARCH)
+    assert not inside_intervals(counts, exact, trials, ALPHA / len(NODES)), (
+        f"{factor}·ε passed: {counts.tolist()}"
+    )

@@ -53,6 +53,7 @@ from privdb.publish.scores import SCORES, ClassTarget, class_target, score
 __all__ = [
     "LATTICE_NODES",
     "SEARCHES",
+    "SENSITIVITY",
     "PublicHierarchy",
     "Published",
     "check_inputs",
@@ -67,6 +68,7 @@ EPSILON_SEARCH = 0.1
 SEARCHES = ("auto", "walk", "lattice")
 LATTICE_NODES = 10_000  # "auto" scores every node of a lattice up to this size (a public count)
 LATTICE_MAX = 100_000  # an explicit "lattice" search's cap: about 1.5 ms a node on Adult, 2.5 minutes here
+SENSITIVITY = 1.0  # every score is pre-divided by its sensitivity bound (scores, expected): the draws' Δ
 
 
 class PublicHierarchy(Hierarchy):
@@ -289,7 +291,7 @@ def _walk(
     lat: Lattice, value: Callable[[tuple[int, ...]], float], steps: int, eps_step: float, rng: RandomSource
 ) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
     """SafePub's walk down the lattice (module doc); returns the released node and the pivots."""
-    mechanism = ExponentialMechanism(epsilon=eps_step, sensitivity=1.0, rng=rng)
+    mechanism = ExponentialMechanism(epsilon=eps_step, sensitivity=SENSITIVITY, rng=rng)
     pivot = tuple(int(h) for h in lat.heights)
     pivots = [pivot]
     candidates: dict[tuple[int, ...], float] = {pivot: value(pivot)}
@@ -315,7 +317,7 @@ def whole_lattice_draw(
 ) -> tuple[int, ...]:
     """One exponential-mechanism draw over every node of the lattice, with all of ε_search."""
     nodes = list(itertools.product(*(range(int(h) + 1) for h in lat.heights)))
-    mechanism = ExponentialMechanism(epsilon=epsilon, sensitivity=1.0, rng=rng)
+    mechanism = ExponentialMechanism(epsilon=epsilon, sensitivity=SENSITIVITY, rng=rng)
     return nodes[mechanism.select(np.array([value(n) for n in nodes]))]
 
 
