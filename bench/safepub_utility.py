@@ -45,7 +45,7 @@ from privdb.anonymize.hierarchy import Hierarchy
 from privdb.anonymize.utility import ncp
 from privdb.publish import safepub
 from privdb.publish.report import majority_accuracy
-from privdb.publish.safepub import PublicHierarchy
+from privdb.publish.safepub_search import PublicHierarchy
 
 DELTA = 1e-5
 EPS_SEARCH = 0.1
