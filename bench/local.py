@@ -40,7 +40,6 @@ import numpy as np
 from bench.harness import machine, report
 from bench.harness.peers import PURE_LDP, worker_main
 
-START, END = report.markers("local")
 EPS = 2.0
 DOMAINS = (2, 100, 10_000)
 PROTOCOLS = ("k-RR", "OUE", "OLH")
@@ -342,8 +341,8 @@ def section(table: str, peer: dict[str, Any]) -> str:
         when=machine.utc_now(),
         table=table,
     )
-    title = "## local: randomised response and frequency oracles, privdb against pure-ldp"
-    return "\n".join([START, title, "", body.rstrip("\n"), END])
+    title = "local: randomised response and frequency oracles, privdb against pure-ldp"
+    return report.section("local", title, body.rstrip("\n").split("\n"))
 
 
 if __name__ == "__main__":

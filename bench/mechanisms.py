@@ -30,7 +30,6 @@ from numpy.typing import NDArray
 from bench.harness import machine, peers, report
 from privdb.mechanisms import BinaryRandomizedResponse, Geometric, Laplace
 
-START, END = report.markers("mechanisms")
 EPS = 1.0
 FLIP = 1.0 / (1.0 + math.exp(EPS))  # randomised response at ε: flip each bit with probability 1/(1 + e^ε)
 LAPLACE, INTEGER, RR = "Laplace, float", "Geometric, integer", "Randomised response"
@@ -230,22 +229,19 @@ def targets(results: list[Result], n: int) -> list[str]:
 
 
 def markdown(results: list[Result], n: int, subset: int) -> str:
-    lines = [START, "## Noise mechanisms: privdb, NumPy, diffprivlib, OpenDP", ""]
     q = math.exp(-EPS)  # the discrete Laplace of rate ε has variance 2q/(1 − q)²
     sd_int = math.sqrt(2 * q) / (1 - q)
-    lines.append(
-        NOTES.format(
-            written_by=report.written_by("bench.mechanisms", "bench/mechanisms.py"),
-            machine=machine_line(),
-            n=n,
-            subset=subset,
-            flip=FLIP,
-            sd_int=sd_int,
-        )
+    notes = NOTES.format(
+        written_by=report.written_by("bench.mechanisms", "bench/mechanisms.py"),
+        machine=machine_line(),
+        n=n,
+        subset=subset,
+        flip=FLIP,
+        sd_int=sd_int,
     )
-    lines += report.table(COLUMNS, rows(results, n))
-    k = opendp_k(n)
-    return "\n".join([*lines, "", "Targets:", "", *targets(results, n), "", SETTINGS.format(k=k), END])
+    lines = [*notes.split("\n"), *report.table(COLUMNS, rows(results, n)), "", "Targets:", ""]
+    lines += [*targets(results, n), "", *SETTINGS.format(k=opendp_k(n)).split("\n")]
+    return report.section("mechanisms", "Noise mechanisms: privdb, NumPy, diffprivlib, OpenDP", lines)
 
 
 def main() -> None:

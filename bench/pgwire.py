@@ -223,7 +223,6 @@ def ratio_rows(figures: list[Figure]) -> list[list[str]]:
 
 
 def markdown(figures: list[Figure], setup: dict[str, str]) -> str:
-    start, end = report.markers("pgwire")
     text = (
         f"One `privdb serve --port P --pg-port Q` (1 worker) on {setup['rows']} generated census rows "
         "(row-level), asked the same DP-SELECT at ε ≈ 1 over HTTP with privdb's Python client "
@@ -238,21 +237,17 @@ def markdown(figures: list[Figure], setup: dict[str, str]) -> str:
         "the rounds); ratios come from the same run, interleaved, so the load falls on both protocols alike."
     )
     lines = [
-        start,
-        f"## PostgreSQL wire protocol against HTTP: {setup['rows']} rows",
-        "",
         report.written_by("bench.pgwire", "bench/pgwire.py"),
         "",
         f"Machine: {setup['machine']}",
         "",
-        report.wrap(text),
+        text,
         "",
         *report.table(COLUMNS, rows(figures)),
         "",
         *report.table(RATIO_COLUMNS, ratio_rows(figures)),
-        end,
     ]
-    return "\n".join(lines)
+    return report.section("pgwire", f"PostgreSQL wire protocol against HTTP: {setup['rows']} rows", lines)
 
 
 def main() -> None:

@@ -25,7 +25,8 @@ from typing import Any
 
 from bench.harness import machine
 from bench.harness.data import ADULT, QI, load_adult
-from bench.harness.report import markers, wrap, write_section
+from bench.harness.report import section as doc_section
+from bench.harness.report import write_section
 from privdb.anonymize import load_hierarchies
 from privdb.publish import safepub
 from privdb.publish.report import publication_report
@@ -57,11 +58,7 @@ def section(res: dict[str, Any], command: str) -> str:
         return statistics.mean(f(r) for r in reps)
 
     best, median = min(res["times"]), statistics.median(res["times"])
-    start, end = markers("publish")
     lines = [
-        start,
-        "## Non-interactive release: SafePub on Adult, privdb against ARX",
-        "",
         f"Written by `bench/publish.py`; command: `{command}`",
         "",
         f"Machine: {machine.cpu_model()}, Python {platform.python_version()}; {machine.utc_now()} UTC",
@@ -96,9 +93,8 @@ def section(res: dict[str, Any], command: str) -> str:
         "(each label spread uniformly over its hierarchy leaves), so generalisation, sampling and "
         "suppression all count; the report also gives it at the released node (sampling and suppression "
         "alone).",
-        end,
     ]
-    return "\n".join(wrap(line) for line in lines)
+    return doc_section("publish", "Non-interactive release: SafePub on Adult, privdb against ARX", lines)
 
 
 def main() -> None:

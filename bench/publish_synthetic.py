@@ -35,7 +35,8 @@ from typing import Any
 from bench.harness import machine
 from bench.harness.data import ADULT, load_adult, replicate_adult
 from bench.harness.peers import SMARTNOISE_SYNTH, PeerUnavailable, environment, module_argv
-from bench.harness.report import markers, wrap, write_section
+from bench.harness.report import section as doc_section
+from bench.harness.report import write_section
 
 EPSILONS = (0.3, 1.0, 3.0)
 DELTA = 1e-9
@@ -154,9 +155,7 @@ def _score(real: Any, test: Any, path: Path, meta: Any) -> dict[str, Any]:
 
 def section(results: list[dict[str, Any]], peer_note: str = "") -> str:
     """docs/benchmarks.md's section from the rows measured (``--from-log`` rebuilds it from printed rows)."""
-    start, end = markers("publish-synthetic")
-    lines = [start, "## DP synthetic data: privdb (MST, AIM) against SmartNoise Synth (MST, AIM)", "",
-             f"`python -m bench.publish_synthetic` on {machine.cpu_model()} (2 cores shared with other "
+    lines = [f"`python -m bench.publish_synthetic` on {machine.cpu_model()} (2 cores shared with other "
              f"work, {machine.memory_gib():.0f} GiB), δ = {DELTA:g}, as many rows as the input; time is the "
              "wall time of the whole command or worker (imports, jax's compilation for privdb, fitting, "
              "sampling, writing). "
@@ -178,8 +177,8 @@ def section(results: list[dict[str, Any]], peer_note: str = "") -> str:
     lines += ["", NOTES]
     if peer_note:
         lines += ["", f"SmartNoise Synth could not be installed here: {peer_note}; privdb measured alone."]
-    lines.append(end)
-    return "\n".join(wrap(line) for line in lines)
+    heading = "DP synthetic data: privdb (MST, AIM) against SmartNoise Synth (MST, AIM)"
+    return doc_section("publish-synthetic", heading, lines)
 
 
 def main() -> None:

@@ -39,13 +39,14 @@ import pandas as pd
 
 from bench.harness import machine
 from bench.harness.data import ADULT, QI, load_adult
-from bench.harness.report import markers, wrap, write_section
+from bench.harness.report import section as doc_section
+from bench.harness.report import write_section
 from privdb.anonymize import load_hierarchies
 from privdb.anonymize.hierarchy import Hierarchy
 from privdb.anonymize.utility import ncp
 from privdb.publish import safepub
 from privdb.publish.report import majority_accuracy
-from privdb.publish.safepub import PublicHierarchy
+from privdb.publish.safepub_search import PublicHierarchy
 
 DELTA = 1e-5
 EPS_SEARCH = 0.1
@@ -133,9 +134,7 @@ def _cell(rows: list[dict[str, float]], key: str, fmt: str) -> str:
 def section(
     results: dict[tuple[float, str], list[dict[str, float]]], runs: int, steps: int, command: str, note: str
 ) -> str:
-    start, end = markers("safepub-utility")
-    lines = [start, "## SafePub's utility: privdb's scores and searches, beside ARX", "",
-             f"Written by `bench/safepub_utility.py`; command: `{command}`", "",
+    lines = [f"Written by `bench/safepub_utility.py`; command: `{command}`", "",
              f"Machine: {machine.cpu_model()}; {machine.utc_now()} UTC. Adult (30,162 records), "
              f"8 quasi-identifiers, ARX's hierarchies, δ = {DELTA:g}, ε_search = {EPS_SEARCH}; {runs} "
              "releases per cell (mean ± standard deviation). privdb walk: steps = the lattice's height, "
@@ -147,8 +146,9 @@ def section(
     for (eps, who), rows in results.items():
         lines.append(f"| {eps:g} | {who} | {_cell(rows, 'ncp', '.3f')} | {_cell(rows, 'released', '.1%')} "
                      f"| {_cell(rows, 'gain', '+.1f')} |")  # fmt: skip
-    lines += ["", note, end]
-    return "\n".join(wrap(line) for line in lines)
+    lines += ["", note]
+    heading = "SafePub's utility: privdb's scores and searches, beside ARX"
+    return doc_section("safepub-utility", heading, lines)
 
 
 def main() -> None:

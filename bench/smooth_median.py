@@ -133,21 +133,17 @@ def machine_line(load_before: str) -> str:
 
 
 def markdown(rows: list[Row], runs: int, line: str) -> str:
-    start, end = report.markers("smooth-median")
     seconds = {name: sum(r.seconds[name] for r in rows) for name in MECHANISMS}
     draws = runs * len(rows)
     wins = {
         name: sum(cells(r)[-1].startswith(name) for r in rows) for name in (*MECHANISMS, "tie")
     }  # fmt: skip
     lines = [
-        start,
-        f"## MEDIAN: smooth sensitivity against the exponential mechanism ({runs} runs per cell)",
-        "",
         report.written_by("bench.smooth_median", "bench/smooth_median.py"),
         "",
         f"Machine: {line}",
         "",
-        report.wrap(
+        (
             f"Absolute error of the released median against the true one (the engine's plain `SELECT "
             f"MEDIAN(v)`), median and 90th percentile over {runs} seeded releases per mechanism, ε and "
             "table. **exponential**: `DP-SELECT ε MEDIAN(v) FROM t`, the default: pure ε-DP, with half of ε "
@@ -160,17 +156,17 @@ def markdown(rows: list[Row], runs: int, line: str) -> str:
         "",
         *report.table(COLUMNS, [cells(r) for r in rows]),
         "",
-        report.wrap(
+        (
             f"Smaller median error: exponential in {wins['exponential']}, smooth in {wins['smooth']}, tie in "
             f"{wins['tie']} of {len(rows)} cells. Time per release from the read histogram (the load above "
             f"applies): exponential {1000 * seconds['exponential'] / draws:.2f} ms, smooth "
             f"{1000 * seconds['smooth'] / draws:.2f} ms (mean over {draws:,} each)."
         ),
         "",
-        report.wrap(WHY),
-        end,
+        WHY,
     ]
-    return "\n".join(lines)
+    heading = f"MEDIAN: smooth sensitivity against the exponential mechanism ({runs} runs per cell)"
+    return report.section("smooth-median", heading, lines)
 
 
 WHY = (

@@ -24,7 +24,8 @@ import pandas as pd
 
 from bench.harness import ROOT, machine
 from bench.harness.data import ADULT, load_adult
-from bench.harness.report import markers, wrap, write_section
+from bench.harness.report import section as doc_section
+from bench.harness.report import write_section
 from privdb.catalog.metadata import TableMeta
 from privdb.catalog.metadata_spec import metadata_from_dict
 from privdb.mechanisms import SeededRandom
@@ -91,9 +92,7 @@ def score(frame: pd.DataFrame, meta: TableMeta, bins: dict[str, int], epsilon: f
 
 
 def section(rows: list[dict[str, Any]], seeds: int) -> str:
-    start, end = markers("synthetic-compare")
-    lines = [start, "## Which synthesiser wins where: MST, AIM, MWEM (issue 31)", "",
-             f"`python -m bench.synthetic_compare` on {machine.cpu_model()} (2 cores shared with other "
+    lines = [f"`python -m bench.synthetic_compare` on {machine.cpu_model()} (2 cores shared with other "
              f"work), δ = {DELTA:g}, as many rows as the input, the mean over {seeds} seed(s). Average "
              "total-variation distance of all 1-, 2- and 3-way marginals to the input (lower is better; "
              "**bold**: the best of the row's data and ε). Adult: 30,162 rows, 7 columns (age in 8 bins), "
@@ -112,8 +111,8 @@ def section(rows: list[dict[str, Any]], seeds: int) -> str:
                 lines.append(
                     f"| {data} | {epsilon:g} | {r['tool']} | {' | '.join(cells)} | {r['seconds']:.1f} |"
                 )
-    lines += ["", NOTES, end]
-    return "\n".join(wrap(line) for line in lines)
+    lines += ["", NOTES]
+    return doc_section("synthetic-compare", "Which synthesiser wins where: MST, AIM, MWEM (issue 31)", lines)
 
 
 def main() -> None:

@@ -102,11 +102,7 @@ def main() -> None:
         results = {label: audit(dbs, predicate, args.runs) for label, predicate in QUERIES.items()}
         for db in dbs:
             db.close()
-    start, end = report.markers("timing")
     lines = [
-        start,
-        "## Timing audit: neighbours told apart by running time",
-        "",
         f"`.venv/bin/python -m bench.timing --rows {args.rows} --runs {args.runs}` on {machine.cpu_model()}. "
         f"Two DuckDB databases of {args.rows:,} people differ by one person whose text holds a million "
         "characters and whose numbers are extreme. Each of the most expensive allowed expressions is "
@@ -125,9 +121,9 @@ def main() -> None:
         "0.007 s (issue 13): a certain distinction from one query. With every text cut to its "
         "`max_length` before any function and every growing function cut to 4,096 characters, the extra "
         "person costs at most a bounded amount of work (docs/security.md).",
-        end,
     ]
-    report.write_section("timing", "\n".join(report.wrap(line) for line in lines))
+    heading = "Timing audit: neighbours told apart by running time"
+    report.write_section("timing", report.section("timing", heading, lines))
     for label, r in results.items():
         print(f"{label}: {r}")
 

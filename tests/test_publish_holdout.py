@@ -6,6 +6,7 @@ release's alone, and the reports' figures on Adult at the fixed split."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -94,6 +95,30 @@ def test_anonymize_holds_out_the_test_rows_and_reports_on_them(tmp_path: Path) -
     assert clf["majority_class"] + 0.03 < clf["train_release_test_held_out"] < clf["train_raw_test_held_out"]
     code, text, out, _ = _anonymize(tmp_path, source, "--k", "10")  # without --target: every row
     assert code == 0 and pd.read_csv(out)["native-country"].eq(MARK).any()
+
+
+def test_the_held_out_lines_are_plain_text(tmp_path: Path) -> None:
+    """`anonymize --target`'s two held-out lines, whole; a target named like Rich markup is printed as it is
+    (read as markup, `[/b]` ended the command with an internal error after the release was written)."""
+    draws = np.random.default_rng(0)
+    target = "[/b]y"
+    frame = pd.DataFrame({"age": draws.integers(20, 60, 300), "sex": draws.choice(["F", "M"], 300),
+                          target: draws.choice(["a", "b"], 300)})  # fmt: skip
+    source, out = tmp_path / "t.csv", tmp_path / "o.csv"
+    frame.to_csv(source, index=False)
+    done = runner.invoke(app, ["anonymize", str(source), "--qi", "age,sex", "--keep", target, "-o", str(out),
+                               "--k", "5", "--target", target])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    said = " ".join(done.output.split())  # the console wraps long lines
+    kept = len(pd.read_csv(out))
+    held = 300 - kept
+    covers = (f"the release covers {kept} of 300 rows: {held} (~30%, seed 0) were held out for the utility "
+              "report and are not in it")  # fmt: skip
+    assert re.search(
+        re.escape(f"{covers} predicting '{target}' on {held} held-out rows: trained on the anonymised rows ")
+        + r"[01]\.\d{3}, on the raw training rows [01]\.\d{3}, majority class [01]\.\d{3}$",
+        said,
+    ), said
 
 
 @pytest.mark.slow  # Adult through the command line: 20-60 s on the shared machine
@@ -223,7 +248,9 @@ def test_synthetic_rows_are_made_without_the_held_out_rows(tmp_path: Path) -> No
     assert spent(db) == 5.0  # the one release, charged once
     clf = json.loads(report.read_text())["utility"]["classifier"]
     assert clf["held_out"]["held_out_rows"] == clf["test_rows"] == len(split_rows(frame).test)
-    assert "held out for the utility report" in " ".join(done.output.split())
+    said = " ".join(done.output.split())
+    assert "held out for the utility report" in said and "predicting 'sex'" in said
+    assert "trained on the synthetic rows" in said
 
 
 def test_a_number_released_only_as_star_is_a_constant_feature() -> None:

@@ -16,7 +16,7 @@ from privdb.database import Database
 from privdb.errors import InvalidParameter
 from privdb.publish import safepub
 from privdb.publish.charge import OWNER_ACCOUNT
-from privdb.publish.safepub import LATTICE_NODES, search_kind
+from privdb.publish.safepub_search import LATTICE_NODES, search_kind
 from test_publish_safepub import ADULT, PATIENTS
 
 QI = ["age", "education", "marital-status", "occupation", "sex"]  # 360 nodes: a quick lattice

@@ -81,7 +81,8 @@ def findings(cells: list[Cell], stages: list[Stages], tries: dict[str, float], f
         "2. The token check (an indexed SQLite read and a SHA-256, on the event loop, ~0.1 ms) and the "
         "noise's ChaCha20 key set-up per call.",
         "",
-        "On 2 cores the load generator's own CPU (the clients column, ~1 ms per answer) counts too.",
+        "On 2 cores the load generator's own CPU (the clients column) counts too: the Python clients cost "
+        "~0.63 ms of CPU per request (wrk, which `bench.server.compare` uses, 0.06–0.09 ms).",
         "",
         'The machine is shared (a 2-vCPU virtual machine): other work ran during this benchmark ("other" '
         "cores above), and its speed changes through the day by up to ~2× (the raw SQL column, a plain "

@@ -8,7 +8,6 @@ from collections import Counter
 from typing import Any
 
 from bench.harness import machine, report
-from bench.harness.report import wrap
 from bench.harness.timing import nearest_rank as quantile
 from bench.server.findings import findings
 from bench.server.load import Cell, Embedded
@@ -121,9 +120,7 @@ def markdown(
     floor: list[float],
     setup: dict[str, Any],
 ) -> str:
-    start, end = report.markers("server")
-    lines = [start, "## Server: answered queries per second and latency over HTTP", ""]
-    lines += [
+    lines = [
         report.written_by("bench.server", "bench/server/"),
         "",
         f"Machine: {setup['machine']}; load average before the run {setup['load']}",
@@ -165,5 +162,5 @@ def markdown(
         "",
         *report.table(columns, stage_rows(stages)),
     ]
-    lines += ["", *findings(cells, stages, setup["tries"], setup["fsync"]), end]
-    return "\n".join(wrap(line) for line in lines)
+    lines += ["", *findings(cells, stages, setup["tries"], setup["fsync"])]
+    return report.section("server", "Server: answered queries per second and latency over HTTP", lines)

@@ -16,7 +16,7 @@ from conftest import ALPHA, seeded
 from privdb.anonymize.lattice import Lattice
 from privdb.audit.auditor import clopper_pearson
 from privdb.publish.parameters import SafePubParameters
-from privdb.publish.safepub import whole_lattice_draw
+from privdb.publish.safepub_search import whole_lattice_draw
 
 
 def audit_neighbours(

@@ -35,7 +35,7 @@ from conftest import ALPHA
 from privdb.anonymize import TaxonomyHierarchy
 from privdb.publish import parameters
 from privdb.publish.parameters import SafePubParameters
-from privdb.publish.safepub import search_lattice, search_scorer
+from privdb.publish.safepub_search import search_lattice, search_scorer
 
 EPS_ANON, DELTA, EPS_SEARCH = 1.0, 0.05, 2.0  # k = 11, β = 0.632: q rises from 0 to 1 over s ≈ 11..30
 TRIALS = 20_000

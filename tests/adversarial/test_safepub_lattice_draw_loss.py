@@ -39,7 +39,7 @@ from privdb.anonymize import TaxonomyHierarchy
 from privdb.anonymize.lattice import Lattice
 from privdb.publish import parameters
 from privdb.publish.parameters import SafePubParameters
-from privdb.publish.safepub import search_lattice, search_scorer
+from privdb.publish.safepub_search import search_lattice, search_scorer
 
 EPS_ANON, DELTA, EPS_SEARCH = 1.0, 0.5, 2.0  # k = 3, β = 0.632: J = 0.84, so the loss divides by d
 TRIALS = 20_000

@@ -1,5 +1,5 @@
 """SafePub's search scores on neighbouring tables: every score of every node moves by at most the sensitivity
-the exponential-mechanism draws are calibrated with (``safepub.SENSITIVITY``), for each metric SafePub offers
+the exponential-mechanism draws are calibrated with (``safepub_search.SENSITIVITY``), for each metric SafePub offers
 (loss, precision and classification in both forms, calibrated and threshold; aecs, discernibility, entropy).
 
 Each pair D, D′ = D + one record is scored twice: by the library's own search scorer (``search_scorer`` on
@@ -32,7 +32,7 @@ from privdb.anonymize.hierarchy import Hierarchy
 from privdb.publish import parameters
 from privdb.publish.expected import q_table
 from privdb.publish.parameters import SafePubParameters
-from privdb.publish.safepub import SENSITIVITY, search_lattice, search_scorer
+from privdb.publish.safepub_search import SENSITIVITY, search_lattice, search_scorer
 from privdb.publish.scores import SCORES
 
 ROWS = [["a1", "a12", "*"], ["a2", "a12", "*"], ["a3", "a34", "*"], ["a4", "a34", "*"]]

@@ -47,6 +47,7 @@ __all__ = [
     "lattice_size",
     "numbers_of",
     "raw_strings",
+    "refuse_missing",
 ]
 
 ObjArray = NDArray[np.object_]
@@ -347,6 +348,13 @@ def numbers_of(name: str, values: Any) -> NDArray[np.float64]:
             f"hierarchies={{'{name}': 'flat'}} (or a taxonomy) to treat the column as a category"
         )
     return x.dropna().to_numpy(dtype=np.float64)
+
+
+def refuse_missing(name: object, missing: int) -> None:
+    """Refuse a quasi-identifier with ``missing`` missing values (NULL, NaN): no hierarchy level holds them,
+    and a made-up label would be a value the table does not have."""
+    if missing:
+        raise InvalidParameter(f"quasi-identifier '{name}' has {missing} missing value(s): fill or drop them")
 
 
 def infer_kind(column: pd.Series) -> str:

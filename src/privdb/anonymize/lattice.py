@@ -22,8 +22,8 @@ Pruning (Kohlmayer et al., "Flash", PASSAT 2012; El Emam et al., "OLA", JAMIA 20
   the bound reaches the best value found, which makes the result optimal.
 
 Counting is vectorised: distinct raw tuples are counted once; a node maps each tuple's per-QI value codes to
-level codes, combines them into one int64 key and counts with ``bincount`` (or ``factorize`` when the key
-space is large).
+level codes (``lattice_levels``), combines them into one int64 key (``_classes.combine_sized``, renumbered
+before it could wrap) and counts with ``bincount`` (or ``factorize`` when the key space is large).
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from privdb.anonymize._classes import combine_sized
-from privdb.anonymize.hierarchy import STAR, Hierarchy, lattice_size
+from privdb.anonymize.hierarchy import Hierarchy, lattice_size
+from privdb.anonymize.lattice_levels import QiLevels
 from privdb.anonymize.node_criteria import NodeCriteria
 from privdb.anonymize.release import GeneralizedColumn
 from privdb.anonymize.sensitive_condition import SensitiveCondition
@@ -72,37 +73,6 @@ def weight_scale(weights: Sequence[float] | None, d: int) -> NDArray[np.float64]
     return np.asarray(w * d / w.sum(), dtype=np.float64)
 
 
-class _Qi:
-    """One quasi-identifier encoded for the lattice: value codes and, per level, group codes and costs.
-    A missing value is refused, or with ``missing_as_star`` (SafePub's public hierarchies) is ``*`` at
-    every level, like a value the hierarchy does not list: no refusal depends on the private rows."""
-
-    def __init__(self, column: pd.Series, hierarchy: Hierarchy, missing_as_star: bool = False) -> None:
-        codes, uniq = pd.factorize(column)
-        absent = int((codes < 0).sum())
-        if absent and not missing_as_star:  # code -1 would read the last value's groups: a made-up value
-            raise InvalidParameter(
-                f"quasi-identifier '{column.name}' has {absent} missing value(s): fill or drop them"
-            )
-        self.codes = np.where(codes < 0, len(uniq), codes).astype(np.int64)  # missing: one more code, * below
-        uniq_arr = np.asarray(uniq, dtype=object)
-        table = hierarchy.table()
-        dom = max(len(table) - 1, 1)
-        self.height = hierarchy.height
-        self.groups: list[IntArray] = []
-        self.labels: list[NDArray[np.object_]] = []
-        self.cost: list[NDArray[np.float64]] = []
-        for lv in range(hierarchy.height + 1):
-            lab = hierarchy.labels(uniq_arr, lv)
-            lab = np.append(np.asarray(lab, dtype=object), STAR) if absent else lab
-            g, glab = pd.factorize(lab)
-            leaves = table[f"level{lv}"].value_counts()
-            cnt = leaves.reindex(np.asarray(glab, dtype=object).astype(str)).fillna(1).to_numpy(np.float64)
-            self.groups.append(g.astype(np.int64))
-            self.labels.append(np.asarray(glab, dtype=object))
-            self.cost.append(np.zeros(len(glab)) if lv == 0 else (cnt - 1) / dom)
-
-
 class Lattice:
     """The generalisation lattice of a table: evaluate nodes, search the optimum."""
 
@@ -128,7 +98,7 @@ class Lattice:
                 f"suppression_limit is a fraction of records in 0..1 (got {suppression_limit})"
             )
         self.qi = list(qi)
-        self.qis = [_Qi(df[c], hierarchies[c], missing_as_star) for c in qi]
+        self.qis = [QiLevels(df[c], hierarchies[c], missing_as_star) for c in qi]
         self.k = k
         self.n = len(df)
         self.metric = metric

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from privdb.anonymize.hierarchy import FlatHierarchy, Hierarchy, infer_kind, raw_strings
+from privdb.anonymize.hierarchy import FlatHierarchy, Hierarchy, infer_kind, raw_strings, refuse_missing
 from privdb.errors import InvalidParameter
 
 __all__ = ["Dimension", "IntArray", "encode"]
@@ -90,11 +90,7 @@ def encode(column: pd.Series, hierarchy: Hierarchy | None, categorical: str = "a
         xv = pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64)
         nan = np.isnan(xv)
         if nan.any():
-            missing = int(column.isna().sum())
-            if missing:
-                raise InvalidParameter(
-                    f"quasi-identifier '{name}' has {missing} missing value(s): fill or drop them"
-                )
+            refuse_missing(name, int(column.isna().sum()))
             raise InvalidParameter(
                 f"quasi-identifier '{name}' is numeric but {int(nan.sum())} value(s) are not numbers: "
                 "clean them, or give it a category hierarchy"
@@ -102,10 +98,7 @@ def encode(column: pd.Series, hierarchy: Hierarchy | None, categorical: str = "a
         vals, inv = np.unique(xv, return_inverse=True)
         return Dimension(name, "num", inv.astype(np.int32), raw_strings(vals), values=vals)
     codes, uniq = pd.factorize(column, sort=True)
-    if (codes < 0).any():
-        raise InvalidParameter(
-            f"quasi-identifier '{name}' has {int((codes < 0).sum())} missing value(s): fill or drop them"
-        )
+    refuse_missing(name, int((codes < 0).sum()))
     uniq_arr = np.asarray(uniq, dtype=object)
     use_tree = categorical == "tree" or (
         categorical == "auto" and hierarchy is not None and not isinstance(hierarchy, FlatHierarchy)

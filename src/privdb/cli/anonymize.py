@@ -41,6 +41,7 @@ from privdb.cli.table_options import (
     Steps,
     check_output,
     hierarchy_frames,
+    print_held_out,
     qi_columns,
     writable,
 )
@@ -182,7 +183,7 @@ def anonymize(
         render_png,
         write_table,
     )
-    from privdb.publish.evaluation import accuracy_line, split_rows
+    from privdb.publish.evaluation import split_rows
 
     columns = qi_columns(qi)
     kept = qi_columns(keep, "--keep") if keep is not None else []
@@ -309,10 +310,4 @@ def anonymize(
         + f"; {seconds:.2f} s"
     )
     if split is not None:
-        scores = body["classifier"]
-        console().print(split.line())
-        console().print(
-            accuracy_line(
-                scores, scores["train_release_test_held_out"], scores["train_raw_test_held_out"], "anonymised"
-            )
-        )
+        print_held_out(split, body["classifier"], "anonymised")

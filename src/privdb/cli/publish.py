@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from privdb.cli.core import app, console, friendly
-from privdb.cli.table_options import check_output, qi_columns
+from privdb.cli.table_options import check_output, print_held_out, qi_columns
 from privdb.errors import DatabaseInUse, InvalidParameter
 
 if TYPE_CHECKING:  # the engine is imported by the commands that run it, so `privdb --help` starts fast
@@ -181,7 +181,7 @@ def safepub_command(
     """SafePub (Bild, Kuhn, Prasser 2018): sample, generalise along public hierarchies, suppress classes
     below k; (ε, δ)-DP. Only the quasi-identifiers of the kept records are written."""
     from privdb.anonymize import load_hierarchies
-    from privdb.publish.evaluation import accuracy_line, safepub_classifier, split_rows
+    from privdb.publish.evaluation import safepub_classifier, split_rows
     from privdb.publish.report import publication_report, report_png
     from privdb.publish.service import SafePubOptions, publish_safepub
 
@@ -225,12 +225,7 @@ def safepub_command(
     )
     out.print(f"charged ε={epsilon:g}, δ={delta:g} to table {name!r}{left}", markup=False, highlight=False)
     if split is not None and body is not None:
-        scores = body["classifier"]
-        out.print(split.line(), markup=False, highlight=False)
-        line = accuracy_line(
-            scores, scores["train_release_test_held_out"], scores["train_raw_test_held_out"], "released"
-        )
-        out.print(line, markup=False, highlight=False)
+        print_held_out(split, body["classifier"], "released")
     sys.stdout.flush()
 
 

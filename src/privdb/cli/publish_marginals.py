@@ -13,6 +13,7 @@ import typer
 
 from privdb.cli.core import console, friendly
 from privdb.cli.publish import open_database, publish_app, served_hint
+from privdb.cli.table_options import print_held_out
 from privdb.errors import InvalidParameter
 
 if TYPE_CHECKING:  # the engine is imported by the commands that run it, so `privdb --help` starts fast
@@ -233,7 +234,7 @@ def synthetic(
     for path, what in ((output, "--output"), (report, "--report"), (plot, "--report-png")):
         if path is not None:
             _writable(path, what)
-    from privdb.publish.evaluation import accuracy_line, check_share, split_rows
+    from privdb.publish.evaluation import check_share, split_rows
 
     check_share(holdout)
     chosen = [c.strip() for c in (columns or "").split(",") if c.strip()] or None
@@ -283,10 +284,5 @@ def synthetic(
         f"δ {delta:g} charged to table {meta.name!r}{saved}"
     )
     if split is not None:
-        scores = utility["classifier"]
-        console().print(split.line())
-        console().print(
-            accuracy_line(
-                scores, scores["train_synthetic_test_real"], scores["train_real_test_real"], "synthetic"
-            )
-        )
+        scores = ("train_synthetic_test_real", "train_real_test_real")
+        print_held_out(split, utility["classifier"], "synthetic", scores)

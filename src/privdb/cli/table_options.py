@@ -1,13 +1,15 @@
 """Options and helpers the commands over a table file share (``anonymize``, ``check``, ``risk``, ``linkage``,
 ``publish safepub``): the quasi-identifier, sensitive-column and hierarchy options, the checks of an output
-path made before any work, and the progress bar over a command's steps.
+path made before any work, the progress bar over a command's steps, and the held-out classifier's two lines
+(``anonymize --target``, ``publish safepub --utility-target``, ``publish synthetic --target``).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import (
@@ -19,8 +21,11 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from privdb.cli.core import errors
+from privdb.cli.core import console, errors
 from privdb.errors import InvalidParameter
+
+if TYPE_CHECKING:
+    from privdb.publish.evaluation import Split
 
 __all__ = [
     "BetaOption",
@@ -38,6 +43,7 @@ __all__ = [
     "Steps",
     "check_output",
     "hierarchy_frames",
+    "print_held_out",
     "qi_columns",
     "writable",
 ]
@@ -109,6 +115,22 @@ def hierarchy_frames(directory: Path | None, columns: list[str], fix_labels: boo
     from privdb.anonymize import load_hierarchies
 
     return dict(load_hierarchies(directory, columns, fix_labels=fix_labels))
+
+
+RELEASE_SCORES = ("train_release_test_held_out", "train_raw_test_held_out")
+
+
+def print_held_out(
+    split: Split, scores: Mapping[str, Any], what: str, keys: tuple[str, str] = RELEASE_SCORES
+) -> None:
+    """The held-out classifier's lines: which rows the release left out, then the accuracies on them of the
+    classifier trained on the ``what`` rows (``scores[keys[0]]``) and on the raw training rows
+    (``scores[keys[1]]``). Plain text: a column's name is printed as it is, never read as Rich markup."""
+    from privdb.publish.evaluation import accuracy_line
+
+    out = console()
+    for line in (split.line(), accuracy_line(scores, scores[keys[0]], scores[keys[1]], what)):
+        out.print(line, markup=False, highlight=False)
 
 
 class Steps:

@@ -9,7 +9,8 @@ consistent (``marginals``), or one 1-D histogram by NoiseFirst (``noisefirst``).
 
 from privdb.publish.histogram import Domain, HistogramRelease, domain_of, release_histograms
 from privdb.publish.parameters import SafePubParameters, parameters
-from privdb.publish.safepub import PublicHierarchy, Published, safepub
+from privdb.publish.safepub import Published, safepub
+from privdb.publish.safepub_search import PublicHierarchy
 
 __all__ = [
     "Domain",

@@ -31,7 +31,8 @@ from numpy.typing import NDArray
 from privdb.anonymize._classes import STAR, hierarchy_frame, pair_covered, parse_intervals, text
 from privdb.anonymize.hierarchy import Hierarchy
 from privdb.errors import InvalidParameter
-from privdb.publish.safepub import PublicHierarchy, Published
+from privdb.publish.safepub import Published
+from privdb.publish.safepub_search import PublicHierarchy
 from privdb.publish.utility import fit_and_score, majority_share
 
 __all__ = [

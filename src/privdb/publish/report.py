@@ -33,7 +33,8 @@ from numpy.typing import NDArray
 from privdb.anonymize._classes import combine
 from privdb.anonymize.hierarchy import Hierarchy, raw_strings
 from privdb.anonymize.utility import ncp
-from privdb.publish.safepub import PublicHierarchy, Published
+from privdb.publish.safepub import Published
+from privdb.publish.safepub_search import PublicHierarchy
 
 __all__ = [
     "majority_accuracy",

@@ -87,7 +87,7 @@ class SafePubOptions:
     steps: int | None = None
     target: str | None = None  # the classification score's column to predict
     node: tuple[int, ...] | None = None  # a user-fixed level per QI: no search (data-independent SafePub)
-    search: str = "auto"  # walk, lattice or auto (privdb.publish.safepub.search_kind)
+    search: str = "auto"  # walk, lattice or auto (privdb.publish.safepub_search.search_kind)
 
     def arguments(self) -> dict[str, Any]:
         return {"epsilon": self.epsilon, "delta": self.delta, "epsilon_search": self.epsilon_search,
