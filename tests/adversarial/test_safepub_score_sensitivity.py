@@ -1,6 +1,7 @@
 """SafePub's search scores on neighbouring tables: every score of every node moves by at most the sensitivity
-the exponential-mechanism draws are calibrated with (``safepub_search.SENSITIVITY``), for each metric SafePub offers
-(loss, precision and classification in both forms, calibrated and threshold; aecs, discernibility, entropy).
+the exponential-mechanism draws are calibrated with (``safepub_search.SENSITIVITY``), for each metric
+SafePub offers (loss, precision and classification in both forms, calibrated and threshold; aecs,
+discernibility, entropy).
 
 Each pair D, D′ = D + one record is scored twice: by the library's own search scorer (``search_scorer`` on
 ``search_lattice``, the function ``whole_lattice_draw`` and the walk call) and by ``safepub_exact``, a

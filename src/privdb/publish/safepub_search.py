@@ -37,10 +37,10 @@ from privdb.publish.parameters import SafePubParameters
 from privdb.publish.scores import ClassTarget, class_target, score
 
 __all__ = [
-    "SENSITIVITY",
     "LATTICE_MAX",
     "LATTICE_NODES",
     "SEARCHES",
+    "SENSITIVITY",
     "PublicHierarchy",
     "search_kind",
     "search_lattice",
