@@ -13,7 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import polygamma
 
-from privdb.anonymize.uniqueness import _newton, _trigamma, estimate, population_uniqueness
+from privdb.anonymize.newton import newton as _newton
+from privdb.anonymize.newton import trigamma as _trigamma
+from privdb.anonymize.uniqueness import estimate, population_uniqueness
 from privdb.errors import InvalidParameter
 
 Arr = np.ndarray
