@@ -34,9 +34,6 @@ LN2 = math.log(2)
 # sensitive; k-map and δ-presence: Adult is the population, rows 0, 10, 20, … the sample): the optimal node
 # (levels in QI order) and its loss. ARX's δ of δ-disclosure is in bits: privdb's δ = ARX's · ln 2.
 ARX_NODES: list[tuple[str, float, dict[str, object], tuple[int, ...], float]] = [
-    # ARX also gives (2, 0, 0, 0, 0) for population uniqueness 0.005, π 0.05, Pitman, limit 2 %; privdb gives
-    # (1, 0, 0, 0, 0): at its nodes Pitman's closed-form equations find no root from any start, and ARX then
-    # retries with the equations' term-by-term form, which privdb does not (docs/anonymize.md)
     ("beta", 0.05, {"beta": 1.0}, (4, 1, 1, 2, 2), 0.87613597682),
     ("beta", 0.05, {"enhanced_beta": 1.0}, (4, 1, 1, 2, 2), 0.87613597682),
     ("delta", 0.05, {"delta_disclosure": 2.0 * LN2}, (4, 1, 0, 2, 3), 0.80189642596),
@@ -58,6 +55,13 @@ ARX_NODES: list[tuple[str, float, dict[str, object], tuple[int, ...], float]] = 
         {"population_uniqueness": 0.02, "pi": 0.5, "estimator": "zayatz"},
         (1, 0, 0, 0, 0),
         0.01133656034,
+    ),
+    (
+        "risk",
+        0.02,
+        {"population_uniqueness": 0.005, "pi": 0.05, "estimator": "pitman"},
+        (2, 0, 0, 0, 0),
+        0.01818181818,
     ),
     (
         "kmap",

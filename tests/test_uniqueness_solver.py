@@ -11,10 +11,11 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.special import polygamma
+from scipy.special import digamma, polygamma
 
 from privdb.anonymize.newton import newton as _newton
 from privdb.anonymize.newton import trigamma as _trigamma
+from privdb.anonymize.pitman import _closed, arx_digamma, arx_trigamma, starts_of, term_sums
 from privdb.anonymize.uniqueness import estimate, population_uniqueness
 from privdb.errors import InvalidParameter
 
@@ -133,3 +134,71 @@ def test_population_beyond_arx_range_is_refused() -> None:
     with pytest.raises(InvalidParameter, match="raise the sampling fraction"):
         estimate(sizes, 1e-9, "zayatz")
     assert population_uniqueness(sizes, 4 / (2**31 - 1)).zayatz is not None  # N at the limit still works
+
+
+def test_arx_psi_and_its_trigamma_gap() -> None:
+    """ARX's ψ is exact; its ψ₁ lacks the asymptotic tail between 10⁻⁴ and 12 (0 from 8 to 12)."""
+    x = np.array([1e-7, 0.3, 5.5, 13.0, 1e5, -0.5, -3.7])
+    assert np.allclose(arx_digamma(x), digamma(x), rtol=1e-12, atol=1e-12)
+    assert np.all(arx_trigamma(np.array([8.0, 9.5, 11.99])) == 0)
+    assert arx_trigamma(np.array([7.5]))[0] == pytest.approx(1 / 7.5**2)
+    assert np.allclose(arx_trigamma(np.array([12.0, 40.0, 1e6])), polygamma(1, [12.0, 40.0, 1e6]), rtol=1e-12)
+
+
+@pytest.mark.parametrize("m", [1, 7, 3000, 250_000])
+@pytest.mark.parametrize(
+    ("t", "a"),
+    [
+        (100.0, 0.3),
+        (5.0, -0.021),
+        (2e9, -1e-7),
+        (1e3, 0.0),
+        (3e9, -1.75e6),
+        (0.5, 2.0),
+        (1e12, 1e3),
+        (40.0, 1e-9),
+    ],
+)
+def test_term_sums_equal_the_sums_term_by_term(m: int, t: float, a: float) -> None:
+    """The ψ-difference and power-series forms of Σ 1/(t+ia) … Σ i²/(t+ia)² equal the sums of m terms."""
+    i = np.arange(1, m + 1, dtype=np.float64)
+    terms = [
+        1 / (t + i * a),
+        i / (t + i * a),
+        1 / (t + i * a) ** 2,
+        i / (t + i * a) ** 2,
+        (i / (t + i * a)) ** 2,
+    ]
+    got = term_sums(np.array([t]), np.array([a]), m)
+    for value, direct in zip(got, terms, strict=True):
+        exact = math.fsum(direct)
+        assert value[0] == pytest.approx(exact, rel=1e-9, abs=1e-300)
+
+
+# ARX (commit aacd487fb) on class-size histograms (size: count) with population N, Pitman's estimate as a
+# fraction of N: its closed-form equations find no root there (the first) or a far root that fails the
+# term-by-term equations (the second), and its retry with the term-by-term form finds the estimate
+ARX_RETRIES = [
+    (4520, {1: 26, 2: 29, 3: 19, 5: 17}, 1.4628401982756078e-07, "no root"),
+    (2360, {1: 16, 6: 17}, 0.0010394626799777463, "check fails"),
+]
+
+
+@pytest.mark.parametrize(("population", "histogram", "arx", "why"), ARX_RETRIES)
+def test_pitman_retries_with_the_term_by_term_form_as_arx(
+    population: int, histogram: dict[int, int], arx: float, why: str
+) -> None:
+    sizes = np.repeat(list(histogram), list(histogram.values()))
+    n = float(sizes.sum())
+    if why == "no root":
+        s, c = np.unique(sizes, return_counts=True)
+        big, counts = s[s != 1].astype(np.float64), c[s != 1].astype(np.float64)
+        closed = _newton(
+            lambda t, a: _closed(t, a, float(c.sum()), n, big, counts),
+            starts_of(s, c, n),
+            lambda t, a: t >= 0,
+        )
+        assert math.isnan(closed[0])
+    value = estimate(sizes, n / population, "pitman")
+    assert value is not None
+    assert value == pytest.approx(arx, rel=1e-9)

@@ -51,9 +51,9 @@ def newton(
             root |= converged
             det = a * d - b * c
             alive &= finite & ~converged & (det != 0)
-            safe = np.where(alive, det, 1.0)
-            x = np.where(alive, x - (d * f1 - b * f2) / safe, x)
-            y = np.where(alive, y - (a * f2 - c * f1) / safe, y)
+            inv = 1.0 / np.where(alive, det, 1.0)  # the step as linearbits rounds it: J⁻¹ first, then J⁻¹·f
+            x = np.where(alive, x - ((d * inv) * f1 + (-b * inv) * f2), x)
+            y = np.where(alive, y - ((-c * inv) * f1 + (a * inv) * f2), y)
             alive &= np.isfinite(x) & np.isfinite(y)
             if constraint is not None:
                 alive &= constraint(x, y)

@@ -30,7 +30,7 @@ from scipy.special import digamma, gamma, gammaln
 
 from privdb.anonymize.newton import ACCURACY, GRID, Arr, newton, trigamma
 
-__all__ = ["arx_digamma", "arx_trigamma", "pitman", "term_sums"]
+__all__ = ["arx_digamma", "arx_trigamma", "pitman", "starts_of", "term_sums"]
 
 _EULER = 0.57721566490153286060651209008240243104215933593992
 _ZETA3 = 1.202056903159594285399738161511449990764986292
@@ -124,7 +124,13 @@ def term_sums(t: Arr, a: Arr, m: int, power: Arr | None = None) -> tuple[Arr, Ar
         x = np.where(series, 1.0, t / a)
         d1 = digamma(x + m + 1) - digamma(x + 1)
         d2 = trigamma(x + 1) - trigamma(x + m + 1)
-        psi = (d1 / a, (m - x * d1) / a, d2 / a**2, (d1 - x * d2) / a**2, (m - 2 * x * d1 + x * x * d2) / a**2)
+        psi = (
+            d1 / a,
+            (m - x * d1) / a,
+            d2 / a**2,
+            (d1 - x * d2) / a**2,
+            (m - 2 * x * d1 + x * x * d2) / a**2,
+        )
         picked = tuple(np.where(series, sv, pv) for sv, pv in zip(s, psi, strict=True))
     return picked[0], picked[1], picked[2], picked[3], picked[4]
 
@@ -136,19 +142,25 @@ def _closed(t: Arr, a: Arr, u: float, n: float, big: Arr, big_counts: Arr) -> Fn
     """The likelihood equations and Jacobian in ARX's closed form (ARX's ψ and ψ₁); a start whose α is 0 or
     whose α⁴ overflows stops there (Python's float power would raise)."""
     a = np.where((a == 0) | ~np.isfinite(a**4), np.nan, a)
-    v = u - 1.0
-    s1, s4 = arx_digamma(v + t / a + 1), arx_digamma(t / a + 1)
-    s2, s3 = arx_trigamma((a + t + a * v) / a), arx_trigamma(t / a + 1)
-    d1 = (s3 - s2) / a**2
-    d5 = (a * s1 + t * s2 - a * s4 - t * s3) / a**3
-    d3 = (a**2 * v - t * t * s2 + t * t * s3 - 2 * a * t * s1 + 2 * a * t * s4) / a**4
+    v, k, col = u - 1.0, len(t), a[:, None]
+    # one call of ARX's ψ and one of ψ₁ for every argument of every start (calls cost more than the sums)
+    psi = arx_digamma(np.concatenate([v + t / a + 1, t / a + 1, n + t, t + 1, (big - col).ravel(), 1 - a]))
+    tri = arx_trigamma(
+        np.concatenate([(a + t + a * v) / a, t / a + 1, t + 1, n + t, (big - col).ravel(), 1 - a])
+    )
+    s1, s4, p_n, p_1 = psi[:k], psi[k : 2 * k], psi[2 * k : 3 * k], psi[3 * k : 4 * k]
+    s2, s3, q_1, q_n = tri[:k], tri[k : 2 * k], tri[2 * k : 3 * k], tri[3 * k : 4 * k]
+    p_big, q_big = psi[4 * k : -k].reshape(k, -1), tri[4 * k : -k].reshape(k, -1)
+    a2 = a * a  # ARX's products, rounded as it rounds them
+    d1 = (s3 - s2) / a2
+    d5 = (a * s1 + t * s2 - a * s4 - t * s3) / (a2 * a)
+    d3 = (a2 * v - t * t * s2 + t * t * s3 - 2 * a * t * s1 + 2 * a * t * s4) / (a2 * a2)
     o1 = (s1 - s4) / a
-    o3 = (-t * s1 + a * v + t * s4) / a**2
-    o2 = arx_digamma(n + t) - arx_digamma(t + 1)
-    d2 = arx_trigamma(t + 1) - arx_trigamma(n + t)
-    col = a[:, None]
-    d4 = (big_counts * (arx_trigamma(1 - col) - arx_trigamma(big - col))).sum(axis=1)
-    o4 = (big_counts * (arx_digamma(big - col) - arx_digamma(1 - col))).sum(axis=1)
+    o3 = (-t * s1 + a * v + t * s4) / a2
+    o2 = p_n - p_1
+    d2 = q_1 - q_n
+    d4 = (big_counts * (tri[-k:, None] - q_big)).sum(axis=1)
+    o4 = (big_counts * (p_big - psi[-k:, None])).sum(axis=1)
     return (o1 - o2, o3 - o4), (d2 - d1, -d5, -d5, -d3 - d4)
 
 
@@ -165,9 +177,8 @@ def _terms(t: Arr, a: Arr, u: float, n: float, big: Arr, big_counts: Arr, power:
     return (o1 - o2, o3 - o4), (d2 - d1, -d5, -d5, -d3 - d4)
 
 
-def pitman(sizes: np.ndarray, counts: np.ndarray, n: float, population: float) -> float:
-    """Population uniques by Pitman's model (NaN: no estimate), ARX's control flow: closed form, then the
-    term-by-term form when the closed form finds no root or its root fails the term-by-term equations."""
+def starts_of(sizes: np.ndarray, counts: np.ndarray, n: float) -> list[tuple[float, float]]:
+    """ARX's starts: the moment-style initial guess of (θ, α), then its grid."""
     u = float(counts.sum())
     c1 = float(counts[sizes == 1].sum())
     c2 = float(counts[sizes == 2].sum()) or 1.0
@@ -178,8 +189,15 @@ def pitman(sizes: np.ndarray, counts: np.ndarray, n: float, population: float) -
             np.float64(n * u * c - c1 * (n - 1) * (2 * u + c)) / np.float64(2 * c1 * u + c1 * c - n * c)
         )
         alpha0 = float(np.float64(theta0 * (c1 - n) + (n - 1) * c1) / np.float64(n * u))
+    return [(theta0, alpha0), *GRID]
+
+
+def pitman(sizes: np.ndarray, counts: np.ndarray, n: float, population: float) -> float:
+    """Population uniques by Pitman's model (NaN: no estimate), ARX's control flow: closed form, then the
+    term-by-term form when the closed form finds no root or its root fails the term-by-term equations."""
+    u = float(counts.sum())
+    starts, positive = starts_of(sizes, counts, n), lambda t, a: t >= 0
     big, big_counts = sizes[sizes != 1].astype(np.float64), counts[sizes != 1].astype(np.float64)
-    starts, positive = [(theta0, alpha0), *GRID], lambda t, a: t >= 0
     t, a = newton(lambda t, a: _closed(t, a, u, n, big, big_counts), starts, positive)
     power = _power_sums(int(u) - 1)
 

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 from scipy.special import gammaln
 
 from privdb.anonymize.newton import GRID, Arr, newton
