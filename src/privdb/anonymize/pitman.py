@@ -3,19 +3,19 @@
 θ and α are the maximum-likelihood estimates of the sample's Pitman partition; population uniques ≈
 Γ(θ+1)/Γ(θ+α)·N^α. The likelihood equations come in two forms that are equal in exact arithmetic:
 
-* closed: digamma and trigamma functions, with ARX's own ψ and ψ₁ (``arx_digamma``, ``arx_trigamma``). ARX's
-  ψ₁ adds its asymptotic tail only once the argument has been shifted to 12 or more, but shifts only up to 8,
-  so between 10⁻⁴ and 12 it returns the bare shift sum (0 from 8 to 12). That ψ₁ enters only the Jacobian,
-  so it changes where Newton's iterates go, not what a root is; with SciPy's exact ψ₁ privdb found a root
-  (an estimate) at some histograms where ARX runs off to a far, invalid one (no estimate), and on Adult the
-  lattice search's optimum differed from ARX's.
+* closed: digamma and trigamma functions, with ARX's own ψ (``arx_digamma``, accurate) and an exact ψ₁
+  (``newton.trigamma``). ARX's ψ₁ (``arx_trigamma``) adds its asymptotic tail only once the argument has been
+  shifted to 12 or more, but shifts only up to 8, so between 10⁻⁴ and 12 it returns the bare shift sum (0
+  from 8 to 12). ψ₁ enters only the Jacobian, so it changes where Newton's iterates go, not what a root is;
+  privdb does not copy that defect (as it keeps SNB's correct Jacobian where ARX's second row is wrong), and
+  ``pitman(..., trigamma=arx_trigamma)`` reproduces ARX's iterates for the tests.
 * term by term: the sums ``Σ 1/(θ+iα)`` (i < u, the number of classes), ``Σ 1/(θ+i)`` (i < n) and
   ``Σ 1/(j−α)`` (j < a class's size) and their derivatives, as ARX's "iterative" functions write them.
 
 ARX solves the closed form from its starts; if that finds no root, it solves the term-by-term form from the
 same starts; if it finds one, it evaluates the term-by-term equations there and, when either is not
 within 1e-6 of zero (or not finite), solves the term-by-term form instead (whose answer, root or none, then
-stands). ``_pitman`` follows that flow. ARX sums the second form term by term (n terms per evaluation);
+stands). ``pitman`` follows that flow. ARX sums the second form term by term (n terms per evaluation);
 here the same sums are exact rearrangements: ψ differences (SciPy's ψ, ψ₁, accurate to a few ulps) and, where
 the ψ difference would cancel (|α|·(u−1) ≤ θ/2, α near 0), a power series in α(u−1)/θ over Faulhaber's
 power sums, so an evaluation costs O(distinct class sizes), not O(n).
@@ -24,6 +24,7 @@ power sums, so an evaluation costs O(distinct class sizes), not O(n).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from scipy.special import digamma, gamma, gammaln
@@ -65,8 +66,9 @@ def arx_digamma(x: Arr) -> Arr:
 
 
 def arx_trigamma(x: Arr) -> Arr:
-    """ARX's ψ₁ (``risk.Gamma.trigamma``), kept with its gap: shifted up to 8 but given the asymptotic tail
-    only from 12, so between 10⁻⁴ and 12 it is the shift sum alone; below 0 by reflection."""
+    """ARX's ψ₁ (``risk.Gamma.trigamma``) with its defect: shifted up to 8 but given the asymptotic tail only
+    from 12, so between 10⁻⁴ and 12 it is the shift sum alone; below 0 by reflection. Not used by privdb's
+    estimate: a test aid (``pitman(..., trigamma=arx_trigamma)`` reproduces ARX's Newton path)."""
     x = np.asarray(x, dtype=np.float64)
     with np.errstate(all="ignore"):
         negative = x < 0
@@ -138,16 +140,17 @@ def term_sums(t: Arr, a: Arr, m: int, power: Arr | None = None) -> tuple[Arr, Ar
 Fn = tuple[tuple[Arr, Arr], tuple[Arr, Arr, Arr, Arr]]
 
 
-def _closed(t: Arr, a: Arr, u: float, n: float, big: Arr, big_counts: Arr) -> Fn:
-    """The likelihood equations and Jacobian in ARX's closed form (ARX's ψ and ψ₁); a start whose α is 0 or
-    whose α⁴ overflows stops there (Python's float power would raise)."""
+def _closed(
+    t: Arr, a: Arr, u: float, n: float, big: Arr, big_counts: Arr, trigamma: Callable[[Arr], Arr] = trigamma
+) -> Fn:
+    """The likelihood equations and Jacobian in ARX's closed form (ARX's ψ, the ψ₁ given: exact unless a test
+    passes ARX's); a start whose α is 0 or whose α⁴ overflows stops there (Python's float power would
+    raise)."""
     a = np.where((a == 0) | ~np.isfinite(a**4), np.nan, a)
     v, k, col = u - 1.0, len(t), a[:, None]
-    # one call of ARX's ψ and one of ψ₁ for every argument of every start (calls cost more than the sums)
+    # one call of ψ and one of ψ₁ for every argument of every start (calls cost more than the sums)
     psi = arx_digamma(np.concatenate([v + t / a + 1, t / a + 1, n + t, t + 1, (big - col).ravel(), 1 - a]))
-    tri = arx_trigamma(
-        np.concatenate([(a + t + a * v) / a, t / a + 1, t + 1, n + t, (big - col).ravel(), 1 - a])
-    )
+    tri = trigamma(np.concatenate([(a + t + a * v) / a, t / a + 1, t + 1, n + t, (big - col).ravel(), 1 - a]))
     s1, s4, p_n, p_1 = psi[:k], psi[k : 2 * k], psi[2 * k : 3 * k], psi[3 * k : 4 * k]
     s2, s3, q_1, q_n = tri[:k], tri[k : 2 * k], tri[2 * k : 3 * k], tri[3 * k : 4 * k]
     p_big, q_big = psi[4 * k : -k].reshape(k, -1), tri[4 * k : -k].reshape(k, -1)
@@ -192,13 +195,21 @@ def starts_of(sizes: np.ndarray, counts: np.ndarray, n: float) -> list[tuple[flo
     return [(theta0, alpha0), *GRID]
 
 
-def pitman(sizes: np.ndarray, counts: np.ndarray, n: float, population: float) -> float:
+def pitman(
+    sizes: np.ndarray,
+    counts: np.ndarray,
+    n: float,
+    population: float,
+    *,
+    trigamma: Callable[[Arr], Arr] = trigamma,
+) -> float:
     """Population uniques by Pitman's model (NaN: no estimate), ARX's control flow: closed form, then the
-    term-by-term form when the closed form finds no root or its root fails the term-by-term equations."""
+    term-by-term form when the closed form finds no root or its root fails the term-by-term equations.
+    ``trigamma`` is the closed form's ψ₁: exact; a test passes ``arx_trigamma`` to reproduce ARX's path."""
     u = float(counts.sum())
     starts, positive = starts_of(sizes, counts, n), lambda t, a: t >= 0
     big, big_counts = sizes[sizes != 1].astype(np.float64), counts[sizes != 1].astype(np.float64)
-    t, a = newton(lambda t, a: _closed(t, a, u, n, big, big_counts), starts, positive)
+    t, a = newton(lambda t, a: _closed(t, a, u, n, big, big_counts, trigamma), starts, positive)
     power = _power_sums(int(u) - 1)
 
     def terms(t: Arr, a: Arr) -> Fn:
