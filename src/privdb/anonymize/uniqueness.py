@@ -3,7 +3,8 @@ estimated from the sample's class-size histogram and the sampling fraction π = 
 
 * Pitman (1996): the sample is a draw from a Pitman (two-parameter Poisson–Dirichlet) partition; θ and α are
   the maximum-likelihood estimates (Hoshino 2001); population uniques ≈ Γ(θ+1)/Γ(θ+α)·N^α (``pitman``: ARX's
-  closed-form equations with ARX's ψ and ψ₁, and its retry with the term-by-term form).
+  closed-form equations with ARX's ψ and an exact ψ₁, not ARX's defective one, and its retry with the
+  term-by-term form).
 * Zayatz (1991): the share of sample uniques that are population uniques is estimated with hypergeometric
   probabilities of drawing one record of a class of each observed size; population uniques = (sample
   uniques × that share) / π.
