@@ -11,9 +11,12 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.special import polygamma
+from scipy.special import digamma, polygamma
 
-from privdb.anonymize.uniqueness import _newton, _trigamma, estimate, population_uniqueness
+from privdb.anonymize.newton import newton as _newton
+from privdb.anonymize.newton import trigamma as _trigamma
+from privdb.anonymize.pitman import _closed, arx_digamma, arx_trigamma, pitman, starts_of, term_sums
+from privdb.anonymize.uniqueness import estimate, population_uniqueness
 from privdb.errors import InvalidParameter
 
 Arr = np.ndarray
@@ -131,3 +134,121 @@ def test_population_beyond_arx_range_is_refused() -> None:
     with pytest.raises(InvalidParameter, match="raise the sampling fraction"):
         estimate(sizes, 1e-9, "zayatz")
     assert population_uniqueness(sizes, 4 / (2**31 - 1)).zayatz is not None  # N at the limit still works
+
+
+def test_arx_psi_and_its_trigamma_gap() -> None:
+    """ARX's ψ is exact; its ψ₁ lacks the asymptotic tail between 10⁻⁴ and 12 (0 from 8 to 12)."""
+    x = np.array([1e-7, 0.3, 5.5, 13.0, 1e5, -0.5, -3.7])
+    assert np.allclose(arx_digamma(x), digamma(x), rtol=1e-12, atol=1e-12)
+    assert np.all(arx_trigamma(np.array([8.0, 9.5, 11.99])) == 0)
+    assert arx_trigamma(np.array([7.5]))[0] == pytest.approx(1 / 7.5**2)
+    assert np.allclose(arx_trigamma(np.array([12.0, 40.0, 1e6])), polygamma(1, [12.0, 40.0, 1e6]), rtol=1e-12)
+
+
+@pytest.mark.parametrize("m", [1, 7, 3000, 250_000])
+@pytest.mark.parametrize(
+    ("t", "a"),
+    [
+        (100.0, 0.3),
+        (5.0, -0.021),
+        (2e9, -1e-7),
+        (1e3, 0.0),
+        (3e9, -1.75e6),
+        (0.5, 2.0),
+        (1e12, 1e3),
+        (40.0, 1e-9),
+    ],
+)
+def test_term_sums_equal_the_sums_term_by_term(m: int, t: float, a: float) -> None:
+    """The ψ-difference and power-series forms of Σ 1/(t+ia) … Σ i²/(t+ia)² equal the sums of m terms."""
+    i = np.arange(1, m + 1, dtype=np.float64)
+    terms = [
+        1 / (t + i * a),
+        i / (t + i * a),
+        1 / (t + i * a) ** 2,
+        i / (t + i * a) ** 2,
+        (i / (t + i * a)) ** 2,
+    ]
+    got = term_sums(np.array([t]), np.array([a]), m)
+    for value, direct in zip(got, terms, strict=True):
+        exact = math.fsum(direct)
+        assert value[0] == pytest.approx(exact, rel=1e-9, abs=1e-300)
+
+
+# ARX (commit aacd487fb) on class-size histograms (size: count) with population N, Pitman's estimate as a
+# fraction of N: its closed-form equations (with its ψ₁) find no root there (the first) or a far root that
+# fails the term-by-term equations (the second), and its retry with the term-by-term form finds the estimate.
+# With the exact ψ₁ the closed form finds that root itself (the retry is then not needed); the estimate agrees
+ARX_RETRIES = [
+    (4520, {1: 26, 2: 29, 3: 19, 5: 17}, 1.4628401982756078e-07, "no root"),
+    (2360, {1: 16, 6: 17}, 0.0010394626799777463, "check fails"),
+]
+
+
+@pytest.mark.parametrize(("population", "histogram", "arx", "why"), ARX_RETRIES)
+def test_pitman_retries_with_the_term_by_term_form_as_arx(
+    population: int, histogram: dict[int, int], arx: float, why: str
+) -> None:
+    """ARX's ψ₁ substituted takes ARX's path (the retry) to ARX's estimate; the exact ψ₁ reaches it too."""
+    s, c = np.array(list(histogram)), np.array(list(histogram.values()))
+    n = float((s * c).sum())
+    big, counts = s[s != 1].astype(np.float64), c[s != 1].astype(np.float64)
+    closed = _newton(
+        lambda t, a: _closed(t, a, float(c.sum()), n, big, counts, arx_trigamma),
+        starts_of(s, c, n),
+        lambda t, a: t >= 0,
+    )
+    if why == "no root":
+        assert math.isnan(closed[0])
+    else:
+        assert closed[0] > 1e8  # a far root, which the term-by-term check refuses
+    assert pitman(s, c, n, population, trigamma=arx_trigamma) / population == pytest.approx(arx, rel=1e-9)
+    value = estimate(np.repeat(s, c), n / population, "pitman")
+    assert value is not None
+    assert value == pytest.approx(arx, rel=1e-9)
+
+
+# The suppression step where ψ₁ decides: Adult, population uniqueness ≤ 0.005, Pitman, π 0.05, limit 2 %, node
+# (1, 0, 0, 0, 0), the first probe of ARX's binary search over suppression (the 658 smallest classes out):
+# class size:count, n = 29,504, N = 603,240. With the exact ψ₁ the node passes there, with ARX's it fails.
+# ARX (commit aacd487fb, bench/anonymize/arx/Pitman.java) prints 0 (no estimate): its closed form, with its
+# ψ₁, runs to a far root that passes the term-by-term check but whose Γ(θ+1)/Γ(θ+α)·N^α lies outside 0..N;
+# alone, its term-by-term form finds the data's root, the one the exact ψ₁ finds in the closed form.
+PSI1_STEP = (
+    "1:454 2:400 3:222 4:143 5:102 6:56 7:54 8:48 9:37 10:36 11:25 12:23 13:19 14:15 15:14 16:15 "
+    "17:16 18:9 19:12 20:10 21:13 22:12 23:7 24:12 25:7 26:7 27:12 28:3 29:3 30:9 31:3 32:7 33:7 "
+    "34:1 35:6 36:4 37:4 38:3 39:3 40:2 41:6 42:1 43:5 44:5 45:2 46:2 48:1 49:4 50:1 51:1 52:5 "
+    "53:3 54:4 55:4 57:1 58:2 59:2 60:2 61:3 63:1 64:3 65:2 66:3 69:1 70:1 71:1 73:1 74:1 76:1 "
+    "78:1 80:1 81:1 82:1 83:1 84:1 85:1 86:1 89:1 93:1 98:1 100:2 104:1 107:1 108:1 112:1 114:2 "
+    "115:1 116:1 117:2 118:1 119:1 122:1 123:1 132:1 133:1 137:1 141:1 143:1 157:1 158:1 161:1 "
+    "162:1 167:1 170:1 192:2 200:1 201:1 202:1 214:1 234:1 236:1 239:1 254:1 257:1 261:1 266:1 "
+    "284:1 285:1 290:1 292:1 327:1 332:1 337:1 343:1 355:1 372:1 381:1 383:1 396:1 428:1 436:1 "
+    "455:1 464:1 479:1 589:1 591:1"
+)
+PSI1_POPULATION = 603_240
+ARX_FAR_ROOT = (3.309790511751266e9, -1752994.4643912138)  # ARX's closed form: (θ, α), estimate none
+ARX_TERMS_ROOT = (247.9444658336331, 0.1971878989257907)  # ARX's term-by-term form alone
+EXACT_ESTIMATE = 0.001912969177706392  # privdb's, a fraction of N: Γ(θ+1)/Γ(θ+α)·N^α / N at that root
+
+
+def test_exact_trigamma_finds_the_data_root_where_arx_trigamma_runs_off() -> None:
+    """ψ₁ enters only the Jacobian: the exact one leads Newton to the data's root (ARX's term-by-term root, an
+    estimate); ARX's ψ₁, substituted, leads to ARX's far root and no estimate, as ARX answers."""
+    pairs = [tuple(map(int, w.split(":"))) for w in PSI1_STEP.split()]
+    s = np.array([p[0] for p in pairs])
+    c = np.array([p[1] for p in pairs])
+    n = float((s * c).sum())
+    assert n == 29_504
+    big, counts = s[s != 1].astype(np.float64), c[s != 1].astype(np.float64)
+    roots = {}
+    for name, psi1 in (("exact", _trigamma), ("arx", arx_trigamma)):
+        roots[name] = _newton(
+            lambda t, a, psi1=psi1: _closed(t, a, float(c.sum()), n, big, counts, psi1),
+            starts_of(s, c, n),
+            lambda t, a: t >= 0,
+        )
+    assert roots["exact"] == pytest.approx(ARX_TERMS_ROOT, rel=1e-9)
+    assert roots["arx"] == pytest.approx(ARX_FAR_ROOT, rel=1e-5)  # a far root: the path there is chaotic
+    sizes = np.repeat(s, c)
+    assert estimate(sizes, n / PSI1_POPULATION, "pitman") == pytest.approx(EXACT_ESTIMATE, rel=1e-9)
+    assert math.isnan(pitman(s, c, n, PSI1_POPULATION, trigamma=arx_trigamma))  # ARX's answer: none

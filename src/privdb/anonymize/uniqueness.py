@@ -2,8 +2,9 @@
 estimated from the sample's class-size histogram and the sampling fraction π = n/N, as ARX computes it.
 
 * Pitman (1996): the sample is a draw from a Pitman (two-parameter Poisson–Dirichlet) partition; θ and α are
-  the maximum-likelihood estimates (Hoshino 2001), found by two-dimensional Newton–Raphson from the
-  moment-style initial guess; population uniques ≈ Γ(θ+1)/Γ(θ+α)·N^α.
+  the maximum-likelihood estimates (Hoshino 2001); population uniques ≈ Γ(θ+1)/Γ(θ+α)·N^α (``pitman``: ARX's
+  closed-form equations with ARX's ψ and an exact ψ₁, not ARX's defective one, and its retry with the
+  term-by-term form).
 * Zayatz (1991): the share of sample uniques that are population uniques is estimated with hypergeometric
   probabilities of drawing one record of a class of each observed size; population uniques = (sample
   uniques × that share) / π.
@@ -15,11 +16,10 @@ estimated from the sample's class-size histogram and the sampling fraction π = 
   has no estimate); π > 0.1 → the smaller of Zayatz and SNB (Zayatz if SNB has none).
 
 An estimate that does not converge, is not finite or falls outside 0..N counts as none (``None``), as in
-ARX. With no sample uniques every estimate is 0. The solver is ARX's (``_newton``): the initial guess (SNB:
+ARX. With no sample uniques every estimate is 0. The solver is ARX's (``newton``): the initial guess (SNB:
 (1, 1)), then ARX's grid of start values (0, 0.33, 0.66, 0.99)², at most 1,001 evaluations per start and
 10,000 in all, accepting a point where both equations are within 1e-6 of zero. Not kept from ARX: its
-wall-clock limits, and the second, term-by-term form of Pitman's equations it retries with when the closed
-form finds no root (where those matter, privdb may report no estimate where ARX has one).
+wall-clock limits (an estimate must not depend on the machine's speed).
 """
 
 from __future__ import annotations
@@ -31,133 +31,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
-from scipy.special import digamma, gammaln, polygamma
+from scipy.special import gammaln
 
+from privdb.anonymize.newton import GRID, Arr, newton
+from privdb.anonymize.pitman import pitman
 from privdb.errors import InvalidParameter
 
 __all__ = ["ESTIMATORS", "Uniqueness", "check_estimator", "estimate", "population_uniqueness"]
 
 ESTIMATORS = ("pitman", "zayatz", "snb", "dankar")
-_ACCURACY = 1e-6
-_STEPS = 1000
-_TOTAL = 10_000
-_GRID = [(a, b) for a in (0.0, 0.33, 0.66, 0.99) for b in (0.0, 0.33, 0.66, 0.99)]
-
-Vec = tuple[float, float]
-Arr = NDArray[np.float64]
-Equations = Callable[[Arr, Arr], tuple[tuple[Arr, Arr], tuple[Arr, Arr, Arr, Arr]]]
-
-
-def _newton(
-    f: Equations, starts: list[Vec], constraint: Callable[[Arr, Arr], NDArray[np.bool_]] | None = None
-) -> Vec:
-    """A root of the two equations ``f`` (values and Jacobian), searched as ARX's solver (linearbits'
-    NewtonRaphson2D with ARX's deterministic configuration) searches: the starts are tried in order; a try
-    evaluates at most 1,001 times and ends at a root (returned), a non-finite value or singular Jacobian, or a
-    step that leaves the ``constraint``; a try begins only while the tries before it used at most 10,000
-    evaluations in all; and the last start gets one evaluation (the solver stops once its prepared starts run
-    out). ARX's wall-clock limits (100 ms per try, 1 s in all) are not kept: an answer must not depend on the
-    machine's speed.
-
-    Every try runs at once as arrays, so a start that does not converge costs one vector step, not 1,000 steps
-    alone; the answer is the one-try-after-another search's.
-    """
-    x = np.array([s[0] for s in starts], dtype=np.float64)
-    y = np.array([s[1] for s in starts], dtype=np.float64)
-    alive = np.ones(len(starts), dtype=bool)
-    root = np.zeros(len(starts), dtype=bool)
-    evaluations = np.zeros(len(starts), dtype=np.int64)
-    for step in range(_STEPS + 1):
-        evaluations += alive
-        with np.errstate(all="ignore"):
-            (f1, f2), (a, b, c, d) = f(x, y)
-            finite = np.isfinite(f1) & np.isfinite(f2) & np.isfinite(a) & np.isfinite(b)
-            finite &= np.isfinite(c) & np.isfinite(d)
-            converged = alive & finite & (np.abs(f1) <= _ACCURACY) & (np.abs(f2) <= _ACCURACY)
-            root |= converged
-            det = a * d - b * c
-            alive &= finite & ~converged & (det != 0)
-            safe = np.where(alive, det, 1.0)
-            x = np.where(alive, x - (d * f1 - b * f2) / safe, x)
-            y = np.where(alive, y - (a * f2 - c * f1) / safe, y)
-            alive &= np.isfinite(x) & np.isfinite(y)
-            if constraint is not None:
-                alive &= constraint(x, y)
-        alive[-1] = False  # the last start: one evaluation
-        if step == _STEPS:
-            alive[:] = False  # each start: at most 1,001 evaluations
-        decided, winner = _first_root(root, alive, evaluations)
-        if decided:
-            break
-    return (float(x[winner]), float(y[winner])) if winner is not None else (math.nan, math.nan)
-
-
-def _first_root(
-    root: NDArray[np.bool_], alive: NDArray[np.bool_], evaluations: NDArray[np.int64]
-) -> tuple[bool, int | None]:
-    """Whether the tries so far settle the one-after-another search, and which try's root it returns."""
-    total = 0
-    for j in range(len(root)):
-        if total > _TOTAL:
-            return True, None
-        if root[j]:
-            return True, j
-        if alive[j]:
-            return False, None
-        total += int(evaluations[j])
-    return True, None
-
-
-def _trigamma(x: Arr) -> Arr:
-    """ψ₁(x); below 0 by the reflection ψ₁(x) = π²/sin²(πx) − ψ₁(1 − x), since SciPy's Hurwitz zeta takes time
-    linear in |x| there (seconds per call once a diverging Newton iterate reaches −10⁸)."""
-    x = np.asarray(x, dtype=np.float64)
-    negative = x < 0
-    with np.errstate(all="ignore"):
-        positive: Arr = polygamma(1, np.where(negative, 1.0 - x, x))
-        out: Arr = np.where(negative, (math.pi / np.sin(math.pi * x)) ** 2 - positive, positive)
-    return out
-
-
-def _pitman(sizes: np.ndarray, counts: np.ndarray, n: float, population: float) -> float:
-    u = float(counts.sum())
-    c1 = float(counts[sizes == 1].sum())
-    c2 = float(counts[sizes == 2].sum()) or 1.0
-    c = c1 * (c1 - 1) / c2
-    # a zero denominator gives ±inf or NaN, as in ARX's Java: that start fails
-    with np.errstate(all="ignore"):
-        theta0 = float(
-            np.float64(n * u * c - c1 * (n - 1) * (2 * u + c)) / np.float64(2 * c1 * u + c1 * c - n * c)
-        )
-        alpha0 = float(np.float64(theta0 * (c1 - n) + (n - 1) * c1) / np.float64(n * u))
-    big, big_counts = sizes[sizes != 1].astype(np.float64), counts[sizes != 1].astype(np.float64)
-
-    def eq(t: Arr, a: Arr) -> tuple[tuple[Arr, Arr], tuple[Arr, Arr, Arr, Arr]]:
-        # log-likelihood derivatives of the Pitman partition (closed forms with polygamma functions); a
-        # start whose α is 0 or whose α⁴ overflows stops there (Python's float power would raise)
-        a = np.where((a == 0) | ~np.isfinite(a**4), np.nan, a)
-        v = u - 1.0
-        s1, s4 = digamma(v + t / a + 1), digamma(t / a + 1)
-        s2, s3 = _trigamma((a + t + a * v) / a), _trigamma(t / a + 1)
-        d1 = (s3 - s2) / a**2
-        d5 = (a * s1 + t * s2 - a * s4 - t * s3) / a**3
-        d3 = (a**2 * v - t * t * s2 + t * t * s3 - 2 * a * t * s1 + 2 * a * t * s4) / a**4
-        o1 = (s1 - s4) / a
-        o3 = (-t * s1 + a * v + t * s4) / a**2
-        o2 = digamma(n + t) - digamma(t + 1)
-        d2 = _trigamma(t + 1) - _trigamma(n + t)
-        col = a[:, None]
-        d4 = (big_counts * (_trigamma(1 - col) - _trigamma(big - col))).sum(axis=1)
-        o4 = (big_counts * (digamma(big - col) - digamma(1 - col))).sum(axis=1)
-        return (o1 - o2, o3 - o4), (d2 - d1, -d5, -d5, -d3 - d4)
-
-    t, a = _newton(eq, [(theta0, alpha0), *_GRID], lambda t, a: t >= 0)
-    if not (math.isfinite(t) and math.isfinite(a)) or a == 0:
-        return math.nan
-    with np.errstate(all="ignore"):
-        value = float(np.exp(gammaln(t + 1) - gammaln(t + a) + a * math.log(population)))
-    return value if 0 <= value <= population else math.nan
 
 
 def _hypergeom_one(population: int, size: np.ndarray, n: int) -> np.ndarray:
@@ -200,7 +82,7 @@ def _snb(sizes: np.ndarray, counts: np.ndarray, n: float, population: float) -> 
         w = 2 * h
         return _snb_eqs(k, f, c1, c2, a, b), ((p1 - m1) / w, (q1 - n1) / w, (p2 - m2) / w, (q2 - n2) / w)
 
-    a, b = _newton(eq, [(1.0, 1.0), *_GRID])  # ARX's solve() starts at (1, 1)
+    a, b = newton(eq, [(1.0, 1.0), *GRID])  # ARX's solve() starts at (1, 1)
     with np.errstate(all="ignore"):
         return float(k * b**a) if math.isfinite(a) and math.isfinite(b) else math.nan
 
@@ -335,4 +217,4 @@ class _Histogram:
         return value / n_pop if math.isfinite(value) and 0 < value <= n_pop else None
 
 
-_ESTIMATE = {"pitman": _pitman, "zayatz": _zayatz, "snb": _snb}
+_ESTIMATE = {"pitman": pitman, "zayatz": _zayatz, "snb": _snb}
