@@ -210,18 +210,19 @@ class Result:
             f"δ {self.budget.get('delta_remaining', 0):g}"
             + (f" · {more:,} more rows not shown (use --format csv or json)" if more > 0 else "")
         )
+        # names and values as Text: printed as they are on any console, never read as Rich markup
         for col in self.columns:
-            table.add_column(col)
+            table.add_column(Text(col))
             if col in intervals:
-                table.add_column(f"{col} 95% interval", style="dim")
+                table.add_column(Text(f"{col} 95% interval"), style="dim")
         noise_only = set(self.extra.get("noise_only_rows") or ())
         for r, row in enumerate(shown):
             cells = []
             for c, (col, value) in enumerate(zip(self.columns, row, strict=True)):
-                cells.append(_fmt(value) + (" *" if c == 0 and r in noise_only else ""))
+                cells.append(Text(_fmt(value) + (" *" if c == 0 and r in noise_only else "")))
                 if col in intervals:
                     lo, hi = intervals[col][r] if r < len(intervals[col]) else (None, None)
-                    cells.append("" if lo is None else f"[{_fmt(lo)}, {_fmt(hi)}]")
+                    cells.append(Text("" if lo is None else f"[{_fmt(lo)}, {_fmt(hi)}]"))
             table.add_row(*cells)
         yield table
         yield Text(caption, style="dim")

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from privdb.cli.core import app, console, friendly
 from privdb.cli.options import (
@@ -70,33 +71,40 @@ def explain(
         sys.stdout.write(json.dumps(plan) + "\n")
         return
     out = console()
-    out.print(
-        f"[bold]table[/bold] {plan['table']}  ·  privacy unit: {plan['privacy_unit'] or 'one row'}"
-        f"  ·  neighbours: {plan['neighbouring']}  ·  keys: {plan['keys']}"
+
+    def line(label: str, text: str) -> None:  # the label in bold, the rest (names from the query) plain
+        out.print(Text.assemble((label, "bold"), " ", text), highlight=False)
+
+    line(
+        "table",
+        f"{plan['table']}  ·  privacy unit: {plan['privacy_unit'] or 'one row'}"
+        f"  ·  neighbours: {plan['neighbouring']}  ·  keys: {plan['keys']}",
     )
-    out.print(f"[bold]cost[/bold] ε = {plan['epsilon']:g}, δ = {plan['delta']:g}")
+    line("cost", f"ε = {plan['epsilon']:g}, δ = {plan['delta']:g}")
     if "accuracy_first" in plan:
         steps = ", ".join(f"{e:g}" for e in plan["accuracy_first"]["schedule"])
-        out.print(
-            f"[bold]accuracy first[/bold] ε steps {steps}: charged the first step that meets the accuracy "
-            f"(ex post), at worst MAX = {plan['accuracy_first']['max_epsilon']:g}"
+        line(
+            "accuracy first",
+            f"ε steps {steps}: charged the first step that meets the accuracy "
+            f"(ex post), at worst MAX = {plan['accuracy_first']['max_epsilon']:g}",
         )
     if "covers" in plan:
-        out.print(f"[bold]intervals cover[/bold] {plan['covers']}", highlight=False)
+        line("intervals cover", str(plan["covers"]))
     if "truncation" in plan and "epsilon" in plan["truncation"]:
         cut = plan["truncation"]
-        out.print(
-            "[bold]truncation[/bold] bounding may drop rows; the answer carries a noisy count of the "
+        line(
+            "truncation",
+            "bounding may drop rows; the answer carries a noisy count of the "
             f"{cut['what']}, "
             f"for ε = {cut['epsilon']:g} ({cut['epsilon_share']:.0%} of the query's), "
             f"± {cut['ci95_half_width']:.0f} units at 95%",
-            highlight=False,
         )
     if "disclosure" in plan:
-        out.print(
-            f"[bold]disclosure[/bold] an adversary who knows every other record believes a person is in the "
+        line(
+            "disclosure",
+            "an adversary who knows every other record believes a person is in the "
             f"data at most {plan['disclosure']['posterior_bound']:.1%} after this answer (1/2 before; Lee & "
-            "Clifton; `privdb epsilon` for other settings)"
+            "Clifton; `privdb epsilon` for other settings)",
         )
     if "personalised" in plan:  # the Sample mechanism (docs/proofs/personalised.md)
         shown = plan["personalised"]
@@ -104,22 +112,20 @@ def explain(
             f"{c['class']} ε {c['epsilon']:g}: kept {c['inclusion']:.3g}, loses {c['epsilon_lost']:g}"
             for c in shown["classes"]
         )
-        out.print(
-            f"[bold]personalised[/bold] each person's ε from {shown['column']}; threshold t = "
-            f"{shown['threshold']:g}; {classes}",
-            markup=True,
-            highlight=False,
+        line(
+            "personalised",
+            f"each person's ε from {shown['column']}; threshold t = {shown['threshold']:g}; {classes}",
         )
     out.print(_columns_table(plan.get("columns", [])))
     if not verbose:
-        out.print("[dim]--verbose: the noisy statistics behind each column and the engine SQL[/dim]")
+        out.print("--verbose: the noisy statistics behind each column and the engine SQL", style="dim")
         return
     if plan.get("statistics"):
         out.print(_statistics_table(plan["statistics"]))
     if plan.get("order_statistics"):
         out.print(_order_table(plan["order_statistics"]))
-    out.print("[bold]engine SQL[/bold]")
-    out.print(plan["engine_sql"], highlight=False, markup=False)
+    out.print("engine SQL", style="bold")
+    out.print(plan["engine_sql"], highlight=False)
 
 
 def _number(value: float) -> str:

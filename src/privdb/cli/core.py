@@ -98,16 +98,24 @@ def arrange(typer_app: typer.Typer) -> None:
         infos.sort(key=lambda i: order.index(name_of(i)) if name_of(i) in order else len(order))
 
 
+# Every string the CLI prints is plain text: Rich's markup (``[b]…[/b]``) and emoji codes (``:smile:``) are
+# off on both consoles, so a name, path, label or value from the user or the data is printed as it is (never
+# restyled, never a MarkupError after a release was written or budget spent). Style with ``style=`` or
+# ``rich.text.Text``; strings inside Rich renderables (Table cells and titles, rules) are plain too.
+
+
 def console() -> Console:
-    """Made per command so the terminal's current width (``COLUMNS``) is honoured; when the output is
-    not a terminal and ``COLUMNS`` is unset, tables get 160 columns rather than wrapping at 80."""
+    """Standard output, plain text (no markup, no emoji codes). Made per command so the terminal's current
+    width (``COLUMNS``) is honoured; when the output is not a terminal and ``COLUMNS`` is unset, tables get
+    160 columns rather than wrapping at 80."""
     if "COLUMNS" in os.environ or sys.stdout.isatty():
-        return Console()
-    return Console(width=160)
+        return Console(markup=False, emoji=False)
+    return Console(width=160, markup=False, emoji=False)
 
 
 def errors() -> Console:
-    return Console(stderr=True, soft_wrap=True)
+    """Standard error, plain text (no markup, no emoji codes), lines never wrapped."""
+    return Console(stderr=True, soft_wrap=True, markup=False, emoji=False)
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -148,14 +156,13 @@ def _friendly(func: F) -> F:
             return func(*args, **kwargs)
         except PrivdbError as err:
             status = 1 if isinstance(err, InternalError) else 2
-            errors().print(f"error [{err.code}]: {err.message}", markup=False, highlight=False)
+            errors().print(f"error [{err.code}]: {err.message}", highlight=False)
             raise typer.Exit(status) from None
         except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
         except Exception as err:  # an internal fault: say so without a traceback
             errors().print(
                 f"internal error ({type(err).__name__}); please report it with the command you ran",
-                markup=False,
             )
             raise typer.Exit(1) from None
 

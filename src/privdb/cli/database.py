@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from privdb.cli.core import app, console, errors, friendly
 from privdb.cli.options import DbOption, FormatOption, LedgerOption, TokenOption, UrlOption, open_connection
@@ -62,9 +63,11 @@ def attach(
         # where the engine's data strays from the metadata (embedded: the owner's own check, read here)
         findings = [] if isinstance(meta, dict) else conn.conformance(table)
     unit = meta.get("privacy_unit") if isinstance(meta, dict) else meta.privacy_unit
-    console().print(f"attached [bold]{table}[/bold] from {engine}; privacy unit: {unit or 'one row'}")
+    console().print(
+        Text.assemble("attached ", (table, "bold"), f" from {engine}; privacy unit: {unit or 'one row'}")
+    )
     for finding in findings:
-        errors().print(f"warning: {finding.message()}", markup=False, highlight=False)
+        errors().print(f"warning: {finding.message()}", highlight=False)
 
 
 @app.command()

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.text import Text
 
 from privdb.catalog.reading import FileFormat, ReadOptions
 from privdb.cli.core import app, console, errors, friendly
@@ -110,24 +111,26 @@ def _report(name: str, rows: int | None, meta: dict[str, Any], findings: list[di
     bounded = [c for c, spec in columns.items() if spec.get("lower") is not None]
     size = f"{rows:,} rows, " if rows is not None else ""
     console().print(
-        f"loaded [bold]{name}[/bold]: {size}{len(columns)} columns; privacy unit: "
-        f"{meta.get('privacy_unit') or 'one row'}; bounded: {', '.join(bounded) or 'none'}"
+        Text.assemble(
+            "loaded ",
+            (name, "bold"),
+            f": {size}{len(columns)} columns; privacy unit: "
+            f"{meta.get('privacy_unit') or 'one row'}; bounded: {', '.join(bounded) or 'none'}",
+        )
     )
     skipped = int(meta.get("skipped_lines") or 0)
     if skipped:
         errors().print(
             f"warning: skipped {skipped:,} malformed line{'s' if skipped > 1 else ''} of the file "
             "(--skip-bad-lines)",
-            markup=False,
             highlight=False,
         )
     for finding in findings:
-        errors().print(f"warning: {finding['message']}", markup=False, highlight=False)
+        errors().print(f"warning: {finding['message']}", highlight=False)
     if findings:
         errors().print(
             "warning: the metadata is what analysts' answers assume; fix the domain or bounds "
             "(docs/metadata.md) and load again, or keep them if they are what you mean to publish",
-            markup=False,
             highlight=False,
         )
 
@@ -169,7 +172,6 @@ def infer(
             "note: no privacy unit guessed (no column is named like a person's id: id, pid, person_id, "
             "user_id); if a person can have several rows, add privacy_unit: <column> to the table, "
             "otherwise each row is one person",
-            markup=False,
             highlight=False,
         )
     if skeleton.undomained:
@@ -178,6 +180,5 @@ def infer(
             + ", ".join(skeleton.undomained)
             + " (too many distinct values or long values: free text, never copied into the skeleton); "
             "declare a public list of values (type: category) if the column has one",
-            markup=False,
             highlight=False,
         )

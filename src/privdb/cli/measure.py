@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from privdb.cli.core import app, console, friendly
 from privdb.cli.options import TableOrJson
@@ -150,7 +151,7 @@ def check(
         table.add_row(m["model"], f"{'holds' if m['holds'] else 'fails'} (worst {shown})")
     console().print(table)
     if body.get("coverage") and not body["coverage"]["ok"]:
-        console().print(f"[red]not covered[/red]: {body['coverage']['by_column']}")
+        console().print(Text.assemble(("not covered", "red"), f": {body['coverage']['by_column']}"))
 
 
 @app.command("risk")

@@ -220,10 +220,9 @@ def safepub_command(
     out.print(
         f"published {len(published.table):,} of {len(frame):,} rows of {name!r} to {output} "
         f"(k = {p.k}, β = {p.beta:.3f}, node {published.node})",
-        markup=False,
         highlight=False,
     )
-    out.print(f"charged ε={epsilon:g}, δ={delta:g} to table {name!r}{left}", markup=False, highlight=False)
+    out.print(f"charged ε={epsilon:g}, δ={delta:g} to table {name!r}{left}", highlight=False)
     if split is not None and body is not None:
         print_held_out(split, body["classifier"], "released")
     sys.stdout.flush()

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from privdb.cli.core import app, console, friendly
 from privdb.cli.options import TableOrJson
@@ -107,7 +108,7 @@ def _demo_sql() -> None:
     )
 
     out = console()
-    out.rule("[bold]privdb demo[/bold]: differential privacy on the course's examples")
+    out.rule(Text.assemble(("privdb demo", "bold"), ": differential privacy on the course's examples"))
     table = Table(title="Randomised response: a simulated class of 1,000 answers 'did you cheat?'")
     for col in ("protocol", "ε", "true share", "estimate", "95% interval", "note"):
         table.add_column(col)
@@ -144,7 +145,7 @@ def _demo_sql() -> None:
         )
     out.print(table)
     if refusal:
-        out.print(f"[yellow]{refusal}[/yellow]", highlight=False)
+        out.print(refusal, style="yellow", highlight=False)
     out.print(
         "Sums and averages clamp incomes to the declared bounds [0, 500000]; each person counts once. "
         "Noise is exact discrete Laplace on a power-of-two grid from a ChaCha20 CSPRNG; each spend was "
@@ -203,7 +204,7 @@ def _audit_table(results: list[Any], samples: int, confidence: float) -> None:
     for col in ("mechanism", "claimed ε", "δ", "ε lower bound", "verdict", "event"):
         table.add_column(col)
     for r in results:
-        verdict = "[green]consistent[/green]" if r.passed else "[red]VIOLATES CLAIM[/red]"
+        verdict = Text("consistent", "green") if r.passed else Text("VIOLATES CLAIM", "red")
         table.add_row(
             r.name,
             f"{r.epsilon:.4g}",

@@ -130,7 +130,7 @@ def print_held_out(
 
     out = console()
     for line in (split.line(), accuracy_line(scores, scores[keys[0]], scores[keys[1]], what)):
-        out.print(line, markup=False, highlight=False)
+        out.print(line, highlight=False)
 
 
 class Steps:
@@ -140,7 +140,7 @@ class Steps:
     def __init__(self, total: int) -> None:
         self.bar = Progress(
             SpinnerColumn(),
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", markup=False),  # a file name is printed as it is
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),

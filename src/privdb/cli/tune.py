@@ -65,5 +65,5 @@ def tune(
         if result.suggested is not None
         else f"no bound up to the last bin keeps {result.coverage:.0%} of the rows"
     )
-    out.print(f"{suggestion}; now {result.current}", markup=False, highlight=False)
-    out.print(f"charged ε={result.epsilon:g} to table {result.table!r}", markup=False, highlight=False)
+    out.print(f"{suggestion}; now {result.current}", highlight=False)
+    out.print(f"charged ε={result.epsilon:g} to table {result.table!r}", highlight=False)
