@@ -130,6 +130,8 @@ def test_database_commands_end_to_end(tmp_path: Path) -> None:
 
     result = runner.invoke(app, ["budget", "--db", db, "--analyst", "alice", "--format", "json"])
     assert json.loads(result.stdout)["epsilon_remaining"] == 0.5
+    result = runner.invoke(app, ["budget", "--db", db, "--analyst", "alicia"])  # was an all-zero budget
+    assert result.exit_code == 2 and "no analyst 'alicia'" in result.stderr
 
     result = runner.invoke(app, ["sql", "--db", db, "SELECT COUNT(*) AS n FROM people", "--format", "csv"])
     assert result.exit_code == 0 and result.stdout.splitlines() == ["n", "300"]

@@ -105,6 +105,8 @@ def test_the_owner_works_over_the_server_while_it_holds_the_lock(
         assert conn.sql("DP-SELECT 0.5 COUNT(*) FROM people").epsilon_spent == 0.5
     done = owner(server, tokens, "budget", "--analyst", "carol", "--format", "json")
     assert json.loads(done.stdout)["epsilon_remaining"] == 1.5
+    done = owner(server, tokens, "budget", "--analyst", "nobody")  # refused, not shown as 0 of 0
+    assert done.exit_code == 2 and "no analyst 'nobody'" in done.stderr and "privdb grant" in done.stderr
     done = owner(server, tokens, "log", "--analyst", "carol", "--format", "json")
     assert [e["query"] for e in json.loads(done.stdout)] == ["DP-SELECT 0.5 COUNT(*) FROM people"]
     assert owner(server, tokens, "revoke", "carol").exit_code == 0

@@ -174,7 +174,7 @@ class Connection:
         self._owner("revoking analysts").revoke(analyst)
 
     def budget_of(self, analyst: str) -> dict[str, Any]:
-        return self._owner("reading budgets").budget(analyst).to_dict()
+        return self._owner("reading budgets").budget_of(analyst).to_dict()
 
 
 @overload

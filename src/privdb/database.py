@@ -380,6 +380,12 @@ class Database:
     def budget(self, analyst: str) -> Budget:
         return self.ledger.budget(analyst, self.name)
 
+    def budget_of(self, analyst: str) -> Budget:
+        """An analyst's budget as the owner asks for it: an unknown name is refused, not shown as 0 of 0."""
+        if self.ledger.has_budget(analyst, self.name):
+            return self.budget(analyst)
+        raise InvalidParameter(f"no analyst {analyst!r} on this database; `privdb grant` creates analysts")
+
     def evaluate_domain(self, key_sql: str, column: ColumnMeta, values: list[Any]) -> tuple[Any, ...] | None:
         """Map *public* column values through a key expression (never touches the data)."""
         con = duckdb.connect(":memory:")

@@ -201,7 +201,7 @@ def create_app(
                 raise InvalidParameter(
                     "the owner has no budget; ask for an analyst's: /v1/budget?analyst=NAME"
                 )
-            return db.budget(analyst).to_dict()
+            return db.budget_of(analyst).to_dict()
         if analyst is not None and analyst != who.name:
             raise Forbidden("an analyst sees only their own budget")
         return db.budget(who.name).to_dict()
