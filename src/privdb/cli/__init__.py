@@ -45,6 +45,9 @@ def main() -> None:
         sys.stderr.write("interrupted\n")
         sys.exit(130)
     install()
+    for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show ε gets \u03b5, not a lost answer
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     try:
         code = _run(app)
     except typer.Exit as done:  # only from stop_interrupted(): the commands' own exits return a code

@@ -20,9 +20,10 @@ from typer import rich_utils
 from privdb.errors import InternalError, PrivdbError
 from privdb.interrupt import interrupted, settle
 
-__all__ = ["INTERRUPTED", "app", "arrange", "console", "errors", "friendly", "stop_interrupted"]
+__all__ = ["CLOSED_PIPE", "INTERRUPTED", "app", "arrange", "console", "errors", "friendly", "stop_interrupted"]
 
 INTERRUPTED = 130  # the exit status of a command ended by Ctrl-C (128 + SIGINT), as shells report it
+CLOSED_PIPE = 141  # the reader of the output went away (`| head -1`): 128 + SIGPIPE, as shells report it
 
 if rich_utils.MAX_WIDTH is None and "COLUMNS" not in os.environ and not sys.stdout.isatty():
     # help piped to a file or a pager: Rich would assume 80 columns and squeeze every description; use lines
@@ -160,6 +161,13 @@ def _friendly(func: F) -> F:
             raise typer.Exit(status) from None
         except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
+        except SystemExit as done:  # Rich's own answer to a closed pipe: stdout to devnull, SystemExit(1)
+            if isinstance(done.__context__, BrokenPipeError):
+                raise typer.Exit(CLOSED_PIPE) from None
+            raise
+        except BrokenPipeError:  # the reader took what it wanted: no "internal error", no flush at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(CLOSED_PIPE) from None
         except Exception as err:  # an internal fault: say so without a traceback
             errors().print(
                 f"internal error ({type(err).__name__}); please report it with the command you ran",
