@@ -20,7 +20,16 @@ from typer import rich_utils
 from privdb.errors import InternalError, PrivdbError
 from privdb.interrupt import interrupted, settle
 
-__all__ = ["CLOSED_PIPE", "INTERRUPTED", "app", "arrange", "console", "errors", "friendly", "stop_interrupted"]
+__all__ = [
+    "CLOSED_PIPE",
+    "INTERRUPTED",
+    "app",
+    "arrange",
+    "console",
+    "errors",
+    "friendly",
+    "stop_interrupted",
+]
 
 INTERRUPTED = 130  # the exit status of a command ended by Ctrl-C (128 + SIGINT), as shells report it
 CLOSED_PIPE = 141  # the reader of the output went away (`| head -1`): 128 + SIGPIPE, as shells report it
