@@ -12,7 +12,10 @@ best two intervals overlap, the contenders' uniforms are refined and compared ex
 arithmetic. Millions of candidates cost one vectorised pass.
 
 Float scores: ``s_r`` is computed in float64, which moves a score by at most ``|s|·2^-52``. privdb shrinks
-the coefficient ``c`` by that much so the stated ε still holds (docs/proofs/exponential.md).
+the coefficient ``c`` by that much so the stated ε still holds (docs/proofs/exponential.md). A caller whose
+utilities are themselves float computations states a public bound ``utility_error`` on how far each lies
+from its real value (whose sensitivity is Δ): the float utilities then move by at most Δ + 2·error, and the
+coefficient shrinks by the relative margin 2·error/Δ (4·error/Δ if monotone) as well.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ __all__ = ["ExponentialMechanism"]
 
 _TWO_M64 = 2.0**-64
 _KEY_MARGIN = 2.0**-40
+_LIMIT = 1e-6  # the most of ε the float margins (the scores' and the utilities' own) may take
 
 
 class ExponentialMechanism(Mechanism):
@@ -47,13 +51,24 @@ class ExponentialMechanism(Mechanism):
         epsilon: float,
         sensitivity: float,
         monotone: bool = False,
+        utility_error: float = 0.0,
         rng: RandomSource | None = None,
     ) -> None:
         super().__init__(rng=rng)
         self._epsilon = _validate.positive("epsilon", epsilon)
         self.sensitivity = _validate.positive("sensitivity", sensitivity)
         self.monotone = bool(monotone)
+        self.utility_error = _validate.non_negative("utility_error", utility_error)
         self.coefficient = self._epsilon / ((1.0 if self.monotone else 2.0) * self.sensitivity)
+        # float utilities within ``error`` of real ones move by ≤ Δ + 2·error (and a monotone family may move
+        # by −2·error the wrong way): the privacy loss grows by the factor 1 + margin at most.
+        self.margin = (4.0 if self.monotone else 2.0) * self.utility_error / self.sensitivity
+        if not self.margin <= _LIMIT:
+            raise InvalidParameter(
+                f"utility_error {self.utility_error:g} is too large against sensitivity {self.sensitivity:g}: "
+                f"the exponential mechanism covers at most {_LIMIT:g} of epsilon for it; compute the "
+                "utilities more exactly or declare a larger sensitivity"
+            )
         if not sys.float_info.min <= self.coefficient <= 2.0**900:
             raise InvalidParameter(
                 f"epsilon {self._epsilon:g} over sensitivity {self.sensitivity:g} is beyond float64's range "
@@ -85,21 +100,23 @@ class ExponentialMechanism(Mechanism):
 
     @property
     def max_span(self) -> float:
-        """The largest ``(max u − min u) + |max u|`` whose float error fits in ``1e-6·ε`` (``_scores``):
-        a caller whose utilities' public part already reaches it refuses before reading data."""
-        return 1e-6 * self._epsilon / (8.0 * self.coefficient * 2.0**-52)
+        """The largest ``(max u − min u) + |max u|`` whose float error fits in ``1e-6·ε`` less the utility
+        error's margin (``_scores``): a caller whose utilities' public part already reaches it refuses before
+        reading data."""
+        return (_LIMIT - self.margin) * self._epsilon / (8.0 * self.coefficient * 2.0**-52)
 
     def _scores(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
         shifted = u - u.max()
         spread = float(-shifted.min()) if shifted.size else 0.0
-        # the float products and differences move scores by ≤ 4·|s|·2^-52 (privacy loss ≤ twice that):
-        # shrink c so that the exact privacy loss stays within ε.
+        # the float products and differences move scores by ≤ 4·|s|·2^-52 (privacy loss ≤ twice that), and
+        # the utilities' own error multiplies the loss by ≤ 1 + margin: shrink c so that the exact privacy
+        # loss stays within ε. margin = 0 leaves every operation (and so every seeded answer) as it was.
         slack = 8.0 * (spread * self.coefficient + abs(float(u.max())) * self.coefficient) * 2.0**-52
-        if not slack <= 1e-6 * self._epsilon:
+        if not slack <= (_LIMIT - self.margin) * self._epsilon:
             raise InvalidParameter(
                 "utilities are too large for float64 at this epsilon; rescale them (and the sensitivity)"
             )
-        c = round_down(self.coefficient * (1.0 - slack / self._epsilon))
+        c = round_down(self.coefficient * (1.0 - slack / self._epsilon - self.margin))
         return np.asarray(shifted * c, dtype=np.float64)
 
     def select(self, utilities: ArrayLike) -> int:
