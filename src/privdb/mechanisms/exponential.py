@@ -65,9 +65,9 @@ class ExponentialMechanism(Mechanism):
         self.margin = (4.0 if self.monotone else 2.0) * self.utility_error / self.sensitivity
         if not self.margin <= _LIMIT:
             raise InvalidParameter(
-                f"utility_error {self.utility_error:g} is too large against sensitivity {self.sensitivity:g}: "
-                f"the exponential mechanism covers at most {_LIMIT:g} of epsilon for it; compute the "
-                "utilities more exactly or declare a larger sensitivity"
+                f"utility_error {self.utility_error:g} is too large against sensitivity "
+                f"{self.sensitivity:g}: the exponential mechanism covers at most {_LIMIT:g} of epsilon for "
+                "it; compute the utilities more exactly or declare a larger sensitivity"
             )
         if not sys.float_info.min <= self.coefficient <= 2.0**900:
             raise InvalidParameter(

@@ -50,8 +50,8 @@ from privdb.anonymize.hierarchy import STAR
 from privdb.anonymize.lattice import Lattice
 from privdb.errors import InvalidParameter
 
-__all__ = ["GRID", "SCORES", "SCORE_BOUND", "SCORE_ERROR", "SCORE_RELATIVE_ERROR", "ClassTarget", "bounded", "class_target",
-           "grid_shares", "score"]  # fmt: skip
+__all__ = ["GRID", "SCORES", "SCORE_BOUND", "SCORE_ERROR", "SCORE_RELATIVE_ERROR", "ClassTarget", "bounded",
+           "class_target", "grid_shares", "score"]  # fmt: skip
 
 SCORES = ("loss", "precision", "aecs", "discernibility", "entropy", "classification")
 GRID = 2**30  # a cell's share is floored to a multiple of 1/GRID: d·n·GRID < 2^63 while d·n < 2^33
