@@ -1,7 +1,8 @@
 """The exponential mechanism's ``utility_error``: a caller's bound on how far its float utilities lie from the
 real ones. The float utilities then move by up to Δ + 2·error between neighbours, so the coefficient must
 be at most ε/(2(Δ + 2·error)) (ε/(Δ + 4·error) if monotone: the error may move a utility the wrong way);
-error 0 keeps the coefficient and every seeded draw as before (docs/proofs/exponential.md, "Float scores")."""
+the coefficient itself is c·(1 − 1e-6) always, a public shrink that holds both margins, so it is the same on
+every pair of neighbours (docs/proofs/exponential.md, "Float scores")."""
 
 from __future__ import annotations
 
@@ -36,11 +37,22 @@ def test_the_coefficient_covers_the_utilities_own_error(
     # the ratio read back is within 1e-13 of the sampler's coefficient; the margin is 2e-7..1e-6 relative
     assert c <= bound * (1 + 1e-13)
     assert c >= bound * (1 - 1e-6)  # and no more is given away than the 1e-6 float allowance
-    plain = ExponentialMechanism(epsilon=epsilon, sensitivity=sensitivity, monotone=monotone)
-    assert _coefficient(plain) > bound * (1 + 1e-8)  # without the error the coefficient would exceed it
+    assert c == pytest.approx(mech.coefficient * (1 - 1e-6), rel=1e-13)  # the public shrink, whatever e
 
 
-def test_zero_error_changes_nothing() -> None:
+@pytest.mark.parametrize("monotone", [False, True])
+def test_the_coefficient_does_not_depend_on_the_utilities(monotone: bool) -> None:
+    """The sampler's coefficient is a function of ε, Δ and monotone only: the log-odds of two candidates one
+    apart is the same whether the others sit near them or far away (a coefficient shrunk by a margin computed
+    from the utilities' own span differed between neighbours: the log-ratio then exceeded ε)."""
+    mech = ExponentialMechanism(epsilon=1.0, sensitivity=1.0, monotone=monotone)
+    near, far = mech.probabilities([0.0, 1.0]), mech.probabilities([0.0, 1.0, -0.4 * mech.max_span])
+    assert math.log(far[1] / far[0]) == pytest.approx(math.log(near[1] / near[0]), rel=1e-13)
+    assert math.log(near[1] / near[0]) == pytest.approx(mech.sampled, rel=1e-13)
+    assert mech.sampled <= mech.coefficient * (1 - 1e-6)
+
+
+def test_zero_error_is_the_default() -> None:
     u = np.array([0.0, 1.0, 1.5, 3.0, -2.0, 1e3])
     for kwargs in ({}, {"monotone": True}):
         default = ExponentialMechanism(epsilon=2.0, sensitivity=1.0, rng=seeded(5), **kwargs)
