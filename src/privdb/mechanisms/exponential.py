@@ -83,8 +83,8 @@ class ExponentialMechanism(Mechanism):
                 f"epsilon {self._epsilon:g} over sensitivity {self.sensitivity:g} is beyond float64's range "
                 "for the exponential mechanism; rescale the utilities (and the sensitivity) or change epsilon"
             )
-        # the coefficient the sampler uses: c·(1 − 10^-6) rounded down, a function of public parameters only
-        # (the same on every pair of neighbours); the margin and the scores' float error live inside the shrink
+        # the sampler's coefficient: c·(1 − 10^-6) rounded down, a function of public parameters only (the
+        # same on every pair of neighbours); the margin and the scores' float error live inside the shrink
         self.sampled = _below(Fraction(self.coefficient) * (1 - Fraction(_LIMIT)))
 
     @property
