@@ -112,11 +112,13 @@ def test_laplace_scale_is_sensitivity_over_epsilon() -> None:
 
 
 def test_exponential_mechanism_factor() -> None:
+    """exp(ε·u/(2Δ)) in general, exp(ε·u/Δ) monotone, each coefficient shrunk by the public 1e-6 float
+    allowance (docs/proofs/exponential.md, "Float scores")."""
     u = np.array([0.0, 1.0, 2.0, 5.0])
-    general = ExponentialMechanism(epsilon=1.0, sensitivity=1.0).probabilities(u)
-    np.testing.assert_allclose(general, np.exp(u / 2) / np.exp(u / 2).sum(), rtol=1e-9)
-    monotone = ExponentialMechanism(epsilon=1.0, sensitivity=1.0, monotone=True).probabilities(u)
-    np.testing.assert_allclose(monotone, np.exp(u) / np.exp(u).sum(), rtol=1e-9)
+    for monotone, c in ((False, 0.5), (True, 1.0)):
+        p = ExponentialMechanism(epsilon=1.0, sensitivity=1.0, monotone=monotone).probabilities(u)
+        w = np.exp(c * (1 - 1e-6) * u)
+        np.testing.assert_allclose(p, w / w.sum(), rtol=1e-9)
 
 
 def test_composition_is_additive() -> None:

@@ -139,8 +139,10 @@ def test_the_entry_states_the_split_and_the_offset(pums: Database) -> None:
     assert hist is not None
     assert entry["epsilon_shares"] == {"answer": 0.5, "interval_low": 0.25, "interval_high": 0.25}
     assert entry["interval_rank_offset"] == pytest.approx(bracket(hist)[0])
-    # the answer's own rank error is that of half the group's ε: twice the full-ε bound
-    assert entry["rank_error95"] == pytest.approx(2 * (math.log(101) + math.log(20)) / 1.0)
+    # the answer's own rank error is that of half the group's ε: twice the full-ε bound (at the sampler's
+    # coefficient, 1e-6 below ε/(2Δ): docs/proofs/exponential.md, "Float scores")
+    full = 2 * (math.log(101) + math.log(20)) / (1.0 - 1e-6)
+    assert entry["rank_error95"] == pytest.approx(full, rel=1e-12)
     assert entry["ci95"] == entry["ci95_rows"][0]
 
 

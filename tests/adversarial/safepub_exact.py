@@ -4,8 +4,9 @@ and src/privdb/publish/scores.py's doc — a second implementation, written from
 The only inputs taken from the library are public: the hierarchies' labels (the public map g, with values
 they do not list and missing values sent to ``*``), the q table of (k, β) (``q_table``: its float entries are
 exact rationals, and they are what the score uses) and the divisors the search divides by (floats, read as
-the exact rationals they are): the sensitivity claim is about those divisors. Everything read from the table
-— class sizes, shares, target counts, the table size n — is counted here.
+the exact rationals they are): the sensitivity claim is about those divisors; and the public grid
+``scores.GRID`` each cell's share is floored to, and the bound ``SCORE_BOUND`` scores are clipped to.
+Everything read from the table — class sizes, shares, target counts, the table size n — is counted here.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pandas as pd
 from privdb.anonymize.hierarchy import STAR, Hierarchy
 from privdb.publish.expected import q_table
 from privdb.publish.parameters import SafePubParameters
+from privdb.publish.scores import GRID, SCORE_BOUND
 
 ScoreKey = tuple[str, bool]  # (metric, calibrated)
 KEYS: tuple[ScoreKey, ...] = (
@@ -45,6 +47,15 @@ def _cost_numerators(hierarchy: Hierarchy, level: int) -> tuple[dict[str, int], 
     dom = np.asarray(hierarchy.domain, dtype=object)
     leaves = pd.Series([str(v) for v in hierarchy.labels(dom, level)]).value_counts()
     return {str(k): int(v) - 1 for k, v in leaves.items()}, max(len(dom) - 1, 1)
+
+
+def _floored(x: Fraction) -> Fraction:
+    """``x`` floored to a multiple of 1/GRID (a public [0, 1] share stays in [0, 1])."""
+    return Fraction(math.floor(x * GRID), GRID)
+
+
+def _clipped(x: Fraction) -> Fraction:
+    return min(max(x, Fraction(-SCORE_BOUND)), Fraction(SCORE_BOUND))
 
 
 def exact_scores(
@@ -80,11 +91,13 @@ def exact_scores(
         for i, key in enumerate(keys):
             members.setdefault(key, []).append(i)
         share_loss = [
-            sum((Fraction(costs[c, lv][0].get(labels[c, lv][i], 0), costs[c, lv][1]) if lv else Fraction(0))
-                for c, lv in zip(qi, node, strict=True))
+            sum((_floored(Fraction(costs[c, lv][0].get(labels[c, lv][i], 0), costs[c, lv][1])) if lv
+                 else Fraction(0)) for c, lv in zip(qi, node, strict=True))
             for i in range(n)
         ]  # fmt: skip
         share_prec = sum((Fraction(lv, h) for lv, h in zip(node, heights, strict=True)), Fraction(0))
+        grid_prec = sum((_floored(Fraction(lv, h)) for lv, h in zip(node, heights, strict=True) if h > 0),
+                        Fraction(0))  # fmt: skip
         e_loss = e_prec = e_class = Fraction(0)
         thr_loss = thr_prec = disc = Fraction(0)
         kept_classes, suppressed, top_kept = 0, 0, 0
@@ -97,7 +110,7 @@ def exact_scores(
                 tally[ys[i]] = tally.get(ys[i], 0) + 1
             m = max(tally.values())
             e_loss += d * s * (1 - q(s)) + a_loss * q(s)
-            e_prec += d * s * (1 - q(s)) + share_prec * s * q(s)
+            e_prec += d * s * (1 - q(s)) + grid_prec * s * q(s)
             e_class += m * q(s)
             if s >= t:
                 kept_classes, top_kept = kept_classes + 1, top_kept + m
@@ -112,13 +125,17 @@ def exact_scores(
             counted = [labels[c, lv][i] for i in kept_records if labels[c, lv][i] != STAR]
             per_value = pd.Series(counted, dtype=object).value_counts()
             entropy += (n - len(counted)) + sum((Fraction(int(v) ** 2, n) for v in per_value), Fraction(0))
-        out["loss", True].append(-e_loss / c_loss)
-        out["precision", True].append(-e_prec / c_loss)
-        out["classification", True].append(e_class / Fraction(table.lift))
-        out["loss", False].append(-thr_loss / c_thr)
-        out["precision", False].append(-thr_prec / c_thr)
-        out["aecs", False].append(Fraction(kept_classes + (1 if suppressed else 0)))
-        out["discernibility", False].append(-disc / c_disc)
-        out["entropy", False].append(-entropy / d / c_disc)
-        out["classification", False].append(Fraction(top_kept, max(t, 1)))
+        values = {
+            ("loss", True): -e_loss / c_loss,
+            ("precision", True): -e_prec / c_loss,
+            ("classification", True): e_class / Fraction(table.lift),
+            ("loss", False): -thr_loss / c_thr,
+            ("precision", False): -thr_prec / c_thr,
+            ("aecs", False): Fraction(kept_classes + (1 if suppressed else 0)),
+            ("discernibility", False): -disc / c_disc,
+            ("entropy", False): -entropy / d / c_disc,
+            ("classification", False): Fraction(top_kept, max(t, 1)),
+        }
+        for key, value in values.items():
+            out[key].append(_clipped(value))
     return out

@@ -40,6 +40,7 @@ from privdb.anonymize.lattice import Lattice
 from privdb.publish import parameters
 from privdb.publish.parameters import SafePubParameters
 from privdb.publish.safepub_search import search_lattice, search_scorer
+from privdb.publish.scores import GRID
 
 EPS_ANON, DELTA, EPS_SEARCH = 1.0, 0.5, 2.0  # k = 3, β = 0.632: J = 0.84, so the loss divides by d
 TRIALS = 20_000
@@ -50,7 +51,8 @@ HIER = {
     for c in QI
 }  # fmt: skip
 NODES = list(itertools.product(range(3), range(3)))
-SHARE = {0: 0.0, 1: 1 / 3, 2: 1.0}  # (leaves under the label − 1)/(4 − 1) at each level, every value listed
+# (leaves under the label − 1)/(4 − 1) at each level, every value listed, floored to the public grid 1/GRID
+SHARE = {0: 0.0, 1: math.floor(GRID / 3) / GRID, 2: 1.0}
 TARGET = {"a": "a1", "b": "b1"}  # the record in D′ and not in D
 RAW, TOP = NODES.index((0, 0)), NODES.index((2, 2))
 

@@ -11,8 +11,13 @@ with scores ``s_r = c·(u_r − max u)`` kept in log space (no ``exp`` overflows
 best two intervals overlap, the contenders' uniforms are refined and compared exactly with mpmath interval
 arithmetic. Millions of candidates cost one vectorised pass.
 
-Float scores: ``s_r`` is computed in float64, which moves a score by at most ``|s|·2^-52``. privdb shrinks
-the coefficient ``c`` by that much so the stated ε still holds (docs/proofs/exponential.md).
+Float scores: ``s_r`` is computed in float64, which moves a score by at most about ``|s|·2^-52``. privdb
+shrinks the coefficient ``c`` by the public relative allowance ``10^-6`` (the same on every database, so the
+shrink itself leaks nothing) and refuses utilities whose float error would not fit in it (``max_span``). A
+caller whose utilities are themselves float computations states a public bound ``utility_error`` on how far
+each lies from its real value (whose sensitivity is Δ): the float utilities then move by at most Δ + 2·error,
+and the relative margin 2·error/Δ (4·error/Δ if monotone) takes its share of the same allowance, leaving
+less for the scores. Proof: docs/proofs/exponential.md, "Float scores".
 """
 
 from __future__ import annotations
@@ -27,13 +32,21 @@ from numpy.typing import ArrayLike, NDArray
 
 from privdb.errors import InvalidParameter
 from privdb.mechanisms import _exact, _validate
-from privdb.mechanisms.base import Mechanism, PrivacyCost, round_down
+from privdb.mechanisms.base import Mechanism, PrivacyCost
 from privdb.mechanisms.randomness import RandomSource
 
 __all__ = ["ExponentialMechanism"]
 
 _TWO_M64 = 2.0**-64
 _KEY_MARGIN = 2.0**-40
+_LIMIT = 1e-6  # the relative shrink of c: the float margins (the scores' and the utilities' own) share it
+_MIN_EPSILON = 2.0**-1000  # below this the scores' underflow (≤ 2^-1075 each) might not fit in the allowance
+
+
+def _below(x: Fraction) -> float:
+    """The largest float at or below the rational ``x`` (x > 0 and within float64's range)."""
+    f = float(x)
+    return math.nextafter(f, 0.0) if Fraction(f) > x else f
 
 
 class ExponentialMechanism(Mechanism):
@@ -47,18 +60,32 @@ class ExponentialMechanism(Mechanism):
         epsilon: float,
         sensitivity: float,
         monotone: bool = False,
+        utility_error: float = 0.0,
         rng: RandomSource | None = None,
     ) -> None:
         super().__init__(rng=rng)
         self._epsilon = _validate.positive("epsilon", epsilon)
         self.sensitivity = _validate.positive("sensitivity", sensitivity)
         self.monotone = bool(monotone)
+        self.utility_error = _validate.non_negative("utility_error", utility_error)
         self.coefficient = self._epsilon / ((1.0 if self.monotone else 2.0) * self.sensitivity)
-        if not sys.float_info.min <= self.coefficient <= 2.0**900:
+        # float utilities within ``error`` of real ones move by ≤ Δ + 2·error (and a monotone family may move
+        # by −2·error the wrong way): the privacy loss grows by the factor 1 + margin at most.
+        self.margin = (4.0 if self.monotone else 2.0) * self.utility_error / self.sensitivity
+        if not self.margin <= _LIMIT:
+            raise InvalidParameter(
+                f"utility_error {self.utility_error:g} is too large against sensitivity "
+                f"{self.sensitivity:g}: the exponential mechanism covers at most {_LIMIT:g} of epsilon for "
+                "it; compute the utilities more exactly or declare a larger sensitivity"
+            )
+        if not (sys.float_info.min <= self.coefficient <= 2.0**900 and self._epsilon >= _MIN_EPSILON):
             raise InvalidParameter(
                 f"epsilon {self._epsilon:g} over sensitivity {self.sensitivity:g} is beyond float64's range "
                 "for the exponential mechanism; rescale the utilities (and the sensitivity) or change epsilon"
             )
+        # the sampler's coefficient: c·(1 − 10^-6) rounded down, a function of public parameters only (the
+        # same on every pair of neighbours); the margin and the scores' float error live inside the shrink
+        self.sampled = _below(Fraction(self.coefficient) * (1 - Fraction(_LIMIT)))
 
     @property
     def cost(self) -> PrivacyCost:
@@ -73,7 +100,7 @@ class ExponentialMechanism(Mechanism):
     def utility_loss(self, n_candidates: int, beta: float) -> float:
         """With probability ``1 − β`` the chosen utility is within this of the best (McSherry–Talwar)."""
         beta = _validate.probability("beta", beta, open_low=True, open_high=True)
-        return (math.log(n_candidates) + math.log(1.0 / beta)) / self.coefficient
+        return (math.log(n_candidates) + math.log(1.0 / beta)) / self.sampled
 
     def _utilities(self, utilities: ArrayLike) -> NDArray[np.float64]:
         u = np.atleast_1d(np.asarray(utilities, dtype=np.float64))
@@ -85,22 +112,23 @@ class ExponentialMechanism(Mechanism):
 
     @property
     def max_span(self) -> float:
-        """The largest ``(max u − min u) + |max u|`` whose float error fits in ``1e-6·ε`` (``_scores``):
-        a caller whose utilities' public part already reaches it refuses before reading data."""
-        return 1e-6 * self._epsilon / (8.0 * self.coefficient * 2.0**-52)
+        """The largest ``(max u − min u) + |max u|`` the scores accept: their float error then fits in the
+        ``1e-6·ε`` allowance less the utility error's margin (``_scores``). A function of ε, Δ, monotone and
+        utility_error only: a caller whose utilities' public part already reaches it refuses before reading
+        data."""
+        return (_LIMIT - self.margin) * self._epsilon / (8.0 * self.coefficient * 2.0**-52)
 
     def _scores(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
-        shifted = u - u.max()
-        spread = float(-shifted.min()) if shifted.size else 0.0
-        # the float products and differences move scores by ≤ 4·|s|·2^-52 (privacy loss ≤ twice that):
-        # shrink c so that the exact privacy loss stays within ε.
-        slack = 8.0 * (spread * self.coefficient + abs(float(u.max())) * self.coefficient) * 2.0**-52
-        if not slack <= 1e-6 * self._epsilon:
+        top = float(u.max())
+        shifted = u - top
+        span = float(-shifted.min()) + abs(top)
+        # each score's float error is ≤ |s|·2^-52·(1 + 2^-53) + 2^-1075; on utilities within max_span the
+        # pair's loss from it is ≤ (1e-6 − margin)·ε/2, inside the public shrink (docs/proofs/exponential.md)
+        if not (math.isfinite(span) and span <= self.max_span):
             raise InvalidParameter(
                 "utilities are too large for float64 at this epsilon; rescale them (and the sensitivity)"
             )
-        c = round_down(self.coefficient * (1.0 - slack / self._epsilon))
-        return np.asarray(shifted * c, dtype=np.float64)
+        return np.asarray(shifted * self.sampled, dtype=np.float64)
 
     def select(self, utilities: ArrayLike) -> int:
         """The index of the chosen candidate."""

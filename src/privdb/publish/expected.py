@@ -17,11 +17,16 @@ With d quasi-identifiers, a class of s records whose shares (per record, Σ over
 q is a public function of (k, β) only: ``QTable`` tabulates it up to S − 1 (S = ⌈4k/β⌉ + 64, past which a
 class is kept with probability 1 − q(S − 1) < 1e-9 for the parameters ``parameters`` gives) and sets it to 1
 from S on; it is made non-decreasing. The divisors c are maxima over s < S of the exact one-record changes
-(docs/proofs/safepub.md, "Calibrated scores").
+(docs/proofs/safepub.md, "Calibrated scores"), rounded up so that float rounding never leaves them below.
+
+Float evaluation: classes are grouped by size (q depends on s only); the per-size totals are exact integers
+(shares on ``scores.GRID``), each term ``total·q(s)`` rounds at most three times, ``math.fsum`` adds them with
+one more rounding and the final division one more: relative error ≤ 5.01·2^-53 (docs/proofs/safepub.md).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -30,7 +35,7 @@ from numpy.typing import NDArray
 from scipy.stats import binom
 
 from privdb.anonymize.lattice import Lattice
-from privdb.publish.scores import ClassTarget
+from privdb.publish.scores import GRID, ClassTarget, bounded, grid_shares
 
 __all__ = ["CALIBRATED", "QTable", "calibrated_score", "q_table"]
 
@@ -61,9 +66,12 @@ def q_table(k: int, beta: float) -> QTable:
     s = np.arange(top + 1)
     q = np.maximum.accumulate(np.asarray(binom.sf(k - 1, s, beta), dtype=np.float64))
     q[-1] = 1.0  # q(S) = 1: the table's last entry stands for every s ≥ S
+    q[q < 2.0**-900] = 0.0  # a prefix (q is non-decreasing): no term of a score underflows below normal
     step = np.diff(q)  # q(s + 1) − q(s), s = 0..S − 1, all ≥ 0
-    jump = float((s[:-1] * step).max())
-    lift = float((q[1:] + s[:-1] * step).max())
+    # each float below is within 3 roundings of the exact maximum over the float table: 1 + 2^-48 covers
+    # them and the product d·max(1, J) (docs/proofs/safepub.md, "Float scores")
+    jump = float((s[:-1] * step).max()) * (1.0 + 2.0**-48)
+    lift = float((q[1:] + s[:-1] * step).max()) * (1.0 + 2.0**-48)
     return QTable(k, beta, q[:-1].copy(), jump, lift)
 
 
@@ -76,24 +84,33 @@ def calibrated_score(
 ) -> float:
     """Score ``name`` (one of ``CALIBRATED``) of the node ``levels``, in units of its sensitivity."""
     cls, sizes = lat.classes(levels)
-    q = table.at(sizes)
     if name == "classification":
         assert target is not None  # checked by the caller (check_inputs)
         width = max(target.distinct, 1)
         key = cls[target.tuples] * width + target.values
         cells, inverse = np.unique(key, return_inverse=True)
-        per_value = np.bincount(inverse, weights=target.counts.astype(np.float64))
+        per_value = np.bincount(inverse, weights=target.counts.astype(np.float64))  # integers below 2^53
         top = np.zeros(len(sizes))
         np.maximum.at(top, cells // width, per_value)
-        return float((top * q).sum()) / table.lift
+        return bounded(math.fsum(_terms(table, sizes, top.astype(np.int64))) / table.lift)
     d = len(lat.qis)
-    w = lat.weight.astype(np.float64)
-    share = np.zeros(len(lat.weight))
-    for qi, tg, lv, h in zip(lat.qis, lat._tg, levels, lat.heights.tolist(), strict=True):
-        if name == "loss":
-            share += qi.cost[lv][tg[lv]]
-        elif h > 0:
-            share += float(lv) / float(h)
-    per_class = np.bincount(cls, weights=share * w, minlength=len(sizes))
-    expected = d * sizes * (1.0 - q) + per_class * q
-    return -float(expected.sum()) / _loss_factor(table, d)
+    per_class = np.zeros(len(sizes), dtype=np.int64)  # A·GRID per class, exact
+    np.add.at(per_class, cls, grid_shares(lat, levels, name) * lat.weight)
+    suppressed = (d * GRID) * sizes  # a class's d·s·GRID, weighted by 1 − q(s)
+    expected = math.fsum(_terms(table, sizes, per_class) + _terms(table, sizes, suppressed, complement=True))
+    return bounded(-(expected / GRID) / _loss_factor(table, d))
+
+
+def _terms(
+    table: QTable, sizes: NDArray[np.int64], values: NDArray[np.int64], complement: bool = False
+) -> list[float]:
+    """Terms adding up to Σ over classes of ``values``·q(s) (``1 − q(s)`` if ``complement``), s the class's
+    size: per-size totals are exact integers, and each term rounds at most three times."""
+    small = sizes < len(table.q)
+    per_size = np.zeros(len(table.q), dtype=np.int64)
+    np.add.at(per_size, sizes[small], values[small])
+    present = np.flatnonzero(per_size)
+    factor = 1.0 - table.q[present] if complement else table.q[present]
+    terms = per_size[present].astype(np.float64) * factor
+    rest = 0 if complement else int(values[~small].sum())  # q = 1 from S on
+    return [*terms.tolist(), float(rest)]

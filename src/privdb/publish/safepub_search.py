@@ -34,7 +34,7 @@ from privdb.mechanisms.exponential import ExponentialMechanism
 from privdb.mechanisms.randomness import RandomSource
 from privdb.publish.expected import CALIBRATED, QTable, calibrated_score, q_table
 from privdb.publish.parameters import SafePubParameters
-from privdb.publish.scores import ClassTarget, class_target, score
+from privdb.publish.scores import SCORE_ERROR, ClassTarget, class_target, score
 
 __all__ = [
     "LATTICE_MAX",
@@ -52,7 +52,8 @@ __all__ = [
 SEARCHES = ("auto", "walk", "lattice")
 LATTICE_NODES = 10_000  # "auto" scores every node of a lattice up to this size (a public count)
 LATTICE_MAX = 100_000  # an explicit "lattice" search's cap: about 1.5 ms a node on Adult, 2.5 minutes here
-SENSITIVITY = 1.0  # every score is pre-divided by its sensitivity bound (scores, expected): the draws' Δ
+SENSITIVITY = 1.0  # every score is pre-divided by its sensitivity bound (scores, expected): the draws' Δ;
+# each is computed within scores.SCORE_ERROR of its real value, the draws' utility_error
 
 
 class PublicHierarchy(Hierarchy):
@@ -140,7 +141,9 @@ def walk(
 ) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
     """SafePub's walk down the lattice (module doc), ``epsilon`` split evenly over the ``steps`` and the
     final draw; returns the released node and the pivots."""
-    mechanism = ExponentialMechanism(epsilon=_share(epsilon, steps + 1), sensitivity=SENSITIVITY, rng=rng)
+    mechanism = ExponentialMechanism(
+        epsilon=_share(epsilon, steps + 1), sensitivity=SENSITIVITY, utility_error=SCORE_ERROR, rng=rng
+    )
     pivot = tuple(int(h) for h in lat.heights)
     pivots = [pivot]
     candidates: dict[tuple[int, ...], float] = {pivot: value(pivot)}
@@ -166,5 +169,7 @@ def whole_lattice_draw(
 ) -> tuple[int, ...]:
     """One exponential-mechanism draw over every node of the lattice, with all of ε_search."""
     nodes = list(itertools.product(*(range(int(h) + 1) for h in lat.heights)))
-    mechanism = ExponentialMechanism(epsilon=epsilon, sensitivity=SENSITIVITY, rng=rng)
+    mechanism = ExponentialMechanism(
+        epsilon=epsilon, sensitivity=SENSITIVITY, utility_error=SCORE_ERROR, rng=rng
+    )
     return nodes[mechanism.select(np.array([value(n) for n in nodes]))]

@@ -27,10 +27,17 @@ With d quasi-identifiers and S the suppressed records:
   class (that class's top count moves by 0 or 1), stays suppressed (0), or lifts a class of t − 1 to t (+ its
   top count, ≤ t): |Δ| ≤ max(1, t) = t (ARX divides by k, its threshold; privdb's search uses t). The target
   is read for the score only, never released.
+
+Float evaluation (docs/proofs/safepub.md, "Float scores"): every sum over records or classes is exact — counts
+are integers, and a cell's share is floored to a multiple of 1/``GRID`` (a public [0, 1] number, so the
+argument above is unchanged) so that shares times counts add up exactly in int64 — and the one or two
+divisions at the end round once each (Python's int/int true division rounds once). Each score is within
+``SCORE_ERROR`` of its real value, and within ±``SCORE_BOUND`` (``bounded``), which makes that absolute.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,9 +50,33 @@ from privdb.anonymize.hierarchy import STAR
 from privdb.anonymize.lattice import Lattice
 from privdb.errors import InvalidParameter
 
-__all__ = ["SCORES", "ClassTarget", "class_target", "score"]
+__all__ = ["GRID", "SCORES", "SCORE_BOUND", "SCORE_ERROR", "SCORE_RELATIVE_ERROR", "ClassTarget", "bounded",
+           "class_target", "grid_shares", "score"]  # fmt: skip
 
 SCORES = ("loss", "precision", "aecs", "discernibility", "entropy", "classification")
+GRID = 2**30  # a cell's share is floored to a multiple of 1/GRID: d·n·GRID < 2^63 while d·n < 2^33
+SCORE_BOUND = 2.0**27  # scores are clipped to ±this (1-Lipschitz: the sensitivity stays 1)
+# every score is computed with relative error ≤ 5.01·2^-53 < 2^-50 (docs/proofs/safepub.md); clipped to
+# SCORE_BOUND that is ≤ 2^-50·2^27 absolute: the exponential mechanism's utility_error
+SCORE_RELATIVE_ERROR = 2.0**-50
+SCORE_ERROR = SCORE_RELATIVE_ERROR * SCORE_BOUND
+
+
+def bounded(value: float) -> float:
+    """``value`` clipped to ±``SCORE_BOUND``: its error becomes absolute (≤ ``SCORE_ERROR``) and public."""
+    return min(max(value, -SCORE_BOUND), SCORE_BOUND)
+
+
+def grid_shares(lat: Lattice, levels: Sequence[int], name: str) -> NDArray[np.int64]:
+    """Per distinct tuple, its share times ``GRID``: Σ over QIs of the cell's cost (``loss``; leaves under its
+    label − 1 over domain − 1) or level/height (``precision``), each floored to a multiple of 1/``GRID``."""
+    total = np.zeros(len(lat.weight), dtype=np.int64)
+    for q, tg, lv, h in zip(lat.qis, lat._tg, levels, lat.heights.tolist(), strict=True):
+        if name == "loss":
+            total += np.floor(q.cost[lv] * GRID).astype(np.int64)[tg[lv]]
+        elif h > 0:
+            total += math.floor(float(lv) / float(h) * GRID)
+    return total
 
 
 @dataclass(frozen=True)
@@ -81,11 +112,8 @@ def _kept(lat: Lattice, levels: Sequence[int], t: int) -> tuple[NDArray[np.bool_
 def _loss(lat: Lattice, levels: Sequence[int], t: int) -> float:
     kept, n_supp, _ = _kept(lat, levels, t)
     d = len(lat.qis)
-    total = float(d * n_supp)
-    w = lat.weight[kept].astype(np.float64)
-    for q, tg, lv in zip(lat.qis, lat._tg, levels, strict=True):
-        total += float((q.cost[lv][tg[lv][kept]] * w).sum())
-    return -total / (d * max(t - 1, 1))
+    total = d * n_supp * GRID + int((grid_shares(lat, levels, "loss")[kept] * lat.weight[kept]).sum())
+    return -(total / (GRID * d * max(t - 1, 1)))  # exact integers, one rounding
 
 
 def _precision(lat: Lattice, levels: Sequence[int], t: int) -> float:
@@ -104,8 +132,9 @@ def _aecs(lat: Lattice, levels: Sequence[int], t: int) -> float:
 def _discernibility(lat: Lattice, levels: Sequence[int], t: int) -> float:
     _, sizes = lat.classes(levels)
     ok = sizes >= t
-    kept = sizes[ok].astype(np.float64)
-    value = float(sizes[~ok].sum()) + (float((kept**2).sum()) / lat.n if lat.n else 0.0)
+    kept = sizes[ok].astype(np.int64)
+    # |S| + Σ|E|²/n as one exact ratio of integers, rounded once, then divided once
+    value = (int(sizes[~ok].sum()) * lat.n + int((kept**2).sum())) / lat.n if lat.n else 0.0
     return -value / (5.0 if t <= 1 else t * t / (t - 1) + 1.0)
 
 
@@ -125,14 +154,16 @@ def _classification(lat: Lattice, levels: Sequence[int], t: int, target: ClassTa
 
 def _entropy(lat: Lattice, levels: Sequence[int], t: int) -> float:
     kept, _, _ = _kept(lat, levels, t)
-    w = lat.weight.astype(np.float64)
-    total = 0.0
+    w = lat.weight
+    total = 0  # Σ over QIs of n·(records suppressed or at *) + Σ_v c_v², an exact integer
     for q, tg, lv in zip(lat.qis, lat._tg, levels, strict=True):
         groups = tg[lv]
         counted = kept & (np.asarray(q.labels[lv], dtype=object)[groups] != STAR)
-        counts = np.bincount(groups[counted], weights=w[counted])
-        total += float(w[~counted].sum()) + (float((counts**2).sum()) / lat.n if lat.n else 0.0)
-    return -total / len(lat.qis) / (5.0 if t <= 1 else t * t / (t - 1) + 1.0)
+        counts = np.bincount(groups[counted], weights=w[counted]).astype(np.int64)  # integer sums below 2^53
+        total += int(w[~counted].sum()) * lat.n + int((counts**2).sum())
+    d = len(lat.qis)
+    value = total / (lat.n * d) if lat.n else 0.0  # one rounding, then one division
+    return -value / (5.0 if t <= 1 else t * t / (t - 1) + 1.0)
 
 
 _FUNCTIONS: dict[str, Callable[[Lattice, Sequence[int], int], float]] = {
@@ -152,5 +183,5 @@ def score(
     if name == "classification":
         if target is None:
             raise InvalidParameter("the classification score needs a target column: give --target COLUMN")
-        return _classification(lat, levels, threshold, target)
-    return float(_FUNCTIONS[name](lat, levels, threshold))
+        return bounded(_classification(lat, levels, threshold, target))
+    return bounded(float(_FUNCTIONS[name](lat, levels, threshold)))
