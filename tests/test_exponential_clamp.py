@@ -22,9 +22,7 @@ HUGE = st.floats(-1e18, 1e18, allow_nan=False)
 
 
 def _mechanism(epsilon: float, sensitivity: float, monotone: bool) -> ExponentialMechanism:
-    return ExponentialMechanism(
-        epsilon=epsilon, sensitivity=sensitivity, monotone=monotone, rng=seeded(7)
-    )
+    return ExponentialMechanism(epsilon=epsilon, sensitivity=sensitivity, monotone=monotone, rng=seeded(7))
 
 
 @settings(max_examples=300, deadline=None)

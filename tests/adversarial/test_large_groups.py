@@ -59,8 +59,8 @@ def _plan(db: Database, query: str) -> tuple[Plan, Histogram]:
 def _median_counts(extra: int) -> dict[int, float]:
     """Per age cell: 10^8 rows in each of cells 0–9 and 91–100 (2·10^9 rows far from the median), 10^6 in
     each of cells 40–60 (where the median lies), and ``extra`` more at the top (the neighbour)."""
-    counts = {c: 1e8 for c in [*range(10), *range(91, 101)]}
-    counts |= {c: 1e6 for c in range(40, 61)}
+    counts = dict.fromkeys([*range(10), *range(91, 101)], 100000000.0)
+    counts |= dict.fromkeys(range(40, 61), 1000000.0)
     counts[100] += extra
     return counts
 
