@@ -136,9 +136,7 @@ def structure_first(
             right = bounds[-1]
             candidates = np.arange(t, right)
             errors = tables[t - 1][candidates] + cost[candidates, right]
-            # a public floor (−max_span/2) keeps the score's Δ and the draw's float range on any data
-            utility = draw.clamp(-(errors - errors.min()), -draw.max_span / 2.0, 0.0)
-            bounds.append(int(candidates[draw.select(utility)]))
+            bounds.append(int(candidates[draw.select(-(errors - errors.min()))]))
         bounds.append(0)
         bounds.reverse()
     edges = np.asarray(bounds)
