@@ -18,6 +18,10 @@ caller whose utilities are themselves float computations states a public bound `
 each lies from its real value (whose sensitivity is Δ): the float utilities then move by at most Δ + 2·error,
 and the relative margin 2·error/Δ (4·error/Δ if monotone) takes its share of the same allowance, leaving
 less for the scores. Proof: docs/proofs/exponential.md, "Float scores".
+
+Public ranges: a caller whose utilities grow with the data (counts, rank distances, L1 errors) clips them
+with :meth:`ExponentialMechanism.clamp` to a public range the span check always passes; clipping keeps Δ
+and monotonicity, so whether the draw refuses never depends on the data (same page, "Public ranges").
 """
 
 from __future__ import annotations
