@@ -18,6 +18,10 @@ caller whose utilities are themselves float computations states a public bound `
 each lies from its real value (whose sensitivity is Δ): the float utilities then move by at most Δ + 2·error,
 and the relative margin 2·error/Δ (4·error/Δ if monotone) takes its share of the same allowance, leaving
 less for the scores. Proof: docs/proofs/exponential.md, "Float scores".
+
+Public ranges: a caller whose utilities grow with the data (counts, rank distances, L1 errors) clips them
+with :meth:`ExponentialMechanism.clamp` to a public range the span check always passes; clipping keeps Δ
+and monotonicity, so whether the draw refuses never depends on the data (same page, "Public ranges").
 """
 
 from __future__ import annotations
@@ -117,6 +121,29 @@ class ExponentialMechanism(Mechanism):
         utility_error only: a caller whose utilities' public part already reaches it refuses before reading
         data."""
         return (_LIMIT - self.margin) * self._epsilon / (8.0 * self.coefficient * 2.0**-52)
+
+    def accepts(self, lo: float, hi: float) -> bool:
+        """Whether every utility vector with entries in ``[lo, hi]`` passes the span check, float rounding
+        included: its computed span is at most ``fl(fl(hi − lo) + max(|lo|, |hi|))`` (rounding is monotone
+        and ``lo``, ``hi`` are floats). Public: a function of the range and of ε, Δ, monotone, error."""
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
+            return False
+        return (hi - lo) + max(abs(lo), abs(hi)) <= self.max_span
+
+    def clamp(self, utilities: ArrayLike, lo: float, hi: float) -> NDArray[np.float64]:
+        """The utilities clipped to the public range ``[lo, hi]``, which the mechanism always accepts.
+
+        Clipping keeps the utilities' sensitivity (``|clip(a) − clip(b)| ≤ |a − b|``) and, clip being
+        nondecreasing, their monotonicity; so the clipped utilities are a valid input at the same Δ and the
+        sampler never refuses them for their size (docs/proofs/exponential.md, "Public ranges"). A range
+        the mechanism would not accept is refused here, from public inputs only."""
+        lo, hi = float(lo), float(hi)
+        if not self.accepts(lo, hi):
+            raise InvalidParameter(
+                f"the utility range [{lo:g}, {hi:g}] is too wide for the exponential mechanism in float64 at "
+                f"epsilon {self._epsilon:g} (at most {self.max_span:.3g} of span plus magnitude); narrow it"
+            )
+        return np.asarray(np.clip(self._utilities(utilities), lo, hi), dtype=np.float64)
 
     def _scores(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
         top = float(u.max())

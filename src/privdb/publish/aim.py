@@ -104,7 +104,8 @@ def aim_round(
     std = float(mech.scale)
     scores = [score(x, e, w, std) for x, e, w in zip(exacts, estimates, weights, strict=True)]
     em = ExponentialMechanism(epsilon=epsilon, sensitivity=sensitivity * max(weights), rng=rng)
-    pick = em.select(scores)
+    # a public clip (±max_span/4, ~2.8e8·Δw) keeps Δ and the draw's float range on any data size
+    pick = em.select(em.clamp(scores, -em.max_span / 4.0, em.max_span / 4.0))
     exact = exacts[pick]
     return pick, mech.release(exact.reshape(-1)).reshape(exact.shape), std
 

@@ -145,7 +145,8 @@ def _spanning_tree(
     em = ExponentialMechanism(epsilon=selection_epsilon(rho / (d - 1)), sensitivity=sensitivity, rng=rng)
     for _ in range(d - 1):
         candidates = [e for e in sorted(errors) if root(e[0]) != root(e[1])]
-        pick = candidates[em.select([errors[e] for e in candidates])]
+        # L1 errors grow with the rows: a public cap (max_span/2, ~5.6e8·Δ) keeps Δ and the float range
+        pick = candidates[em.select(em.clamp([errors[e] for e in candidates], 0.0, em.max_span / 2.0))]
         chosen.append(pick)
         component[root(pick[0])] = root(pick[1])
     return chosen

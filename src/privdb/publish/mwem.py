@@ -70,7 +70,8 @@ def mwem(
             float(np.abs(x - Measurement(r).apply(estimate)).sum())
             for r, x in zip(candidates, exacts, strict=True)
         ]
-        pick = em.select(scores)
+        # L1 errors grow with the rows: a public cap (max_span/2, ~5.6e8·Δ) keeps Δ and the float range
+        pick = em.select(em.clamp(scores, 0.0, em.max_span / 2.0))
         mech = DiscreteGaussian(rho=part / 2, delta=delta, sensitivity=sensitivity, rng=rng)
         noisy = mech.release(exacts[pick].reshape(-1)).reshape(exacts[pick].shape)
         measured.append((tuple(names[a] for a in candidates[pick]), noisy, float(mech.scale)))

@@ -16,7 +16,7 @@ from privdb.sql.front.keys import canonical_key
 from privdb.sql.plan.order import bracket, end_mechanism
 from privdb.sql.plan.types import ANSWER_SHARE, END_SHARE, AggregatePlan, Histogram, Plan
 
-__all__ = ["Interval", "choose", "histogram_accuracy", "interval_of", "utilities"]
+__all__ = ["Interval", "choose", "histogram_accuracy", "interval_of", "mode_utilities", "utilities"]
 
 Interval = tuple[float, float]
 
@@ -47,7 +47,11 @@ def utilities(
     """Per candidate, the utilities of a quantile's answer and of its interval's lower and upper ends from
     one group's per-cell counts: minus the distance from ``q·n`` (``q·n ∓ t`` for the ends) to the
     candidate's rank interval, the extreme candidate's end utility floored at ``−s₀`` (module doc). Each
-    moves by at most ``hist.sensitivity`` between neighbours (docs/proofs/sql.md, "Order statistics")."""
+    moves by at most ``hist.sensitivity`` between neighbours (docs/proofs/sql.md, "Order statistics").
+
+    All three are then floored at ``−max_span/2`` of their mechanism (about 5.6e8·Δ ranks, whatever ε): a
+    public floor that keeps Δ and leaves every vector within what the mechanism accepts, so no group is
+    refused for its size after reading (docs/proofs/sql.md, "Large groups")."""
     below, upto, total = _ranks(counts, hist)
     target = q * total
     t, floor = bracket(hist)
@@ -55,7 +59,26 @@ def utilities(
     low[0] = max(low[0], -floor)  # the lowest candidate lies below every quantile
     high = -_distance(below, upto, target + t)
     high[-1] = max(high[-1], -floor)
-    return -_distance(below, upto, target), low, high
+    answer = -_distance(below, upto, target)
+    mech, ends = hist.mechanism(), end_mechanism(hist)
+    return (
+        mech.clamp(answer, -mech.max_span / 2.0, 0.0),
+        ends.clamp(low, -ends.max_span / 2.0, 0.0),
+        ends.clamp(high, -ends.max_span / 2.0, 0.0),
+    )
+
+
+def mode_utilities(hist: Histogram, index: dict[Any, int], counts: dict[Any, float]) -> NDArray[np.float64]:
+    """A mode's utilities from one group's per-value counts: each public value's count (values outside the
+    domain are no candidates), capped at ``max_span/2`` of the mechanism (about 2.8e8·Δ rows if monotone,
+    whatever ε). ``min(count, C)`` keeps Δ and stays monotone, and every capped vector is within what the
+    mechanism accepts, so no group is refused for its size after reading (docs/proofs/sql.md)."""
+    u = np.zeros(hist.cells)
+    for value, n in counts.items():
+        if value in index:
+            u[index[value]] += n
+    mech = hist.mechanism()
+    return mech.clamp(u, 0.0, mech.max_span / 2.0)
 
 
 def interval_of(hist: Histogram, answer: float, low_end: float, high_end: float) -> Interval:
@@ -106,11 +129,7 @@ def choose(
             index.setdefault(canonical_key(v), i)
         chosen: list[Any] = []
         for group in groups:
-            u = np.zeros(hist.cells)
-            for value, n in counts.get(group, {}).items():
-                if value in index:  # values outside the public domain are not candidates
-                    u[index[value]] += n
-            chosen.append(hist.values[mech.select(u)])
+            chosen.append(hist.values[mech.select(mode_utilities(hist, index, counts.get(group, {})))])
         return chosen, None
     assert q is not None
     ends = end_mechanism(hist, rng)
@@ -143,8 +162,11 @@ def histogram_accuracy(
     }
     if agg.kind == "mode":
         entry["count_gap95"] = loss
+        cap = hist.mechanism().max_span / 2.0
         entry["method"] = (
-            "a public domain value chosen with probability ∝ exp(ε·count/(cΔ)) (c = 1 if monotone)"
+            f"a public domain value chosen with probability ∝ exp(ε·min(count, {cap:.3g})/(cΔ)) (c = 1 if "
+            "monotone; the cap is public and keeps float64 exact): its count is within count_gap95 of the "
+            "top count (of the cap, if the top count exceeds it) with 95% probability"
         )
         return entry
     assert intervals is not None

@@ -68,7 +68,12 @@ def _column(plan: Plan, agg: AggregatePlan, name: str) -> dict[str, Any]:
         entry |= {"mechanism": "exponential", "epsilon_per_group": hist.epsilon, "candidates": hist.points}
         loss = hist.mechanism().utility_loss(hist.points, 0.05)
         if agg.kind == "mode":
-            entry |= {"count_gap95": loss, "note": f"a public value; its count within {loss:.4g} of the top"}
+            cap = hist.mechanism().max_span / 2.0
+            entry |= {
+                "count_gap95": loss,
+                "note": f"a public value; its count within {loss:.4g} of the top (of {cap:.3g}, the counts' "
+                "public cap, if the top count exceeds it)",
+            }
             return entry
         t, _ = bracket(hist)
         entry |= {

@@ -70,7 +70,9 @@ def check_calibration(hist: Histogram, what: str, epsilon: float) -> None:
         return
     ends = end_mechanism(hist)
     t, _ = bracket(hist)
-    ratio = 2.0 * t / ends.max_span  # the empty table's span is t; the factor 2 leaves room for the rows
+    # t must lie inside the utilities' public floor −max_span/2 (answer.choose.utilities): then the floor
+    # never touches an end's choice when the end is sound, and no data can make the draw refuse
+    ratio = 2.0 * t / ends.max_span
     if not ratio <= 1.0:
         raise InvalidParameter(
             f"{what} at epsilon {epsilon:g} is too small for the exponential mechanism in float64: its "
