@@ -4,6 +4,7 @@ searched; D = m records of one value and D' = D plus one more, the target), and 
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 
@@ -13,10 +14,20 @@ from numpy.typing import NDArray
 from scipy.stats import binom
 
 from conftest import ALPHA, seeded
+from privdb.anonymize import TaxonomyHierarchy
 from privdb.anonymize.lattice import Lattice
 from privdb.audit.auditor import clopper_pearson
 from privdb.publish.parameters import SafePubParameters
 from privdb.publish.safepub_search import whole_lattice_draw
+
+QI = ["a", "b"]
+# two quasi-identifiers of four leaves in two pairs: a 3 × 3 lattice the audits score node by node
+HIER = {
+    c: TaxonomyHierarchy(c, [[f"{c}1", f"{c}12", "*"], [f"{c}2", f"{c}12", "*"],
+                             [f"{c}3", f"{c}34", "*"], [f"{c}4", f"{c}34", "*"]])
+    for c in QI
+}  # fmt: skip
+NODES = list(itertools.product(range(3), range(3)))
 
 
 def audit_neighbours(

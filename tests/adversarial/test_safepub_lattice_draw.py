@@ -16,7 +16,6 @@ draw with ε doubled or halved, or a score divided by half its sensitivity, fail
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -26,26 +25,21 @@ from numpy.typing import NDArray
 from scipy.stats import binom
 
 from adversarial.safepub_audit import (
+    HIER,
+    NODES,
+    QI,
     assert_lattice_draw_audited,
     em_probabilities,
     inside_intervals,
     lattice_draw_counts,
 )
 from conftest import ALPHA
-from privdb.anonymize import TaxonomyHierarchy
 from privdb.publish import parameters
 from privdb.publish.parameters import SafePubParameters
 from privdb.publish.safepub_search import search_lattice, search_scorer
 
 EPS_ANON, DELTA, EPS_SEARCH = 1.0, 0.05, 2.0  # k = 11, β = 0.632: q rises from 0 to 1 over s ≈ 11..30
 TRIALS = 20_000
-QI = ["a", "b"]
-HIER = {
-    c: TaxonomyHierarchy(c, [[f"{c}1", f"{c}12", "*"], [f"{c}2", f"{c}12", "*"],
-                             [f"{c}3", f"{c}34", "*"], [f"{c}4", f"{c}34", "*"]])
-    for c in QI
-}  # fmt: skip
-NODES = list(itertools.product(range(3), range(3)))
 TARGET = {"a": "a1", "b": "b1", "y": "Y"}  # the record in D′ and not in D
 
 

@@ -18,7 +18,6 @@ halved fails (``test_the_audit_rejects_a_mis_scaled_loss_draw``)."""
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable
 
@@ -29,13 +28,15 @@ from numpy.typing import NDArray
 from scipy.stats import binom
 
 from adversarial.safepub_audit import (
+    HIER,
+    NODES,
+    QI,
     assert_lattice_draw_audited,
     em_probabilities,
     inside_intervals,
     lattice_draw_counts,
 )
 from conftest import ALPHA
-from privdb.anonymize import TaxonomyHierarchy
 from privdb.anonymize.lattice import Lattice
 from privdb.publish import parameters
 from privdb.publish.parameters import SafePubParameters
@@ -44,13 +45,6 @@ from privdb.publish.scores import GRID
 
 EPS_ANON, DELTA, EPS_SEARCH = 1.0, 0.5, 2.0  # k = 3, β = 0.632: J = 0.84, so the loss divides by d
 TRIALS = 20_000
-QI = ["a", "b"]
-HIER = {
-    c: TaxonomyHierarchy(c, [[f"{c}1", f"{c}12", "*"], [f"{c}2", f"{c}12", "*"],
-                             [f"{c}3", f"{c}34", "*"], [f"{c}4", f"{c}34", "*"]])
-    for c in QI
-}  # fmt: skip
-NODES = list(itertools.product(range(3), range(3)))
 # (leaves under the label − 1)/(4 − 1) at each level, every value listed, floored to the public grid 1/GRID
 SHARE = {0: 0.0, 1: math.floor(GRID / 3) / GRID, 2: 1.0}
 TARGET = {"a": "a1", "b": "b1"}  # the record in D′ and not in D
