@@ -191,3 +191,35 @@ def test_risk_refuses_hierarchies_without_a_population(tmp_path: Path, adult: pd
     source = _write(adult.iloc[:50], tmp_path / "r.csv")
     result = runner.invoke(app, ["risk", source, "--qi", "age,sex", *HIERARCHIES])
     assert result.exit_code == 2 and "give --population too" in result.output, result.output
+
+
+def test_months_and_years_of_the_automatic_date_hierarchy_cover_their_dates() -> None:
+    """privdb's own date hierarchy releases `2020-01` and `2020`: `2020-01` once parsed as the empty range
+    2020..1 and covered nobody (journalist risk 0.5 where it is 0.2), and `2020` was refused with advice
+    the CLI could not follow (no file holds an automatic hierarchy)."""
+    from privdb.anonymize.hierarchy import DateHierarchy
+
+    days = pd.to_datetime("2020-01-01") + pd.to_timedelta(
+        np.random.default_rng(1).integers(0, 90, 20), unit="D"
+    )
+    population = pd.DataFrame({"d": days.strftime("%Y-%m-%d")})
+    sample = population.iloc[:8]
+    for level, width in ((1, "%Y-%m"), (2, "%Y")):
+        release = pd.DataFrame({"d": DateHierarchy("d").labels(sample["d"].to_numpy(), level)})
+        assert release["d"].tolist() == pd.to_datetime(sample["d"]).dt.strftime(width).tolist()
+        covered = pd.to_datetime(population["d"]).dt.strftime(width).value_counts()
+        expected = 1 / covered[release["d"].unique()].min()  # independent: the smallest covered class
+        found = risk(release, ["d"], population)
+        assert found.journalist_max == pytest.approx(expected)
+        assert (
+            found.journalist_max
+            == risk(release, ["d"], population, hierarchies={"d": DateHierarchy("d")}).journalist_max
+        )
+
+
+def test_a_label_that_only_looks_like_a_range_is_refused_not_read_as_empty() -> None:
+    """`5-3` parses as the range 5..3, which holds nothing: it is unread, not a class covering nobody."""
+    population = pd.DataFrame({"x": [str(v) for v in range(10)]})
+    release = pd.DataFrame({"x": ["5-3"] * 3 + ["0-9"] * 3})
+    with pytest.raises(InvalidParameter, match="--hierarchies"):
+        risk(release, ["x"], population)

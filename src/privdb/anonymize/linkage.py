@@ -37,7 +37,7 @@ from privdb.anonymize._classes import (
     require_rows,
     text,
 )
-from privdb.anonymize.hierarchy import Hierarchy
+from privdb.anonymize.hierarchy import DateHierarchy, Hierarchy
 from privdb.anonymize.population import unread_labels
 from privdb.errors import InvalidParameter
 
@@ -148,10 +148,11 @@ def _coverage(
     against every public text. With ``hierarchy``, a released text also covers each public text whose
     label at some level it is (one hash join per level). ``unread``: the released texts read as themselves
     that cover no public text and that the hierarchy (if any) does not know either."""
-    lo, _ = parse_intervals(s_uniq)
+    lo, hi = parse_intervals(s_uniq)
     labels = pd.Series(s_uniq, dtype=object).astype(str)
     general = (labels == STAR) | labels.str.contains("|", regex=False) | labels.str.endswith(STAR)
-    general_at = np.flatnonzero(general.to_numpy() | ~np.isnan(lo))
+    ranged = ~np.isnan(lo) & ~(lo > hi)  # `2020-01` (a month) is no range: it is read below, or unread
+    general_at = np.flatnonzero(general.to_numpy() | ranged)
     plain_at = np.setdiff1d(np.arange(len(s_uniq)), general_at)
     found = pd.Index(v_uniq).get_indexer(pd.Index(s_uniq[plain_at]))
     rows, cols = [plain_at[found >= 0]], [found[found >= 0]]
@@ -165,6 +166,14 @@ def _coverage(
         v_at, g_at = np.nonzero(grid.reshape(len(v_uniq), len(general_at)))
         rows.append(general_at[g_at])
         cols.append(v_at)
+    if hierarchy is None and labels.str.fullmatch(_DATE_PREFIX).any():
+        # a month or year of privdb's date hierarchy covers the public dates (YYYY-MM-DD…) in it
+        dated = pd.Series(v_uniq, dtype=object).astype(str).str.match(r"\d{4}-\d{2}-\d{2}").to_numpy()
+        for level in (1, 2):  # YYYY-MM, YYYY
+            at = pd.Index(s_uniq).get_indexer(pd.Index(DateHierarchy(column).labels(v_uniq, level)))
+            at[~dated] = -1
+            rows.append(at[at >= 0])
+            cols.append(np.flatnonzero(at >= 0))
     if hierarchy is not None:
         side = pd.Index(s_uniq)
         for level in range(hierarchy.height + 1):
@@ -178,6 +187,9 @@ def _coverage(
     if len(unread) and hierarchy is not None:
         unread = unread[~pd.Index(s_uniq[unread]).isin(_labels_of(hierarchy))]
     return Coverage(r, c, (len(s_uniq), len(v_uniq)), unread.astype(np.int64), len(plain_at))
+
+
+_DATE_PREFIX = r"\d{4}(-\d{2})?"  # DateHierarchy's year and month labels (YYYY, YYYY-MM)
 
 
 def _labels_of(hierarchy: Hierarchy) -> ObjArray:
