@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from privdb.mechanisms import DiscreteGaussian, ExponentialMechanism, RandomSource
+from privdb.mechanisms import DiscreteGaussian, RandomSource
+from privdb.publish.l1 import l1_score, selector
 from privdb.publish.mst import Measured, fit_model, marginal
 
 __all__ = ["AimPlan", "aim", "aim_round", "plan", "score"]
@@ -84,8 +85,9 @@ def plan(d: int, rho: float, workload: Sequence[Axes] | None = None, degree: int
 
 def score(exact: NDArray[np.float64], estimate: NDArray[np.float64], weight: float, std: float) -> float:
     """AIM's quality score of a candidate: its weighted L1 error under the model, less the noise's expected
-    L1 error when measured at ``std`` (one unit moves it by at most ``weight`` × Δ)."""
-    return weight * (float(np.abs(exact - estimate).sum()) - math.sqrt(2 / math.pi) * std * exact.size)
+    L1 error when measured at ``std`` (one unit moves it by at most ``weight`` × Δ). The difference is rounded
+    once, then the product (publish/l1.py: the error bound the selection declares)."""
+    return weight * l1_score(exact, estimate, math.sqrt(2 / math.pi) * std * exact.size)
 
 
 def aim_round(
@@ -103,9 +105,10 @@ def aim_round(
     mech = DiscreteGaussian(rho=1 / (2 * sigma**2), delta=delta, sensitivity=sensitivity, rng=rng)
     std = float(mech.scale)
     scores = [score(x, e, w, std) for x, e, w in zip(exacts, estimates, weights, strict=True)]
-    em = ExponentialMechanism(epsilon=epsilon, sensitivity=sensitivity * max(weights), rng=rng)
-    # a public clip (±max_span/4, ~2.8e8·Δw) keeps Δ and the draw's float range on any data size
-    pick = em.select(em.clamp(scores, -em.max_span / 4.0, em.max_span / 4.0))
+    # a public clip (~±1.4e8·Δw) keeps Δ and the draw's float range on any data size; the scores' rounding
+    # error is declared to the mechanism (publish/l1.py)
+    em, lo, hi = selector(epsilon, sensitivity * max(weights), rng, weighted=True)
+    pick = em.select(em.clamp(scores, lo, hi))
     exact = exacts[pick]
     return pick, mech.release(exact.reshape(-1)).reshape(exact.shape), std
 

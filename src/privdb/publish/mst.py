@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from privdb.mechanisms import DiscreteGaussian, ExponentialMechanism, RandomSource
+from privdb.mechanisms import DiscreteGaussian, RandomSource
+from privdb.publish.l1 import l1_score, selector
 
 __all__ = ["compressed", "measure_marginal", "mst", "mst_measurements", "remap", "selection_epsilon"]
 
@@ -103,7 +104,7 @@ def mst(
     probs = [o / o.sum() if o.sum() > 0 else np.full(o.shape, 1.0 / o.size) for o in ones]
     pairs = list(itertools.combinations(range(d), 2))
     errors = {
-        (a, b): float(np.abs(marginal(codes, sizes, (a, b)) - total * np.outer(probs[a], probs[b])).sum())
+        (a, b): l1_score(marginal(codes, sizes, (a, b)), total * np.outer(probs[a], probs[b]))
         for a, b in pairs
     }
     for a, b in _spanning_tree(errors, d, rho / 3, sensitivity, rng):
@@ -133,7 +134,8 @@ def _spanning_tree(
     errors: dict[tuple[int, int], float], d: int, rho: float, sensitivity: int, rng: RandomSource
 ) -> list[tuple[int, int]]:
     """d − 1 edges, each chosen by the exponential mechanism (ε₀ from ρ/(d−1)) among the edges joining two
-    components. One unit moves each score (an L1 distance to a public estimate) by at most ``sensitivity``."""
+    components. One unit moves each score (an L1 distance to a public estimate) by at most ``sensitivity``;
+    ``errors`` are :func:`privdb.publish.l1.l1_score` values (rounded once)."""
     component = list(range(d))
 
     def root(i: int) -> int:
@@ -142,11 +144,12 @@ def _spanning_tree(
         return i
 
     chosen: list[tuple[int, int]] = []
-    em = ExponentialMechanism(epsilon=selection_epsilon(rho / (d - 1)), sensitivity=sensitivity, rng=rng)
+    # L1 errors grow with the rows: a public cap (~2.8e8·Δ) keeps Δ and the float range; the scores are
+    # rounded once (l1_score), an error the mechanism is told of (publish/l1.py)
+    em, lo, hi = selector(selection_epsilon(rho / (d - 1)), sensitivity, rng)
     for _ in range(d - 1):
         candidates = [e for e in sorted(errors) if root(e[0]) != root(e[1])]
-        # L1 errors grow with the rows: a public cap (max_span/2, ~5.6e8·Δ) keeps Δ and the float range
-        pick = candidates[em.select(em.clamp([errors[e] for e in candidates], 0.0, em.max_span / 2.0))]
+        pick = candidates[em.select(em.clamp([errors[e] for e in candidates], lo, hi))]
         chosen.append(pick)
         component[root(pick[0])] = root(pick[1])
     return chosen

@@ -24,7 +24,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from privdb.errors import InvalidParameter
-from privdb.mechanisms import DiscreteGaussian, ExponentialMechanism, RandomSource
+from privdb.mechanisms import DiscreteGaussian, RandomSource
+from privdb.publish.l1 import l1_score, selector
 from privdb.publish.marginals import Measurement
 from privdb.publish.mst import Measured, marginal, selection_epsilon
 
@@ -64,14 +65,14 @@ def mwem(
     exacts = [marginal(codes, sizes, r) for r in candidates]
     measured: list[Measured] = []
     updates: list[tuple[Measurement, NDArray[np.float64]]] = []
-    em = ExponentialMechanism(epsilon=selection_epsilon(part / 2), sensitivity=sensitivity, rng=rng)
+    # L1 errors grow with the rows: a public cap (~2.8e8·Δ) keeps Δ and the float range; the scores are
+    # rounded once, an error the mechanism is told of (publish/l1.py)
+    em, lo, hi = selector(selection_epsilon(part / 2), sensitivity, rng)
     for _ in range(rounds):
         scores = [
-            float(np.abs(x - Measurement(r).apply(estimate)).sum())
-            for r, x in zip(candidates, exacts, strict=True)
+            l1_score(x, Measurement(r).apply(estimate)) for r, x in zip(candidates, exacts, strict=True)
         ]
-        # L1 errors grow with the rows: a public cap (max_span/2, ~5.6e8·Δ) keeps Δ and the float range
-        pick = em.select(em.clamp(scores, 0.0, em.max_span / 2.0))
+        pick = em.select(em.clamp(scores, lo, hi))
         mech = DiscreteGaussian(rho=part / 2, delta=delta, sensitivity=sensitivity, rng=rng)
         noisy = mech.release(exacts[pick].reshape(-1)).reshape(exacts[pick].shape)
         measured.append((tuple(names[a] for a in candidates[pick]), noisy, float(mech.scale)))
