@@ -22,11 +22,12 @@ from privdb.audit.auditor import audit
 from privdb.catalog.metadata_spec import metadata_from_dict
 from privdb.cli import app
 from privdb.errors import InvalidParameter
-from privdb.mechanisms import DiscreteGaussian, ExponentialMechanism
+from privdb.mechanisms import DiscreteGaussian, ExponentialMechanism, RandomSource
 from privdb.publish import aim as aim_module
 from privdb.publish.aim import ALPHA as SHARE
 from privdb.publish.aim import MAX_WORKLOAD, aim_round, model_marginals, plan
 from privdb.publish.evaluation import split_rows
+from privdb.publish.l1 import selector
 from privdb.publish.mst import marginal
 from privdb.publish.synthetic import encode, load_mbi, release_synthetic
 from privdb.publish.utility import utility_report
@@ -92,13 +93,14 @@ def test_the_rounds_spend_rho_and_no_more(monkeypatch: pytest.MonkeyPatch) -> No
             super().__init__(**kwargs)
             spends.append(self.rho)
 
-    class Exponential(ExponentialMechanism):
-        def __init__(self, **kwargs: Any) -> None:
-            super().__init__(**kwargs)
-            spends.append(kwargs["epsilon"] ** 2 / 8)
+    def selection(
+        epsilon: float, sensitivity: float, rng: RandomSource, *, weighted: bool = False
+    ) -> tuple[ExponentialMechanism, float, float]:
+        spends.append(epsilon**2 / 8)  # one mechanism drawn from once per round
+        return selector(epsilon, sensitivity, rng, weighted=weighted)
 
     monkeypatch.setattr(aim_module, "DiscreteGaussian", Gaussian)
-    monkeypatch.setattr(aim_module, "ExponentialMechanism", Exponential)
+    monkeypatch.setattr(aim_module, "selector", selection)
     monkeypatch.setattr(aim_module, "MAX_ROUNDS", 3)
     frame, meta = _small()
     released = release_synthetic(
