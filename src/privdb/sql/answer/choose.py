@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from privdb.mechanisms import RandomSource
+from privdb.mechanisms import ExponentialMechanism, RandomSource
 from privdb.sql.answer.smooth import smooth_accuracy, smooth_answers
 from privdb.sql.front.keys import canonical_key
 from privdb.sql.plan.order import bracket, end_mechanism
@@ -42,7 +42,10 @@ def _distance(below: NDArray[np.float64], upto: NDArray[np.float64], target: flo
 
 
 def utilities(
-    hist: Histogram, counts: dict[Any, float], q: float
+    hist: Histogram,
+    counts: dict[Any, float],
+    q: float,
+    mechanisms: tuple[ExponentialMechanism, ExponentialMechanism] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Per candidate, the utilities of a quantile's answer and of its interval's lower and upper ends from
     one group's per-cell counts: minus the distance from ``q·n`` (``q·n ∓ t`` for the ends) to the
@@ -51,7 +54,8 @@ def utilities(
 
     All three are then floored at ``−max_span/2`` of their mechanism (about 5.6e8·Δ ranks, whatever ε): a
     public floor that keeps Δ and leaves every vector within what the mechanism accepts, so no group is
-    refused for its size after reading (docs/proofs/sql.md, "Large groups")."""
+    refused for its size after reading (docs/proofs/sql.md, "Large groups"). ``mechanisms``: the answer's
+    and the ends' (built once per query by ``choose``; built here if not given)."""
     below, upto, total = _ranks(counts, hist)
     target = q * total
     t, floor = bracket(hist)
@@ -60,7 +64,7 @@ def utilities(
     high = -_distance(below, upto, target + t)
     high[-1] = max(high[-1], -floor)
     answer = -_distance(below, upto, target)
-    mech, ends = hist.mechanism(), end_mechanism(hist)
+    mech, ends = mechanisms or (hist.mechanism(), end_mechanism(hist))
     return (
         mech.clamp(answer, -mech.max_span / 2.0, 0.0),
         ends.clamp(low, -ends.max_span / 2.0, 0.0),
@@ -68,16 +72,22 @@ def utilities(
     )
 
 
-def mode_utilities(hist: Histogram, index: dict[Any, int], counts: dict[Any, float]) -> NDArray[np.float64]:
+def mode_utilities(
+    hist: Histogram,
+    index: dict[Any, int],
+    counts: dict[Any, float],
+    mech: ExponentialMechanism | None = None,
+) -> NDArray[np.float64]:
     """A mode's utilities from one group's per-value counts: each public value's count (values outside the
     domain are no candidates), capped at ``max_span/2`` of the mechanism (about 2.8e8·Δ rows if monotone,
     whatever ε). ``min(count, C)`` keeps Δ and stays monotone, and every capped vector is within what the
-    mechanism accepts, so no group is refused for its size after reading (docs/proofs/sql.md)."""
+    mechanism accepts, so no group is refused for its size after reading (docs/proofs/sql.md). ``mech``: the
+    mode's mechanism (built once per query by ``choose``; built here if not given)."""
     u = np.zeros(hist.cells)
     for value, n in counts.items():
         if value in index:
             u[index[value]] += n
-    mech = hist.mechanism()
+    mech = mech or hist.mechanism()
     return mech.clamp(u, 0.0, mech.max_span / 2.0)
 
 
@@ -129,14 +139,14 @@ def choose(
             index.setdefault(canonical_key(v), i)
         chosen: list[Any] = []
         for group in groups:
-            chosen.append(hist.values[mech.select(mode_utilities(hist, index, counts.get(group, {})))])
+            chosen.append(hist.values[mech.select(mode_utilities(hist, index, counts.get(group, {}), mech))])
         return chosen, None
     assert q is not None
     ends = end_mechanism(hist, rng)
     out = np.empty(len(groups))
     intervals: list[Interval] = []
     for g, group in enumerate(groups):
-        answer, low, high = utilities(hist, counts.get(group, {}), q)
+        answer, low, high = utilities(hist, counts.get(group, {}), q, (mech, ends))
         out[g] = hist.lo + mech.select(answer) * hist.width
         low_end = hist.lo + ends.select(low) * hist.width
         high_end = hist.lo + ends.select(high) * hist.width
