@@ -166,18 +166,16 @@ def _coverage(
         v_at, g_at = np.nonzero(grid.reshape(len(v_uniq), len(general_at)))
         rows.append(general_at[g_at])
         cols.append(v_at)
+    looked_up, values = hierarchy, v_uniq
     if hierarchy is None and labels.str.fullmatch(_DATE_PREFIX).any():
         # a month or year of privdb's date hierarchy covers the public dates (YYYY-MM-DD…) in it
         dated = pd.Series(v_uniq, dtype=object).astype(str).str.match(r"\d{4}-\d{2}-\d{2}").to_numpy()
-        for level in (1, 2):  # YYYY-MM, YYYY
-            at = pd.Index(s_uniq).get_indexer(pd.Index(DateHierarchy(column).labels(v_uniq, level)))
-            at[~dated] = -1
-            rows.append(at[at >= 0])
-            cols.append(np.flatnonzero(at >= 0))
-    if hierarchy is not None:
+        looked_up, values = DateHierarchy(column), v_uniq.copy()
+        values[~dated] = None
+    if looked_up is not None:  # a released label covers the public values the hierarchy maps to it
         side = pd.Index(s_uniq)
-        for level in range(hierarchy.height + 1):
-            at = side.get_indexer(pd.Index(hierarchy.labels(v_uniq, level)))
+        for level in range(1, 3) if hierarchy is None else range(looked_up.height + 1):
+            at = side.get_indexer(pd.Index(looked_up.labels(values, level)))
             rows.append(at[at >= 0])
             cols.append(np.flatnonzero(at >= 0))
     r, c = np.concatenate(rows).astype(np.int64), np.concatenate(cols).astype(np.int64)
