@@ -118,9 +118,8 @@ def console() -> Console:
     """Standard output, plain text (no markup, no emoji codes). Made per command so the terminal's current
     width (``COLUMNS``) is honoured; when the output is not a terminal and ``COLUMNS`` is unset, tables get
     160 columns rather than wrapping at 80."""
-    if "COLUMNS" in os.environ or sys.stdout.isatty():
-        return Console(markup=False, emoji=False)
-    return Console(width=160, markup=False, emoji=False)
+    width = None if "COLUMNS" in os.environ or sys.stdout.isatty() else 160
+    return Console(width=width, markup=False, emoji=False)
 
 
 def errors() -> Console:
