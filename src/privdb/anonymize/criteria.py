@@ -39,9 +39,9 @@ import pandas as pd
 
 from privdb.anonymize._classes import Classes, codes_of, group, histogram, require_columns, require_rows
 from privdb.anonymize.hierarchy import Hierarchy
-from privdb.anonymize.linkage import match
+from privdb.anonymize.linkage import match_population
 from privdb.anonymize.model_spec import KMAP_ESTIMATORS, Models, check_model_inputs, derived_k
-from privdb.anonymize.population import require_complete, unread_labels
+from privdb.anonymize.population import require_complete
 from privdb.anonymize.uniqueness import check_fraction, population_uniqueness
 from privdb.errors import InvalidParameter
 
@@ -89,9 +89,7 @@ def _population_counts(
     require_columns(population, qi, "population table")
     require_rows(population, "population table")
     require_complete(population, qi)
-    m = match(table, population, qi, classes=cl, hierarchies=hierarchies)
-    if m.unread:
-        raise InvalidParameter(unread_labels(m.unread, hierarchies))
+    m = match_population(table, population, qi, cl, hierarchies)
     covered = np.zeros(len(m.tuple_count), dtype=bool)
     covered[m.pair_tuple] = True
     uncovered = int(m.tuple_count[~covered].sum())

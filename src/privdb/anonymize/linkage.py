@@ -41,7 +41,8 @@ from privdb.anonymize.hierarchy import DateHierarchy, Hierarchy
 from privdb.anonymize.population import unread_labels
 from privdb.errors import InvalidParameter
 
-__all__ = ["Linkage", "Match", "adult_example", "course_example", "link", "linkage_attack", "match"]
+__all__ = ["Linkage", "Match", "adult_example", "course_example", "link", "linkage_attack", "match",
+           "match_population"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,21 @@ def match(
         unread=unread,
         all_unread=frozenset(all_unread),
     )
+
+
+def match_population(
+    released: pd.DataFrame,
+    population: pd.DataFrame,
+    qi: Sequence[str],
+    classes: Classes,
+    hierarchies: Mapping[str, Hierarchy] | None,
+) -> Match:
+    """``match`` against a population that holds the research sample (δ-presence, k-map, risk): a released
+    value read as covering nobody would under-count its class's population, so it is refused."""
+    m = match(released, population, qi, classes=classes, hierarchies=hierarchies)
+    if m.unread:
+        raise InvalidParameter(unread_labels(m.unread, hierarchies))
+    return m
 
 
 def _coverage(

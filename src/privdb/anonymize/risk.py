@@ -36,8 +36,7 @@ import pandas as pd
 
 from privdb.anonymize._classes import Classes, FloatArray, group, require_columns, require_rows
 from privdb.anonymize.hierarchy import Hierarchy
-from privdb.anonymize.linkage import match
-from privdb.anonymize.population import unread_labels
+from privdb.anonymize.linkage import match_population
 from privdb.errors import InvalidParameter
 
 __all__ = ["Risk", "record_risk", "risk"]
@@ -120,10 +119,7 @@ def risk(
         model = "population table"
         require_columns(population, qi, "population table")
         require_rows(population, "population table")
-        m = match(table, population, qi, classes=cl, hierarchies=hierarchies)
-        if m.unread:
-            raise InvalidParameter(unread_labels(m.unread, hierarchies))
-        found = m.public_per_class.astype(np.float64)
+        found = match_population(table, population, qi, cl, hierarchies).public_per_class.astype(np.float64)
         # a class covers at least its own records when the population holds the sample
         f = np.maximum(found, cl.sizes)
         j_max = float((1.0 / f).max()) if cl.n_classes else 0.0
