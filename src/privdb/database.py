@@ -96,6 +96,15 @@ class Database:
         self.catalog.close()
         self.ledger.close()
 
+    def release_thread(self) -> None:
+        """Close what the calling thread opened (its ledger and catalog connections, its DuckDB cursor):
+        a PostgreSQL session's thread calls it as it ends, so nothing held grows with connections. A thread
+        that ends without calling it has the same closed by privdb.perthread when Python drops the thread."""
+        self.catalog.release_thread()
+        self.ledger.release_thread()
+        if self._backend is not None:
+            self._backend.release_thread()
+
     def __enter__(self) -> Database:
         return self
 

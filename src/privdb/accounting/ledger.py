@@ -144,6 +144,10 @@ class Ledger(SharedBudgets):
     def close(self) -> None:
         self._store.close()
 
+    def release_thread(self) -> None:
+        """Close the calling thread's own connection to the store (privdb.perthread)."""
+        self._store.release_thread()
+
     def __enter__(self) -> Ledger:
         return self
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from privdb.errors import InvalidParameter, install_hint
+from privdb.perthread import PerThread
 
 __all__ = ["Cursor", "SQLStore", "glob_word_match", "is_store_url", "open_store", "store_for"]
 
@@ -131,6 +132,9 @@ class SQLStore:
     def close(self) -> None:
         self._conn.close()
 
+    def release_thread(self) -> None:
+        """Close what the calling thread alone holds (its own connection, if the store keeps one)."""
+
     @contextlib.contextmanager
     def transaction(self, *, durable: bool = True) -> Iterator[Cursor]:
         """One write transaction holding the store's write lock from its first statement to its end; rolled
@@ -212,8 +216,9 @@ class SQLiteStore(SQLStore):
         # no transaction spends a statement setting ``synchronous``; a sync flushes the whole WAL file, with
         # what this connection wrote before it
         self._relaxed = self._open(durable=False)
-        self._own = threading.local()  # each thread's connection for statements outside a transaction
-        self._opened: list[sqlite3.Connection] = []
+        # each thread's connection for statements outside a transaction, closed when its thread ends (a
+        # server's threads come and go: one per PostgreSQL client; privdb.perthread)
+        self._own: PerThread[sqlite3.Connection] = PerThread(self._open, sqlite3.Connection.close)
         # privdb's writers queue on this file's lock before SQLite's: a waiting process wakes when the lock is
         # free, where SQLite's busy handler sleeps 1, 2, 5, 10 … ms between tries (module doc)
         # a file object: closed in close(), or when the store is collected
@@ -232,25 +237,21 @@ class SQLiteStore(SQLStore):
         """A cursor on this thread's own connection (WAL: a read never waits for a writer, nor for this
         process's write transaction and its fsync); each statement commits on its own, and SQLite's lock
         orders a write with every other (``busy_timeout``)."""
-        conn: sqlite3.Connection | None = getattr(self._own, "conn", None)
-        if conn is None:
-            conn = self._own.conn = self._open()
-            with self.lock:
-                self._opened.append(conn)
-        raw = conn.cursor()
+        raw = self._own.get().cursor()
         try:
             yield Cursor(raw, self.dialect)
         finally:
             raw.close()  # no statement left open: the next read starts a fresh snapshot
 
     def close(self) -> None:
+        self._own.close()
         with self.lock:
-            for conn in self._opened:
-                conn.close()
-            self._opened.clear()
             self._relaxed.close()
             self._lockfile.close()  # once only (a file object): the number may be another file's by now
         super().close()
+
+    def release_thread(self) -> None:
+        self._own.release()
 
     def _writer(self, durable: bool) -> sqlite3.Connection:
         return self._conn if durable else self._relaxed

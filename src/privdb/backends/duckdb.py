@@ -24,6 +24,7 @@ from privdb.backends.names import HIDDEN_PREFIX, check_name, quote, unit_rows_co
 from privdb.backends.watchdog import WATCHDOG
 from privdb.catalog.files import ReadOptions, release
 from privdb.errors import DatabaseInUse, InvalidParameter, ParseError
+from privdb.perthread import PerThread
 
 __all__ = ["DuckDBBackend"]
 
@@ -31,6 +32,19 @@ T = TypeVar("T")
 _AGAIN = 0.05  # s: a query past its limit is interrupted again at this interval until it stops
 _PREPARED_PER_CURSOR = 64  # prepared statements kept per thread's cursor, least recently used dropped
 _STATEMENT_NUMBERS = itertools.count()  # names of prepared statements (unique in the process)
+
+
+class _ThreadCursor:
+    """A thread's cursor and the statements prepared on it (the generation they were prepared at)."""
+
+    def __init__(self, cursor: duckdb.DuckDBPyConnection) -> None:
+        self.cursor = cursor
+        self.statements: OrderedDict[str, str] = OrderedDict()
+        self.generation = -1
+
+    def close(self) -> None:
+        with contextlib.suppress(duckdb.Error):
+            self.cursor.close()
 
 
 class DuckDBBackend:
@@ -68,29 +82,36 @@ class DuckDBBackend:
         # connection is open): what was planned from them stays valid while it stands
         # (privdb.sql.plan.prepared)
         self.generation = 0
-        self._local = threading.local()  # each thread's own cursor: queries of threads run in parallel
-        self._cursors: list[duckdb.DuckDBPyConnection] = []
+        # each thread's own cursor, so queries of threads run in parallel; closed when its thread ends
+        self._cursors: PerThread[_ThreadCursor] = PerThread(self._open_cursor, _ThreadCursor.close)
 
     def close(self) -> None:
-        with self._lock:
-            for cursor in self._cursors:
-                cursor.close()
-            self._cursors.clear()
+        self._cursors.close()
         self._con.close()
+
+    def release_thread(self) -> None:
+        """Close the calling thread's cursor now (a PostgreSQL session ends; privdb.perthread)."""
+        self._cursors.release()
+
+    def _open_cursor(self) -> _ThreadCursor:
+        with self._lock:
+            cursor = self._con.cursor()
+        _no_progress_bar(cursor)
+        return _ThreadCursor(cursor)
 
     def _prepared(self, cursor: duckdb.DuckDBPyConnection, sql: str) -> str:
         """``EXECUTE name`` for ``sql``, prepared once on this thread's cursor: a query text that comes
         back (the same shape at another ε, a dashboard) skips DuckDB's parse, bind and optimise (about
         0.7 ms of a 2 ms count on 1M rows). DuckDB re-binds a prepared statement when the catalog changes
         and reads the data afresh at every EXECUTE; privdb's own writes (``generation``) drop them too."""
-        local = self._local
-        statements: OrderedDict[str, str] | None = getattr(local, "statements", None)
-        if statements is None or local.generation != self.generation:
+        local = self._cursors.get()
+        statements = local.statements
+        if local.generation != self.generation:
             if statements:
                 with contextlib.suppress(duckdb.Error):
                     for name in statements.values():
                         cursor.execute(f"DEALLOCATE {name}")
-            statements = local.statements = OrderedDict()
+            statements.clear()
             local.generation = self.generation
         known = statements.get(sql)
         if known is not None:
@@ -107,14 +128,7 @@ class DuckDBBackend:
     def _cursor(self) -> duckdb.DuckDBPyConnection:
         """This thread's cursor on the database (DuckDB connections are not shared between threads;
         cursors are, and run their queries concurrently)."""
-        cursor: duckdb.DuckDBPyConnection | None = getattr(self._local, "cursor", None)
-        if cursor is None:
-            with self._lock:
-                cursor = self._con.cursor()
-                _no_progress_bar(cursor)
-                self._cursors.append(cursor)
-            self._local.cursor = cursor
-        return cursor
+        return self._cursors.get().cursor
 
     def _invalidate(self) -> None:
         self.generation += 1

@@ -81,6 +81,10 @@ class Catalog(SurveyRecords):
     def close(self) -> None:
         self._store.close()
 
+    def release_thread(self) -> None:
+        """Close the calling thread's own connection to the store (privdb.perthread)."""
+        self._store.release_thread()
+
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:
         """Within the block, this thread reads each table's metadata, the attachments and the analyst's

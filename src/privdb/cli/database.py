@@ -201,6 +201,16 @@ def serve(
         Path | None, typer.Option(help="PEM certificate: PostgreSQL clients may use TLS")
     ] = None,
     pg_tls_key: Annotated[Path | None, typer.Option(help="PEM private key of --pg-tls-cert")] = None,
+    pg_max_connections: Annotated[
+        int, typer.Option(help="PostgreSQL sessions at once (max_connections); more are refused, 53300")
+    ] = 100,
+    pg_auth_timeout: Annotated[
+        float, typer.Option(help="seconds a PostgreSQL client has to log in (authentication_timeout)")
+    ] = 60.0,
+    pg_auth_delay: Annotated[
+        float,
+        typer.Option(help="seconds before a failed PostgreSQL login is answered, doubled per recent failure"),
+    ] = 0.1,
 ) -> None:
     """Serve the database over HTTP (the API of docs/server.md, the page at /), and with --pg-port over
     PostgreSQL's protocol too; prints an owner token the first time."""
@@ -215,6 +225,12 @@ def serve(
         raise InvalidParameter("--pg-port must be in 1..65535 and differ from --port")
     if pg_port is None and (pg_host or pg_tls_cert or pg_tls_key):
         raise InvalidParameter("--pg-host, --pg-tls-cert and --pg-tls-key need --pg-port")
+    limits_ok = 1 <= pg_max_connections <= 10_000 and 0 < pg_auth_timeout <= 600 and 0 <= pg_auth_delay <= 5
+    if not limits_ok:
+        raise InvalidParameter(
+            "--pg-max-connections must be in 1..10000, --pg-auth-timeout in (0, 600] s and "
+            "--pg-auth-delay in [0, 5] s"
+        )
     refusal = served_already(db)  # before anything is printed or opened: the running server stays as it is
     if refusal is not None:
         raise refusal
@@ -223,7 +239,10 @@ def serve(
             errors().print(
                 f"owner token (shown once; `privdb token` issues more): {database.catalog.add_owner_token()}"
             )
-    pg = None if pg_port is None else PgOptions(pg_port, pg_host or host, pg_tls_cert, pg_tls_key)
+    pg = None
+    if pg_port is not None:
+        limits = (pg_max_connections, pg_auth_timeout, pg_auth_delay)
+        pg = PgOptions(pg_port, pg_host or host, pg_tls_cert, pg_tls_key, *limits)
     also = "" if pg is None else f" and postgresql://{pg.host}:{pg.port}"
     errors().print(
         f"privdb serving {db} on http://{host}:{port}{also} ({workers} worker(s)); Ctrl-C stops it"

@@ -118,12 +118,16 @@ def serve(
 
 @dataclass(frozen=True)
 class PgOptions:
-    """Where the PostgreSQL listener listens, and its TLS certificate and key (PEM files) if any."""
+    """Where the PostgreSQL listener listens, its TLS certificate and key (PEM files) if any, and its
+    limits (privdb.server.pgwire.admission: PostgreSQL's max_connections and authentication_timeout)."""
 
     port: int
     host: str = "127.0.0.1"
     tls_cert: str | Path | None = None
     tls_key: str | Path | None = None
+    max_connections: int = 100
+    auth_timeout: float = 60.0
+    auth_delay: float = 0.1
 
 
 def _read_only(db_dir: str | Path, query_timeout: float | None, ledger: str | None) -> Database:
@@ -143,13 +147,14 @@ def _pg_listener(
         yield
         return
     try:  # optional: the PostgreSQL protocol needs the `pg` extra (pygwire), loaded only with --pg-port
-        from privdb.server.pgwire import PgServer, tls_context
+        from privdb.server.pgwire import Limits, PgServer, tls_context
     except ImportError:
         raise InvalidParameter(
             "--pg-port needs the PostgreSQL protocol library: pip install 'privdb[pg]'"
         ) from None
     context = tls_context(pg.tls_cert, pg.tls_key)
-    listener = PgServer(pg.host, pg.port, database(), context)
+    limits = Limits(pg.max_connections, pg.auth_timeout, pg.auth_delay)
+    listener = PgServer(pg.host, pg.port, database(), context, limits)
     logger = logging.getLogger("privdb.pgwire")
     if log_config is None and not logger.handlers:
         handler = logging.StreamHandler(sys.stdout)

@@ -1,7 +1,8 @@
 """PostgreSQL's wire protocol in front of privdb (``privdb serve --pg-port``): psql, DBeaver, Metabase,
 pandas, SQLAlchemy and JDBC connect as to a PostgreSQL server (docs/clients.md).
 
-    listener  the TCP server (a thread per client), TLS
+    listener  the TCP server (a thread per admitted client), TLS
+    admission max_connections, authentication_timeout, auth_delay: nothing grows with connections
     protocol  start-up, password, simple and extended query cycles (pygwire is the codec)
     session   what a statement is and who answers it (privdb.api.Connection, the catalog, the settings)
     catalog   pg_catalog / information_schema answered from an empty shadow of the granted tables
@@ -15,6 +16,7 @@ Needs the ``pg`` extra (``pip install 'privdb[pg]'``).
 
 from __future__ import annotations
 
+from privdb.server.pgwire.admission import Limits
 from privdb.server.pgwire.listener import PgServer, tls_context
 
-__all__ = ["PgServer", "tls_context"]
+__all__ = ["Limits", "PgServer", "tls_context"]

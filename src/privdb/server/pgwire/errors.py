@@ -31,6 +31,7 @@ SQLSTATE = {
     "budget_exhausted": "53400",  # configuration_limit_exceeded: the account's limit, retrying won't help
     "limit_reached": "53400",
     "rate_limited": "53000",  # insufficient_resources: retry later
+    "too_many_connections": "53300",  # too_many_connections: --pg-max-connections reached
     "request_too_large": "54000",  # program_limit_exceeded
     "query_failed": "22000",  # data_exception: charged, no detail (it could depend on the data)
     "engine_unavailable": "58000",  # system_error: nothing spent, retry when the engine is back

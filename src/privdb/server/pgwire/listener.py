@@ -2,10 +2,13 @@
 
 It runs beside the HTTP server in the same process, on the same :class:`privdb.database.Database` (one
 ledger, one DuckDB handle; the library is safe across threads, as the HTTP server's thread pool relies on).
+A connection gets its thread only if :mod:`privdb.server.pgwire.admission` lets it start; else it is told
+53300 ("too many clients") from the accepting thread and closed, with no thread made for it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import socketserver
@@ -13,10 +16,14 @@ import ssl
 import threading
 from pathlib import Path
 
+from pygwire import messages as m
+
 from privdb.database import Database
 from privdb.errors import InvalidParameter
+from privdb.server.pgwire.admission import Admission, Limits
 from privdb.server.pgwire.cancel import Cancels
-from privdb.server.pgwire.protocol import serve_connection
+from privdb.server.pgwire.errors import error_fields
+from privdb.server.pgwire.protocol import TOO_MANY, serve_connection
 
 __all__ = ["PgServer", "tls_context"]
 
@@ -45,7 +52,11 @@ class _Handler(socketserver.BaseRequestHandler):
         sock: socket.socket = self.request
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         host, port = self.client_address[:2]
-        serve_connection(sock, f"{host}:{port}", self.server.db, self.server.tls, self.server.cancels)
+        server = self.server
+        try:
+            serve_connection(sock, f"{host}:{port}", server.db, server.tls, server.cancels, server.admission)
+        finally:
+            server.db.release_thread()  # this thread's ledger and DuckDB handles (privdb.perthread)
 
 
 class PgServer(socketserver.ThreadingTCPServer):
@@ -55,7 +66,14 @@ class PgServer(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
     request_queue_size = 128
 
-    def __init__(self, host: str, port: int, db: Database, tls: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        db: Database,
+        tls: ssl.SSLContext | None = None,
+        limits: Limits | None = None,
+    ) -> None:
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         try:
             super().__init__((host, port), _Handler)
@@ -65,6 +83,27 @@ class PgServer(socketserver.ThreadingTCPServer):
             ) from None
         self.db, self.tls = db, tls
         self.cancels = Cancels()  # the sessions' backend keys (cancel requests)
+        self.admission = Admission(limits or Limits())
+
+    def process_request(self, request: socket.socket, client_address: tuple[str, int]) -> None:  # type: ignore[override]
+        """A thread for the connection if its start-up is admitted; else 53300 at once, and closed."""
+        address = str(client_address[0])
+        if not self.admission.start(address):
+            log.info("pgwire %s: refused (too many connections starting)", address)
+            with contextlib.suppress(OSError):
+                request.settimeout(1.0)
+                refusal = m.ErrorResponse(error_fields("too_many_connections", TOO_MANY, fatal=True))
+                request.sendall(refusal.to_wire())
+            with contextlib.suppress(OSError):
+                request.close()
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:  # no thread could be started: the slot is given back
+            self.admission.started(address)
+            with contextlib.suppress(OSError):
+                request.close()
+            raise
 
     def start(self) -> threading.Thread:
         thread = threading.Thread(target=self.serve_forever, name="privdb-pgwire", daemon=True)

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import socket
 import ssl
+import time
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -25,6 +26,7 @@ from pygwire.exceptions import PygwireError
 
 from privdb.database import Database
 from privdb.errors import InternalError, PrivdbError, RequestTooLarge, Unauthorized
+from privdb.server.pgwire.admission import Admission
 from privdb.server.pgwire.cancel import Cancels
 from privdb.server.pgwire.encoding import SIZES, Answer, encode_value
 from privdb.server.pgwire.errors import (
@@ -37,10 +39,11 @@ from privdb.server.pgwire.errors import (
 from privdb.server.pgwire.params import count_parameters, substitute
 from privdb.server.pgwire.session import Session, first_word, split_statements, strip
 
-__all__ = ["serve_connection"]
+__all__ = ["TOO_MANY", "serve_connection"]
 
 log = logging.getLogger("privdb.pgwire")
 MAX_STATEMENTS = 1000  # statements in one simple query message
+TOO_MANY = "sorry, too many clients already"  # PostgreSQL's words for 53300
 _STATUS = {
     "I": TransactionStatus.IDLE,
     "T": TransactionStatus.IN_TRANSACTION,
@@ -73,8 +76,21 @@ class _Wire:
     inbox: deque[m.PGMessage] = field(default_factory=deque)
     out: bytearray = field(default_factory=bytearray)
 
+    deadline: float | None = None  # time.monotonic() by which start-up must be done (None: no limit)
+
+    def left(self) -> float:
+        """Seconds left before the deadline (TimeoutError once it has passed)."""
+        if self.deadline is None:
+            return 1e9
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError
+        return remaining
+
     def next(self) -> m.PGMessage:
         while not self.inbox:
+            if self.deadline is not None:
+                self.sock.settimeout(self.left())
             data = self.sock.recv(65536)
             if not data:
                 raise _Closed
@@ -96,16 +112,27 @@ class _Wire:
 
 
 def serve_connection(
-    sock: socket.socket, peer: str, db: Database, tls: ssl.SSLContext | None, cancels: Cancels
+    sock: socket.socket,
+    peer: str,
+    db: Database,
+    tls: ssl.SSLContext | None,
+    cancels: Cancels,
+    admission: Admission | None = None,
 ) -> None:
-    """Speak with one client until it leaves."""
+    """Speak with one client until it leaves (``admission``: the listener's limits; the start-up slot this
+    connection was admitted with is given back when its start-up ends)."""
+    admission = admission or Admission()
+    address = peer.rsplit(":", 1)[0]
     wire = _Wire(sock)
     session: Session | None = None
-    key = 0
+    key, seated = 0, False
     try:
-        session = _start(wire, peer, db, tls, cancels)
+        try:
+            session = _start(wire, peer, db, tls, cancels, admission)
+        finally:
+            admission.started(address)
         if session is not None:
-            key = session.key
+            key, seated = session.key, True
             _Loop(wire, session, peer).run()
     except _Unreadable as err:
         text = (
@@ -122,19 +149,39 @@ def serve_connection(
         if session is not None:
             cancels.forget(key)
             session.close()
+            if seated:
+                admission.close_session(owner=session.principal.is_owner)
         with contextlib.suppress(OSError):
             wire.sock.close()
 
 
 def _start(
-    wire: _Wire, peer: str, db: Database, tls: ssl.SSLContext | None, cancels: Cancels
+    wire: _Wire, peer: str, db: Database, tls: ssl.SSLContext | None, cancels: Cancels, admission: Admission
 ) -> Session | None:
-    """Start-up and authentication; the session, or None when the client was refused."""
+    """Start-up and authentication within ``--pg-auth-timeout``; the session (holding one of the
+    listener's session slots), or None when the client was refused or dropped."""
+    wire.deadline = time.monotonic() + admission.limits.auth_timeout
+    try:
+        return _authenticate(wire, peer, db, tls, cancels, admission)
+    except TimeoutError:
+        log.info("pgwire %s: dropped (not authenticated within %g s)", peer, admission.limits.auth_timeout)
+        raise _Closed from None
+    finally:
+        wire.deadline = None
+        with contextlib.suppress(OSError):
+            wire.sock.settimeout(None)
+
+
+def _authenticate(
+    wire: _Wire, peer: str, db: Database, tls: ssl.SSLContext | None, cancels: Cancels, admission: Admission
+) -> Session | None:
+    address = peer.rsplit(":", 1)[0]
     while True:
         msg = wire.next()
         if isinstance(msg, m.SSLRequest):
             wire.sock.sendall(wire.codec.send(m.SSLResponse(accepted=tls is not None)))
             if tls is not None:
+                wire.sock.settimeout(wire.left())  # the handshake too is within the start-up's time
                 wire.sock = tls.wrap_socket(wire.sock, server_side=True)
             continue
         if isinstance(msg, m.GSSEncRequest):
@@ -161,7 +208,9 @@ def _start(
         if not principal.is_owner and principal.name != user:
             raise Unauthorized("the token is not this user's")
     except Unauthorized:
-        log.info("pgwire %s user %r: refused (wrong token)", peer, user)
+        pause = admission.failed(address)
+        log.info("pgwire %s user %r: refused (wrong token; answered after %.1f s)", peer, user, pause)
+        time.sleep(min(pause, wire.left()))  # auth_delay: guessing tokens is slow, from any one address
         wire.send(
             m.ErrorResponse(
                 error_fields("unauthorized", f'password authentication failed for user "{user}"', fatal=True)
@@ -169,12 +218,21 @@ def _start(
         )
         wire.flush()
         return None
+    if not admission.open_session(owner=principal.is_owner):
+        log.info("pgwire %s user %r: refused (--pg-max-connections reached)", peer, user)
+        wire.send(m.ErrorResponse(error_fields("too_many_connections", TOO_MANY, fatal=True)))
+        wire.flush()
+        return None
     try:
         session = Session(db, principal, token, params)
     except PrivdbError as err:
+        admission.close_session(owner=principal.is_owner)
         wire.send(m.ErrorResponse(from_error(err, fatal=True)))
         wire.flush()
         return None
+    except BaseException:
+        admission.close_session(owner=principal.is_owner)
+        raise
     wire.send(m.AuthenticationOk())
     for name, value in session.settings.reported():
         wire.send(m.ParameterStatus(name=name, value=value))

@@ -1,0 +1,199 @@
+"""The PostgreSQL listener under hostile clients holds as PostgreSQL does (issue 36): nothing the server holds
+grows with connections, start-up has a time limit, sessions a maximum (53300), failed logins a delay.
+
+Each test starts a real ``privdb serve --pg-port`` and speaks the protocol over raw sockets (a client that
+never finishes its start-up is not something a driver can be made to be), reading the server's file
+descriptors, threads and memory from /proc.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from pgwirefixtures import PgServed, start_pg_server
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads the server's /proc")
+
+
+def _startup(user: str) -> bytes:
+    body = struct.pack("!i", 196608) + f"user\0{user}\0database\0privdb\0\0".encode()
+    return struct.pack("!i", len(body) + 4) + body
+
+
+def _read_message(sock: socket.socket) -> tuple[bytes, bytes]:
+    head = _exactly(sock, 5)
+    return head[:1], _exactly(sock, struct.unpack("!i", head[1:])[0] - 4)
+
+
+def _exactly(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("closed")
+        data += chunk
+    return data
+
+
+def _connect(port: int, source: str = "127.0.0.1") -> socket.socket:
+    sock = socket.socket()
+    sock.settimeout(30)
+    sock.bind((source, 0))
+    sock.connect(("127.0.0.1", port))
+    return sock
+
+
+def login(port: int, user: str, password: str, source: str = "127.0.0.1") -> tuple[str, str]:
+    """One start-up with a cleartext password; ``("ok", "")`` or ``("error", SQLSTATE)``; then closed."""
+    with _connect(port, source) as sock:
+        sock.sendall(_startup(user))
+        kind, body = _read_message(sock)
+        if kind == b"E":
+            return "error", _sqlstate(body)
+        assert kind == b"R" and struct.unpack("!i", body[:4])[0] == 3  # cleartext password
+        secret = password.encode() + b"\0"
+        sock.sendall(b"p" + struct.pack("!i", len(secret) + 4) + secret)
+        while True:
+            kind, body = _read_message(sock)
+            if kind == b"E":
+                return "error", _sqlstate(body)
+            if kind == b"Z":
+                sock.sendall(b"X" + struct.pack("!i", 4))  # Terminate
+                return "ok", ""
+
+
+def _sqlstate(body: bytes) -> str:
+    fields = {f[:1]: f[1:].decode() for f in body.split(b"\0") if f}
+    return fields.get(b"C", "")
+
+
+def _usage(pid: int) -> tuple[int, int, int]:
+    """The server's open file descriptors, threads, and resident memory (KiB)."""
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    status = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line
+    )
+    return fds, int(status["Threads"]), int(status["VmRSS"].split()[0])
+
+
+def _settle(pid: int, baseline: tuple[int, int, int], seconds: float = 10.0) -> tuple[int, int, int]:
+    """The server's usage once its connection threads have ended (they end just after the client)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        now = _usage(pid)
+        if (now[0] <= baseline[0] and now[1] <= baseline[1]) or time.monotonic() > deadline:
+            return now
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgServed]:
+    served = start_pg_server(
+        tmp_path_factory.mktemp("pglimits") / "db",
+        extra=["--pg-max-connections", "6", "--pg-auth-timeout", "2", "--pg-auth-delay", "0"],
+    )
+    yield served
+    served.server.stop()
+
+
+def _pid(served: PgServed) -> int:
+    assert served.server.process is not None
+    return served.server.process.pid
+
+
+def test_thousands_of_connections_leave_descriptors_threads_and_memory_flat(served: PgServed) -> None:
+    port, bob = served.pg_port, served.tokens["bob"]
+    for _ in range(20):  # warm up: the first sessions load what every later one shares
+        assert login(port, "bob", bob) == ("ok", "")
+        assert login(port, "bob", "wrong") == ("error", "28P01")
+    baseline = _settle(_pid(served), _usage(_pid(served)))
+    for i in range(1500):
+        if i % 3 == 0:
+            assert login(port, "bob", bob) == ("ok", "")
+        elif i % 3 == 1:
+            assert login(port, "bob", "not-a-token") == ("error", "28P01")
+        else:
+            _connect(port).close()  # gone before its start-up
+    after = _settle(_pid(served), baseline)
+    assert after[0] <= baseline[0], (baseline, after)  # descriptors: none left per connection
+    assert after[1] <= baseline[1], (baseline, after)  # threads: none left
+    assert after[2] - baseline[2] < 40_000, (baseline, after)  # KiB: no memory kept per connection
+    with psycopg.connect(served.url("bob"), connect_timeout=10) as conn:  # and honest analysts get in
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_a_connection_that_never_logs_in_is_dropped_after_the_timeout(served: PgServed) -> None:
+    pid = _pid(served)
+    baseline = _settle(pid, _usage(pid))
+    idle = [_connect(served.pg_port) for _ in range(3)]  # with the next, the 4 one address may have
+    silent = _connect(served.pg_port)
+    silent.sendall(_startup("bob"))  # started, never answers the password request
+    assert _read_message(silent)[0] == b"R"
+    for sock in [*idle, silent]:
+        sock.settimeout(20)
+        assert sock.recv(1024) == b""  # closed by the server (PostgreSQL too sends nothing)
+        sock.close()
+    assert _settle(pid, baseline)[1] <= baseline[1]
+
+
+def test_start_ups_from_one_address_are_capped_and_other_addresses_still_get_in(served: PgServed) -> None:
+    """max 6 connections: at most max(4, 6 // 4) = 4 start-ups from one address; the fifth is told 53300
+    at once; an analyst from another address logs in meanwhile."""
+    idle = [_connect(served.pg_port) for _ in range(4)]
+    try:
+        time.sleep(0.2)  # accepted and admitted
+        extra = _connect(served.pg_port)
+        kind, body = _read_message(extra)
+        assert kind == b"E" and _sqlstate(body) == "53300"
+        extra.close()
+        assert login(served.pg_port, "bob", served.tokens["bob"], source="127.0.0.2") == ("ok", "")
+    finally:
+        for sock in idle:
+            sock.close()
+
+
+def test_sessions_beyond_max_connections_are_refused_with_53300_the_owner_has_reserved_slots(
+    served: PgServed,
+) -> None:
+    sessions = [psycopg.connect(served.url("bob"), connect_timeout=10) for _ in range(6)]
+    try:
+        assert login(served.pg_port, "bob", served.tokens["bob"]) == ("error", "53300")
+        with pytest.raises(psycopg.OperationalError, match="too many clients already"):
+            psycopg.connect(served.url("bob"), connect_timeout=10)
+        owner = served.tokens["owner"]
+        url = f"postgresql://owner:{owner}@127.0.0.1:{served.pg_port}/privdb"
+        with psycopg.connect(url, connect_timeout=10) as conn:  # superuser_reserved_connections
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        sessions.pop().close()
+        deadline = time.monotonic() + 10
+        while True:  # the slot is free once the server has seen the Terminate
+            try:
+                sessions.append(psycopg.connect(served.url("bob"), connect_timeout=10))
+                break
+            except psycopg.OperationalError:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+    finally:
+        for conn in sessions:
+            conn.close()
+
+
+def test_failed_logins_from_one_address_are_slowed_down(tmp_path: Path) -> None:
+    served = start_pg_server(tmp_path / "db", extra=["--pg-auth-delay", "0.2"])
+    try:
+        began = time.monotonic()
+        for _ in range(4):
+            assert login(served.pg_port, "bob", "guess") == ("error", "28P01")
+        assert time.monotonic() - began >= 0.2 + 0.4 + 0.8 + 1.6  # doubled per failure (a lower bound)
+        began = time.monotonic()  # another address is not slowed by these failures
+        assert login(served.pg_port, "bob", served.tokens["bob"], source="127.0.0.3") == ("ok", "")
+    finally:
+        served.server.stop()
