@@ -3,22 +3,27 @@
 * ``max_connections`` (``--pg-max-connections``, default 100 as PostgreSQL's): authenticated sessions. One
   more is refused with SQLSTATE 53300, "sorry, too many clients already", except that the owner keeps
   ``OWNER_RESERVED`` slots of their own above it (PostgreSQL's ``superuser_reserved_connections``).
-* Connections still in start-up (no password checked yet) are at most ``max_connections`` in all and
-  ``per_address`` from one client address; one more is answered 53300 at once, before a byte is read and
-  without a thread. So threads and sockets are bounded by twice ``max_connections`` (as PostgreSQL bounds
-  its children by twice its backends), whatever clients do.
+* Connections still in start-up (no password checked yet) are at most ``max_connections``. When they are
+  all taken, a new one from an address holding fewer of them than some other address takes the place of
+  the oldest start-up of the address holding most (that socket is shut, its thread ends); otherwise it is
+  answered 53300 at once, before a byte is read and without a thread. So threads and sockets are bounded
+  by twice ``max_connections`` (as PostgreSQL bounds its children by twice its backends), whatever clients
+  do, and idle sockets from a few addresses cannot keep analysts elsewhere from logging in, while a burst
+  of honest logins from one host (a BI tool's pool) is never refused on an idle listener.
 * ``authentication_timeout`` (``--pg-auth-timeout``, default 60 s as PostgreSQL's): start-up and the
   password must be done within it, else the connection is dropped.
 * ``auth_delay``: a failed login is answered only after a pause that doubles with each recent failure from
   the same address (``AUTH_DELAY`` to ``AUTH_DELAY_MAX``; an address's count is forgotten
   ``FORGET_AFTER`` seconds after its last failure), as PostgreSQL's auth_delay module slows password
   guessing. The pause holds one of that address's start-up slots, so a flood from one address throttles
-  itself and leaves the other addresses' slots free. The failures of at most ``TRACKED`` addresses are
+  itself and is the first to give its slots up. The failures of at most ``TRACKED`` addresses are
   kept (least recently failed forgotten first): nothing here grows with the number of clients.
 """
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import threading
 import time
 from collections import OrderedDict
@@ -45,16 +50,12 @@ TRACKED = 10_000
 
 @dataclass(frozen=True)
 class Limits:
-    """The listener's settings (``privdb serve --pg-max-connections``, ``--pg-auth-timeout``)."""
+    """The listener's settings (``privdb serve --pg-max-connections``, ``--pg-auth-timeout``,
+    ``--pg-auth-delay``)."""
 
     max_connections: int = MAX_CONNECTIONS
     auth_timeout: float = AUTH_TIMEOUT
     auth_delay: float = AUTH_DELAY
-
-    @property
-    def per_address(self) -> int:
-        """Start-ups one address may have at once: a quarter of all, at least 4."""
-        return max(4, self.max_connections // 4)
 
 
 @dataclass
@@ -63,29 +64,40 @@ class Admission:
 
     limits: Limits = field(default_factory=Limits)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _starting: dict[str, int] = field(default_factory=dict)  # address → connections in start-up
+    # address → its connections in start-up, oldest first (each a socket to shut if it must give way)
+    _starting: dict[str, OrderedDict[int, socket.socket]] = field(default_factory=dict)
+    _count: int = 0
     _sessions: int = 0
     _owners: int = 0  # sessions of the owner beyond max_connections (the reserved slots)
     _failures: OrderedDict[str, tuple[int, float]] = field(default_factory=OrderedDict)
 
-    def start(self, address: str) -> bool:
-        """A new connection from ``address`` may begin its start-up (then :meth:`started` when it ends)."""
+    def start(self, address: str, sock: socket.socket) -> bool:
+        """Whether a new connection from ``address`` may begin its start-up (then :meth:`started` when
+        it ends); when the slots are full, the oldest start-up of the address holding most gives way."""
         with self._lock:
-            total = sum(self._starting.values())
-            mine = self._starting.get(address, 0)
-            if total >= self.limits.max_connections or mine >= self.limits.per_address:
-                return False
-            self._starting[address] = mine + 1
+            mine = self._starting.setdefault(address, OrderedDict())
+            if self._count >= self.limits.max_connections:
+                hog = max(self._starting, key=lambda a: len(self._starting[a]))
+                if len(self._starting[hog]) <= len(mine) + 1:
+                    if not mine:
+                        del self._starting[address]
+                    return False
+                _, oldest = self._starting[hog].popitem(last=False)
+                self._count -= 1
+                with contextlib.suppress(OSError):
+                    oldest.shutdown(socket.SHUT_RDWR)  # its thread reads the end and leaves
+            mine[id(sock)] = sock
+            self._count += 1
             return True
 
-    def started(self, address: str) -> None:
-        """The start-up of a connection from ``address`` is over (authenticated, refused or dropped)."""
+    def started(self, address: str, sock: socket.socket) -> None:
+        """The start-up of ``sock`` from ``address`` is over (authenticated, refused or dropped)."""
         with self._lock:
-            left = self._starting.get(address, 0) - 1
-            if left > 0:
-                self._starting[address] = left
-            else:
-                self._starting.pop(address, None)
+            mine = self._starting.get(address)
+            if mine is not None and mine.pop(id(sock), None) is not None:
+                self._count -= 1
+            if mine is not None and not mine:
+                del self._starting[address]
 
     def open_session(self, *, owner: bool) -> bool:
         """Take a session slot (False: the listener is full; the owner may use the reserved slots)."""
@@ -121,4 +133,4 @@ class Admission:
     def counts(self) -> dict[str, int]:
         """Connections in start-up and sessions now (for tests and the log)."""
         with self._lock:
-            return {"starting": sum(self._starting.values()), "sessions": self._sessions + self._owners}
+            return {"starting": self._count, "sessions": self._sessions + self._owners}

@@ -88,7 +88,7 @@ class PgServer(socketserver.ThreadingTCPServer):
     def process_request(self, request: socket.socket, client_address: tuple[str, int]) -> None:  # type: ignore[override]
         """A thread for the connection if its start-up is admitted; else 53300 at once, and closed."""
         address = str(client_address[0])
-        if not self.admission.start(address):
+        if not self.admission.start(address, request):
             log.info("pgwire %s: refused (too many connections starting)", address)
             with contextlib.suppress(OSError):
                 request.settimeout(1.0)
@@ -100,7 +100,7 @@ class PgServer(socketserver.ThreadingTCPServer):
         try:
             super().process_request(request, client_address)
         except BaseException:  # no thread could be started: the slot is given back
-            self.admission.started(address)
+            self.admission.started(address, request)
             with contextlib.suppress(OSError):
                 request.close()
             raise

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import select
 import socket
 import ssl
 import time
@@ -130,7 +131,7 @@ def serve_connection(
         try:
             session = _start(wire, peer, db, tls, cancels, admission)
         finally:
-            admission.started(address)
+            admission.started(address, sock)
         if session is not None:
             key, seated = session.key, True
             _Loop(wire, session, peer).run()
@@ -210,7 +211,10 @@ def _authenticate(
     except Unauthorized:
         pause = admission.failed(address)
         log.info("pgwire %s user %r: refused (wrong token; answered after %.1f s)", peer, user, pause)
-        time.sleep(min(pause, wire.left()))  # auth_delay: guessing tokens is slow, from any one address
+        # auth_delay: guessing tokens is slow from any one address; the pause ends early if the socket is
+        # shut (the connection gave way to another address's, privdb.server.pgwire.admission) or the client
+        # leaves
+        select.select([wire.sock], [], [], min(pause, wire.left()))
         wire.send(
             m.ErrorResponse(
                 error_fields("unauthorized", f'password authentication failed for user "{user}"', fatal=True)
