@@ -5,7 +5,8 @@ pandas, SQLAlchemy and JDBC connect as to a PostgreSQL server (docs/clients.md).
     admission max_connections, authentication_timeout, auth_delay: nothing grows with connections
     protocol  start-up, password, simple and extended query cycles (pygwire is the codec)
     session   what a statement is and who answers it (privdb.api.Connection, the catalog, the settings)
-    catalog   pg_catalog / information_schema answered from an empty shadow of the granted tables
+    catalog   pg_catalog / information_schema answered from shared empty shadows of the granted tables
+    catalog_language  the closed language catalog queries (and table-less SELECTs) are written in
     settings  SET / SHOW / RESET and the reported parameters
     params    bind parameters written into the statement as literals
     encoding  result columns' types and values on the wire

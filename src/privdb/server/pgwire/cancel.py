@@ -6,7 +6,7 @@ one client cannot cancel another's statement without its key. Stopping works thr
 (privdb.backends.watchdog): the deadlines of the engine reads the session's thread is running are brought
 to now, so the statement ends exactly as if it had run past ``--query-timeout``: refused free if nothing
 was read yet, else charged with the one ``query_failed`` outcome (docs/proofs/sql.md, Outcomes). A
-catalog query on the session's shadow is interrupted too. Planning in Python and engines without the
+catalog query of the session is interrupted too. Planning in Python and engines without the
 watchdog (SQLite, PostgreSQL, Spark) are not interrupted: the request is then a no-op, as PostgreSQL
 allows (a cancel is best effort), and the statement ends within the time limit.
 """

@@ -7,7 +7,7 @@ any data or spending any budget.
   the plan too: counts bigint, a mode text, other aggregates and expressions double precision, a key its
   column's declared type. The statement's ``$n`` parameters are read as ``NULL`` for this: they change the
   filters, never the columns.
-* A catalog query without parameters: run on the session's empty shadow (free); its columns.
+* A catalog query without parameters: run on an empty shadow of the session's tables (free); its columns.
 * Anything else (a record release, a plain SELECT, a statement the plan refuses, a catalog query with
   parameters): ``None``, sent as ``NoData``; the columns then come with the portal's ``Describe``, after
   ``Bind``. A refusal here is not reported: the statement is refused, with its error, when it is run.

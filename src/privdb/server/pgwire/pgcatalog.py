@@ -19,7 +19,7 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 
-__all__ = ["MACROS", "VIEWS", "rewrite"]
+__all__ = ["MACROS", "VIEWS", "rewrite_tree"]
 
 _PUBLIC = "(SELECT oid FROM system.pg_catalog.pg_namespace WHERE nspname = 'public')"
 
@@ -131,6 +131,23 @@ MACROS = [
     "CREATE MACRO pg_get_statisticsobjdef_columns(id) AS NULL::VARCHAR",
     "CREATE MACRO pg_get_partkeydef(id) AS NULL::VARCHAR",
     "CREATE MACRO pg_relation_is_publishable(id) AS FALSE",
+    "CREATE MACRO pg_get_function_identity_arguments(id) AS NULL::VARCHAR",
+    "CREATE MACRO to_regnamespace(name) AS NULL::BIGINT",
+    "CREATE MACRO to_regproc(name) AS NULL::BIGINT",
+    "CREATE MACRO quote_ident(name) AS CASE WHEN regexp_full_match(name, '[a-z_][a-z0-9_]*') THEN name "
+    "ELSE '\"' || replace(name, '\"', '\"\"') || '\"' END",
+    "CREATE MACRO quote_literal(v) AS chr(39) || replace(CAST(v AS VARCHAR), chr(39), chr(39) || chr(39)) "
+    "|| chr(39)",
+    "CREATE MACRO pg_operator_is_visible(id) AS TRUE",
+    "CREATE MACRO pg_opclass_is_visible(id) AS TRUE",
+    "CREATE MACRO has_column_privilege(a, b, c := NULL, d := NULL) AS TRUE",
+    "CREATE MACRO has_database_privilege(a, b, c := NULL) AS TRUE",
+    "CREATE MACRO has_function_privilege(a, b, c := NULL) AS TRUE",
+    "CREATE MACRO has_sequence_privilege(a, b, c := NULL) AS TRUE",
+    "CREATE MACRO inet_client_addr() AS NULL::VARCHAR",
+    "CREATE MACRO inet_client_port() AS NULL::INTEGER",
+    "CREATE MACRO inet_server_port() AS NULL::INTEGER",
+    "CREATE MACRO pg_is_in_recovery() AS FALSE",
 ]
 
 _PARSED = {name: sqlglot.parse_one(sql, read="duckdb") for name, sql in VIEWS.items()}
@@ -199,13 +216,9 @@ def _node(node: exp.Expr) -> exp.Expr:
     return node
 
 
-def rewrite(text: str) -> str:
-    """A PostgreSQL catalog query as DuckDB SQL on the shadow's views (the text unchanged if sqlglot
-    cannot read it: DuckDB then says what it does not support)."""
-    try:
-        tree = sqlglot.parse_one(text, read="postgres")
-    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
-        return text
+def rewrite_tree(tree: exp.Expr) -> exp.Expr:
+    """A PostgreSQL catalog query's tree made DuckDB's, on the shadow's views (in place; returns the
+    new root)."""
     for node in reversed(list(tree.walk())):  # children before their parents
         new = _node(node)
         if new is not node:
@@ -213,4 +226,4 @@ def rewrite(text: str) -> str:
                 tree = new
             else:
                 node.replace(new)
-    return tree.sql("duckdb")
+    return tree

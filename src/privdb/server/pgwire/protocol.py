@@ -240,7 +240,8 @@ def _authenticate(
     wire.send(m.AuthenticationOk())
     for name, value in session.settings.reported():
         wire.send(m.ParameterStatus(name=name, value=value))
-    session.key, secret = cancels.register(session.shadow.interrupt)
+    session.key, secret = cancels.register(session.catalog.interrupt)
+    session.catalog.backend_pid = session.key  # pg_backend_pid() names the key cancel requests carry
     wire.send(m.BackendKeyData(process_id=session.key, secret_key=secret))
     wire.send(m.ReadyForQuery(status=TransactionStatus.IDLE))
     wire.flush()

@@ -1,7 +1,7 @@
 """One PostgreSQL client's session: what each statement is and who answers it.
 
     DP-SELECT …, SELECT on privdb's tables   → privdb.api.Connection.sql (paid, logged in the ledger)
-    SELECT on pg_catalog / information_schema, or on no table → the session's catalog shadow (free)
+    SELECT on pg_catalog / information_schema, or on no table → the catalog, in its closed language (free)
     SET / SHOW / RESET                        → the session's settings
     BEGIN / COMMIT / ROLLBACK                 → accepted; answers are final (a spend is never rolled back)
     anything else, as the owner              → Connection.owner_sql (the owner's direct access)
@@ -19,11 +19,12 @@ from privdb.catalog.store import Principal
 from privdb.database import Database
 from privdb.errors import PrivdbError, Unauthorized
 from privdb.result import Result
-from privdb.server.pgwire.catalog import Shadow, is_catalog_query
+from privdb.server.pgwire.catalog import Catalog, is_catalog_query
 from privdb.server.pgwire.describe import from_plan
 from privdb.server.pgwire.encoding import Answer, from_frame
 from privdb.server.pgwire.params import count_parameters, substitute
 from privdb.server.pgwire.settings import Settings
+from privdb.sql.public.answer import PUBLIC_TIMEOUT
 
 __all__ = ["Session", "first_word", "split_statements"]
 
@@ -81,7 +82,7 @@ def split_statements(text: str) -> list[str]:
 
 
 class Session:
-    """A connected principal: their library connection, catalog shadow and settings."""
+    """A connected principal: their library connection, catalog and settings."""
 
     def __init__(self, db: Database, principal: Principal, token: str, startup: dict[str, str]) -> None:
         self.db, self.principal, self._token = db, principal, token
@@ -89,7 +90,8 @@ class Session:
         self.connection = Connection(db, None if principal.is_owner else principal.name)
         self.settings = Settings(self.user, principal.is_owner, startup)
         self.tables = self.connection.tables()
-        self.shadow = Shadow(self.tables, self.user)
+        timeout = PUBLIC_TIMEOUT if db.query_timeout is None else db.query_timeout  # a plain SELECT's
+        self.catalog = Catalog(self.tables, self.user, f"{principal.role}:{principal.name}", timeout)
         self.transaction = "I"  # I idle, T in a transaction block, E in a failed one
         self.key = 0  # the backend key's process id (privdb.server.pgwire.cancel)
 
@@ -116,7 +118,7 @@ class Session:
         if command is not None:
             return command
         if word in ("SELECT", "WITH", "VALUES", "TABLE") and is_catalog_query(text):
-            return self.shadow.answer(text), None
+            return self.catalog.answer(text), None
         self._check_token()
         if self.principal.is_owner:
             return _owner_answer(self.connection, text, word), None
@@ -134,7 +136,7 @@ class Session:
                 self._check_token()
                 return from_plan(self.connection.explain(bound), self.tables)
             if not wanted and word in ("SELECT", "WITH") and is_catalog_query(bound):
-                return self.shadow.answer(bound)
+                return self.catalog.answer(bound)
         except PrivdbError:
             return None  # refused when it is run, with its error
         return None
@@ -146,7 +148,7 @@ class Session:
             raise Unauthorized("this token now speaks for someone else; connect again")
 
     def close(self) -> None:
-        self.shadow.close()
+        self.catalog.close()
 
 
 def _dp_answer(result: Result) -> Answer:

@@ -14,7 +14,9 @@ neither installed nor loaded, and its configuration locked, holding only copies 
 names (at most ``MAX_PUBLIC_ROWS`` rows each, copied from whichever engine keeps them). At most
 ``MAX_RESULT_ROWS`` rows come back (``"truncated": true`` in the result's extra fields when cut), within the
 database's ``query_timeout`` (``PUBLIC_TIMEOUT`` when it sets none), enforced by the
-watchdog. The data is public, so DuckDB's errors are passed on as they are.
+watchdog; at most ``PUBLIC_SLOTS.count`` sandboxes run at once in the process, one per analyst
+(privdb.sql.public.slots), so their memory together stays under that many times the cap. The data is
+public, so DuckDB's errors are passed on as they are.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from privdb.sql.front.bigquery import is_bigquery
 from privdb.sql.front.keys import canonical_key
 from privdb.sql.front.limits import MAX_DEPTH, MAX_QUERY_LENGTH, check_text, nesting
 from privdb.sql.public.language import plain_sql
+from privdb.sql.public.slots import PUBLIC_SLOTS
 
 __all__ = ["MAX_PUBLIC_ROWS", "MAX_RESULT_ROWS", "PUBLIC_TIMEOUT", "answer_public", "is_plain_select"]
 
@@ -114,11 +117,12 @@ def answer_public(db: Database, analyst: str, text: str) -> Result:
         return remaining
 
     try:
-        con = _sandbox(db, tables, left)
-        try:
-            columns, rows = _fetch(con, sql, left())
-        finally:
-            con.close()
+        with PUBLIC_SLOTS.take(analyst, left()):  # sandboxes at once in this process: memory bounded
+            con = _sandbox(db, tables, left)
+            try:
+                columns, rows = _fetch(con, sql, left())
+            finally:
+                con.close()
     except TimeoutError:
         raise UnsupportedQuery(
             f"the query ran longer than the limit of {limit:g} s and was stopped; "
