@@ -199,3 +199,61 @@ def test_failed_logins_from_one_address_are_slowed_down(tmp_path: Path) -> None:
         assert login(served.pg_port, "bob", served.tokens["bob"], source="127.0.0.3") == ("ok", "")
     finally:
         served.server.stop()
+
+
+def _session(port: int, token: str) -> socket.socket:
+    """A logged-in raw session of bob's (ReadyForQuery read)."""
+    sock = _connect(port)
+    sock.sendall(_startup("bob"))
+    assert _read_message(sock)[0] == b"R"
+    secret = token.encode() + b"\0"
+    sock.sendall(b"p" + struct.pack("!i", len(secret) + 4) + secret)
+    while _read_message(sock)[0] != b"Z":
+        pass
+    return sock
+
+
+def _message(kind: bytes, body: bytes) -> bytes:
+    return kind + struct.pack("!i", len(body) + 4) + body
+
+
+def test_a_message_over_the_limit_ends_the_connection_before_it_is_held(served: PgServed) -> None:
+    pid = _pid(served)
+    before = _usage(pid)[2]
+    with _session(served.pg_port, served.tokens["bob"]) as sock:
+        sock.sendall(b"Q" + struct.pack("!i", 1 << 30))  # announces 1 GiB
+        try:
+            for _ in range(40):  # 20 MiB of it
+                sock.sendall(b"x" * (1 << 19))
+        except OSError:
+            pass  # the server closed the connection part way
+        kinds = []
+        try:
+            while True:
+                kind, body = _read_message(sock)
+                kinds.append((kind, _sqlstate(body)))
+        except (ConnectionError, OSError):
+            pass
+        assert (b"E", "54000") in kinds
+    assert _usage(pid)[2] - before < 60_000  # KiB: the 1 GiB was never held
+
+
+def test_prepared_statements_and_portals_per_session_are_capped(served: PgServed) -> None:
+    with _session(served.pg_port, served.tokens["bob"]) as sock:
+        batch = b"".join(_message(b"P", f"s{i}\0SELECT {i}\0".encode() + b"\0\0") for i in range(1001))
+        sock.sendall(batch + _message(b"S", b""))
+        replies = []
+        while (reply := _read_message(sock))[0] != b"Z":
+            replies.append(reply)
+        assert [k for k, _ in replies].count(b"1") == 1000  # ParseComplete for the first 1000
+        assert replies[-1][0] == b"E" and _sqlstate(replies[-1][1]) == "54000"
+        binds = b"".join(_message(b"B", f"p{i}\0s1\0".encode() + b"\0\0\0\0\0\0") for i in range(65))
+        sock.sendall(_message(b"Q", b"BEGIN\0"))
+        while _read_message(sock)[0] != b"Z":
+            pass
+        sock.sendall(binds + _message(b"S", b""))
+        replies = []
+        while (reply := _read_message(sock))[0] != b"Z":
+            replies.append(reply)
+        assert [k for k, _ in replies].count(b"2") == 64  # BindComplete for 64 portals
+        assert replies[-1][0] == b"E" and _sqlstate(replies[-1][1]) == "54000"

@@ -44,6 +44,10 @@ __all__ = ["TOO_MANY", "serve_connection"]
 
 log = logging.getLogger("privdb.pgwire")
 MAX_STATEMENTS = 1000  # statements in one simple query message
+MAX_MESSAGE = 16 << 20  # bytes of one protocol message (HTTP's --max-body default)
+MAX_PREPARED = 1000  # named prepared statements a session may hold
+MAX_PREPARED_TEXT = 16 << 20  # characters of their texts together
+MAX_PORTALS = 64  # open portals a session may hold (each keeps its answer's rows)
 TOO_MANY = "sorry, too many clients already"  # PostgreSQL's words for 53300
 _STATUS = {
     "I": TransactionStatus.IDLE,
@@ -54,6 +58,17 @@ _STATUS = {
 
 class _Closed(Exception):
     """The client went away (or must be dropped)."""
+
+
+class _TooLarge(Exception):
+    """A message longer than ``MAX_MESSAGE``: refused as it arrives, before it is all held."""
+
+
+def _buffered(codec: BackendConnection) -> int:
+    """Bytes the codec holds of messages not yet complete (pygwire keeps them in its decoder's buffer;
+    tests/test_pgwire_limits.py pins that this is seen)."""
+    decoder = getattr(codec, "_decoder", None)
+    return len(getattr(decoder, "_buf", b"")) - int(getattr(decoder, "_pos", 0))
 
 
 class _Unreadable(Exception):
@@ -99,6 +114,8 @@ class _Wire:
                 self.inbox.extend(self.codec.receive(data))
             except (UnicodeDecodeError, PygwireError) as err:
                 raise _Unreadable(str(err)) from None
+            if _buffered(self.codec) > MAX_MESSAGE:
+                raise _TooLarge
         return self.inbox.popleft()
 
     def send(self, msg: m.PGMessage) -> None:
@@ -144,6 +161,11 @@ def serve_connection(
         log.info("pgwire %s: unreadable message (%s)", peer, str(err)[:200])
         with contextlib.suppress(OSError):  # past the codec: its state is lost with the message
             wire.sock.sendall(m.ErrorResponse(error_fields("protocol_violation", text, fatal=True)).to_wire())
+    except _TooLarge:
+        log.info("pgwire %s: a message over %d bytes; connection ended", peer, MAX_MESSAGE)
+        text = f"a message is longer than privdb's limit of {MAX_MESSAGE >> 20} MiB; connect again"
+        with contextlib.suppress(OSError):
+            wire.sock.sendall(m.ErrorResponse(error_fields("request_too_large", text, fatal=True)).to_wire())
     except (_Closed, OSError, PygwireError, ssl.SSLError):
         pass
     finally:
@@ -267,6 +289,8 @@ class _Loop:
                 self._simple(msg.query_string)
             elif isinstance(msg, m.Sync):
                 self.skipping = False
+                if self.session.transaction == "I":  # a transaction's end closes its portals (PostgreSQL)
+                    self.portals.clear()
                 self._ready()
             elif isinstance(msg, m.Flush):
                 self.wire.flush()
@@ -335,11 +359,23 @@ class _Loop:
         if isinstance(msg, m.Parse):
             if msg.statement and msg.statement in self.statements:
                 raise ProtocolViolation(f'prepared statement "{msg.statement}" already exists')
+            held = sum(len(text) for text, _ in self.statements.values())
+            if len(self.statements) >= MAX_PREPARED or held + len(msg.query) > MAX_PREPARED_TEXT:
+                raise RequestTooLarge(
+                    f"this session holds {len(self.statements)} prepared statements ({held:,} characters); "
+                    f"privdb keeps at most {MAX_PREPARED} ({MAX_PREPARED_TEXT >> 20} Mi characters) per "
+                    "session: close (DEALLOCATE) the ones no longer needed"
+                )
             self.statements[msg.statement] = (msg.query, list(msg.param_types))
             self.wire.send(m.ParseComplete())
         elif isinstance(msg, m.Bind):
             text, oids = self._statement(msg.statement)
             bound = substitute(text, msg.param_values, oids, msg.param_formats)
+            if msg.portal not in self.portals and len(self.portals) >= MAX_PORTALS:
+                raise RequestTooLarge(
+                    f"this session holds {MAX_PORTALS} open portals, privdb's limit per session: close the "
+                    "ones no longer needed (or end the transaction)"
+                )
             self.portals[msg.portal] = _Portal(bound, list(msg.result_formats))
             self.wire.send(m.BindComplete())
         elif isinstance(msg, m.Describe) and msg.kind == "S":

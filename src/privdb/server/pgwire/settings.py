@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import re
 
-from privdb.errors import UnsupportedQuery
+from privdb.errors import InvalidParameter, UnsupportedQuery
 from privdb.server.pgwire.catalog import SERVER_VERSION
 from privdb.server.pgwire.encoding import TEXT, Answer
 from privdb.server.pgwire.errors import UnknownSetting
 
 __all__ = ["REPORTED", "Settings"]
+
+MAX_SETTINGS = 256  # names a session may set
+MAX_VALUE = 4096  # characters of a setting's name or value
 
 # the parameters PostgreSQL reports with ParameterStatus at start-up and whenever they change
 REPORTED = (
@@ -70,8 +73,13 @@ class Settings:
         return self._values[key][1]
 
     def set(self, name: str, value: str) -> str | None:
-        """Set a parameter; the canonical name when clients must be told of the change (ParameterStatus)."""
+        """Set a parameter; the canonical name when clients must be told of the change (ParameterStatus).
+        A session keeps at most ``MAX_SETTINGS`` names, each value at most ``MAX_VALUE`` characters."""
         key = name.lower()
+        if len(value) > MAX_VALUE or len(name) > MAX_VALUE:
+            raise InvalidParameter(f"a setting's name and value are at most {MAX_VALUE} characters each")
+        if key not in self._values and len(self._values) >= MAX_SETTINGS:
+            raise InvalidParameter(f"a session keeps at most {MAX_SETTINGS} settings; RESET some first")
         if key == "client_encoding" and value.replace("-", "").upper() not in ("UTF8", "UNICODE"):
             raise UnsupportedQuery(f"privdb speaks UTF-8 only; client_encoding {value!r} is not supported")
         canonical = self._values.get(key, (name, ""))[0]
