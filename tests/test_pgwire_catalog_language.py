@@ -86,7 +86,7 @@ _PIECES = st.sampled_from(["relname", "'xxxxxxxxxxxxxxxx'", "nspname"])
 @st.composite
 def _growing(draw: st.DrawFn, depth: int = 0) -> str:
     """A text expression nesting ``||``, ``concat`` and ``replace``, each able to multiply its length."""
-    if depth >= 6 or draw(st.booleans()) and depth > 1:
+    if depth >= 6 or (draw(st.booleans()) and depth > 1):
         return draw(_PIECES)
     inner = draw(_growing(depth + 1))
     form = draw(st.sampled_from(["dpipe", "concat", "replace"]))
@@ -113,13 +113,11 @@ def test_slots_bound_free_queries_and_let_a_principal_run_one_at_a_time() -> Non
     slots = Slots(2, "test queries")
     with slots.take("a", 1.0), slots.take("b", 1.0):
         assert slots.busy() == 2
-        with pytest.raises(RateLimited):
-            with slots.take("c", 0.05):
-                pass
-    with slots.take("a", 1.0):
-        with pytest.raises(RateLimited):  # a's second query waits for its first
-            with slots.take("a", 0.05):
-                pass
+        with pytest.raises(RateLimited), slots.take("c", 0.05):
+            pass
+    with slots.take("a", 1.0), pytest.raises(RateLimited):  # a's second query waits for its first
+        with slots.take("a", 0.05):
+            pass
     assert slots.busy() == 0
 
 
