@@ -169,3 +169,24 @@ def test_extreme_bind_parameters_are_clear_errors_or_answers(pair: list[Served],
         _alive_and_unspent(served, before)
     else:
         assert row is not None and _spent(served) == pytest.approx(before + 1)  # a finite value: answered
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT len(range(200000000))",  # once 14 GB: now refused by the catalog's closed language
+        "SELECT repeat('x', 1500000000)",
+        "SELECT count(*) FROM pg_catalog.pg_class a, pg_catalog.pg_attribute b, pg_catalog.pg_type c",
+        "SELECT string_agg(attname, ',') FROM pg_catalog.pg_attribute",
+        "SELECT * FROM pg_catalog.pg_no_such_relation",
+        "SELECT current_user, version(), current_schema()",
+    ],
+)
+def test_table_less_and_catalog_forms_are_the_same_on_both_neighbours(pair: list[Served], query: str) -> None:
+    """The catalog path reads no row of data: whatever it answers or refuses is the same beside Alice's
+    rows as without them, and it spends nothing."""
+    before = [_spent(served) for served in pair]
+    first, second = (_observe(served, query) for served in pair)
+    assert first == second, f"{query}\n  without: {first}\n  with:    {second}"
+    assert "XX000" not in first and "22000" not in first
+    assert [_spent(served) for served in pair] == before
