@@ -45,6 +45,8 @@ _DEFAULTS = {
     "lc_ctype": "C.UTF-8",
     "statement_timeout": "0",
 }
+# SHOW's two-word spellings (SQL standard) of PostgreSQL's parameters: pgcli sends ``show time zone``
+_SPELLED = {"time zone": "timezone", "transaction isolation level": "transaction_isolation"}
 _SET = re.compile(
     r"^SET\s+(?:SESSION\s+|LOCAL\s+)?(?:(TIME\s+ZONE)\s+(.+)|(NAMES)\s+(.+)|([\w.]+)\s*(?:=|\s+TO\s+)\s*(.+))$",
     re.I | re.S,
@@ -65,9 +67,8 @@ class Settings:
                 self.set(name, value)
 
     def get(self, name: str) -> str:
-        key = name.lower()
-        if key == "transaction isolation level":
-            key = "transaction_isolation"
+        key = " ".join(name.lower().split())
+        key = _SPELLED.get(key, key)
         if key not in self._values:
             raise UnknownSetting(f'unrecognized configuration parameter "{name}"')
         return self._values[key][1]
@@ -111,8 +112,10 @@ class Settings:
             if name.upper() == "ALL":
                 rows = [(k, v, "") for k, v in sorted(self._values.values(), key=lambda kv: kv[0].lower())]
                 return Answer("SHOW", ["name", "setting", "description"], [TEXT] * 3, rows), None
-            column = "transaction_isolation" if name.lower() == "transaction isolation level" else name
-            return Answer("SHOW", [column.lower()], [TEXT], [(self.get(name),)]), None
+            key = " ".join(name.lower().split())
+            column = _SPELLED.get(key, key)  # PostgreSQL names the column by the parameter (TimeZone)
+            column = self._values[column][0] if column in self._values else column
+            return Answer("SHOW", [column], [TEXT], [(self.get(name),)]), None
         return None
 
 

@@ -20,6 +20,7 @@ from privdb.errors import InvalidParameter, ParseError, RawAccessDenied, Unsuppo
 from privdb.sql.front.bigquery import is_bigquery, read_header
 from privdb.sql.front.hints import check_within_group, reserved_word, set_operation
 from privdb.sql.front.limits import DIALECT, MAX_DEPTH, check_depth, check_text, nesting, too_deep
+from privdb.sql.front.qualified import unqualify
 from privdb.sql.front.query import MAX_EPSILON, DPQuery, check_epsilon
 
 __all__ = ["parse_dp_select"]
@@ -184,7 +185,9 @@ def _select(text: str, body: str, offset: int) -> exp.Select:
             if len(statements) > 1
             else f"nothing to select; write {SYNTAX}"
         )
-    select = statements[0]
+    first = statements[0]
+    assert first is not None
+    select = unqualify(first)  # public.people is people (privdb.sql.front.qualified)
     if isinstance(select, exp.SetOperation):
         raise UnsupportedQuery(set_operation(select))
     if not isinstance(select, exp.Select):

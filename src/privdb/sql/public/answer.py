@@ -49,6 +49,7 @@ from privdb.sql.access import authorize, check_analyst
 from privdb.sql.front.bigquery import is_bigquery
 from privdb.sql.front.keys import canonical_key
 from privdb.sql.front.limits import MAX_DEPTH, MAX_QUERY_LENGTH, check_text, nesting
+from privdb.sql.front.qualified import unqualify
 from privdb.sql.public.language import plain_sql
 from privdb.sql.public.slots import PUBLIC_SLOTS
 
@@ -164,7 +165,7 @@ def _parse(text: str) -> tuple[exp.Query, str]:
     try:
         if nesting(dialect.tokenize(text)) > MAX_DEPTH:
             raise _too_deep()
-        statements = [s for s in sqlglot.parse(text, read=_DIALECT) if s is not None]
+        statements = [unqualify(s) for s in sqlglot.parse(text, read=_DIALECT) if s is not None]
         sql = statements[0].sql(dialect=_DIALECT, comments=False) if len(statements) == 1 else ""
         if nesting(dialect.tokenize(sql)) > MAX_DEPTH:  # as written back: a::INT is CAST(a AS INT)
             raise _too_deep()
