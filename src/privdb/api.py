@@ -23,6 +23,7 @@ from privdb.errors import InvalidParameter, RawAccessDenied
 from privdb.publish.service import publish_request
 from privdb.result import Result
 from privdb.sql import engine
+from privdb.sql.public.wrapped import Session
 
 Spec = str | Path | dict[str, Any] | None  # privacy metadata: a YAML file or its dict
 
@@ -50,14 +51,15 @@ class Connection:
         self.close()
 
     # ---- analysts (and the owner, for checking what analysts see)
-    def sql(self, query: str) -> Result:
-        """Answer a DP-SELECT, paid from this analyst's budget."""
+    def sql(self, query: str, session: Session | None = None) -> Result:
+        """Answer a DP-SELECT, paid from this analyst's budget (``session``: settings for plain SQL
+        around DP queries, e.g. the ε plain aggregates are answered at; privdb.sql.public.wrapped)."""
         if self.analyst is None:
             raise RawAccessDenied(
                 "the owner's connection has no budget; connect as an analyst "
                 "(privdb.connect(path, analyst=…)) for DP answers, or use owner_sql for raw SQL"
             )
-        return engine.run(self._db, self.analyst, query)
+        return engine.run(self._db, self.analyst, query, session)
 
     def explain(self, query: str) -> dict[str, Any]:
         """The plan and cost of a DP-SELECT, without reading data or spending budget."""

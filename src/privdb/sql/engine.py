@@ -23,25 +23,37 @@ from privdb.sql.plan.personal import personal_table
 from privdb.sql.plan.types import Plan
 from privdb.sql.prepare import Exact, prepare
 from privdb.sql.public.answer import answer_public, is_plain_select
+from privdb.sql.public.wrapped import Session, answer_wrapped, is_wrapped
 from privdb.sql.respond import responder
 from privdb.sql.run.read import reader
 from privdb.sql.spend import base_table, spend_of
 
-__all__ = ["explain", "prepare", "run"]
+__all__ = ["Session", "explain", "prepare", "run"]
 
 
-def run(db: Database, analyst: str, text: str) -> Result:
+def run(db: Database, analyst: str, text: str, session: Session | None = None) -> Result:
     """Answer ``text`` for ``analyst`` with differential privacy, paid from their budget.
 
-    A plain SELECT reads public tables only, free (privdb.sql.public). A refusal is written to the
-    catalog's log of refused queries; answers are in the ledger's spends."""
+    A plain SELECT reads public tables only, free (privdb.sql.public); one holding DP queries (or, with
+    ``session``'s ε, aggregates of private tables) is post-processing of their released rows
+    (privdb.sql.public.wrapped). A refusal is written to the catalog's log of refused queries; answers
+    are in the ledger's spends."""
     with db.catalog.snapshot():  # one catalog for the whole query, read once
-        return _answer(db, analyst, text)
+        return _answer(db, analyst, text, session)
 
 
-def _answer(db: Database, analyst: str, text: str) -> Result:
+def _answer(db: Database, analyst: str, text: str, session: Session | None) -> Result:
     check_analyst(db, analyst)
     try:
+        if isinstance(text, str) and is_wrapped(text, session):
+            return answer_wrapped(
+                db,
+                analyst,
+                text,
+                dp=lambda inner: _run(db, analyst, inner),
+                check=lambda inner: _check(db, analyst, inner),
+                session=session,
+            )
         if isinstance(text, str) and is_plain_select(text):
             return answer_public(db, analyst, text)
         return _run(db, analyst, text)
@@ -49,6 +61,12 @@ def _answer(db: Database, analyst: str, text: str) -> Result:
         if not isinstance(err, QueryFailed | InternalError):  # those were charged: the ledger has them
             db.catalog.log_refusal(analyst, text if isinstance(text, str) else repr(text), err.code)
         raise
+
+
+def _check(db: Database, analyst: str, text: str) -> None:
+    """Plan a DP query without reading data or spending (refused as it would be when run)."""
+    with deadline.limit(db.query_timeout):
+        prepare(db, text, analyst)
 
 
 def _run(db: Database, analyst: str, text: str) -> Result:

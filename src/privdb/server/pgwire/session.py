@@ -122,7 +122,7 @@ class Session:
         self._check_token()
         if self.principal.is_owner:
             return _owner_answer(self.connection, text, word), None
-        return _dp_answer(self.connection.sql(text)), None
+        return _dp_answer(self.connection.sql(text, self.settings.dp_session())), None
 
     def describe(self, text: str) -> Answer | None:
         """The columns a prepared statement will return, told without reading data or spending

@@ -7,12 +7,15 @@ Settings are remembered and shown back (clients set ``extra_float_digits``, ``ap
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Callable
 
 from privdb.errors import InvalidParameter, UnsupportedQuery
 from privdb.server.pgwire.catalog import SERVER_VERSION
 from privdb.server.pgwire.encoding import TEXT, Answer
 from privdb.server.pgwire.errors import UnknownSetting
+from privdb.sql.public.wrapped import Session
 
 __all__ = ["REPORTED", "Settings"]
 
@@ -45,6 +48,57 @@ _DEFAULTS = {
     "lc_ctype": "C.UTF-8",
     "statement_timeout": "0",
 }
+_ON = {"on", "true", "yes", "1"}
+
+
+def _budget_value(what: str, upper: float) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if value.strip() == "":
+            return ""  # RESET: no session value
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if not 0 < number <= upper:  # NaN fails too
+            raise InvalidParameter(
+                f"privdb.{what} is a number in (0, {upper:g}] (the {what} each plain aggregate is answered "
+                f"at), not {value[:40]!r}; e.g. SET privdb.{what} = {'0.1' if what == 'epsilon' else '1e-6'}"
+            )
+        return repr(number)
+
+    return check
+
+
+def _intervals_value(value: str) -> str:
+    if value.strip().lower() not in {"auto", "", "on", "off", "true", "false", "yes", "no", "1", "0"}:
+        raise InvalidParameter(f"privdb.intervals is on, off or auto, not {value[:40]!r}")
+    return value.strip().lower() or "auto"
+
+
+# privdb's own settings, checked when set (SET, the start-up packet's options)
+_PRIVDB: dict[str, Callable[[str], str]] = {
+    "privdb.epsilon": _budget_value("epsilon", 1000.0),
+    "privdb.delta": _budget_value("delta", 1.0),
+    "privdb.intervals": _intervals_value,
+}
+
+
+def _options(text: str) -> list[tuple[str, str]]:
+    """The ``-c name=value`` (and ``--name=value``) settings of the start-up packet's ``options``, as
+    libpq's ``options='-c privdb.epsilon=0.1'`` sends them (a backslash escapes a space)."""
+    words = re.findall(r"(?:\\.|[^\s])+", text)
+    pairs, i = [], 0
+    while i < len(words):
+        word = words[i].replace("\\ ", " ")
+        if word == "-c" and i + 1 < len(words):
+            word, i = "--" + words[i + 1].replace("\\ ", " "), i + 1
+        if word.startswith("--") and "=" in word:
+            name, value = word[2:].split("=", 1)
+            pairs.append((name.replace("-", "_") if not name.startswith("privdb.") else name, value))
+        i += 1
+    return pairs
+
+
 # SHOW's two-word spellings (SQL standard) of PostgreSQL's parameters: pgcli sends ``show time zone``
 _SPELLED = {"time zone": "timezone", "transaction isolation level": "transaction_isolation"}
 _SET = re.compile(
@@ -65,6 +119,21 @@ class Settings:
         for name, value in startup.items():
             if name not in ("user", "database", "options", "replication"):
                 self.set(name, value)
+        for name, value in _options(startup.get("options", "")):
+            self.set(name, value)
+
+    def dp_session(self) -> Session:
+        """What plain SQL around DP queries is answered with (privdb.sql.public.wrapped): the per-query ε
+        and δ of ``privdb.epsilon``/``privdb.delta``, and ``privdb.intervals`` (on, off or auto)."""
+        values = {k: v for k, (_, v) in self._values.items() if k.startswith("privdb.")}
+        epsilon = values.get("privdb.epsilon")
+        delta = values.get("privdb.delta")
+        intervals = values.get("privdb.intervals", "auto").lower()
+        return Session(
+            epsilon=float(epsilon) if epsilon else None,
+            delta=float(delta) if delta else None,
+            intervals=None if intervals == "auto" else intervals in _ON,
+        )
 
     def get(self, name: str) -> str:
         key = " ".join(name.lower().split())
@@ -77,6 +146,8 @@ class Settings:
         """Set a parameter; the canonical name when clients must be told of the change (ParameterStatus).
         A session keeps at most ``MAX_SETTINGS`` names, each value at most ``MAX_VALUE`` characters."""
         key = name.lower()
+        if key in _PRIVDB:
+            value = _PRIVDB[key](value)
         if len(value) > MAX_VALUE or len(name) > MAX_VALUE:
             raise InvalidParameter(f"a setting's name and value are at most {MAX_VALUE} characters each")
         if key not in self._values and len(self._values) >= MAX_SETTINGS:

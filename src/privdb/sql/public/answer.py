@@ -109,6 +109,32 @@ def answer_public(db: Database, analyst: str, text: str) -> Result:
     query, _ = _parse(text)
     sql = plain_sql(query)  # the closed language: refused forms never reach the tables
     tables = _public_tables(db, analyst, query)
+    columns, rows, extra = run_sandboxed(db, analyst, sql, tables)
+    budget = db.budget(analyst)
+    return Result(
+        columns=columns,
+        rows=rows,
+        epsilon_spent=0.0,
+        delta_spent=0.0,
+        budget={
+            "epsilon_remaining": float(budget.epsilon_remaining),
+            "delta_remaining": float(budget.delta_remaining),
+        },
+        accuracy=[],
+        extra=extra,
+    )
+
+
+def run_sandboxed(
+    db: Database,
+    analyst: str,
+    sql: str,
+    tables: dict[str, tuple[Engine, str]],
+    frames: dict[str, pd.DataFrame] | None = None,
+) -> tuple[list[str], list[list[object]], dict[str, object]]:
+    """Run checked plain ``sql`` in a fresh sandbox holding copies of ``tables`` and ``frames`` (rows
+    already released: privdb.sql.public.wrapped), within the time limit and a slot: its columns, its
+    rows (JSON-ready, at most ``MAX_RESULT_ROWS``) and the result's extra fields."""
     limit = PUBLIC_TIMEOUT if db.query_timeout is None else db.query_timeout
     deadline = time.monotonic() + limit
 
@@ -121,6 +147,8 @@ def answer_public(db: Database, analyst: str, text: str) -> Result:
         with PUBLIC_SLOTS.take(analyst, left()):  # sandboxes at once in this process: memory bounded
             con = _sandbox(db, tables, left)
             try:
+                for name, frame in (frames or {}).items():
+                    _add_frame(con, name, frame)
                 columns, rows = _fetch(con, sql, left())
             finally:
                 con.close()
@@ -129,22 +157,18 @@ def answer_public(db: Database, analyst: str, text: str) -> Result:
             f"the query ran longer than the limit of {limit:g} s and was stopped; "
             "nothing was spent. Narrow it (fewer rows, simpler joins)"
         ) from None
-    budget = db.budget(analyst)
     extra: dict[str, object] = {"public": True}
     if len(rows) > MAX_RESULT_ROWS:
         rows, extra["truncated"] = rows[:MAX_RESULT_ROWS], True
-    return Result(
-        columns=columns,
-        rows=[[canonical_key(v) for v in row] for row in rows],
-        epsilon_spent=0.0,
-        delta_spent=0.0,
-        budget={
-            "epsilon_remaining": float(budget.epsilon_remaining),
-            "delta_remaining": float(budget.delta_remaining),
-        },
-        accuracy=[],
-        extra=extra,
-    )
+    return columns, [[canonical_key(v) for v in row] for row in rows], extra
+
+
+def _add_frame(con: duckdb.DuckDBPyConnection, name: str, frame: pd.DataFrame) -> None:
+    con.register(_COPY, frame)
+    try:
+        con.execute(f"CREATE TABLE {quote(name)} AS SELECT * FROM {quote(_COPY)}")
+    finally:
+        con.unregister(_COPY)
 
 
 def _too_deep() -> ParseError:
