@@ -52,6 +52,8 @@ _REWRITES = [
     (re.compile(r"OPERATOR\s*\(\s*pg_catalog\s*\.\s*([~!*<>=]+)\s*\)", re.I), r"\1"),
     (re.compile(r"COLLATE\s+pg_catalog\s*\.\s*\"?default\"?", re.I), ""),
     (re.compile(r"\bpg_catalog\s*\.\s*(\w+)\s*\(", re.I), r"\1("),
+    # an array of reg* (pgcli's proargtypes::regtype[]), which sqlglot cannot read: an array of oids
+    (re.compile(r"::\s*(?:pg_catalog\s*\.\s*)?reg\w+\s*\[\s*\]", re.I), "::BIGINT[]"),
 ]
 _MACROS = [
     "CREATE TYPE regclass AS BIGINT",

@@ -41,7 +41,7 @@ VIEWS: dict[str, str] = {
         "FROM system.pg_catalog.pg_attribute a WHERE a.attrelid IN (SELECT oid FROM "
         f"system.pg_catalog.pg_class WHERE relnamespace IN {_PUBLIC})"
     ),
-    "pg_namespace": "SELECT * FROM system.pg_catalog.pg_namespace",
+    "pg_namespace": "SELECT * FROM system.pg_catalog.pg_namespace WHERE nspname <> 'main'",  # DuckDB's own
     "pg_index": _empty(
         "indexrelid:BIGINT indrelid:BIGINT indnatts:SMALLINT indnkeyatts:SMALLINT indisunique:BOOLEAN "
         "indnullsnotdistinct:BOOLEAN indisprimary:BOOLEAN indisexclusion:BOOLEAN indimmediate:BOOLEAN "
@@ -93,7 +93,9 @@ VIEWS: dict[str, str] = {
     "pg_auth_members": _empty("oid:BIGINT roleid:BIGINT member:BIGINT grantor:BIGINT"),
     "pg_proc": _empty(
         "oid:BIGINT proname:VARCHAR pronamespace:BIGINT prokind:VARCHAR prorettype:BIGINT "
-        "proargtypes:BIGINT[] proretset:BOOLEAN"
+        "proargtypes:BIGINT[] proretset:BOOLEAN proargnames:VARCHAR[] proallargtypes:BIGINT[] "
+        "proargmodes:VARCHAR[] proargdefaults:VARCHAR prosrc:VARCHAR proisagg:BOOLEAN proiswindow:BOOLEAN "
+        "prolang:BIGINT proowner:BIGINT"
     ),
     "pg_database": (
         "SELECT 1 AS oid, 'privdb' AS datname, 10 AS datdba, 6 AS encoding, 'c' AS datlocprovider, "
@@ -176,7 +178,60 @@ def _regclass_of(name: str) -> exp.Expr:
     )
 
 
+def pg_array(text: str) -> list[str | None] | None:
+    """The elements of a one-dimensional PostgreSQL array literal (``{r,p,"a b",NULL}``), or None if
+    ``text`` is not one. Clients send lists so: psycopg's ``Literal(['r', 'p'])``, a ``text[]``
+    parameter."""
+    text = text.strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        return None
+    body, out, i = text[1:-1], [], 0
+    if not body.strip():
+        return []
+    while i <= len(body):
+        if i < len(body) and body[i] == '"':
+            j, item = i + 1, []
+            while j < len(body) and body[j] != '"':
+                if body[j] == "\\" and j + 1 < len(body):
+                    j += 1
+                item.append(body[j])
+                j += 1
+            if j >= len(body):
+                return None
+            out.append("".join(item))
+            i = j + 1
+        else:
+            j = body.find(",", i)
+            j = len(body) if j < 0 else j
+            word = body[i:j].strip()
+            if "{" in word or "}" in word or '"' in word:
+                return None  # nested arrays: not a list of catalog values
+            out.append(None if word.upper() == "NULL" else word)
+            i = j
+        if i < len(body) and body[i] != ",":
+            return None
+        i += 1
+    return out
+
+
+def _as_list(node: exp.Expr) -> exp.Expr | None:
+    """A string literal holding a PostgreSQL array literal, as a DuckDB list (None if it is not one)."""
+    if not (isinstance(node, exp.Literal) and node.is_string):
+        return None
+    items = pg_array(node.name)
+    if items is None:
+        return None
+    return exp.Array(expressions=[exp.Null() if v is None else exp.Literal.string(v) for v in items])
+
+
 def _node(node: exp.Expr) -> exp.Expr:
+    inner = node.this.this if isinstance(node, exp.Any) and isinstance(node.this, exp.Paren) else None
+    if inner is not None and (listed := _as_list(inner)) is not None:
+        return exp.Any(this=exp.Paren(this=listed))
+    if isinstance(node, exp.Cast) and node.to.is_type(exp.DataType.Type.ARRAY):
+        listed = _as_list(node.this)
+        if listed is not None:
+            return exp.cast(listed, node.to.copy())
     if isinstance(node, exp.DataType) and isinstance(node.args.get("kind"), exp.Dot):
         name = _type_name(node)
         if name not in _OID_TYPES:
@@ -190,6 +245,10 @@ def _node(node: exp.Expr) -> exp.Expr:
         if target in _OID_TYPES:
             if target == "regclass" and isinstance(node.this, exp.Literal) and node.this.is_string:
                 return _regclass_of(node.this.name)
+            if target == "regtype":  # a type's name, as PostgreSQL prints a regtype ('bigint')
+                if isinstance(node.this, exp.Literal) and node.this.is_string:
+                    return exp.Literal.string(node.this.name.lower())
+                return exp.Anonymous(this="format_type", expressions=[node.this, exp.Null()])
             return exp.cast(node.this, exp.DataType.build("BIGINT"))
         if target in _TEXT_TYPES:
             return exp.cast(node.this, exp.DataType.build("VARCHAR"))
@@ -198,6 +257,10 @@ def _node(node: exp.Expr) -> exp.Expr:
         if node.this.name.lower() == "pg_catalog" and isinstance(node.expression, exp.Func):
             return node.expression
         return node
+    if isinstance(node, exp.CurrentSchemas):  # the shadow's own search path is DuckDB's
+        implicit = node.this is not None and node.this.sql().upper() == "TRUE"
+        names = ["pg_catalog", "public"] if implicit else ["public"]
+        return exp.Array(expressions=[exp.Literal.string(n) for n in names])
     if isinstance(node, exp.Anonymous) and node.name.lower() == "json_build_object":
         return exp.Anonymous(this="json_object", expressions=node.expressions)
     if isinstance(node, exp.Anonymous) and node.name.lower() == "current_setting" and node.expressions:

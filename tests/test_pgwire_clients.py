@@ -1,0 +1,115 @@
+"""The tools analysts open, against a real ``privdb serve --pg-port`` (issue 38): pgcli driven as a user
+runs it (start-up, ``\\dt``, ``\\d``, a DP query), and the forms DBeaver's and Metabase's drivers send on
+connect and while browsing, as test cases of the same shapes (their source read, not copied)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from pgwirefixtures import PgServed, start_pg_server
+
+PGCLI = shutil.which("pgcli", path=str(Path(sys.executable).parent)) or shutil.which("pgcli")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgServed]:
+    served = start_pg_server(tmp_path_factory.mktemp("pgclients") / "db", budget=20.0)
+    yield served
+    served.server.stop()
+
+
+@pytest.mark.skipif(PGCLI is None, reason="pgcli not installed (make test installs the dev extra)")
+def test_pgcli_starts_lists_describes_and_answers(served: PgServed, tmp_path: Path) -> None:
+    assert PGCLI is not None
+    env = os.environ | {
+        "PGPASSWORD": served.tokens["bob"],
+        "HOME": str(tmp_path),
+        "XDG_CONFIG_HOME": str(tmp_path),
+    }
+    command = [
+        PGCLI,
+        "-h",
+        "127.0.0.1",
+        "-p",
+        str(served.pg_port),
+        "-U",
+        "bob",
+        "-d",
+        "privdb",
+        "--less-chatty",
+    ]
+    for statement in (r"\dt", r"\d people", "DP-SELECT 1 COUNT(*) AS n FROM people", "SELECT 1 AS one"):
+        command += ["-c", statement]
+    run = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+    )
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert "| public | people | table |" in out.replace("  ", " ").replace("  ", " ")
+    assert "double precision" in out and "n_ci95_low" in out and "| one" in out
+    assert "unrecognized configuration parameter" not in out + run.stderr
+    log = tmp_path / "pgcli" / "log"
+    errors = [line for line in (log.read_text().splitlines() if log.exists() else []) if " ERROR " in line]
+    assert errors == []  # its start-up queries (schemata, tables, columns, functions…) all answered
+
+
+# the forms DBeaver sends (its PostgreSQL plug-in) on connect and in its navigator
+_DBEAVER = [
+    "SET extra_float_digits = 3",
+    "SET application_name = 'DBeaver 25 - Main <privdb>'",
+    "SELECT current_schema(), session_user",
+    "SELECT n.oid, n.*, d.description FROM pg_catalog.pg_namespace n LEFT OUTER JOIN pg_catalog.pg_description d "
+    "ON d.objoid = n.oid AND d.objsubid = 0 AND d.classoid = 'pg_namespace'::regclass ORDER BY nspname",
+    "SELECT n.nspname = ANY(current_schemas(true)), n.nspname, t.typname FROM pg_catalog.pg_type t "
+    "JOIN pg_catalog.pg_namespace n ON t.typnamespace = n.oid WHERE t.oid = 1034",
+    "SELECT c.oid, c.*, d.description FROM pg_catalog.pg_class c LEFT OUTER JOIN pg_catalog.pg_description d "
+    "ON d.objoid = c.oid AND d.objsubid = 0 AND d.classoid = 'pg_class'::regclass "
+    "WHERE c.relnamespace = (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = 'public') "
+    "AND c.relkind NOT IN ('i', 'I', 'c')",
+    "SELECT a.oid, a.* FROM pg_catalog.pg_roles a ORDER BY a.rolname",
+    "SELECT db.oid, db.* FROM pg_catalog.pg_database db WHERE datname = 'privdb'",
+    "SELECT c.relname, a.*, pg_catalog.pg_get_expr(ad.adbin, ad.adrelid, true) AS def_value, "
+    "dsc.description FROM pg_catalog.pg_attribute a INNER JOIN pg_catalog.pg_class c ON (a.attrelid = c.oid) "
+    "LEFT OUTER JOIN pg_catalog.pg_attrdef ad ON (a.attrelid = ad.adrelid AND a.attnum = ad.adnum) "
+    "LEFT OUTER JOIN pg_catalog.pg_description dsc ON (c.oid = dsc.objoid AND a.attnum = dsc.objsubid) "
+    "WHERE NOT a.attisdropped AND c.relname = 'people' ORDER BY a.attnum",
+    "SELECT pg_backend_pid()",
+    "SHOW search_path",
+]
+# the forms Metabase's PostgreSQL driver sends (beside pgjdbc's own metadata queries, tests/test_pgwire.py)
+_METABASE = [
+    "SET SESSION TIMEZONE TO 'UTC'",
+    "SHOW TIMEZONE",
+    "SELECT current_setting('TIMEZONE') AS tz",
+    "SELECT nspname AS \"TABLE_SCHEM\" FROM pg_catalog.pg_namespace WHERE nspname <> 'information_schema' "
+    "AND nspname NOT LIKE 'pg\\_%' ORDER BY 1",
+    "SELECT has_table_privilege('people', 'SELECT') AS \"select\"",
+]
+
+
+@pytest.mark.parametrize("statement", _DBEAVER + _METABASE)
+def test_what_dbeaver_and_metabase_send_is_answered_in_postgresqls_terms(
+    served: PgServed, statement: str
+) -> None:
+    with psycopg.connect(served.url("bob"), autocommit=True) as conn:
+        cursor = conn.execute(statement)
+        if cursor.description is not None:
+            cursor.fetchall()
+
+
+def test_metabase_style_quoted_qualified_aggregates_at_a_session_epsilon(served: PgServed) -> None:
+    with psycopg.connect(served.url("bob") + "?options=-c%20privdb.epsilon%3D0.5", autocommit=True) as conn:
+        rows = conn.execute(
+            'SELECT "public"."people"."sex" AS "sex", avg("public"."people"."income") AS "avg" '
+            'FROM "public"."people" GROUP BY "public"."people"."sex" ORDER BY "public"."people"."sex" ASC '
+            "LIMIT 2000"
+        ).fetchall()
+        assert [r[0] for r in rows] == ["F", "M"]
