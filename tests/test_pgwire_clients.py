@@ -46,7 +46,13 @@ def test_pgcli_starts_lists_describes_and_answers(served: PgServed, tmp_path: Pa
         "privdb",
         "--less-chatty",
     ]
-    for statement in (r"\dt", r"\d people", "DP-SELECT 1 COUNT(*) AS n FROM people", "SELECT 1 AS one"):
+    for statement in (
+        r"\dt",
+        r"\d people",
+        "DP-SELECT 1 COUNT(*) AS n FROM people",
+        "SELECT 1 AS one",
+        "DP-SELECT 1 COUNT(*) FROM people WHERE age > 30",
+    ):
         command += ["-c", statement]
     run = subprocess.run(
         command, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
@@ -55,6 +61,7 @@ def test_pgcli_starts_lists_describes_and_answers(served: PgServed, tmp_path: Pa
     out = run.stdout
     assert "| public | people | table |" in out.replace("  ", " ").replace("  ", " ")
     assert "double precision" in out and "n_ci95_low" in out and "| one" in out
+    assert "COUNT(" not in out and "| count " in out  # PostgreSQL's name for an unaliased COUNT(*)
     assert "unrecognized configuration parameter" not in out + run.stderr
     log = tmp_path / "pgcli" / "log"
     errors = [line for line in (log.read_text().splitlines() if log.exists() else []) if " ERROR " in line]

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from privdb.server.pgwire.encoding import BOOL, DATE, FLOAT8, INT8, TEXT, TIMESTAMP, Answer
+from privdb.server.pgwire.names import pg_name
 
 __all__ = ["KEY_TYPES", "from_plan"]
 
@@ -53,4 +54,4 @@ def from_plan(plan: dict[str, Any], tables: list[dict[str, Any]]) -> Answer | No
             ends = INT8 if oid == INT8 else FLOAT8
             columns += [f"{entry['column']}_ci95_low", f"{entry['column']}_ci95_high"]
             types += [ends, ends]
-    return Answer("SELECT 0", columns, types)
+    return Answer("SELECT 0", [pg_name(c) for c in columns], types)

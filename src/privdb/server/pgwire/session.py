@@ -22,6 +22,7 @@ from privdb.result import Result
 from privdb.server.pgwire.catalog import Catalog, is_catalog_query
 from privdb.server.pgwire.describe import from_plan
 from privdb.server.pgwire.encoding import Answer, from_frame
+from privdb.server.pgwire.names import pg_name
 from privdb.server.pgwire.params import count_parameters, substitute
 from privdb.server.pgwire.settings import Settings
 from privdb.sql.public.answer import PUBLIC_TIMEOUT
@@ -155,6 +156,7 @@ def _dp_answer(result: Result) -> Answer:
     """A DP answer: each statistic followed by its interval columns (``to_pandas()``); the cost in a
     notice."""
     answer = from_frame(result.to_pandas())
+    answer.columns = [pg_name(c) for c in answer.columns]  # AVG(age) → avg, as PostgreSQL names it
     budget = result.budget
     answer.notices.append(
         f"privdb: ε spent {result.epsilon_spent:g}, δ spent {result.delta_spent:g}"
