@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import duckdb
@@ -33,6 +34,7 @@ from privdb import __version__ as privdb_version
 from privdb.errors import InvalidParameter, ParseError, UnsupportedQuery
 from privdb.server.pgwire.catalog_language import check, cut
 from privdb.server.pgwire.encoding import Answer, from_frame
+from privdb.server.pgwire.errors import UnknownSetting
 from privdb.server.pgwire.pgcatalog import MACROS, rewrite_tree
 from privdb.sql.public.slots import CATALOG_SLOTS
 
@@ -200,6 +202,7 @@ class Catalog:
         self._key = repr([(t["name"], sorted((t.get("columns") or {}).items())) for t in tables])
         self._shadow: Shadow | None = None
         self.backend_pid = 0  # the backend key's process id (privdb.server.pgwire.cancel), once given
+        self.settings: Callable[[str], str] = _no_settings  # the session's SHOW (Session sets it)
 
     def answer(self, text: str) -> Answer:
         """Check, rewrite and run a catalog query (module doc)."""
@@ -258,7 +261,24 @@ class Catalog:
             return exp.Literal.string(VERSION)
         if isinstance(node, exp.Anonymous) and node.name.lower() == "pg_backend_pid" and not node.expressions:
             return exp.Literal.number(self.backend_pid)
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "current_setting" and node.expressions:
+            return self._setting(node)
         return None
+
+    def _setting(self, node: exp.Anonymous) -> exp.Expr:
+        """``current_setting('name' [, missing_ok])`` from the session's settings (SHOW's values), never
+        DuckDB's own."""
+        name = node.expressions[0]
+        name = name.this if isinstance(name, exp.Cast) else name
+        if not (isinstance(name, exp.Literal) and name.is_string):
+            raise UnsupportedQuery("current_setting takes a parameter's name as a literal, e.g. 'TimeZone'")
+        missing_ok = len(node.expressions) > 1 and node.expressions[1].sql().upper() == "TRUE"
+        try:
+            return exp.Literal.string(self.settings(name.name))
+        except UnknownSetting:
+            if missing_ok:
+                return exp.Null()
+            raise
 
     def interrupt(self) -> None:
         """Stop this session's catalog query running now, if any (a cancel request)."""
@@ -268,6 +288,10 @@ class Catalog:
 
     def close(self) -> None:
         """Nothing to close: the shadows are shared (kept or closed by the pool)."""
+
+
+def _no_settings(name: str) -> str:
+    raise UnknownSetting(f'unrecognized configuration parameter "{name}"')
 
 
 def _column_name(name: str) -> str:

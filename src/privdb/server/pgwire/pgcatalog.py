@@ -185,7 +185,8 @@ def pg_array(text: str) -> list[str | None] | None:
     text = text.strip()
     if not (text.startswith("{") and text.endswith("}")):
         return None
-    body, out, i = text[1:-1], [], 0
+    body, i = text[1:-1], 0
+    out: list[str | None] = []
     if not body.strip():
         return []
     while i <= len(body):

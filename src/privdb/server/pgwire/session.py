@@ -93,6 +93,7 @@ class Session:
         self.tables = self.connection.tables()
         timeout = PUBLIC_TIMEOUT if db.query_timeout is None else db.query_timeout  # a plain SELECT's
         self.catalog = Catalog(self.tables, self.user, f"{principal.role}:{principal.name}", timeout)
+        self.catalog.settings = self.settings.get  # current_setting() reads what SHOW shows
         self.transaction = "I"  # I idle, T in a transaction block, E in a failed one
         self.key = 0  # the backend key's process id (privdb.server.pgwire.cancel)
 

@@ -47,6 +47,9 @@ _DEFAULTS = {
     "lc_collate": "C.UTF-8",
     "lc_ctype": "C.UTF-8",
     "statement_timeout": "0",
+    "default_table_access_method": "heap",
+    "max_connections": "100",
+    "server_version_num": "160000",
 }
 _ON = {"on", "true", "yes", "1"}
 
