@@ -26,31 +26,17 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from fractions import Fraction
+from dataclasses import dataclass
 from multiprocessing.sharedctypes import SynchronizedArray
 from typing import Any, Protocol
 
 from bench.soak import wire
+from bench.soak.tally import TIMEOUT, Results, Tallies, Tally
 
-KINDS = {
-    "login": "failed login (wrong password)",
-    "idle": "idle socket (no start-up message)",
-    "short": "short session (log in, close at once)",
-    "text_dp": "1 MiB DP-SELECT text",
-    "text_select": "1 MiB SELECT text, no table",
-    "many": "1,000 statements in one simple query",
-    "many_over": "1,001 statements in one simple query",
-    "mem_len": "SELECT len(range(200000000))",
-    "mem_unnest": "SELECT unnest(range(300000000))",
-    "mem_repeat": "SELECT repeat('x', 1500000000)",
-    "cancel_catalog": "cancel a running catalog query",
-    "cancel_dp": "cancel a running DP-SELECT",
-}
 MEMORY = {
+    "mem_repeat": "SELECT repeat('x', 1500000000)",
     "mem_len": "SELECT len(range(200000000))",
     "mem_unnest": "SELECT unnest(range(300000000))",
-    "mem_repeat": "SELECT repeat('x', 1500000000)",
 }
 LONG_CATALOG = (
     "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 100000000) "
@@ -58,7 +44,6 @@ LONG_CATALOG = (
 )
 CANCELLED_DP = "state, COUNT(*), AVG(income) FROM people GROUP BY state"
 MIB = 1 << 20
-TIMEOUT = 300.0  # s a hostile client waits for any one answer
 EPSILON = 0.01  # the hostile analyst's DP-SELECTs ask ε = EPSILON + i·1e-9
 _COST = re.compile(r"ε spent ([0-9.eE+-]+)")
 
@@ -81,60 +66,7 @@ class Plan:
     flood: int  # threads flooding failed logins
     hold: float  # s an idle socket is kept when the server does not drop it
     grace: float = 5.0  # s the threads get to finish their attempt after the stop
-
-
-@dataclass
-class Tally:
-    """One kind's attempts and how each ended."""
-
-    attempts: int = 0
-    outcomes: Counter[str] = field(default_factory=Counter)
-    seconds: list[float] = field(default_factory=list)  # from the attempt's start to its outcome
-
-
-@dataclass
-class Results:
-    """Everything the hostile process reports back."""
-
-    tallies: dict[str, Tally]
-    seconds: float  # the attack's length, from go to stop
-    epsilon_answered: Fraction = Fraction(0)  # ε of the DP answers the hostile analyst received
-    epsilon_charged: Fraction = Fraction(0)  # ε of its statements stopped after reading (charged)
-    answered: int = 0
-    charged: int = 0
-
-
-class Tallies:
-    """The tallies of every kind, shared by the attack threads; ``live`` counts attempts for the
-    parent's progress bar."""
-
-    def __init__(self, live: SynchronizedArray[Any] | None) -> None:
-        self.by_kind = {kind: Tally() for kind in KINDS}
-        self.live = live
-        self.lock = threading.Lock()
-        self.epsilon_answered = self.epsilon_charged = Fraction(0)
-        self.answered = self.charged = 0
-
-    def start(self, kind: str) -> float:
-        with self.lock:
-            self.by_kind[kind].attempts += 1
-            if self.live is not None:
-                self.live[list(KINDS).index(kind)] += 1
-        return time.perf_counter()
-
-    def end(self, kind: str, outcome: str, started: float) -> None:
-        with self.lock:
-            self.by_kind[kind].outcomes[outcome] += 1
-            self.by_kind[kind].seconds.append(time.perf_counter() - started)
-
-    def spent(self, epsilon: float, *, answered: bool) -> None:
-        with self.lock:
-            if answered:
-                self.epsilon_answered += Fraction(epsilon)
-                self.answered += 1
-            else:
-                self.epsilon_charged += Fraction(epsilon)
-                self.charged += 1
+    skip: frozenset[str] = frozenset()  # kinds not attempted
 
 
 def _socket_outcome(err: BaseException) -> str:
@@ -149,7 +81,9 @@ def _socket_outcome(err: BaseException) -> str:
 
 def _one(kind: str, tallies: Tallies, attempt: Callable[..., str], *args: Any) -> None:
     """One attempt of ``kind``, its outcome tallied (an unexpected exception is an outcome too: the
-    attacker goes on)."""
+    attacker goes on); none if ``kind`` is skipped."""
+    if kind in tallies.skip:
+        return
     started = tallies.start(kind)
     try:
         outcome = attempt(*args)
@@ -160,8 +94,8 @@ def _one(kind: str, tallies: Tallies, attempt: Callable[..., str], *args: Any) -
     tallies.end(kind, outcome, started)
 
 
-def _failed_login(plan: Plan, rng: random.Random) -> str:
-    conn = wire.Wire.connect(plan.port, TIMEOUT)
+def _failed_login(plan: Plan, tallies: Tallies, rng: random.Random) -> str:
+    conn = tallies.connect(plan.port)
     try:
         code = wire.login(conn, rng.choice(plan.victims), f"wrong-{rng.getrandbits(64):x}")
     finally:
@@ -172,13 +106,13 @@ def _failed_login(plan: Plan, rng: random.Random) -> str:
 def _login_flood(plan: Plan, tallies: Tallies, stop: _Events, seed: int) -> None:
     rng = random.Random(seed)
     while not stop.is_set():
-        _one("login", tallies, _failed_login, plan, rng)
+        _one("login", tallies, _failed_login, plan, tallies, rng)
 
 
-def _hold_idle(plan: Plan, stop: _Events) -> str:
+def _hold_idle(plan: Plan, tallies: Tallies, stop: _Events) -> str:
     """Connect, send nothing, wait for the server to drop the socket (or ``plan.hold`` to pass)."""
     started = time.perf_counter()
-    conn = wire.Wire.connect(plan.port, TIMEOUT)
+    conn = tallies.connect(plan.port)
     conn.sock.settimeout(1.0)
     try:
         while not stop.is_set():
@@ -197,11 +131,11 @@ def _idle_socket(plan: Plan, tallies: Tallies, stop: _Events, delay: float) -> N
     if stop.wait(delay):
         return
     while not stop.is_set():
-        _one("idle", tallies, _hold_idle, plan, stop)
+        _one("idle", tallies, _hold_idle, plan, tallies, stop)
 
 
-def _short_session(plan: Plan, polite: bool) -> str:
-    conn = wire.Wire.connect(plan.port, TIMEOUT)
+def _short_session(plan: Plan, tallies: Tallies, polite: bool) -> str:
+    conn = tallies.connect(plan.port)
     try:
         code = wire.login(conn, plan.user, plan.token)
         if code is None and polite:
@@ -215,7 +149,7 @@ def _short_sessions(plan: Plan, tallies: Tallies, stop: _Events) -> None:
     polite = False
     while not stop.is_set():
         polite = not polite
-        _one("short", tallies, _short_session, plan, polite)
+        _one("short", tallies, _short_session, plan, tallies, polite)
 
 
 class _Analyst:
@@ -232,6 +166,7 @@ class _Analyst:
 
         if self.conn is None or self.conn.closed:
             url = f"postgresql://{self.plan.user}:{self.plan.token}@127.0.0.1:{self.plan.port}/privdb"
+            self.tallies.connected()
             self.conn = psycopg.connect(url, autocommit=True, connect_timeout=60)
             self.conn.add_notice_handler(lambda diag: self.notices.append(diag.message_primary or ""))
         return self.conn
@@ -286,7 +221,7 @@ def _huge_statements(plan: Plan, tallies: Tallies, stop: _Events) -> None:
         return (head + in_list)[: MIB - 1].rsplit(",", 1)[0] + ")"
 
     def many(count: int) -> str:
-        conn = wire.Wire.connect(plan.port, TIMEOUT)
+        conn = tallies.connect(plan.port)
         try:
             code = wire.login(conn, plan.user, plan.token)
             if code is not None:
@@ -300,11 +235,10 @@ def _huge_statements(plan: Plan, tallies: Tallies, stop: _Events) -> None:
     while not stop.is_set():
         text = dp_text()
         _one("text_dp", tallies, analyst.run, text, float(text.split()[1]))
-        _one("many", tallies, many, 1000)
-        if stop.is_set():
-            break
-        _one("text_select", tallies, analyst.run, select_text)
         _one("many_over", tallies, many, 1001)
+        _one("many", tallies, many, 1000)
+        if not stop.is_set():
+            _one("text_select", tallies, analyst.run, select_text)
 
 
 def _memory_queries(plan: Plan, tallies: Tallies, stop: _Events) -> None:
@@ -322,7 +256,12 @@ def _cancels(plan: Plan, tallies: Tallies, stop: _Events, seed: int) -> None:
 
     def cancelled(text: str, delay: float, epsilon: float | None) -> str:
         conn = analyst.connect()
-        timer = threading.Timer(delay, conn.cancel)
+
+        def cancel() -> None:
+            tallies.connected()  # a CancelRequest comes on a connection of its own
+            conn.cancel()
+
+        timer = threading.Timer(delay, cancel)
         timer.start()
         try:
             outcome = analyst.run(text, epsilon)
@@ -351,14 +290,20 @@ def attack(
     :class:`Results` on the queue ``out``."""
     import psycopg  # noqa: F401  (loaded before the clock starts)
 
-    tallies = Tallies(live)
-    workers: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
-    workers += [(_login_flood, (plan, tallies, stop, k)) for k in range(plan.flood)]
-    workers += [(_idle_socket, (plan, tallies, stop, 0.05 * k)) for k in range(plan.idle)]
-    workers += [(_short_sessions, (plan, tallies, stop))]
-    workers += [(_huge_statements, (plan, tallies, stop)), (_memory_queries, (plan, tallies, stop))]
-    workers += [(_cancels, (plan, tallies, stop, 1))]
-    threads = [threading.Thread(target=f, args=a, daemon=True) for f, a in workers]
+    tallies = Tallies(live, plan.skip)
+    huge, cancels = ("text_dp", "many_over", "many", "text_select"), ("cancel_catalog", "cancel_dp")
+    workers: list[tuple[Callable[..., None], tuple[Any, ...], tuple[str, ...]]] = []
+    workers += [(_login_flood, (plan, tallies, stop, k), ("login",)) for k in range(plan.flood)]
+    workers += [(_idle_socket, (plan, tallies, stop, 0.05 * k), ("idle",)) for k in range(plan.idle)]
+    workers += [(_short_sessions, (plan, tallies, stop), ("short",))]
+    workers += [(_huge_statements, (plan, tallies, stop), huge)]
+    workers += [(_memory_queries, (plan, tallies, stop), tuple(MEMORY))]
+    workers += [(_cancels, (plan, tallies, stop, 1), cancels)]
+    threads = [
+        threading.Thread(target=f, args=a, daemon=True)
+        for f, a, kinds in workers
+        if not set(kinds) <= plan.skip  # a client whose every kind is skipped is not started
+    ]
     ready.set()
     go.wait()
     began = time.perf_counter()
@@ -380,5 +325,6 @@ def attack(
             tallies.epsilon_charged,
             tallies.answered,
             tallies.charged,
+            tallies.connections,
         )
     out.put(results)

@@ -13,12 +13,12 @@ from typing import Any
 from bench.harness import report
 from bench.harness.timing import nearest_rank
 from bench.soak.honest import QUERIES, Analyst
-from bench.soak.hostile import KINDS, Results
+from bench.soak.tally import KINDS, Results
 from bench.soak.watch import Sample
 
 LATENCY_COLUMNS = ["query", "idle answers", "idle p50 ms", "p95", "p99"]
 LATENCY_COLUMNS += ["attack answers", "attack p50 ms", "p95", "p99", "p50 ÷ idle", "p95 ÷ idle", "p99 ÷ idle"]
-RESOURCE_COLUMNS = ["server", "start", "before the attack", "max in the attack", "end of the attack"]
+RESOURCE_COLUMNS = ["server", "start", "before the attack", "max (attack, settle)", "end of the attack"]
 RESOURCE_COLUMNS += ["after the settle", "flat"]
 HOSTILE_COLUMNS = ["attack", "attempts", "per s", "how the server answered", "median s to that"]
 LEDGER_COLUMNS = ["analyst", "answers received", "their ε", "ledger ε spent", "log entries", "log ε", "equal"]
@@ -77,6 +77,7 @@ def resource_rows(samples: Sequence[Sample], w: Windows) -> tuple[list[list[str]
     middle = (a0 + a1) / 2
     before = [s for s in samples if s.at <= a0] or list(samples[:1])
     during = [s for s in samples if a0 <= s.at <= a1] or list(samples)
+    later = [s for s in samples if s.at >= a0] or list(samples)  # the attack's statements may outlast it
     first = [s for s in during if s.at <= middle] or during
     second = [s for s in during if s.at >= middle] or during
     out, ok = [], True
@@ -96,7 +97,7 @@ def resource_rows(samples: Sequence[Sample], w: Windows) -> tuple[list[list[str]
             value(during[-1]),
             value(samples[-1]),
         )
-        peak = max(map(value, during))
+        peak = max(map(value, later))
         flat = _flat(last_before, max(map(value, first)), max(map(value, second)), after, slack)
         ok &= flat
         cells = [format(v, fmt) for v in (start, last_before, peak, end, after)]
@@ -106,14 +107,15 @@ def resource_rows(samples: Sequence[Sample], w: Windows) -> tuple[list[list[str]
 
 def outcomes(counts: dict[str, int]) -> str:
     """``refused 28P01: 1,234; dropped by the server: 5``, the most frequent first."""
-    return "; ".join(f"{k}: {v:,}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])) or "—"
+    ordered = sorted(counts.items(), key=lambda kv: -kv[1])
+    return "; ".join(f"{k}: {v:,}" if v else k for k, v in ordered) or "—"
 
 
-def hostile_rows(results: Results) -> list[list[str]]:
+def hostile_rows(results: Results, skip: frozenset[str] = frozenset()) -> list[list[str]]:
     out = []
     for kind, label in KINDS.items():
         t = results.tallies[kind]
-        counts = dict(t.outcomes)
+        counts = dict(t.outcomes) if kind not in skip else {"skipped (--skip)": 0}
         unfinished = t.attempts - sum(counts.values())
         if unfinished:
             counts["still waiting when the run ended"] = unfinished
@@ -148,3 +150,36 @@ class Ledger:
         received = f"{float(self.received):.9f}"
         return [self.name + self.note, f"{self.answers:,}", received, f"{self.spent:.9f}", entries,
                 f"{self.log_epsilon:.9f}", "yes" if self.equal else "**no**"]  # fmt: skip
+
+
+def fd_line(samples: Sequence[Sample], w: Windows, connections: int, limit: int | None) -> str:
+    """What the file descriptors did: their rise in the attack, what the settle left, per connection the
+    attackers opened, and when the open-files limit would be reached at that rate."""
+    a0, a1 = w.attack
+    before = [s for s in samples if s.at <= a0] or list(samples[:1])
+    during = [s for s in samples if a0 <= s.at <= a1] or list(samples)
+    rise, kept = during[-1].fds - before[-1].fds, samples[-1].fds - before[-1].fds
+    rate = rise / ((a1 - a0) / 60) if a1 > a0 else math.nan
+    per = f"{kept / connections:.2f}" if connections else "—"
+    text = (
+        f"File descriptors: {rise:+,} over the attack ({rate:,.0f} a minute); {kept:+,} still held after the "
+        f"settle, {per} per connection the attackers opened ({connections:,}, cancel requests included)."
+    )
+    if limit is not None:
+        text += f" The server's open-files limit is {limit:,}"
+        if rate > 0:
+            text += f", which that rate reaches about {(limit - before[-1].fds) / rate:,.0f} minutes in"
+        text += "."
+    return text
+
+
+def log_line(hostile: Ledger, charged: int) -> str:
+    """Whether the hostile analyst's log calls answered what it received as errors."""
+    answered = sum(e.get("outcome") == "answered" for e in hostile.log)
+    if answered == hostile.answers:
+        return ""
+    return (
+        f"The hostile analyst's log marks {answered:,} of its {len(hostile.log):,} entries answered; it "
+        f"received {hostile.answers:,} answers, and {charged:,} errors 22000 (stopped after the data was "
+        "read, charged)."
+    )

@@ -7,6 +7,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from bench.harness import memory
 
@@ -30,6 +31,19 @@ def sample(pid: int, clock: float) -> Sample | None:
         return None
     threads = int(fields.get("Threads", "0").strip() or 0)
     return Sample(time.perf_counter() - clock, fds, threads, memory.kib(fields, "VmRSS") / 1024)
+
+
+def open_files_limit(pid: int) -> int | None:
+    """The process's soft limit of open files (/proc/PID/limits), None where unknown or unlimited."""
+    try:
+        text = Path(f"/proc/{pid}/limits").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("Max open files"):
+            soft = line.split()[3]
+            return int(soft) if soft.isdigit() else None
+    return None
 
 
 @dataclass
