@@ -117,3 +117,50 @@ def test_benchmark_runs_small(module: str, args: list[str], section: str | None,
     assert heading == committed_heading
     assert committed_header.startswith(header.removesuffix(" |"))  # the committed run may have had more
     assert _section(written, section) != _section(DOC.read_text(encoding="utf-8"), section)  # rewritten
+
+
+SOAK_ARGS = ["--minutes", "0.05", "--rows", "2000", "--analysts", "2", "--idle", "2", "--flood", "1"]
+SOAK_ARGS += ["--settle", "1", "--sample", "0.5"]
+SOAK_ARGS += ["--skip", "mem_repeat,mem_len,mem_unnest"]  # each takes the server several GiB for a minute
+SOAK_STARTED = [  # kinds whose first attempt starts as the attack does (the others wait their turn)
+    "failed login (wrong password)",
+    "idle socket (no start-up message)",
+    "short session (log in, close at once)",
+    "1 MiB DP-SELECT text",
+    "cancel a running catalog query",
+]
+
+
+@pytest.mark.slow
+def test_pgwire_soak_runs_small(tmp_path: Path) -> None:
+    """bench.pgwire_soak for 3 seconds of attack: its section has every table, each attacker made its
+    attempts and had them answered somehow, every ledger equals the answers received, and the plot is
+    written beside the section."""
+    doc = tmp_path / "benchmarks.md"
+    shutil.copyfile(DOC, doc)
+    env = dict(os.environ, PRIVDB_BENCH_DOC=str(doc))
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT), env.get("PYTHONPATH", "")])
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.pgwire_soak", *SOAK_ARGS],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    section = _section(doc.read_text(encoding="utf-8"), "pgwire_soak")
+    committed = _section(DOC.read_text(encoding="utf-8"), "pgwire_soak")
+    assert _shape(section) == _shape(committed)
+    rules = [sum(line.startswith("|---") for line in text.splitlines()) for text in (section, committed)]
+    assert rules == [4, 4]  # the tables: latency, the server's resources, the attacks, the ledgers
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ") for line in section.splitlines()}
+    for kind in SOAK_STARTED:
+        assert int(rows[kind][1].replace(",", "")) >= 1, rows[kind]
+        assert rows[kind][3] != "—", rows[kind]  # each attempt's outcome, or "still waiting"
+    assert rows["SELECT len(range(200000000))"][3] == "skipped (--skip)"
+    ledgers = [cells for key, cells in rows.items() if re.fullmatch(r"analyst\d+|mallory.*", key)]
+    assert len(ledgers) == 3 and all(cells[-1].strip("| ") == "yes" for cells in ledgers), ledgers
+    assert (tmp_path / "pgwire_soak.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "](pgwire_soak.png)" in section
