@@ -25,6 +25,7 @@ from privdb.server.pgwire.encoding import Answer, from_frame
 from privdb.server.pgwire.names import pg_name
 from privdb.server.pgwire.params import count_parameters, substitute
 from privdb.server.pgwire.settings import Settings
+from privdb.sql.front.limits import MAX_QUERY_LENGTH, check_text
 from privdb.sql.public.answer import PUBLIC_TIMEOUT
 
 __all__ = ["Session", "first_word", "split_statements"]
@@ -119,7 +120,13 @@ class Session:
         command = self.settings.command(text)
         if command is not None:
             return command
-        if word in ("SELECT", "WITH", "VALUES", "TABLE") and is_catalog_query(text):
+        if not self.principal.is_owner:
+            check_text(text)  # before any parse: a 1 MB statement held the parser (and the GIL) for 50 s
+        if (
+            word in ("SELECT", "WITH", "VALUES", "TABLE")
+            and len(text) <= MAX_QUERY_LENGTH
+            and is_catalog_query(text)
+        ):
             return self.catalog.answer(text), None
         self._check_token()
         if self.principal.is_owner:
@@ -130,6 +137,8 @@ class Session:
         """The columns a prepared statement will return, told without reading data or spending
         (privdb.server.pgwire.describe); None when they cannot be (sent as NoData)."""
         text = strip(text)
+        if len(text) > MAX_QUERY_LENGTH:
+            return None  # refused with its error when it is run
         wanted = count_parameters(text)
         bound = substitute(text, [None] * wanted, [], []) if wanted else text
         word = first_word(bound)
