@@ -6,7 +6,7 @@ cleartext password request: the user name is the analyst's (any name for the own
 token. Errors in the extended protocol discard the messages up to the next Sync, as PostgreSQL does. A
 ``Describe`` of a statement tells its columns from the plan, free (privdb.server.pgwire.describe), or
 ``NoData``; a ``Describe`` of a portal runs its statement (its columns are then exact); ``Execute`` then
-sends the rows kept (``max_rows`` pages them, ``PortalSuspended`` between pages).
+sends the rows kept, ``max_rows`` at a time as PostgreSQL pages them (privdb.server.pgwire.portals).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pygwire.exceptions import PygwireError
 from privdb.database import Database
 from privdb.errors import InternalError, PrivdbError, RequestTooLarge, Unauthorized
 from privdb.server.pgwire.cancel import Cancels
-from privdb.server.pgwire.encoding import SIZES, Answer, encode_value
+from privdb.server.pgwire.encoding import Answer
 from privdb.server.pgwire.errors import (
     FailedTransaction,
     ProtocolViolation,
@@ -35,6 +35,7 @@ from privdb.server.pgwire.errors import (
     notice_fields,
 )
 from privdb.server.pgwire.params import count_parameters, substitute
+from privdb.server.pgwire.portals import page, parameter_types, row_description
 from privdb.server.pgwire.session import Session, first_word, split_statements, strip
 
 __all__ = ["serve_connection"]
@@ -264,8 +265,8 @@ class _Loop:
                 self.wire.send(m.EmptyQueryResponse())
                 continue
             if answer.columns:
-                self._describe(answer, [])
-            self._rows(answer, [], 0, 0)
+                self.wire.send(row_description(answer, []))
+            self._send(page(answer, [], 0, 0)[0])
         self._ready()
 
     def _extended(self, msg: m.PGMessage) -> None:
@@ -281,18 +282,17 @@ class _Loop:
             self.wire.send(m.BindComplete())
         elif isinstance(msg, m.Describe) and msg.kind == "S":
             text, oids = self._statement(msg.name)
-            wanted = count_parameters(text)
-            self.wire.send(m.ParameterDescription(type_oids=[*oids, *[25] * wanted][:wanted]))
+            self.wire.send(m.ParameterDescription(type_oids=parameter_types(oids, count_parameters(text))))
             described = self.session.describe(text)  # from the plan: nothing read, nothing spent
             if described is not None and described.columns:
-                self._describe(described, [])
+                self.wire.send(row_description(described, []))
             else:
                 self.wire.send(m.NoData())
         elif isinstance(msg, m.Describe):
             portal = self._portal(msg.name)
             answer = self._run_portal(portal)
             if answer.columns:
-                self._describe(answer, portal.formats)
+                self.wire.send(row_description(answer, portal.formats))
             else:
                 self.wire.send(m.NoData())
         elif isinstance(msg, m.Execute):
@@ -301,7 +301,8 @@ class _Loop:
             if answer.tag == "EMPTY":
                 self.wire.send(m.EmptyQueryResponse())
                 return
-            portal.sent = self._rows(answer, portal.formats, portal.sent, msg.max_rows)
+            sent, portal.sent = page(answer, portal.formats, portal.sent, msg.max_rows)
+            self._send(sent)
         elif isinstance(msg, m.Close):
             (self.statements if msg.kind == "S" else self.portals).pop(msg.name, None)
             self.wire.send(m.CloseComplete())
@@ -323,29 +324,6 @@ class _Loop:
             portal.answer = self._answer(portal.text)
         return portal.answer
 
-    def _describe(self, answer: Answer, formats: list[int]) -> None:
-        fields = [
-            m.FieldDescription(name=name, type_oid=oid, type_size=SIZES.get(oid, -1), type_modifier=-1,
-                               format_code=_format(formats, i))
-            for i, (name, oid) in enumerate(zip(answer.columns, answer.types, strict=True))
-        ]  # fmt: skip
-        self.wire.send(m.RowDescription(fields=fields))
-
-    def _rows(self, answer: Answer, formats: list[int], start: int, limit: int) -> int:
-        """Send rows from ``start`` (``limit`` of them, 0: all) and the completion; the rows sent so far."""
-        end = len(answer.rows) if limit <= 0 else min(len(answer.rows), start + limit)
-        binary = [_format(formats, i) == 1 for i in range(len(answer.columns))]
-        for row in answer.rows[start:end]:
-            columns = [encode_value(v, oid, b) for v, oid, b in zip(row, answer.types, binary, strict=True)]
-            self.wire.send(m.DataRow(columns=columns))
-        if answer.columns and end < len(answer.rows):
-            self.wire.send(m.PortalSuspended())
-        else:
-            self.wire.send(m.CommandComplete(tag=answer.tag))
-        return end
-
-
-def _format(formats: list[int], i: int) -> int:
-    if not formats:
-        return 0
-    return formats[0] if len(formats) == 1 else formats[i]
+    def _send(self, messages: list[m.PGMessage]) -> None:
+        for msg in messages:
+            self.wire.send(msg)
