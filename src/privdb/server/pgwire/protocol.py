@@ -5,8 +5,9 @@ Start-up: TLS if the client asks and the server has a certificate (``SSLRequest`
 cleartext password request: the user name is the analyst's (any name for the owner), the password the
 token. Errors in the extended protocol discard the messages up to the next Sync, as PostgreSQL does. A
 ``Describe`` of a statement tells its columns from the plan, free (privdb.server.pgwire.describe), or
-``NoData``; a ``Describe`` of a portal runs its statement (its columns are then exact); ``Execute`` then
-sends the rows kept, ``max_rows`` at a time as PostgreSQL pages them (privdb.server.pgwire.portals).
+``NoData``; a ``Describe`` of a portal runs its statement (its columns are then exact, with the types the
+statement's ``Describe`` announced); ``Execute`` then sends the rows kept, ``max_rows`` at a time as
+PostgreSQL pages them (privdb.server.pgwire.portals).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pygwire.exceptions import PygwireError
 from privdb.database import Database
 from privdb.errors import InternalError, PrivdbError, RequestTooLarge, Unauthorized
 from privdb.server.pgwire.cancel import Cancels
-from privdb.server.pgwire.encoding import Answer
+from privdb.server.pgwire.encoding import Answer, retyped
 from privdb.server.pgwire.errors import (
     FailedTransaction,
     ProtocolViolation,
@@ -63,6 +64,7 @@ class _Portal:
     formats: list[int]
     answer: Answer | None = None
     sent: int = 0  # rows already sent (Execute with max_rows pages through them)
+    described: Answer | None = None  # its statement's Describe: the rows go with the types it announced
 
 
 @dataclass
@@ -194,6 +196,7 @@ class _Loop:
         self.wire, self.session, self.peer = wire, session, peer
         self.statements: dict[str, tuple[str, list[int]]] = {}
         self.portals: dict[str, _Portal] = {}
+        self.described: dict[str, Answer] = {}  # what each statement's Describe announced
         self.skipping = False  # after an error in the extended protocol: until Sync
 
     def run(self) -> None:
@@ -274,17 +277,20 @@ class _Loop:
             if msg.statement and msg.statement in self.statements:
                 raise ProtocolViolation(f'prepared statement "{msg.statement}" already exists')
             self.statements[msg.statement] = (msg.query, list(msg.param_types))
+            self.described.pop(msg.statement, None)
             self.wire.send(m.ParseComplete())
         elif isinstance(msg, m.Bind):
             text, oids = self._statement(msg.statement)
             bound = substitute(text, msg.param_values, oids, msg.param_formats)
             self.portals[msg.portal] = _Portal(bound, list(msg.result_formats))
+            self.portals[msg.portal].described = self.described.get(msg.statement)
             self.wire.send(m.BindComplete())
         elif isinstance(msg, m.Describe) and msg.kind == "S":
             text, oids = self._statement(msg.name)
             self.wire.send(m.ParameterDescription(type_oids=parameter_types(oids, count_parameters(text))))
             described = self.session.describe(text)  # from the plan: nothing read, nothing spent
             if described is not None and described.columns:
+                self.described[msg.name] = described
                 self.wire.send(row_description(described, []))
             else:
                 self.wire.send(m.NoData())
@@ -305,6 +311,8 @@ class _Loop:
             self._send(sent)
         elif isinstance(msg, m.Close):
             (self.statements if msg.kind == "S" else self.portals).pop(msg.name, None)
+            if msg.kind == "S":
+                self.described.pop(msg.name, None)
             self.wire.send(m.CloseComplete())
         else:
             raise ProtocolViolation(f"the {type(msg).__name__} message is not supported by privdb")
@@ -321,7 +329,8 @@ class _Loop:
 
     def _run_portal(self, portal: _Portal) -> Answer:
         if portal.answer is None:
-            portal.answer = self._answer(portal.text)
+            answer = self._answer(portal.text)
+            portal.answer = answer if portal.described is None else retyped(answer, portal.described)
         return portal.answer
 
     def _send(self, messages: list[m.PGMessage]) -> None:
