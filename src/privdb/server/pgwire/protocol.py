@@ -7,7 +7,8 @@ token. Errors in the extended protocol discard the messages up to the next Sync,
 ``Describe`` of a statement tells its columns from the plan, free (privdb.server.pgwire.describe), or
 ``NoData``; a ``Describe`` of a portal runs its statement (its columns are then exact, with the types the
 statement's ``Describe`` announced); ``Execute`` then sends the rows kept, ``max_rows`` at a time as
-PostgreSQL pages them (privdb.server.pgwire.portals).
+PostgreSQL pages them (privdb.server.pgwire.portals). A cancel request that reaches a running statement
+ends it with 57014 (errors.QueryCanceled).
 """
 
 from __future__ import annotations
@@ -31,12 +32,14 @@ from privdb.server.pgwire.encoding import Answer, retyped
 from privdb.server.pgwire.errors import (
     FailedTransaction,
     ProtocolViolation,
+    QueryCanceled,
     error_fields,
     from_error,
     notice_fields,
 )
 from privdb.server.pgwire.params import count_parameters, substitute
 from privdb.server.pgwire.portals import page, parameter_types, row_description
+from privdb.server.pgwire.running import running
 from privdb.server.pgwire.session import Session, first_word, split_statements, strip
 
 __all__ = ["serve_connection"]
@@ -234,14 +237,18 @@ class _Loop:
         word = first_word(strip(text))
         if self.session.transaction == "E" and word not in ("COMMIT", "END", "ROLLBACK", "ABORT", "RELEASE"):
             raise FailedTransaction
-        try:
-            answer, changed = self.session.run(text)
-        except PrivdbError as err:
-            log.info("pgwire %s user %r: %s refused (%s)", self.peer, self.session.user, word, err.code)
-            raise
-        except Exception as err:  # a fault of privdb: no traceback to the client
-            log.exception("pgwire %s: internal error", self.peer)
-            raise InternalError(f"internal error ({type(err).__name__}); please report it") from None
+        with running() as statement:  # a cancel request for this session reaches this statement only
+            try:
+                answer, changed = self.session.run(text)
+            except PrivdbError as err:
+                if statement.cancelled and not isinstance(err, InternalError):
+                    log.info("pgwire %s user %r: %s cancelled", self.peer, self.session.user, word)
+                    raise QueryCanceled(err) from None
+                log.info("pgwire %s user %r: %s refused (%s)", self.peer, self.session.user, word, err.code)
+                raise
+            except Exception as err:  # a fault of privdb: no traceback to the client
+                log.exception("pgwire %s: internal error", self.peer)
+                raise InternalError(f"internal error ({type(err).__name__}); please report it") from None
         log.info("pgwire %s user %r: %s answered (%s)", self.peer, self.session.user, word, answer.tag)
         for notice in answer.notices:
             self.wire.send(m.NoticeResponse(notice_fields(notice)))
