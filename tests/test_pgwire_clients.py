@@ -73,8 +73,9 @@ _DBEAVER = [
     "SET extra_float_digits = 3",
     "SET application_name = 'DBeaver 25 - Main <privdb>'",
     "SELECT current_schema(), session_user",
-    "SELECT n.oid, n.*, d.description FROM pg_catalog.pg_namespace n LEFT OUTER JOIN pg_catalog.pg_description d "
-    "ON d.objoid = n.oid AND d.objsubid = 0 AND d.classoid = 'pg_namespace'::regclass ORDER BY nspname",
+    "SELECT n.oid, n.*, d.description FROM pg_catalog.pg_namespace n "
+    "LEFT OUTER JOIN pg_catalog.pg_description d ON d.objoid = n.oid AND d.objsubid = 0 "
+    "AND d.classoid = 'pg_namespace'::regclass ORDER BY nspname",
     "SELECT n.nspname = ANY(current_schemas(true)), n.nspname, t.typname FROM pg_catalog.pg_type t "
     "JOIN pg_catalog.pg_namespace n ON t.typnamespace = n.oid WHERE t.oid = 1034",
     "SELECT c.oid, c.*, d.description FROM pg_catalog.pg_class c LEFT OUTER JOIN pg_catalog.pg_description d "

@@ -67,3 +67,32 @@ def test_the_described_columns_are_those_of_the_answer(served: PgServed) -> None
         cursor = conn.execute(query)
         answered = [(d.name, d.type_code) for d in cursor.description or []]
     assert described == answered
+
+
+@pytest.mark.parametrize(
+    ("query", "types"),
+    [
+        # a DP answer with no row (no group passes HAVING): every column holds nothing
+        ("DP-SELECT 0.5 sex, COUNT(*) AS n FROM people GROUP BY sex HAVING n > 1e9", [25, 20, 20, 20]),
+        # a catalog answer whose columns hold only NULLs
+        (
+            "SELECT NULL::INT AS i, NULL::BOOLEAN AS b, CAST(NULL AS DOUBLE) AS f, NULL AS t",
+            [20, 16, 701, 25],
+        ),
+    ],
+)
+def test_a_column_of_nulls_comes_with_the_type_describe_announced(
+    served: PgServed, query: str, types: list[int]
+) -> None:
+    """The portal's RowDescription (libpq's exec_prepared: Bind, Describe portal, Execute) has the
+    statement Describe's types, not text for want of a value."""
+    with psycopg.connect(served.url("bob"), autocommit=True) as conn:
+        described = [oid for _, oid in _described(conn, b"nulls", query)]
+        result = conn.pgconn.exec_prepared(b"nulls", [])
+        assert result.status == pq.ExecStatus.TUPLES_OK, result.error_message
+        sent = [result.ftype(i) for i in range(result.nfields)]
+        values = [
+            result.get_value(row, col) for row in range(result.ntuples) for col in range(result.nfields)
+        ]
+    assert described == sent == types
+    assert all(v is None for v in values)

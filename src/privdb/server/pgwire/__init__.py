@@ -9,6 +9,9 @@ pandas, SQLAlchemy and JDBC connect as to a PostgreSQL server (docs/clients.md).
     catalog_language  the closed language catalog queries (and table-less SELECTs) are written in
     settings  SET / SHOW / RESET and the reported parameters
     params    bind parameters written into the statement as literals
+    literals  one parameter's value as one literal of its type
+    portals   Describe's row descriptions and Execute's pages, as PostgreSQL sends them
+    running   the statement each session runs, marked by a cancel request (57014)
     encoding  result columns' types and values on the wire
     errors    privdb's error codes as SQLSTATEs
 

@@ -3,16 +3,18 @@
 The SQLSTATE depends only on privdb's code (a class per kind of refusal: syntax, refused, budget, …), so it
 adds nothing to what the code already says: a failure after data was read stays one data-independent
 error (``query_failed``). privdb's code travels in the DETAIL field, its message unchanged in the message.
+A statement a cancel request stopped is PostgreSQL's 57014 (:class:`QueryCanceled`), whatever ended it.
 """
 
 from __future__ import annotations
 
-from privdb.errors import PrivdbError
+from privdb.errors import PrivdbError, QueryFailed
 
 __all__ = [
     "SQLSTATE",
     "FailedTransaction",
     "ProtocolViolation",
+    "QueryCanceled",
     "UnknownSetting",
     "error_fields",
     "from_error",
@@ -37,6 +39,7 @@ SQLSTATE = {
     "engine_unavailable": "58000",  # system_error: nothing spent, retry when the engine is back
     "internal_error": "XX000",
     "in_failed_transaction": "25P02",
+    "query_canceled": "57014",  # query_canceled: a cancel request stopped the statement
     "protocol_violation": "08P01",
     "undefined_object": "42704",
 }
@@ -63,20 +66,41 @@ class ProtocolViolation(PrivdbError):
     code = "protocol_violation"
 
 
-def error_fields(code: str, message: str, *, fatal: bool = False) -> dict[str, str]:
-    """The fields of an ErrorResponse for privdb's ``code`` and ``message``."""
+class QueryCanceled(PrivdbError):
+    """A statement that a cancel request reached, and that then failed (PostgreSQL's ``canceling statement
+    due to user request``, 57014). Any failure ends so once the request arrived: whether the interrupt or
+    something else (the data, were a proof of totality wrong) stopped it is never told, so the outcome is
+    the time of the request against the statement's running time, as at the time limit
+    (docs/proofs/sql.md, Outcomes). The hint says whether its cost stands: it does when the failure came
+    after the engine had begun reading (``ended`` a ``query_failed``)."""
+
+    code = "query_canceled"
+
+    def __init__(self, ended: PrivdbError) -> None:
+        super().__init__("canceling statement due to user request")
+        self.hint = (
+            "the engine had begun reading the data, so the query's cost was charged"
+            if isinstance(ended, QueryFailed)
+            else "nothing was spent"
+        )
+
+
+def error_fields(code: str, message: str, *, fatal: bool = False, hint: str | None = None) -> dict[str, str]:
+    """The fields of an ErrorResponse for privdb's ``code`` and ``message`` (and a HINT)."""
     severity = "FATAL" if fatal else "ERROR"
-    return {
+    fields = {
         "S": severity,
         "V": severity,
         "C": SQLSTATE.get(code, "XX000"),
         "M": message,
         "D": f"privdb error code: {code}",
     }
+    return fields | ({"H": hint} if hint else {})
 
 
 def from_error(err: PrivdbError, *, fatal: bool = False) -> dict[str, str]:
-    return error_fields(err.code, err.message, fatal=fatal)
+    hint = err.hint if isinstance(err, QueryCanceled) else None
+    return error_fields(err.code, err.message, fatal=fatal, hint=hint)
 
 
 def notice_fields(message: str) -> dict[str, str]:

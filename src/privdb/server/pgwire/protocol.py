@@ -5,8 +5,10 @@ Start-up: TLS if the client asks and the server has a certificate (``SSLRequest`
 cleartext password request: the user name is the analyst's (any name for the owner), the password the
 token. Errors in the extended protocol discard the messages up to the next Sync, as PostgreSQL does. A
 ``Describe`` of a statement tells its columns from the plan, free (privdb.server.pgwire.describe), or
-``NoData``; a ``Describe`` of a portal runs its statement (its columns are then exact); ``Execute`` then
-sends the rows kept (``max_rows`` pages them, ``PortalSuspended`` between pages).
+``NoData``; a ``Describe`` of a portal runs its statement (its columns are then exact, with the types the
+statement's ``Describe`` announced); ``Execute`` then sends the rows kept, ``max_rows`` at a time as
+PostgreSQL pages them (privdb.server.pgwire.portals). A cancel request that reaches a running statement
+ends it with 57014 (errors.QueryCanceled).
 """
 
 from __future__ import annotations
@@ -29,15 +31,18 @@ from privdb.database import Database
 from privdb.errors import InternalError, PrivdbError, RequestTooLarge, Unauthorized
 from privdb.server.pgwire.admission import Admission
 from privdb.server.pgwire.cancel import Cancels
-from privdb.server.pgwire.encoding import SIZES, Answer, encode_value
+from privdb.server.pgwire.encoding import Answer, retyped
 from privdb.server.pgwire.errors import (
     FailedTransaction,
     ProtocolViolation,
+    QueryCanceled,
     error_fields,
     from_error,
     notice_fields,
 )
 from privdb.server.pgwire.params import count_parameters, substitute
+from privdb.server.pgwire.portals import page, parameter_types, row_description
+from privdb.server.pgwire.running import running
 from privdb.server.pgwire.session import Session, first_word, split_statements, strip
 
 __all__ = ["TOO_MANY", "serve_connection"]
@@ -81,6 +86,7 @@ class _Portal:
     formats: list[int]
     answer: Answer | None = None
     sent: int = 0  # rows already sent (Execute with max_rows pages through them)
+    described: Answer | None = None  # its statement's Describe: the rows go with the types it announced
 
 
 @dataclass
@@ -278,6 +284,7 @@ class _Loop:
         self.wire, self.session, self.peer = wire, session, peer
         self.statements: dict[str, tuple[str, list[int]]] = {}
         self.portals: dict[str, _Portal] = {}
+        self.described: dict[str, Answer] = {}  # what each statement's Describe announced
         self.skipping = False  # after an error in the extended protocol: until Sync
 
     def run(self) -> None:
@@ -317,14 +324,18 @@ class _Loop:
         word = first_word(strip(text))
         if self.session.transaction == "E" and word not in ("COMMIT", "END", "ROLLBACK", "ABORT", "RELEASE"):
             raise FailedTransaction
-        try:
-            answer, changed = self.session.run(text)
-        except PrivdbError as err:
-            log.info("pgwire %s user %r: %s refused (%s)", self.peer, self.session.user, word, err.code)
-            raise
-        except Exception as err:  # a fault of privdb: no traceback to the client
-            log.exception("pgwire %s: internal error", self.peer)
-            raise InternalError(f"internal error ({type(err).__name__}); please report it") from None
+        with running() as statement:  # a cancel request for this session reaches this statement only
+            try:
+                answer, changed = self.session.run(text)
+            except PrivdbError as err:
+                if statement.cancelled and not isinstance(err, InternalError):
+                    log.info("pgwire %s user %r: %s cancelled", self.peer, self.session.user, word)
+                    raise QueryCanceled(err) from None
+                log.info("pgwire %s user %r: %s refused (%s)", self.peer, self.session.user, word, err.code)
+                raise
+            except Exception as err:  # a fault of privdb: no traceback to the client
+                log.exception("pgwire %s: internal error", self.peer)
+                raise InternalError(f"internal error ({type(err).__name__}); please report it") from None
         log.info("pgwire %s user %r: %s answered (%s)", self.peer, self.session.user, word, answer.tag)
         for notice in answer.notices:
             self.wire.send(m.NoticeResponse(notice_fields(notice)))
@@ -351,8 +362,8 @@ class _Loop:
                 self.wire.send(m.EmptyQueryResponse())
                 continue
             if answer.columns:
-                self._describe(answer, [])
-            self._rows(answer, [], 0, 0)
+                self.wire.send(row_description(answer, []))
+            self._send(page(answer, [], 0, 0)[0])
         self._ready()
 
     def _extended(self, msg: m.PGMessage) -> None:
@@ -367,6 +378,7 @@ class _Loop:
                     "session: close (DEALLOCATE) the ones no longer needed"
                 )
             self.statements[msg.statement] = (msg.query, list(msg.param_types))
+            self.described.pop(msg.statement, None)
             self.wire.send(m.ParseComplete())
         elif isinstance(msg, m.Bind):
             text, oids = self._statement(msg.statement)
@@ -377,21 +389,22 @@ class _Loop:
                     "ones no longer needed (or end the transaction)"
                 )
             self.portals[msg.portal] = _Portal(bound, list(msg.result_formats))
+            self.portals[msg.portal].described = self.described.get(msg.statement)
             self.wire.send(m.BindComplete())
         elif isinstance(msg, m.Describe) and msg.kind == "S":
             text, oids = self._statement(msg.name)
-            wanted = count_parameters(text)
-            self.wire.send(m.ParameterDescription(type_oids=[*oids, *[25] * wanted][:wanted]))
+            self.wire.send(m.ParameterDescription(type_oids=parameter_types(oids, count_parameters(text))))
             described = self.session.describe(text)  # from the plan: nothing read, nothing spent
             if described is not None and described.columns:
-                self._describe(described, [])
+                self.described[msg.name] = described
+                self.wire.send(row_description(described, []))
             else:
                 self.wire.send(m.NoData())
         elif isinstance(msg, m.Describe):
             portal = self._portal(msg.name)
             answer = self._run_portal(portal)
             if answer.columns:
-                self._describe(answer, portal.formats)
+                self.wire.send(row_description(answer, portal.formats))
             else:
                 self.wire.send(m.NoData())
         elif isinstance(msg, m.Execute):
@@ -400,9 +413,12 @@ class _Loop:
             if answer.tag == "EMPTY":
                 self.wire.send(m.EmptyQueryResponse())
                 return
-            portal.sent = self._rows(answer, portal.formats, portal.sent, msg.max_rows)
+            sent, portal.sent = page(answer, portal.formats, portal.sent, msg.max_rows)
+            self._send(sent)
         elif isinstance(msg, m.Close):
             (self.statements if msg.kind == "S" else self.portals).pop(msg.name, None)
+            if msg.kind == "S":
+                self.described.pop(msg.name, None)
             self.wire.send(m.CloseComplete())
         else:
             raise ProtocolViolation(f"the {type(msg).__name__} message is not supported by privdb")
@@ -419,32 +435,10 @@ class _Loop:
 
     def _run_portal(self, portal: _Portal) -> Answer:
         if portal.answer is None:
-            portal.answer = self._answer(portal.text)
+            answer = self._answer(portal.text)
+            portal.answer = answer if portal.described is None else retyped(answer, portal.described)
         return portal.answer
 
-    def _describe(self, answer: Answer, formats: list[int]) -> None:
-        fields = [
-            m.FieldDescription(name=name, type_oid=oid, type_size=SIZES.get(oid, -1), type_modifier=-1,
-                               format_code=_format(formats, i))
-            for i, (name, oid) in enumerate(zip(answer.columns, answer.types, strict=True))
-        ]  # fmt: skip
-        self.wire.send(m.RowDescription(fields=fields))
-
-    def _rows(self, answer: Answer, formats: list[int], start: int, limit: int) -> int:
-        """Send rows from ``start`` (``limit`` of them, 0: all) and the completion; the rows sent so far."""
-        end = len(answer.rows) if limit <= 0 else min(len(answer.rows), start + limit)
-        binary = [_format(formats, i) == 1 for i in range(len(answer.columns))]
-        for row in answer.rows[start:end]:
-            columns = [encode_value(v, oid, b) for v, oid, b in zip(row, answer.types, binary, strict=True)]
-            self.wire.send(m.DataRow(columns=columns))
-        if answer.columns and end < len(answer.rows):
-            self.wire.send(m.PortalSuspended())
-        else:
-            self.wire.send(m.CommandComplete(tag=answer.tag))
-        return end
-
-
-def _format(formats: list[int], i: int) -> int:
-    if not formats:
-        return 0
-    return formats[0] if len(formats) == 1 else formats[i]
+    def _send(self, messages: list[m.PGMessage]) -> None:
+        for msg in messages:
+            self.wire.send(msg)

@@ -54,6 +54,8 @@ class ConditionRules(CheckerCore):
         if not values or len(values) > MAX_IN_LIST:
             raise self.refuse(node, f"must list 1 to {MAX_IN_LIST} values")
         for v in values:
+            while isinstance(v, exp.Paren):  # (-3) is a literal too (a bound parameter is written so)
+                v = v.this
             inner = v.this if isinstance(v, exp.Neg) else v
             if not isinstance(inner, exp.Literal | exp.Null | exp.Boolean) and not (
                 isinstance(v, exp.Cast) and isinstance(v.this, exp.Literal)

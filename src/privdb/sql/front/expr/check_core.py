@@ -78,6 +78,8 @@ class CheckerCore:
 
     def literal_int(self, node: exp.Expression | None, what: str, lo: int, hi: int) -> int:
         sign = 1
+        while isinstance(node, exp.Paren):  # (-3) is a literal too (a bound parameter is written so)
+            node = node.this
         if isinstance(node, exp.Neg):
             sign, node = -1, node.this
         if not isinstance(node, exp.Literal) or node.is_string or not str(node.this).isdigit():
