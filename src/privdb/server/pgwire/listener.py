@@ -23,7 +23,8 @@ from privdb.errors import InvalidParameter
 from privdb.server.pgwire.admission import Admission, Limits
 from privdb.server.pgwire.cancel import Cancels
 from privdb.server.pgwire.errors import error_fields
-from privdb.server.pgwire.protocol import TOO_MANY, serve_connection
+from privdb.server.pgwire.protocol import serve_connection
+from privdb.server.pgwire.startup import TOO_MANY
 
 __all__ = ["PgServer", "tls_context"]
 

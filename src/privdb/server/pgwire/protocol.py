@@ -15,20 +15,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import select
 import socket
 import ssl
-import time
-from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from pygwire import BackendConnection
 from pygwire import messages as m
 from pygwire.constants import TransactionStatus
 from pygwire.exceptions import PygwireError
 
 from privdb.database import Database
-from privdb.errors import InternalError, PrivdbError, RequestTooLarge, Unauthorized
+from privdb.errors import InternalError, PrivdbError, RequestTooLarge
 from privdb.server.pgwire.admission import Admission
 from privdb.server.pgwire.cancel import Cancels
 from privdb.server.pgwire.encoding import Answer, retyped
@@ -44,40 +40,21 @@ from privdb.server.pgwire.params import count_parameters, substitute
 from privdb.server.pgwire.portals import page, parameter_types, row_description
 from privdb.server.pgwire.running import running
 from privdb.server.pgwire.session import Session, first_word, split_statements, strip
+from privdb.server.pgwire.startup import start
+from privdb.server.pgwire.wire import MAX_MESSAGE, Closed, TooLarge, Unreadable, Wire
 
-__all__ = ["TOO_MANY", "serve_connection"]
+__all__ = ["serve_connection"]
 
 log = logging.getLogger("privdb.pgwire")
 MAX_STATEMENTS = 1000  # statements in one simple query message
-MAX_MESSAGE = 16 << 20  # bytes of one protocol message (HTTP's --max-body default)
 MAX_PREPARED = 1000  # named prepared statements a session may hold
 MAX_PREPARED_TEXT = 16 << 20  # characters of their texts together
 MAX_PORTALS = 64  # open portals a session may hold (each keeps its answer's rows)
-TOO_MANY = "sorry, too many clients already"  # PostgreSQL's words for 53300
 _STATUS = {
     "I": TransactionStatus.IDLE,
     "T": TransactionStatus.IN_TRANSACTION,
     "E": TransactionStatus.ERROR_TRANSACTION,
 }
-
-
-class _Closed(Exception):
-    """The client went away (or must be dropped)."""
-
-
-class _TooLarge(Exception):
-    """A message longer than ``MAX_MESSAGE``: refused as it arrives, before it is all held."""
-
-
-def _buffered(codec: BackendConnection) -> int:
-    """Bytes the codec holds of messages not yet complete (pygwire keeps them in its decoder's buffer;
-    tests/test_pgwire_limits.py pins that this is seen)."""
-    decoder = getattr(codec, "_decoder", None)
-    return len(getattr(decoder, "_buf", b"")) - int(getattr(decoder, "_pos", 0))
-
-
-class _Unreadable(Exception):
-    """A message the codec cannot read (text not UTF-8, a malformed frame): it cannot go on."""
 
 
 @dataclass
@@ -87,52 +64,6 @@ class _Portal:
     answer: Answer | None = None
     sent: int = 0  # rows already sent (Execute with max_rows pages through them)
     described: Answer | None = None  # its statement's Describe: the rows go with the types it announced
-
-
-@dataclass
-class _Wire:
-    """The socket, the codec and what is waiting to be written."""
-
-    sock: socket.socket
-    codec: BackendConnection = field(default_factory=lambda: BackendConnection(strict=False))
-    inbox: deque[m.PGMessage] = field(default_factory=deque)
-    out: bytearray = field(default_factory=bytearray)
-
-    deadline: float | None = None  # time.monotonic() by which start-up must be done (None: no limit)
-
-    def left(self) -> float:
-        """Seconds left before the deadline (TimeoutError once it has passed)."""
-        if self.deadline is None:
-            return 1e9
-        remaining = self.deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError
-        return remaining
-
-    def next(self) -> m.PGMessage:
-        while not self.inbox:
-            if self.deadline is not None:
-                self.sock.settimeout(self.left())
-            data = self.sock.recv(65536)
-            if not data:
-                raise _Closed
-            try:
-                self.inbox.extend(self.codec.receive(data))
-            except (UnicodeDecodeError, PygwireError) as err:
-                raise _Unreadable(str(err)) from None
-            if _buffered(self.codec) > MAX_MESSAGE:
-                raise _TooLarge
-        return self.inbox.popleft()
-
-    def send(self, msg: m.PGMessage) -> None:
-        self.out += self.codec.send(msg)
-        if len(self.out) > 1 << 16:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.out:
-            self.sock.sendall(self.out)
-            self.out.clear()
 
 
 def serve_connection(
@@ -147,18 +78,18 @@ def serve_connection(
     connection was admitted with is given back when its start-up ends)."""
     admission = admission or Admission()
     address = peer.rsplit(":", 1)[0]
-    wire = _Wire(sock)
+    wire = Wire(sock)
     session: Session | None = None
     key, seated = 0, False
     try:
         try:
-            session = _start(wire, peer, db, tls, cancels, admission)
+            session = start(wire, peer, db, tls, cancels, admission)
         finally:
             admission.started(address, sock)
         if session is not None:
             key, seated = session.key, True
             _Loop(wire, session, peer).run()
-    except _Unreadable as err:
+    except Unreadable as err:
         text = (
             "privdb speaks UTF-8 only: a message held text that is not valid UTF-8; connect again"
             if "utf" in str(err).lower() or "codec" in str(err).lower()
@@ -167,12 +98,12 @@ def serve_connection(
         log.info("pgwire %s: unreadable message (%s)", peer, str(err)[:200])
         with contextlib.suppress(OSError):  # past the codec: its state is lost with the message
             wire.sock.sendall(m.ErrorResponse(error_fields("protocol_violation", text, fatal=True)).to_wire())
-    except _TooLarge:
+    except TooLarge:
         log.info("pgwire %s: a message over %d bytes; connection ended", peer, MAX_MESSAGE)
         text = f"a message is longer than privdb's limit of {MAX_MESSAGE >> 20} MiB; connect again"
         with contextlib.suppress(OSError):
             wire.sock.sendall(m.ErrorResponse(error_fields("request_too_large", text, fatal=True)).to_wire())
-    except (_Closed, OSError, PygwireError, ssl.SSLError):
+    except (Closed, OSError, PygwireError, ssl.SSLError):
         pass
     finally:
         if session is not None:
@@ -184,103 +115,10 @@ def serve_connection(
             wire.sock.close()
 
 
-def _start(
-    wire: _Wire, peer: str, db: Database, tls: ssl.SSLContext | None, cancels: Cancels, admission: Admission
-) -> Session | None:
-    """Start-up and authentication within ``--pg-auth-timeout``; the session (holding one of the
-    listener's session slots), or None when the client was refused or dropped."""
-    wire.deadline = time.monotonic() + admission.limits.auth_timeout
-    try:
-        return _authenticate(wire, peer, db, tls, cancels, admission)
-    except TimeoutError:
-        log.info("pgwire %s: dropped (not authenticated within %g s)", peer, admission.limits.auth_timeout)
-        raise _Closed from None
-    finally:
-        wire.deadline = None
-        with contextlib.suppress(OSError):
-            wire.sock.settimeout(None)
-
-
-def _authenticate(
-    wire: _Wire, peer: str, db: Database, tls: ssl.SSLContext | None, cancels: Cancels, admission: Admission
-) -> Session | None:
-    address = peer.rsplit(":", 1)[0]
-    while True:
-        msg = wire.next()
-        if isinstance(msg, m.SSLRequest):
-            wire.sock.sendall(wire.codec.send(m.SSLResponse(accepted=tls is not None)))
-            if tls is not None:
-                wire.sock.settimeout(wire.left())  # the handshake too is within the start-up's time
-                wire.sock = tls.wrap_socket(wire.sock, server_side=True)
-            continue
-        if isinstance(msg, m.GSSEncRequest):
-            wire.sock.sendall(b"N")
-            continue
-        if isinstance(msg, m.CancelRequest):  # answered by closing the connection, whatever the outcome
-            done = cancels.cancel(msg.process_id, bytes(msg.secret_key))
-            log.info("pgwire %s: cancel request %s", peer, "acted on" if done else "for no known session")
-            return None
-        if isinstance(msg, m.StartupMessage):
-            break
-        raise _Closed
-    params = dict(msg.params)
-    user = params.get("user", "")
-    wire.send(m.AuthenticationCleartextPassword())
-    wire.flush()
-    reply = wire.next()
-    if not isinstance(reply, m.PasswordMessage):
-        raise _Closed
-    token = reply.password.decode() if isinstance(reply.password, bytes) else reply.password
-    token = token.rstrip("\x00")
-    try:
-        principal = db.catalog.authenticate(token)
-        if not principal.is_owner and principal.name != user:
-            raise Unauthorized("the token is not this user's")
-    except Unauthorized:
-        pause = admission.failed(address)
-        log.info("pgwire %s user %r: refused (wrong token; answered after %.1f s)", peer, user, pause)
-        # auth_delay: guessing tokens is slow from any one address; the pause ends early if the socket is
-        # shut (the connection gave way to another address's, privdb.server.pgwire.admission) or the client
-        # leaves
-        select.select([wire.sock], [], [], min(pause, wire.left()))
-        wire.send(
-            m.ErrorResponse(
-                error_fields("unauthorized", f'password authentication failed for user "{user}"', fatal=True)
-            )
-        )
-        wire.flush()
-        return None
-    if not admission.open_session(owner=principal.is_owner):
-        log.info("pgwire %s user %r: refused (--pg-max-connections reached)", peer, user)
-        wire.send(m.ErrorResponse(error_fields("too_many_connections", TOO_MANY, fatal=True)))
-        wire.flush()
-        return None
-    try:
-        session = Session(db, principal, token, params)
-    except PrivdbError as err:
-        admission.close_session(owner=principal.is_owner)
-        wire.send(m.ErrorResponse(from_error(err, fatal=True)))
-        wire.flush()
-        return None
-    except BaseException:
-        admission.close_session(owner=principal.is_owner)
-        raise
-    wire.send(m.AuthenticationOk())
-    for name, value in session.settings.reported():
-        wire.send(m.ParameterStatus(name=name, value=value))
-    session.key, secret = cancels.register(session.catalog.interrupt)
-    session.catalog.backend_pid = session.key  # pg_backend_pid() names the key cancel requests carry
-    wire.send(m.BackendKeyData(process_id=session.key, secret_key=secret))
-    wire.send(m.ReadyForQuery(status=TransactionStatus.IDLE))
-    wire.flush()
-    log.info("pgwire %s user %r: connected", peer, user)
-    return session
-
-
 class _Loop:
     """The query cycle of an authenticated session."""
 
-    def __init__(self, wire: _Wire, session: Session, peer: str) -> None:
+    def __init__(self, wire: Wire, session: Session, peer: str) -> None:
         self.wire, self.session, self.peer = wire, session, peer
         self.statements: dict[str, tuple[str, list[int]]] = {}
         self.portals: dict[str, _Portal] = {}
