@@ -218,7 +218,7 @@ class Catalog:
                         self._shadow = None
             except duckdb.InterruptException:
                 raise InvalidParameter(
-                    f"the catalog query ran longer than {self.timeout:g} s (or was cancelled) and was stopped"
+                    f"the catalog query ran longer than {self.timeout:g} s and was stopped"
                 ) from None
             except duckdb.Error as err:
                 raise _unsupported(err) from None
