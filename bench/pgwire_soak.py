@@ -260,8 +260,8 @@ def summary(
         f"- honest errors 0: {len(failures):,} ({report.OK[not failures]})"
         + (f": {tables.outcomes(by_what)}" if failures else ""),
         "- the server's file descriptors, threads and RSS flat (the attack's second half peaks no higher "
-        "than its first, and after the settle each is back within 10 % (+5, or +32 MiB) of before the "
-        "attack): " + report.OK[flat],
+        "than its first, and after the settle each is no higher than in the attack's first half, within "
+        "10 % (+5, or +32 MiB)): " + report.OK[flat],
         "- every analyst's ledger spend and log equal the ε of the answers it received: "
         + report.OK[all(x.equal for x in ledgers)],
         "",

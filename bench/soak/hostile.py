@@ -205,7 +205,10 @@ class _Analyst:
         return "answered"
 
     def _refused(self, err: Any, epsilon: float | None) -> str:
-        if err.sqlstate == "22000" and epsilon is not None:  # query_failed: stopped after reading, charged
+        hint = getattr(getattr(err, "diag", None), "message_hint", None) or ""
+        # query_failed (22000), or cancelled (57014) after reading: charged, as its HINT says
+        charged = err.sqlstate == "22000" or (err.sqlstate == "57014" and "charged" in hint)
+        if epsilon is not None and charged:
             self.tallies.spent(epsilon, answered=False)
         return f"refused {err.sqlstate}"
 

@@ -66,9 +66,11 @@ def latency_ratios(analysts: Sequence[Analyst], w: Windows) -> list[float]:
 
 
 def _flat(before: float, first: float, second: float, after: float, slack: float) -> bool:
-    """Bounded (the attack's second half peaks no higher than its first, give or take 10 % + ``slack``)
-    and released (after the settle back within 10 % + ``slack`` of before the attack)."""
-    return second <= 1.1 * first + slack and after <= 1.1 * before + slack
+    """Bounded: the attack's second half peaks no higher than its first, and after the settle the server
+    holds no more than it did early in the attack (give or take 10 % + ``slack``). What it keeps then is
+    what it builds once and shares (the catalog's few shadows, the free queries' slots), not what grows
+    with connections."""
+    return second <= 1.1 * first + slack and after <= 1.1 * first + slack
 
 
 def resource_rows(samples: Sequence[Sample], w: Windows) -> tuple[list[list[str]], bool]:
@@ -180,6 +182,6 @@ def log_line(hostile: Ledger, charged: int) -> str:
         return ""
     return (
         f"The hostile analyst's log marks {answered:,} of its {len(hostile.log):,} entries answered; it "
-        f"received {hostile.answers:,} answers, and {charged:,} errors 22000 (stopped after the data was "
-        "read, charged)."
+        f"received {hostile.answers:,} answers, and {charged:,} errors 22000 or 57014 (stopped after the "
+        "data was read, charged)."
     )
