@@ -17,6 +17,7 @@ from privdb.catalog.conformance import Finding
 from privdb.catalog.files import FileFormat, ReadOptions
 from privdb.catalog.metadata import TableMeta
 from privdb.catalog.querylog import LogOptions
+from privdb.catalog.typed import APPEND_KEEPS_METADATA
 from privdb.client import RemoteConnection
 from privdb.database import Database, log_subject
 from privdb.errors import InvalidParameter, RawAccessDenied
@@ -112,9 +113,14 @@ class Connection:
         quote: str | None = None,
         null: str | Sequence[str] = (),
         format: FileFormat | None = None,
+        skip_bad_lines: bool = False,
+        append: bool = False,
     ) -> TableMeta:
         """Load a file as ``table``: CSV (header, delimiter and quoting detected unless given; ``null`` marks
-        missing values, e.g. ``"?"``), Parquet, JSON or Excel (``format`` or the suffix says which)."""
+        missing values, e.g. ``"?"``), Parquet, JSON or Excel (``format`` or the suffix says which).
+        ``skip_bad_lines``: leave out a CSV's bad lines (malformed, or a value not of its column's type)
+        instead of refusing the file. ``append``: add the rows to the table, atomically (same columns, any
+        order; it keeps its metadata, so give none)."""
         options = ReadOptions(
             header=header,
             names=None if names is None else tuple(names),
@@ -122,8 +128,14 @@ class Connection:
             quote=quote,
             null=(null,) if isinstance(null, str) else tuple(null),
             format=format,
+            skip_bad_lines=skip_bad_lines,
         )
-        return self._owner("loading tables").load(table, source, metadata, options)
+        db = self._owner("loading tables")
+        if not append:
+            return db.load(table, source, metadata, options)
+        if metadata is not None:
+            raise InvalidParameter(APPEND_KEEPS_METADATA)
+        return db.append(table, source, options)
 
     def conformance(self, table: str) -> list[Finding]:
         """For the owner: values outside declared domains and the share clipped at each bound."""

@@ -11,8 +11,11 @@ anyway (an older one) is read as JSON.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterator, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -21,9 +24,11 @@ import pandas as pd
 import pyarrow as pa  # type: ignore[import-untyped]  # no stubs or py.typed marker
 
 from privdb import errors
-from privdb.catalog.files import ReadOptions, to_csv_text
+from privdb.catalog.files import ReadOptions
 from privdb.catalog.metadata_file import load_metadata
 from privdb.catalog.querylog import LogOptions
+from privdb.catalog.typed import APPEND_KEEPS_METADATA, declared_types
+from privdb.catalog.upload import FileToSend, too_large
 from privdb.local.limits import MAX_BATCH, MAX_ISSUE
 from privdb.local.survey import SpecParts, Survey, survey_spec
 from privdb.mechanisms.randomness import RandomSource
@@ -31,6 +36,8 @@ from privdb.result import Result
 from privdb.result_arrow import MEDIA_TYPE, read_stream
 
 Spec = str | Path | dict[str, Any] | None  # privacy metadata: a YAML file or its dict
+Progress = Callable[[int, int], None]  # bytes sent so far, bytes to send
+_CHUNK = 2**20  # bytes read and sent at a time
 
 __all__ = ["RemoteConnection"]
 
@@ -227,17 +234,56 @@ class RemoteConnection:
         source: str | Path,
         metadata: str | Path | dict[str, Any] | None = None,
         options: ReadOptions | None = None,
+        *,
+        append: bool = False,
+        progress: Progress | None = None,
     ) -> dict[str, Any]:
-        """Upload a file with its metadata (a dict, or a YAML file as for ``privdb load``): read here with
-        ``options`` (CSV, Parquet, JSON, Excel, as a local load reads it) and sent as CSV text. A CSV's bad
-        lines left out here (``options.skip_bad_lines``) are counted in ``skipped_lines``."""
-        spec = metadata
-        if isinstance(metadata, str | Path):
-            spec = load_metadata(metadata, table)
-        text, skipped = to_csv_text(Path(source), options or ReadOptions())
-        body = {"name": table, "csv": text, "metadata": spec}
-        result: dict[str, Any] = self._call("POST", "/v1/tables", json=body)
-        return result | ({"skipped_lines": skipped} if skipped else {})
+        """Upload a file with its metadata (a dict, or a YAML file as for ``privdb load``), or with
+        ``append`` add its rows to the table (which keeps its metadata). Read here with ``options`` (CSV,
+        Parquet, JSON, Excel, as a local load reads it); the server checks the metadata against the file's
+        columns before any row is sent (``POST /v1/uploads``), then the file streams to the server's disk as
+        CSV (``PUT /v1/uploads/{id}``), ``progress(sent, total)`` called as the bytes go. A CSV's bad lines
+        left out here (``options.skip_bad_lines``) are counted in ``skipped_lines``, and text columns of
+        mostly numbers told in ``mixed_columns``."""
+        if append and metadata is not None:
+            raise errors.InvalidParameter(APPEND_KEEPS_METADATA)
+        spec = _spec(metadata, table)
+        declared = declared_types(self._table_spec(table) if append else spec)
+        options = replace(options or ReadOptions(), declared=declared)
+        with (
+            tempfile.TemporaryDirectory(prefix="privdb-send-") as folder,
+            FileToSend(Path(source), options) as file,
+        ):
+            body = {"name": table, "metadata": spec, "columns": file.columns, "append": append}
+            slot = self._call("POST", "/v1/uploads", json=body)
+            upload, limit = str(slot["upload"]), slot.get("max_bytes")
+            try:
+                written = file.write(Path(folder))
+                if limit is not None and written.size > int(limit):
+                    raise errors.RequestTooLarge(too_large(written.size, int(limit)))
+                response = self._send(
+                    "PUT", f"/v1/uploads/{upload}", content=_chunks(written.path, written.size, progress),
+                    headers={"Content-Type": "text/csv", "Content-Length": str(written.size)},
+                    timeout=httpx.Timeout(self._http.timeout.connect, read=None),
+                )  # fmt: skip
+            except BaseException:
+                with contextlib.suppress(errors.PrivdbError):  # not sent: the server forgets it now
+                    self._send("DELETE", f"/v1/uploads/{upload}")
+                raise
+        result: dict[str, Any] = self._json(response)
+        if written.skipped:
+            result["skipped_lines"] = written.skipped
+        if written.mixed:
+            result["mixed_columns"] = [m.to_dict() | {"message": m.message()} for m in written.mixed]
+        return result
+
+    def _table_spec(self, table: str) -> dict[str, Any] | None:
+        """The metadata of a table on the server, as the owner sees it (None: no such table; the server's
+        check says so)."""
+        for found in self.tables():
+            if str(found.get("name", "")).lower() == table.lower():
+                return found
+        return None
 
     # ---- surveys of the local model (docs/server.md): respondents randomise here, never on the server
     def create_survey(
@@ -308,6 +354,17 @@ def _batches(responses: list[Any]) -> Iterator[list[Any]]:
         batch.append(response)
         size += length
     yield batch
+
+
+def _chunks(path: Path, size: int, progress: Progress | None) -> Iterator[bytes]:
+    """The file's bytes, a chunk at a time, telling ``progress`` how many have gone."""
+    sent = 0
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            yield chunk
+            sent += len(chunk)
+            if progress is not None:
+                progress(sent, size)
 
 
 def _spec(metadata: Spec, table: str) -> dict[str, Any] | None:

@@ -17,25 +17,24 @@ from typing import Any, Unpack
 
 import duckdb
 import pandas as pd
-import sqlglot
 
 from privdb.accounting.ledger import Budget, Ledger
 from privdb.accounting.renewal import parse_period, shared_figures
 from privdb.accounting.sqlstore import store_for
 from privdb.backends.base import Engine, is_read_only
 from privdb.backends.duckdb import DuckDBBackend
-from privdb.backends.names import check_name, quote_table
+from privdb.backends.duckdb_tables import Loaded
+from privdb.backends.names import check_name
 from privdb.backends.urls import open_engine
-from privdb.catalog.conformance import Finding, check_conformance
-from privdb.catalog.files import ReadOptions
 from privdb.catalog.metadata import ColumnMeta, TableMeta
-from privdb.catalog.metadata_file import load_budgets, load_metadata
+from privdb.catalog.metadata_file import load_metadata
 from privdb.catalog.metadata_spec import metadata_from_dict
 from privdb.catalog.querylog import LogFilter, LogOptions
 from privdb.catalog.store import Catalog
 from privdb.catalog.values import as_declared
 from privdb.errors import DatabaseInUse, Forbidden, InvalidParameter, PrivdbError, UnknownTable
 from privdb.inuse import in_use
+from privdb.loads import TableLoads
 from privdb.lru import LRU
 from privdb.mechanisms import RandomSource
 
@@ -55,7 +54,7 @@ def log_subject(viewer: str | None, asked: str | None) -> str | None:
     raise Forbidden("an analyst sees only their own log entries: leave out the analyst filter")
 
 
-class Database:
+class Database(TableLoads):
     """Owner-side handle on one database directory."""
 
     def __init__(self, path: str | Path, *, read_only: bool = False, ledger: str | None = None) -> None:
@@ -74,7 +73,12 @@ class Database:
         self.query_timeout: float | None = None  # seconds an engine query may run (the server sets one)
         # query shapes planned already, kept and checked by privdb.sql.plan.prepared
         self.prepared: LRU[Hashable, object] = LRU(MAX_SHAPES)
-        self.skipped_lines: dict[str, int] = {}  # table → malformed CSV lines its last load here left out
+        self.load_notes: dict[str, Loaded] = {}  # table → what its last load or append here did
+
+    def data_version(self) -> int:
+        """A number that changes whenever this process changes the data (the only writer of the file while
+        it is open): an answer read at one version is not stored at another (privdb.sql.charge)."""
+        return 0 if self._backend is None else self._backend.generation
 
     @property
     def backend(self) -> DuckDBBackend:
@@ -111,62 +115,7 @@ class Database:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # ---- tables and metadata
-    def load(
-        self,
-        table: str,
-        source: str | Path,
-        metadata: str | Path | dict[str, Any] | None = None,
-        options: ReadOptions | None = None,
-    ) -> TableMeta:
-        """Load a file (CSV, Parquet, JSON, Excel; read as ``options`` say) as ``table`` with validated
-        privacy metadata. The old table stays until the new one is complete and checked (the metadata against
-        its columns, the hidden per-unit counts built): a refused or interrupted load changes nothing."""
-        self._writable("loading a table")
-        check_name(table)
-        spec = load_metadata(metadata, table) if isinstance(metadata, str | Path) else metadata
-        budgets = load_budgets(metadata, table) if isinstance(metadata, str | Path) else []
-        checked: list[TableMeta] = []
-
-        def check(columns: dict[str, str]) -> str | None:
-            checked.append(metadata_from_dict(table, spec, columns))
-            return checked[-1].privacy_unit
-
-        _, skipped = self.backend.load(table, source, options, check)
-        stored = checked[-1]
-        self.skipped_lines[stored.name] = skipped
-        self.catalog.set_metadata(stored.name, stored.to_dict())
-        for kind, name, epsilon, delta, renew in budgets:  # the file's shared budgets: this table's, groups'
-            self.ledger.set_cap(
-                kind, stored.name if kind == "table" else name, self.name, epsilon=epsilon, delta=delta,
-                renew=parse_period(renew),
-            )  # fmt: skip
-        return stored
-
-    def conformance(self, table: str) -> list[Finding]:
-        """For the owner: where the table's data strays from its metadata (values outside a declared domain,
-        the share clipped at each bound). Reads the data; never shown to analysts."""
-        meta = self.metadata(table)
-        if meta.name.lower() not in {n.lower() for n in self.catalog.attachments()}:
-            return check_conformance(self.backend.raw, quote_table(meta.name), meta)
-        engine, source = self.backend_for(meta.name)
-
-        def run(sql: str) -> pd.DataFrame:
-            return engine.fetch(sqlglot.transpile(sql, read="duckdb", write=engine.dialect)[0])
-
-        return check_conformance(run, quote_table(source), meta)
-
-    def loaded(self, meta: TableMeta) -> dict[str, Any]:
-        """What the owner is told after a load: the metadata, the row count, the conformance findings and the
-        CSV lines left out as malformed (``skipped_lines``, when any were)."""
-        rows = int(self.backend.raw(f"SELECT COUNT(*) AS n FROM {quote_table(meta.name)}")["n"].iloc[0])
-        findings = [f.to_dict() | {"message": f.message()} for f in self.conformance(meta.name)]
-        skipped = self.skipped_lines.get(meta.name, 0)
-        return (
-            {"name": meta.name} | meta.to_dict() | {"rows": rows, "conformance": findings}
-            | ({"skipped_lines": skipped} if skipped else {})
-        )  # fmt: skip
-
+    # ---- tables and metadata (loads and appends: privdb.loads)
     def set_metadata(self, table: str, spec: dict[str, Any]) -> TableMeta:
         self._writable("changing metadata")
         name = self.backend.resolve(table)

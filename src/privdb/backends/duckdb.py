@@ -19,7 +19,13 @@ import duckdb
 import pandas as pd
 
 from privdb.backends.base import find_table
-from privdb.backends.duckdb_tables import engine_type, load_in_transaction, write_unit_rows
+from privdb.backends.duckdb_tables import (
+    Loaded,
+    append_in_transaction,
+    engine_type,
+    load_in_transaction,
+    write_unit_rows,
+)
 from privdb.backends.names import HIDDEN_PREFIX, check_name, quote, unit_rows_column
 from privdb.backends.watchdog import WATCHDOG
 from privdb.catalog.files import ReadOptions, release
@@ -216,21 +222,36 @@ class DuckDBBackend:
         source: str | Path,
         options: ReadOptions | None = None,
         check: Callable[[dict[str, str]], str | None] | None = None,
-    ) -> tuple[int, int]:
+    ) -> Loaded:
         """Create or replace ``table`` from a file read as ``options`` say (privdb.catalog.files: CSV with
         its delimiter and header detected unless given, Parquet, JSON, Excel), atomically: the new rows, the
         checks and the hidden per-unit counts happen in one DuckDB transaction, and the old table stays until
         it commits (a failure, an interrupt or a killed process leaves it as it was). ``check`` gets the new
         table's columns (name → privdb type), raises to refuse them, and returns the privacy unit whose
-        counts to build (None: none). Returns the rows loaded and the CSV lines skipped as malformed
-        (``options.skip_bad_lines``; without it they are refused)."""
+        counts to build (None: none). Returns the rows loaded, the CSV lines skipped as malformed
+        (``options.skip_bad_lines``; without it they are refused) and the text columns of mostly numbers."""
         check_name(table)
-        options = options or ReadOptions()
+        return self._write(source, lambda reader: load_in_transaction(
+            reader, table, Path(source), options or ReadOptions(), check
+        ))  # fmt: skip
+
+    def append(self, table: str, source: str | Path, options: ReadOptions | None, unit: str | None) -> Loaded:
+        """Add a file's rows to ``table`` atomically, as a load replaces one: its columns must be the
+        table's, read as the table's types; the counts of ``unit`` (the privacy unit, or None) are brought up
+        to date in the same transaction. A failure leaves the table as it was."""
+        name = self.resolve(table)
+        return self._write(source, lambda reader: append_in_transaction(
+            reader, name, Path(source), options or ReadOptions(), unit
+        ))  # fmt: skip
+
+    def _write(self, source: str | Path, work: Callable[[duckdb.DuckDBPyConnection], Loaded]) -> Loaded:
+        """``work`` on a cursor of its own (nothing pending on the shared connection stops it), with what it
+        registered released after and the schema cache cleared."""
         try:
             with self._lock:
-                reader = self._con.cursor()  # its own connection: nothing pending on the shared one stops it
+                reader = self._con.cursor()
                 try:
-                    loaded = load_in_transaction(reader, table, Path(source), options, check)
+                    return work(reader)
                 finally:
                     release(reader)
                     reader.close()
@@ -241,7 +262,6 @@ class DuckDBBackend:
             ) from None
         finally:
             self._invalidate()
-        return loaded
 
     def load_frame(self, table: str, frame: pd.DataFrame) -> int:
         """Create or replace ``table`` from a pandas DataFrame (used by generators and tests)."""

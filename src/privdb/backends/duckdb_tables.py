@@ -1,52 +1,37 @@
-"""DuckDB tables as privdb writes them: DuckDB's column types as privdb's type names, a file loaded in one
-transaction (its rows, the load-time checks and the hidden per-unit row counts commit together or not at
-all), and those hidden counts (user-level bounding reads them to skip units that need no bounding). Apart
-from privdb.backends.duckdb, which holds the connection and runs queries.
+"""DuckDB tables as privdb writes them: a file loaded in one transaction (its rows, the load-time checks and
+the hidden per-unit row counts commit together or not at all), rows added to a table the same way, and those
+hidden counts (user-level bounding reads them to skip units that need no bounding). Apart from
+privdb.backends.duckdb, which holds the connection and runs queries.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
 
 from privdb.backends.names import HIDDEN_PREFIX, quote, unit_rows_column
 from privdb.catalog.files import ReadOptions, bad_lines, read_relation
+from privdb.catalog.mixed import MixedColumn, mixed_columns
+from privdb.catalog.typed import append_columns, engine_type
 from privdb.errors import InvalidParameter
 
-__all__ = ["engine_type", "load_in_transaction", "write_unit_rows"]
+__all__ = ["Loaded", "append_in_transaction", "engine_type", "load_in_transaction", "write_unit_rows"]
 
 
-def engine_type(duck_type: str) -> str:
-    """privdb's type name for a DuckDB column type."""
-    t = duck_type.upper()
-    if "[" in t or t.startswith(("STRUCT", "MAP", "UNION", "LIST", "JSON", "VARIANT")):
-        return "nested"  # never a value of the expression language: read only as text (CAST … AS VARCHAR)
-    if t in ("BOOLEAN", "BOOL"):
-        return "bool"
-    if any(
-        t.startswith(p)
-        for p in (
-            "TINYINT",
-            "SMALLINT",
-            "INTEGER",
-            "BIGINT",
-            "HUGEINT",
-            "UTINYINT",
-            "USMALLINT",
-            "UINTEGER",
-            "UBIGINT",
-            "INT",
-        )
-    ):
-        return "int"
-    if any(t.startswith(p) for p in ("DOUBLE", "FLOAT", "REAL", "DECIMAL", "NUMERIC")):
-        return "float"
-    if t.startswith(("DATE", "TIMESTAMP", "TIME")):
-        return "date"
-    return "text"
+@dataclass(frozen=True)
+class Loaded:
+    """What a load or an append did: the table's rows after it, the rows it added (a load: all), the CSV
+    lines it left out (``skip_bad_lines``), the text columns of mostly numbers it found, and which it was."""
+
+    rows: int
+    added: int
+    skipped: int
+    mixed: tuple[MixedColumn, ...] = ()
+    appended: bool = False
 
 
 def load_in_transaction(
@@ -55,15 +40,17 @@ def load_in_transaction(
     source: Path,
     options: ReadOptions,
     check: Callable[[dict[str, str]], str | None] | None,
-) -> tuple[int, int]:
+) -> Loaded:
     """The new table, checked and counted, committed in one transaction (rolled back on any failure,
-    interrupts included)."""
+    interrupts included). A column the metadata does not type that holds mostly numbers is reported (not
+    for a file read with exact types: its reader looked already)."""
     view = read_relation(reader, source, options)
     reader.execute("BEGIN TRANSACTION")
     try:
         reader.execute(f"CREATE OR REPLACE TABLE {quote(table)} AS SELECT * FROM {view}")
-        skipped = bad_lines(reader, source, options)  # malformed CSV lines: refused, unless skipped
         described = reader.execute(f"DESCRIBE {quote(table)}").fetchall()
+        read_as = {str(r[0]): str(r[1]) for r in described}
+        skipped = bad_lines(reader, source, options, read_as, _count(reader, table))
         clash = [str(r[0]) for r in described if str(r[0]).startswith(HIDDEN_PREFIX)]
         if clash:
             raise InvalidParameter(
@@ -73,13 +60,81 @@ def load_in_transaction(
         columns = {str(r[0]): engine_type(str(r[1])) for r in described}
         unit = check(columns) if check is not None else None
         write_unit_rows(reader, table, unit, list(columns))
-        row = reader.execute(f"SELECT COUNT(*) FROM {quote(table)}").fetchone()
+        typed = {name for name, _ in options.declared}
+        mixed = () if options.types else tuple(mixed_columns(reader, quote(table), source, options, typed))
+        rows = _count(reader, table)
         reader.execute("COMMIT")
     except BaseException:
         with contextlib.suppress(duckdb.Error):
             reader.execute("ROLLBACK")
         raise
-    return (int(row[0]) if row else 0), skipped
+    return Loaded(rows, rows, skipped, mixed)
+
+
+def append_in_transaction(
+    reader: duckdb.DuckDBPyConnection, table: str, source: Path, options: ReadOptions, unit: str | None
+) -> Loaded:
+    """The file's rows added to ``table`` in one transaction with the unit counts brought up to date, or
+    nothing changed. The file must have the table's columns (any order) and is read as their types, so a
+    value that does not fit is a bad line named by line and column (or left out with ``skip_bad_lines``)."""
+    described = reader.execute(f"DESCRIBE {quote(table)}").fetchall()
+    kept = {str(r[0]): str(r[1]) for r in described if not str(r[0]).startswith(HIDDEN_PREFIX)}
+    exact = tuple((name.lower(), duck_type) for name, duck_type in kept.items())
+    options = replace(options, types=exact, declared=())
+    view = read_relation(reader, source, options)
+    file_types = {str(r[0]): str(r[1]) for r in reader.execute(f"DESCRIBE {view}").fetchall()}
+    matched = append_columns(
+        {c: engine_type(t) for c, t in file_types.items()},
+        {c: engine_type(t) for c, t in kept.items()},
+        table,
+    )
+    before = _count(reader, table)
+    counts = unit_rows_column(unit) if unit else None
+    current = counts is not None and _comment(reader, table, counts) == str(before)
+    reader.execute("BEGIN TRANSACTION")
+    try:
+        targets = ", ".join(quote(matched[c]) for c in file_types)
+        sources = ", ".join(quote(c) for c in file_types)
+        reader.execute(f"INSERT INTO {quote(table)} ({targets}) SELECT {sources} FROM {view}")
+        skipped = bad_lines(reader, source, options, file_types, _count(reader, table) - before)
+        if unit is not None and current:
+            _add_unit_rows(reader, table, unit)
+        else:  # no counts yet, or stale ones: all of them written afresh
+            write_unit_rows(reader, table, unit, [str(r[0]) for r in described])
+        rows = _count(reader, table)
+        reader.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(duckdb.Error):
+            reader.execute("ROLLBACK")
+        raise
+    return Loaded(rows, rows - before, skipped, appended=True)
+
+
+def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    row = con.execute(f"SELECT COUNT(*) FROM {quote(table)}").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _comment(con: duckdb.DuckDBPyConnection, table: str, column: str) -> str | None:
+    row = con.execute(
+        "SELECT comment FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = "
+        "'main' AND table_name = ? AND column_name = ?",
+        [table, column],
+    ).fetchone()
+    return None if row is None or row[0] is None else str(row[0])
+
+
+def _add_unit_rows(con: duckdb.DuckDBPyConnection, table: str, unit: str) -> None:
+    """After rows were added (their count column still NULL): the counts of the units they belong to
+    written again on all of those units' rows, old and new, and the table's new row count as the column's
+    comment. The other units' counts are unchanged."""
+    t, u, c = quote(table), quote(unit), quote(unit_rows_column(unit))
+    con.execute(
+        f"UPDATE {t} SET {c} = n.rows FROM (SELECT {u} AS unit, COUNT(*) AS rows FROM {t} WHERE {u} IN "
+        f"(SELECT {u} FROM {t} WHERE {c} IS NULL) OR ({u} IS NULL AND EXISTS (SELECT 1 FROM {t} WHERE "
+        f"{u} IS NULL AND {c} IS NULL)) GROUP BY {u}) AS n WHERE {t}.{u} IS NOT DISTINCT FROM n.unit"
+    )
+    con.execute(f"COMMENT ON COLUMN {t}.{c} IS '{_count(con, table)}'")
 
 
 def write_unit_rows(con: duckdb.DuckDBPyConnection, name: str, unit: str | None, columns: list[str]) -> None:

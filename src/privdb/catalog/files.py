@@ -10,6 +10,7 @@ DuckDB's extension server cannot do.
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import duckdb
 import pandas as pd
 
 from privdb.catalog.reading import FORMATS, FileFormat, ReadOptions
+from privdb.catalog.typed import described_type, forced_types, wrong_type
 from privdb.errors import InvalidParameter, install_hint
 
 __all__ = [
@@ -24,6 +26,7 @@ __all__ = [
     "FileFormat",
     "ReadOptions",
     "bad_lines",
+    "csv_kwargs",
     "format_of",
     "read_relation",
     "release",
@@ -46,7 +49,7 @@ def format_of(path: Path, options: ReadOptions) -> FileFormat:
     return options.format or _SUFFIXES.get(path.suffix.lower(), "csv")
 
 
-def _csv_kwargs(options: ReadOptions) -> dict[str, Any]:
+def csv_kwargs(options: ReadOptions) -> dict[str, Any]:
     """DuckDB's read_csv arguments for the options given (the rest detected by its sniffer)."""
     given = {
         "header": options.header,
@@ -57,6 +60,7 @@ def _csv_kwargs(options: ReadOptions) -> dict[str, Any]:
     }
     # malformed lines are set aside, not guessed around (the sniffer would read a file with one line too
     # long as a single text column): bad_lines() then refuses them, or counts them if told to skip
+    given["allow_quoted_nulls"] = None if options.quoted_nulls else False
     return {k: v for k, v in given.items() if v is not None} | {"ignore_errors": True, "store_rejects": True}
 
 
@@ -84,7 +88,11 @@ def read_relation(con: duckdb.DuckDBPyConnection, path: Path, options: ReadOptio
             con.register(view, _excel(path, options))
             return view
         if kind == "csv":
-            relation = con.read_csv(str(path), **_csv_kwargs(options))
+            relation = con.read_csv(str(path), **csv_kwargs(options))
+            sniffed = {str(c): str(t) for c, t in zip(relation.columns, relation.types, strict=True)}
+            forced = forced_types(sniffed, options)  # the types the metadata or the table asks for
+            if forced:
+                relation = con.read_csv(str(path), **csv_kwargs(options), dtype=forced)
         elif kind == "parquet":
             relation = con.read_parquet(str(path))
         else:
@@ -113,29 +121,50 @@ def read_relation(con: duckdb.DuckDBPyConnection, path: Path, options: ReadOptio
     return view
 
 
-def bad_lines(con: duckdb.DuckDBPyConnection, path: Path, options: ReadOptions) -> int:
+def bad_lines(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    options: ReadOptions,
+    types: dict[str, str] | None = None,
+    kept: int | None = None,
+) -> int:
     """After ``con`` has read the file through :func:`read_relation`: the number of malformed lines it set
-    aside (0 for formats other than CSV). Unless ``options.skip_bad_lines``, any is refused, naming the first
-    line and what is wrong with it (never its values: they are the data)."""
+    aside (0 for formats other than CSV), a value that does not fit its column's type included. Unless
+    ``options.skip_bad_lines``, any is refused, naming the first line, its column and the type expected
+    (``types``: column → DuckDB type as read), never its values: they are the data. A column whose type was
+    asked for (privdb.catalog.typed) but whose values mostly do not fit it (more lines set aside for it than
+    the ``kept`` lines read) is refused even so: its type is what is wrong, not a few lines."""
     if format_of(path, options) != "csv":
         return 0
     try:
         rows = con.execute(
-            "SELECT line, error_type, column_name FROM reject_errors ORDER BY line, column_idx"
+            "SELECT DISTINCT line, error_type, column_name, column_idx FROM reject_errors "
+            "ORDER BY line, column_idx"
         ).fetchall()
     except duckdb.CatalogException:  # nothing was set aside
         return 0
     lines = sorted({int(r[0]) for r in rows})
+    if kept is not None:
+        casts = Counter(str(r[2]) for r in rows if str(r[1]).upper() == "CAST" and r[2])
+        for column, bad in casts.items():
+            first = min(int(r[0]) for r in rows if str(r[2]) == column)
+            wrong = wrong_type(column, bad, bad + kept, first, options)
+            if wrong is not None:
+                raise InvalidParameter(wrong)
     if not lines or options.skip_bad_lines:
         return len(lines)
-    line, kind, column = rows[0]
-    what = str(kind).lower().replace("cast", "a value not of the column's type")
+    line, kind, column, _ = rows[0]
+    if str(kind).upper() == "CAST" and column:
+        expected = described_type(str(column), (types or {}).get(str(column)), options)
+        what = f"column {str(column)!r} holds a value that is not {expected}; the value is not shown"
+        fix = "fix the file, mark missing values with --null (e.g. --null NA)"
+    else:
+        what = str(kind).lower() + (f" in column {str(column)!r}" if column else "")
+        fix = "fix the file, check --delimiter, --quote and --no-header"
     more = f" (and {len(lines) - 1:,} more bad line{'s' if len(lines) > 2 else ''})" if len(lines) > 1 else ""
     raise InvalidParameter(
-        f"line {line} of {path.name!r}: {what}"
-        + (f" in column {column!r}" if column else "")
-        + f"{more}; fix the file, check --delimiter, --quote and --no-header, or give --skip-bad-lines to "
-        f"leave out the {len(lines):,} bad line{'s' if len(lines) > 1 else ''}"
+        f"line {line} of {path.name!r}: {what}{more}; {fix}, or give --skip-bad-lines to leave out the "
+        f"{len(lines):,} bad line{'s' if len(lines) > 1 else ''}"
     )
 
 

@@ -9,15 +9,17 @@ them with public knowledge (a legal age range, a published list of states) befor
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 import yaml
 
-from privdb.backends.duckdb_tables import engine_type
+from privdb.catalog.mixed import MixedColumn
+from privdb.catalog.typed import engine_type
 
-__all__ = ["MAX_CATEGORIES", "MAX_LABEL", "Skeleton", "infer_skeleton", "unit_rank"]
+__all__ = ["CONTRIBUTIONS_QUANTILE", "MAX_CATEGORIES", "MAX_LABEL", "Skeleton", "infer_skeleton", "unit_rank"]
 
 # a text column is written as a category (its distinct values copied as the domain) only when it looks like
 # a code list: at most this many distinct values, none longer than MAX_LABEL characters, and each value
@@ -28,12 +30,19 @@ MAX_LABEL = 32
 
 @dataclass(frozen=True)
 class Skeleton:
-    """The YAML text, the text columns left without a domain and the guessed privacy unit (or None), for
-    the owner to hear about."""
+    """The YAML text, the text columns left without a domain, the guessed privacy unit (or None) and the
+    ``max_contributions`` read from the data when the unit's values repeat (or None), for the owner to hear
+    about."""
 
     text: str
     undomained: tuple[str, ...]
     unit: str | None = None
+    max_contributions: int | None = None
+
+
+# the rows per unit written as max_contributions: this share of the units have at most that many (a bound
+# at the largest count would let one unusual person set the noise of every answer)
+CONTRIBUTIONS_QUANTILE = 0.95
 
 
 # the privacy unit is guessed from the column's name only: a column unique per row is not a person's id for
@@ -97,8 +106,12 @@ def infer_skeleton(
     source: str,
     *,
     max_categories: int = MAX_CATEGORIES,
+    mixed: Sequence[MixedColumn] = (),
 ) -> Skeleton:
-    """The skeleton for ``relation`` (a view over the file) as YAML text with review marks."""
+    """The skeleton for ``relation`` (a view over the file) as YAML text with review marks. ``mixed``: text
+    columns of mostly numbers (privdb.catalog.mixed), written as numbers with a mark naming the first line
+    that is not one."""
+    numbers = {m.column: m for m in mixed}
     columns = [(str(r[0]), str(r[1])) for r in con.execute(f"DESCRIBE {relation}").fetchall()]
     probes = []
     for name, duck_type in columns:
@@ -123,6 +136,8 @@ def infer_skeleton(
             spec = {"type": kind, "private_id": True}
             each = "every value distinct" if rows and distinct == rows else "values repeat (rows per person)"
             note = f"{each}: a person's id? (if not, drop private_id and give bounds or a domain)"
+        elif name in numbers:
+            spec, note = _mostly_numbers(numbers[name])
         elif kind in ("int", "float") and low is not None:
             spec |= {"lower": _number(low, kind), "upper": _number(high, kind)}
             note = "bounds from the data: replace with public bounds"
@@ -147,8 +162,48 @@ def infer_skeleton(
         if unit_guess
         else ""
     )
+    repeats = unit_guess is not None and rows > 0 and _distinct(row, columns, unit_guess) < rows
+    bound = _rows_per_unit(con, relation, unit_guess) if repeats and unit_guess else None
+    if bound is not None:
+        share = f"{CONTRIBUTIONS_QUANTILE:.0%}"
+        unit += (
+            f"    # max_contributions FROM THE DATA: {share} of the {unit_guess} values have at most {bound} "
+            f"row{'s' if bound > 1 else ''}; review it.\n"
+            "    # Each answer keeps at most this many rows per person; `privdb load` says how many rows it\n"
+            f"    # leaves out, and `privdb tune --db DIR {table}` suggests a bound with DP.\n"
+            f"    max_contributions: {bound}\n"
+        )
     head = _HEADER.format(table=table, source=source, unit=unit)
-    return Skeleton(head + "\n".join(lines) + "\n", tuple(undomained), unit_guess)
+    return Skeleton(head + "\n".join(lines) + "\n", tuple(undomained), unit_guess, bound)
+
+
+def _distinct(row: Sequence[Any], columns: list[tuple[str, str]], name: str) -> int:
+    """The distinct values of column ``name`` among the probes' results."""
+    i = [n for n, _ in columns].index(name)
+    return int(row[1 + 5 * i] or 0)
+
+
+def _rows_per_unit(con: duckdb.DuckDBPyConnection, relation: str, unit: str) -> int:
+    """The number of rows that ``CONTRIBUTIONS_QUANTILE`` of the units have at most (at least 1)."""
+    q = '"' + unit.replace('"', '""') + '"'
+    found = con.execute(
+        f"SELECT quantile_disc(n, {CONTRIBUTIONS_QUANTILE}) FROM (SELECT COUNT(*) AS n FROM {relation} "
+        f"WHERE {q} IS NOT NULL GROUP BY {q})"
+    ).fetchall()
+    return max(1, int(found[0][0] or 1)) if found else 1
+
+
+def _mostly_numbers(mixed: MixedColumn) -> tuple[dict[str, Any], str]:
+    """A text column of mostly numbers, written as the numbers' type with their bounds from the data, and
+    the mark that says which line is not a number and what a load will do with it."""
+    spec: dict[str, Any] = {"type": mixed.kind}
+    if mixed.low is not None and mixed.high is not None:
+        spec |= {"lower": _number(mixed.low, mixed.kind), "upper": _number(mixed.high, mixed.kind)}
+    note = (
+        f"numbers, but {mixed.counted()}: a load refuses such lines (or --null, --skip-bad-lines); bounds "
+        "from the data: replace with public bounds"
+    )
+    return spec, note
 
 
 def _code_list(distinct: Any, longest: Any, present: Any, max_categories: int) -> bool:

@@ -15,7 +15,7 @@ import json
 import secrets
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,7 @@ _ADDED = (
     ("analysts", "revoked", "REAL"),  # when the token was revoked (NULL: valid)
     ("analysts", "expires", "REAL"),  # when the token stops working (NULL: never)
     ("analysts", "tables", "TEXT"),  # JSON list of the tables the analyst may query (NULL: all)
+    ("answers", "tbls", "TEXT"),  # every table an answer read, lower-cased, each between newlines
     *SURVEY_ADDED,
 )
 
@@ -118,8 +119,19 @@ class Catalog(SurveyRecords):
                 "ON CONFLICT(name) DO UPDATE SET metadata = excluded.metadata",
                 (table, json.dumps(metadata)),
             )
-            # answers about a reloaded table are stale
-            cur.execute("DELETE FROM answers WHERE lower(tbl) = lower(?)", (table,))
+            self.forget_answers(table, cur)  # answers about a reloaded table are stale
+
+    def forget_answers(self, table: str, cur: Cursor | None = None) -> None:
+        """Drop every stored answer that read ``table`` (its data changed: a repeat is answered afresh, and
+        paid again); in ``cur``'s transaction if given. An answer that read several tables goes with any of
+        them (a name's ``_`` matching any letter only drops a few more)."""
+        sql = "DELETE FROM answers WHERE lower(tbl) = lower(?) OR tbls LIKE ?"
+        args = (table, f"%\n{table.lower()}\n%")
+        if cur is None:
+            with self._store.transaction(durable=False) as own:
+                own.execute(sql, args)
+        else:
+            cur.execute(sql, args)
 
     def metadata(self, table: str) -> dict[str, Any] | None:
         rows = self._read("SELECT metadata FROM tables WHERE lower(name) = lower(?)", (table,))
@@ -280,14 +292,23 @@ class Catalog(SurveyRecords):
         return None if row is None else dict(json.loads(row[0]))
 
     def store_answer(
-        self, analyst: str, query: str, table: str, result: dict[str, Any], cur: Cursor | None = None
+        self,
+        analyst: str,
+        query: str,
+        table: str,
+        result: dict[str, Any],
+        cur: Cursor | None = None,
+        tables: Sequence[str] = (),
     ) -> None:
-        """Keep the answer for repeats; in ``cur``'s transaction if given (the ledger's, with its spend)."""
+        """Keep the answer for repeats; in ``cur``'s transaction if given (the ledger's, with its spend).
+        ``tables``: every table it read (default ``table``), so a change to any of them drops it."""
         sql = (
-            "INSERT INTO answers VALUES (?, ?, ?, ?, ?) ON CONFLICT (analyst, query) DO UPDATE SET "
-            "tbl = excluded.tbl, result = excluded.result, created = excluded.created"
+            "INSERT INTO answers (analyst, query, tbl, result, created, tbls) VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (analyst, query) DO UPDATE SET tbl = excluded.tbl, result = excluded.result, "
+            "created = excluded.created, tbls = excluded.tbls"
         )
-        args = (analyst, query, table, json.dumps(result), time.time())
+        read = "".join(f"{t.lower()}\n" for t in (tables or (table,)))
+        args = (analyst, query, table, json.dumps(result), time.time(), f"\n{read}")
         if cur is None:
             self._store.execute(sql, args)
         else:

@@ -177,7 +177,16 @@ def serve(
     port: Annotated[int, typer.Option(help="port to listen on")] = 8000,
     workers: Annotated[int, typer.Option(help="worker processes (more than 1 opens the data read-only)")] = 1,
     query_timeout: Annotated[float, typer.Option(help="seconds an engine query may run")] = 30.0,
-    max_body: Annotated[int, typer.Option(help="largest request body, in bytes")] = 16 * 2**20,
+    max_body: Annotated[
+        int, typer.Option(help="largest request body, in bytes (but a table's file: --max-load-bytes)")
+    ] = 16 * 2**20,
+    max_load_bytes: Annotated[
+        int | None,
+        typer.Option(
+            help="largest file a load or an append may send, in bytes, streamed to disk as it comes "
+            "(default: no limit but the disk's)"
+        ),
+    ] = None,
     access_log: Annotated[
         bool, typer.Option("--access-log/--no-access-log", help="log each request to standard output")
     ] = True,
@@ -221,6 +230,8 @@ def serve(
 
     if workers < 1 or not 0 < port < 65536 or query_timeout <= 0 or max_body < 1024:
         raise InvalidParameter("--workers ≥ 1, --port in 1..65535, --query-timeout > 0, --max-body ≥ 1024")
+    if max_load_bytes is not None and max_load_bytes < 1:
+        raise InvalidParameter("--max-load-bytes must be a number of bytes ≥ 1 (leave it out for no limit)")
     if pg_port is not None and (not 0 < pg_port < 65536 or pg_port == port):
         raise InvalidParameter("--pg-port must be in 1..65535 and differ from --port")
     if pg_port is None and (pg_host or pg_tls_cert or pg_tls_key):
@@ -258,4 +269,5 @@ def serve(
         log_config=log_config,
         ledger=ledger,
         pg=pg,
+        max_load_bytes=max_load_bytes,
     )

@@ -8,6 +8,15 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
 from rich.text import Text
 
 from privdb.catalog.reading import FileFormat, ReadOptions
@@ -67,10 +76,20 @@ def read_options(
     )
 
 
+Append = Annotated[
+    bool,
+    typer.Option(
+        "--append",
+        help="add the file's rows to the table (same columns, any order), atomically; the table keeps its "
+        "metadata, so give no --metadata",
+    ),
+]
+
+
 @app.command()
 @friendly
 def load(
-    table: Annotated[str, typer.Argument(help="name of the table to create or replace")],
+    table: Annotated[str, typer.Argument(help="name of the table to create or replace (or add rows to)")],
     file: FileArgument,
     db: Annotated[Path | None, typer.Option("--db", help="database directory (created on first use)")] = None,
     metadata: Annotated[Path | None, typer.Option(help="privacy metadata YAML (docs/metadata.md)")] = None,
@@ -81,19 +100,27 @@ def load(
     null: Null = None,
     file_format: Format = None,
     skip_bad_lines: SkipBadLines = False,
+    append: Append = False,
     url: UrlOption = None,
     token: TokenOption = None,
     ledger: LedgerOption = None,
 ) -> None:
-    """Load a file into the database with its privacy metadata, and warn where the data strays from it
-    (values outside a declared domain, the share clipped at each bound): the owner's check, never shown to
-    analysts. With --url and the owner's --token, the file is read here and sent to the server."""
+    """Load a file into the database with its privacy metadata (or with --append add its rows to a table),
+    and warn where the data strays from it (values outside a declared domain, the share clipped at each
+    bound, the rows max_contributions leaves out): the owner's check, never shown to analysts. With --url
+    and the owner's --token, the file is read here, checked by the server before it is sent, and streamed
+    with a progress bar."""
     options = read_options(no_header, names, delimiter, quote, null, file_format, skip_bad_lines)
+    if append and metadata is not None:
+        raise InvalidParameter(
+            "--append keeps the table's metadata: leave out --metadata (to change the metadata, load the "
+            "whole table again without --append)"
+        )
     if url is not None:
         from privdb.cli.options import open_connection
 
-        with open_connection(db, url, token) as remote:
-            answer = remote.load(table, file, metadata, options)
+        with open_connection(db, url, token) as remote, _Sending(file.name) as bar:
+            answer = remote.load(table, file, metadata, options, append=append, progress=bar)
         _report(answer["name"], answer.get("rows"), answer, answer.get("conformance", []))
         return
     if db is None:
@@ -101,18 +128,53 @@ def load(
     from privdb.database import Database
 
     with Database(db, ledger=ledger) as database:
-        meta = database.load(table, file, metadata, options)
+        if append:
+            meta = database.append(table, file, options)
+        else:
+            meta = database.load(table, file, metadata, options)
         answer = database.loaded(meta)
     _report(meta.name, answer["rows"], answer, answer["conformance"])
+
+
+class _Sending:
+    """A progress bar on stderr while a file streams to a server (none when stderr is not a terminal)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.bar = Progress(
+            TextColumn("sending {task.description}", markup=False),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=errors(),
+            transient=True,
+        )
+        self.task: TaskID | None = None
+
+    def __enter__(self) -> _Sending:
+        if self.bar.console.is_terminal:
+            self.bar.start()
+        return self
+
+    def __call__(self, sent: int, total: int) -> None:
+        if self.task is None:
+            self.task = self.bar.add_task(self.name, total=total)
+        self.bar.update(self.task, completed=sent)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar.live.is_started:  # stopping a bar never started would print an empty line
+            self.bar.stop()
 
 
 def _report(name: str, rows: int | None, meta: dict[str, Any], findings: list[dict[str, Any]]) -> None:
     columns = meta.get("columns", {})
     bounded = [c for c, spec in columns.items() if spec.get("lower") is not None]
     size = f"{rows:,} rows, " if rows is not None else ""
+    added = meta.get("appended")
     console().print(
         Text.assemble(
-            "loaded ",
+            "loaded " if added is None else f"added {added:,} row{'' if added == 1 else 's'} to ",
             (name, "bold"),
             f": {size}{len(columns)} columns; privacy unit: "
             f"{meta.get('privacy_unit') or 'one row'}; bounded: {', '.join(bounded) or 'none'}",
@@ -122,9 +184,14 @@ def _report(name: str, rows: int | None, meta: dict[str, Any], findings: list[di
     if skipped:
         errors().print(
             f"warning: skipped {skipped:,} malformed line{'s' if skipped > 1 else ''} of the file "
-            "(--skip-bad-lines)",
+            "(too many or too few values, or a value not of its column's type; --skip-bad-lines)",
             highlight=False,
         )
+    for mixed in meta.get("mixed_columns", []):
+        errors().print(f"warning: {mixed['message']}", highlight=False)
+    bound = (meta.get("contributions") or {}).get("message")
+    if bound:
+        errors().print(f"warning: {bound}", highlight=False)
     for finding in findings:
         errors().print(f"warning: {finding['message']}", highlight=False)
     if findings:
@@ -154,19 +221,35 @@ def infer(
     import duckdb
 
     from privdb.catalog.files import bad_lines, read_relation
-    from privdb.catalog.infer import infer_skeleton
+    from privdb.catalog.infer import CONTRIBUTIONS_QUANTILE, infer_skeleton
+    from privdb.catalog.mixed import mixed_columns
 
     options = read_options(no_header, names, delimiter, quote, null, file_format, skip_bad_lines)
     con = duckdb.connect()
     try:
         view = read_relation(con, file, options)
-        skeleton = infer_skeleton(con, view, table, file.name)  # reads every column of every line
+        mixed = mixed_columns(con, view, file, options)  # text columns of mostly numbers
+        skeleton = infer_skeleton(con, view, table, file.name, mixed=mixed)  # reads every line's columns
         skipped = bad_lines(con, file, options)  # so a bad line anywhere refuses the file (unless skipped)
     finally:
         con.close()
     sys.stdout.write(skeleton.text)
     if skipped:
         errors().print(f"warning: skipped {skipped:,} malformed line{'s' if skipped > 1 else ''} of the file")
+    for column in mixed:
+        errors().print(
+            f"note: {column.column} holds numbers but {column.counted()}: written as {column.kind}, so a "
+            "load refuses such lines (mark missing values with --null, or leave them out with "
+            "--skip-bad-lines); declare type: text if it is a code",
+            highlight=False,
+        )
+    if skeleton.max_contributions is not None:
+        errors().print(
+            f"note: {skeleton.unit} repeats: max_contributions: {skeleton.max_contributions} was read from "
+            f"the data ({CONTRIBUTIONS_QUANTILE:.0%} of the {skeleton.unit} values have at most that many "
+            f"rows); review it (`privdb tune --db DIR {table}` suggests one with DP)",
+            highlight=False,
+        )
     if skeleton.unit is None:
         errors().print(
             "note: no privacy unit guessed (no column is named like a person's id: id, pid, person_id, "

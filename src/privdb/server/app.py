@@ -33,6 +33,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from privdb import deadline
 from privdb.catalog.querylog import LogOptions, Outcome
 from privdb.catalog.store import Principal
+from privdb.catalog.typed import APPEND_KEEPS_METADATA
 from privdb.database import Database, log_subject
 from privdb.errors import Forbidden, InvalidParameter, PrivdbError, RawAccessDenied
 from privdb.publish.service import publish_request
@@ -42,6 +43,7 @@ from privdb.server.errors import error_response, from_error
 from privdb.server.negotiate import ARROW_RESPONSE, answer_response
 from privdb.server.queryroute import ANALYSTS_ONLY, bearer, invalid_body, query_route
 from privdb.server.surveys import router as surveys
+from privdb.server.uploads import UploadIn, Uploads
 from privdb.sql import engine
 
 __all__ = ["MAX_BODY", "create_app"]
@@ -51,13 +53,15 @@ MAX_RAW_ROWS = 10_000  # rows an owner's raw SQL returns over HTTP
 
 
 class _BodyLimit:
-    """Refuses bodies over ``limit`` bytes with 413, by Content-Length or while they stream in."""
+    """Refuses bodies over ``limit`` bytes with 413, by Content-Length or while they stream in; but not a
+    file's upload (``PUT /v1/uploads/{id}``): it streams to disk under the owner's own limit (uploads.py)."""
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app, self.limit = app, limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        upload = scope.get("method") == "PUT" and str(scope.get("path", "")).startswith("/v1/uploads/")
+        if scope["type"] != "http" or upload:
             await self.app(scope, receive, send)
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
@@ -96,7 +100,8 @@ class _BodyLimit:
         response = error_response(
             "request_too_large",
             f"the request body is larger than the server's limit of {self.limit:,} bytes; send less "
-            "(e.g. split a table into parts) or start the server with a larger --max-body",
+            "(a table's file streams through POST and PUT /v1/uploads, as `privdb load --url` sends it) or "
+            "start the server with a larger --max-body",
         )
         await response(scope, receive, send)
 
@@ -144,10 +149,13 @@ def create_app(
     query_timeout: float | None = 30.0,
     max_body: int = MAX_BODY,
     ledger: str | None = None,
+    max_load_bytes: int | None = None,
 ) -> FastAPI:
     """The application over one database directory (its ledger and catalog in PostgreSQL if ``ledger``
-    is a ``postgresql://`` URL: several hosts' servers then share budgets, analysts and the log)."""
+    is a ``postgresql://`` URL: several hosts' servers then share budgets, analysts and the log).
+    ``max_load_bytes``: the largest file a load or an append may send (None: no limit but the disk's)."""
     db = Database(db_dir, read_only=read_only, ledger=ledger)
+    uploads = Uploads(db, max_load_bytes)
     db.backend  # noqa: B018 (open the data now: the server holds DuckDB's lock from its start, not its first query)
     db.query_timeout = query_timeout
     app = FastAPI(
@@ -271,13 +279,30 @@ def create_app(
         db.revoke(name)
         return {"name": name, "revoked": True}
 
-    @app.post("/v1/tables", summary="Load a table from CSV text with its privacy metadata")
+    @app.post("/v1/tables", summary="Load a table from CSV text with its privacy metadata (or add rows)")
     def add_table(body: TableIn, who: Owner) -> dict[str, Any]:
+        if body.append and body.metadata is not None:
+            raise InvalidParameter(APPEND_KEEPS_METADATA)
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "upload.csv"
             path.write_text(body.csv, encoding="utf-8")
-            meta = db.load(body.name, path, body.metadata or {})
+            meta = (
+                db.append(body.name, path) if body.append else db.load(body.name, path, body.metadata or {})
+            )
         return db.loaded(meta)  # with the row count and where the data strays from the metadata
+
+    # a file of any size: checked first, then streamed to disk (server/uploads.py)
+    @app.post("/v1/uploads", summary="Check a load or an append before its file is sent; an upload id")
+    def open_upload(body: UploadIn, who: Owner) -> dict[str, Any]:
+        return uploads.open(body)
+
+    @app.put("/v1/uploads/{upload}", summary="The file of an upload, as CSV: streamed to disk, then loaded")
+    async def put_upload(upload: str, request: Request, who: Owner) -> dict[str, Any]:
+        return await uploads.receive(upload, request)
+
+    @app.delete("/v1/uploads/{upload}", summary="Forget an upload whose file will not be sent")
+    def forget_upload(upload: str, who: Owner) -> dict[str, Any]:
+        return uploads.forget(upload)
 
     @app.post(
         "/v1/attachments", summary="Register a table that stays in its own engine (SQLite, PostgreSQL…)"

@@ -90,6 +90,7 @@ class TableIn(Body):
     name: str = Field(max_length=64)
     csv: str = Field(description="the table as CSV text (delimiter and header detected)")
     metadata: dict[str, Any] | None = None
+    append: bool = Field(default=False, description="add the rows to the table (which keeps its metadata)")
 
 
 class AttachIn(Body):

@@ -30,7 +30,7 @@ from privdb.server.app import MAX_BODY, create_app
 __all__ = ["PgOptions", "app_from_env", "serve"]
 
 ENV_DB, ENV_TIMEOUT, ENV_MAX_BODY = "PRIVDB_SERVER_DB", "PRIVDB_SERVER_TIMEOUT", "PRIVDB_SERVER_MAX_BODY"
-ENV_LEDGER = "PRIVDB_SERVER_LEDGER"
+ENV_LEDGER, ENV_MAX_LOAD = "PRIVDB_SERVER_LEDGER", "PRIVDB_SERVER_MAX_LOAD_BYTES"
 
 
 def app_from_env() -> FastAPI:
@@ -42,6 +42,7 @@ def app_from_env() -> FastAPI:
         query_timeout=float(timeout) if timeout else None,
         max_body=int(os.environ.get(ENV_MAX_BODY, MAX_BODY)),
         ledger=os.environ.get(ENV_LEDGER) or None,
+        max_load_bytes=int(os.environ[ENV_MAX_LOAD]) if os.environ.get(ENV_MAX_LOAD) else None,
     )
 
 
@@ -79,13 +80,15 @@ def serve(
     log_config: str | Path | None = None,
     ledger: str | None = None,
     pg: PgOptions | None = None,
+    max_load_bytes: int | None = None,
 ) -> None:
     """Run the server until interrupted. With ``workers > 1`` each worker process opens the data
     read-only (DuckDB allows one writer per file); budgets stay exact across them (the ledger's SQLite
     transactions serialise processes). ``ledger``: a ``postgresql://`` URL where the budgets, analysts and
     log live, shared with other hosts' servers (whose transactions serialise alike). While it runs,
     ``DIR/serve.json`` names its pid and URL. ``pg``: also accept PostgreSQL clients (privdb.server.pgwire)
-    in this process, on the same Database (with ``workers > 1``, one more read-only one)."""
+    in this process, on the same Database (with ``workers > 1``, one more read-only one).
+    ``max_load_bytes``: the largest file a load or append may stream in (None: no limit but the disk's)."""
     import uvicorn
 
     logs: dict[str, Any] = {"access_log": access_log, "log_config": logging_config(log_config)}
@@ -101,6 +104,7 @@ def serve(
                 os.environ[ENV_TIMEOUT] = str(query_timeout)
             os.environ[ENV_MAX_BODY] = str(max_body)
             os.environ[ENV_LEDGER] = ledger or ""
+            os.environ[ENV_MAX_LOAD] = "" if max_load_bytes is None else str(max_load_bytes)
             with _pg_listener(pg, lambda: _read_only(db_dir, query_timeout, ledger), access_log, log_config):
                 uvicorn.run(
                     "privdb.server.run:app_from_env",
@@ -111,7 +115,10 @@ def serve(
                     **logs,
                 )
         else:
-            app = create_app(db_dir, query_timeout=query_timeout, max_body=max_body, ledger=ledger)
+            app = create_app(
+                db_dir, query_timeout=query_timeout, max_body=max_body, ledger=ledger,
+                max_load_bytes=max_load_bytes,
+            )  # fmt: skip
             with _pg_listener(pg, lambda: app.state.db, access_log, log_config):
                 uvicorn.run(app, host=host, port=port, **logs)
 

@@ -52,6 +52,9 @@ def charged(
         result.epsilon_spent, result.delta_spent, result.cached = 0.0, 0.0, True
         result.budget = _budget(db, analyst)
         return result
+    # the data as it is before the read: an answer read while a load or an append changed it is not stored
+    # (the change drops stored answers after its commit; this one could be stored after that)
+    version = db.data_version()
     # the spend also draws on each table's lifetime budget and the analyst's group's (where the owner set one)
     group = db.ledger.group_of(analyst, db.name)
     draws = [("table", t) for t in (tables or (table,))] + ([("group", group)] if group else [])
@@ -86,7 +89,8 @@ def charged(
 
     def store(cur: Cursor) -> None:  # in the spend's transaction: one synced commit for both
         result.budget = _remaining(db.ledger.budget(analyst, db.name, cur))
-        db.catalog.store_answer(analyst, key, table, result.to_dict(), cur)
+        if db.data_version() == version:
+            db.catalog.store_answer(analyst, key, table, result.to_dict(), cur, tables or (table,))
 
     dlt = reservation.delta if answer.epsilon is None else delta
     try:

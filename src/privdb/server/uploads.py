@@ -1,0 +1,142 @@
+"""A table's file over HTTP in two requests, so that no file sits in the server's memory and a refusal costs
+no upload (docs/server.md, "Loading over the server"):
+
+- ``POST /v1/uploads {"name", "metadata", "columns", "append"}`` (the owner): everything that can be checked
+  before the data is: the name, the metadata against the file's columns and types as the owner's machine read
+  them (privdb.catalog.upload), or for an append the table and its columns. Returns an upload id, used once
+  within ``LIFETIME`` seconds (at most ``MAX_PENDING`` wait at a time), and the owner's size limit.
+- ``PUT /v1/uploads/{id}`` with the CSV as its body: streamed to a private file in ``DIR/uploads/{id}``
+  (0600 in 0700 folders) as it arrives, never past the owner's ``--max-load-bytes``; then loaded or
+  appended (which checks everything again, on the data) and the file removed, whatever happened. A file a
+  crash left there is removed when the server starts.
+- ``DELETE /v1/uploads/{id}``: the client gave up before sending.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+
+from privdb.catalog.typed import APPEND_KEEPS_METADATA
+from privdb.catalog.upload import sent_options, too_large
+from privdb.database import Database
+from privdb.errors import InvalidParameter, RequestTooLarge
+from privdb.server.bodies import Body
+
+__all__ = ["LIFETIME", "MAX_PENDING", "UploadIn", "Uploads"]
+
+LIFETIME = 3600.0  # seconds an upload id waits for its data
+MAX_PENDING = 16  # upload ids waiting at once; the oldest is forgotten past this
+_FLUSH = 2**20  # bytes gathered before a write to the file
+
+
+class UploadIn(Body):
+    name: str = Field(max_length=64)
+    metadata: dict[str, Any] | None = Field(default=None, description="the table's (none for an append)")
+    columns: dict[str, str] = Field(
+        description="the file's columns as the owner's machine read them: name → DuckDB type, in order"
+    )
+    append: bool = Field(default=False, description="add the rows to the table instead of replacing it")
+
+
+@dataclass(frozen=True)
+class _Slot:
+    name: str
+    spec: dict[str, Any] | None
+    columns: dict[str, str]
+    append: bool
+    expires: float
+
+
+class Uploads:
+    """One server's pending uploads, and the private folder their files stream into."""
+
+    def __init__(self, db: Database, max_bytes: int | None) -> None:
+        self.db, self.max_bytes = db, max_bytes
+        self.folder = db.path / "uploads"
+        self._slots: dict[str, _Slot] = {}
+        self._lock = threading.Lock()
+        if not db.read_only:  # the one writer: what a crash left is no one's upload any more
+            self.folder.mkdir(mode=0o700, exist_ok=True)
+            self.folder.chmod(0o700)
+            for left in self.folder.iterdir():
+                shutil.rmtree(left, ignore_errors=True) if left.is_dir() else left.unlink(missing_ok=True)
+
+    def open(self, body: UploadIn) -> dict[str, Any]:
+        """Check what can be checked before the data, and keep it under a new upload id."""
+        if body.append:
+            if body.metadata is not None:
+                raise InvalidParameter(APPEND_KEEPS_METADATA)
+            self.db.check_append(body.name, body.columns)
+        else:
+            self.db.check_load(body.name, body.metadata or {}, body.columns)
+        upload = secrets.token_urlsafe(16)
+        now = time.monotonic()
+        with self._lock:
+            for key in [k for k, slot in self._slots.items() if slot.expires < now]:
+                del self._slots[key]
+            while len(self._slots) >= MAX_PENDING:
+                del self._slots[next(iter(self._slots))]
+            self._slots[upload] = _Slot(body.name, body.metadata, body.columns, body.append, now + LIFETIME)
+        return {"upload": upload, "max_bytes": self.max_bytes}
+
+    def forget(self, upload: str) -> dict[str, Any]:
+        """Drop an upload id whose data will not come."""
+        with self._lock:
+            found = self._slots.pop(upload, None) is not None
+        return {"upload": upload, "deleted": found}
+
+    async def receive(self, upload: str, request: Request) -> dict[str, Any]:
+        """Stream the body to a private file, then load it (in a worker thread) and remove it."""
+        with self._lock:
+            slot = self._slots.pop(upload, None)
+        if slot is None or slot.expires < time.monotonic():
+            raise InvalidParameter(
+                "no such upload waiting (each is used once, within an hour): POST /v1/uploads first"
+            )
+        declared = request.headers.get("content-length", "")
+        if self.max_bytes is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            raise RequestTooLarge(too_large(int(declared), self.max_bytes))
+        own = self.folder / upload  # its file is upload.csv, the name a refusal of a line names
+        own.mkdir(mode=0o700)
+        try:
+            await self._save(request, own / "upload.csv")
+            return await run_in_threadpool(self._load, slot, own / "upload.csv")
+        finally:
+            shutil.rmtree(own, ignore_errors=True)
+
+    async def _save(self, request: Request, path: Path) -> None:
+        """The body into ``path`` (0600) as it arrives, a megabyte at a time, refused past the limit."""
+        handle = os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
+        try:
+            size, pending = 0, bytearray()
+            async for chunk in request.stream():
+                size += len(chunk)
+                if self.max_bytes is not None and size > self.max_bytes:
+                    raise RequestTooLarge(too_large(size, self.max_bytes))
+                pending += chunk
+                if len(pending) >= _FLUSH:
+                    await run_in_threadpool(handle.write, bytes(pending))
+                    pending.clear()
+            if pending:
+                await run_in_threadpool(handle.write, bytes(pending))
+        finally:
+            handle.close()
+
+    def _load(self, slot: _Slot, path: Path) -> dict[str, Any]:
+        options = sent_options(slot.columns)
+        if slot.append:
+            meta = self.db.append(slot.name, path, options)
+        else:
+            meta = self.db.load(slot.name, path, slot.spec or {}, options)
+        return self.db.loaded(meta)
