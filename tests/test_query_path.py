@@ -162,9 +162,12 @@ def test_an_answer_costs_few_round_trips_to_the_ledger(db: Database, monkeypatch
     monkeypatch.setattr(sqlstore.Cursor, "execute", counting)
     engine.run(db, "alice", COUNT.format(1.5))
     # 29 before (metadata and attachments read at every step, the answer stored in a commit of its own);
-    # 19 with a PRAGMA opening each write transaction and the reservation read back to settle it
-    assert len(seen) <= 16, seen
-    assert seen.count("COMMIT") == 2  # the reservation, then the spend with its stored answer
+    # 19 with a PRAGMA opening each write transaction and the reservation read back to settle it; 16, and
+    # since issue 37 three more: the unsynced mark that the read is reached (0.07–0.09 ms; restarts
+    # charge a dead query only if it had read, docs/proofs/ledger.md, "Restarts")
+    assert len(seen) <= 19, seen
+    # the reservation, the mark, then the spend with its stored answer
+    assert seen.count("COMMIT") == 3 and seen.count("UPDATE") >= 1
     assert "PRAGMA" not in seen  # reservations and spends write on connections synced as each needs
 
 

@@ -322,7 +322,7 @@ class Database(TableLoads):
 
     def log(self, analyst: str | None = None, **options: Unpack[LogOptions]) -> list[dict[str, Any]]:
         """Who asked what, when, what it cost and how it ended: the ledger's spends (answered, or charged
-        and failed; a spend still ``reserved`` belongs to a process that died: ``interrupted``) and the
+        and failed; one whose process died, or is running it: ``interrupted``) and the
         refused queries, in time order. ``analyst=None``: everyone's (the owner's view). The filters
         (:class:`privdb.catalog.querylog.LogFilter`) and ``limit``/``offset`` paging run in SQL."""
         limit, offset = options.get("limit"), options.get("offset", 0)

@@ -8,18 +8,22 @@
   transactions take one advisory lock first, so writers on every host serialise alike
   (:mod:`privdb.accounting.sqlstore`, the only place the two differ).
 * **Durable.** WAL journal with ``synchronous=FULL``: a committed spend survives a crash or power loss. A
-  ``kill -9`` at any moment leaves either the whole transaction or none of it. A *reservation* (and a
-  release) is written with ``synchronous=NORMAL``: atomic, and seen by every other process at once, but
-  synced to disk only by the commit that follows it (the WAL is synced in order, so syncing the commit
-  syncs the reservation before it). No answer leaves before that commit, so a power cut can lose only a
-  reservation whose answer nobody received; it saves one fsync per query (~0.3 ms here).
+  ``kill -9`` at any moment leaves either the whole transaction or none of it. A *reservation* (a
+  release, and the mark that a query reaches its read) is written with ``synchronous=NORMAL``: atomic, and
+  seen by every other process at once, but synced to disk only by the commit that follows it (the WAL is
+  synced in order, so syncing the commit syncs the reservation before it). No answer leaves before that
+  commit, so a power cut can lose only a reservation whose answer nobody received; it saves one fsync per
+  query (~0.3 ms here).
 * **Group commit.** Concurrent reservations of one process share one transaction, and concurrent commits
   one synced transaction, each job in its savepoint (:mod:`privdb.accounting.groupcommit`); a commit
   returns only once its batch is synced.
 * **Reserve, then commit.** A query first *reserves* its cost (counted as spent at once). A query refused
   before it reads data *releases* the reservation; once data has been read the reservation is *committed*
-  before the answer leaves. A reservation whose process died stays counted: privdb cannot know whether the
-  data was read, so it errs on the side of the people in the data.
+  before the answer leaves. A query that reserves before its read marks the reservation as reaching the
+  read (``Reservation.reading()``) just before the engine is called; a reservation whose process died is
+  settled when the ledger is opened again: charged if it had reached the read, released if not
+  (privdb.accounting.restart). Where privdb cannot know that the process is dead (another host), it stays
+  counted, on the side of the people in the data.
 
 **Shared budgets.** Besides the analyst's own budget a spend draws, in the same transaction, on every *cap* it
 names: a table's lifetime budget (every analyst's answers about its people add up there, so analysts who
@@ -49,9 +53,12 @@ from privdb.accounting.amounts import Budget, _amount, _frac, _text
 from privdb.accounting.composition import GaussianCost, gaussian_charge
 from privdb.accounting.groupcommit import GroupCommit
 from privdb.accounting.ledger_schema import ADDED, SCHEMA
-from privdb.accounting.shared import SharedBudgets, charge_caps, record_draws, return_draws
+from privdb.accounting.owners import this_process
+from privdb.accounting.restart import Orphan, settle_orphans
+from privdb.accounting.settle import budget_row, settle_spend
+from privdb.accounting.shared import SharedBudgets, charge_caps, record_draws
 from privdb.accounting.sqlstore import Cursor, is_store_url, open_store
-from privdb.errors import BudgetExhausted, InvalidParameter
+from privdb.errors import BudgetExhausted, InternalError, InvalidParameter
 
 __all__ = ["Budget", "Ledger", "Reservation", "Spend"]
 
@@ -68,10 +75,12 @@ class Spend:
     note: str
     analyst: str = ""
     created: float = 0.0
+    ended: str | None = None  # how a dead process's spend was settled (privdb.accounting.restart)
 
 
 class Reservation:
-    """A reserved spend: ``commit()`` once data was read, ``release()`` if refused before that."""
+    """A reserved spend: ``commit()`` once data was read, ``release()`` if refused before that; one
+    reserved before its read calls ``reading()`` just before the engine reads."""
 
     def __init__(
         self,
@@ -85,8 +94,11 @@ class Reservation:
         database: str,
         created: float,
         gdelta: Fraction | None = None,
+        unread: bool = False,
     ) -> None:
         self._ledger = ledger
+        # reserved before its read, which has not begun (privdb.accounting.restart)
+        self.unread = unread
         self.gdelta = gdelta  # a Gaussian answer's δ: its charges stand whole, it cannot commit less
         self.id = spend_id
         # the spend's row as reserved: settling it need not read it back (one statement fewer under the lock)
@@ -127,6 +139,15 @@ class Reservation:
             self._ledger._settle(self, "released")
             self.state = "released"
 
+    def reading(self) -> None:
+        """Record that the query reaches its read: called just before the engine reads, it returns once
+        the mark is written, so a process that dies after it is charged at restart, and one that dies
+        before it is not (privdb.accounting.restart). Raises ``InternalError`` if the spend was settled
+        already: the read must not begin."""
+        if self.state == "reserved" and self.unread:
+            self._ledger._reading(self)
+            self.unread = False
+
 
 class Ledger(SharedBudgets):
     """Budgets and spends of one privdb installation: in one SQLite file, or in the PostgreSQL database a
@@ -140,6 +161,8 @@ class Ledger(SharedBudgets):
         # (privdb.accounting.groupcommit): a thread returns once its own has committed
         self._reserves = GroupCommit(self._store, durable=False)
         self._commits = GroupCommit(self._store, durable=True)
+        # the reservations of processes that died, settled now (charged if they had reached the read)
+        self.orphans: list[Orphan] = settle_orphans(self._store)
 
     def close(self) -> None:
         self._store.close()
@@ -214,13 +237,17 @@ class Ledger(SharedBudgets):
         draws: Sequence[tuple[str, str]] = (),
         gaussian: GaussianCost | None = None,
         classes: Sequence[tuple[str, str, Fraction]] = (),
+        before_read: bool = False,
     ) -> Reservation:
         """Check and reserve in one transaction, or raise ``budget_exhausted`` naming what is left. ``draws``:
         the caps the spend also draws on, as ``(kind, name)``: ``("table", t)``, ``("group", g)``.
         ``gaussian``: the part of ``epsilon`` that is Gaussian noise, charged in zCDP with the analyst's
-        earlier Gaussian answers (module doc); the reservation's ``epsilon`` is what is charged."""
+        earlier Gaussian answers (module doc); the reservation's ``epsilon`` is what is charged.
+        ``before_read``: no data is read yet, and ``Reservation.reading()`` will say when it is (else the
+        reservation counts as read from the start)."""
         eps, dlt = _amount("epsilon", epsilon), _amount("delta", delta)
         plain = eps
+        owner = this_process()
 
         def work(cur: Cursor) -> Reservation:  # a job of a shared transaction, synced by the next commit
             created = time.time()  # under the lock, as the caps' renewal windows are moved
@@ -255,10 +282,11 @@ class Ledger(SharedBudgets):
             )
             spend_id = cur.insert(
                 "INSERT INTO spends (analyst, database, epsilon, delta, rho, gdelta, gcharge, state, note,"
-                " pid, created) VALUES (?, ?, ?, ?, ?, ?, ?, 'reserved', ?, ?, ?)",
+                " pid, created, owner, unread) VALUES (?, ?, ?, ?, ?, ?, ?, 'reserved', ?, ?, ?, ?, ?)",
                 (analyst, database, _text(charged), _text(dlt), spend_rho,
                  None if gaussian is None else _text(gaussian.delta),
-                 None if gcharge is None else _text(gcharge), note, os.getpid(), created),
+                 None if gcharge is None else _text(gcharge), note, os.getpid(), created, owner,
+                 1 if before_read else None),
             )  # fmt: skip
             record_draws(cur, spend_id, database, drawn, dlt)
             for table, name, lost in classes:  # personalised privacy: what each class of units loses
@@ -267,7 +295,7 @@ class Ledger(SharedBudgets):
                 )
             return Reservation(
                 self, spend_id, charged, dlt, plain, analyst=analyst, database=database, created=created,
-                gdelta=None if gaussian is None else gaussian.delta,
+                gdelta=None if gaussian is None else gaussian.delta, unread=before_read,
             )  # fmt: skip
 
         return self._reserves.run(work)
@@ -305,43 +333,30 @@ class Ledger(SharedBudgets):
         kept: tuple[Fraction, Fraction] | None = None,
         then: Callable[[Cursor], None] | None = None,
     ) -> None:
-        """Settle a reservation: ``released`` returns all of it; ``committed`` keeps ``kept`` (default all)
-        and returns the rest, to the analyst's budget and to every cap the spend drew on. The row changes
-        only while it is still reserved (the guard in the ``UPDATE``), so a spend is settled once."""
-        r = reservation
-        eps, dlt = r.epsilon, r.delta  # what the row holds: reserved, not yet settled
-        keep_eps, keep_dlt = (Fraction(0), Fraction(0)) if state == "released" else (kept or (eps, dlt))
-        # the log shows what stands; a release keeps what was reserved
-        shown = (keep_eps, keep_dlt) if state == "committed" else (eps, dlt)
+        """Settle a reservation (privdb.accounting.settle); ``then`` runs after, in the same transaction,
+        if this settled it."""
 
         def work(cur: Cursor) -> None:  # one job of a shared transaction (module doc)
-            settled = cur.execute(
-                "UPDATE spends SET state = ?, settled = ?, epsilon = ?, delta = ? "
-                "WHERE id = ? AND state = 'reserved'",
-                (state, time.time(), _text(shown[0]), _text(shown[1]), r.id),
-            ).rowcount
-            if settled != 1:
-                return
-            back_eps, back_dlt = eps - keep_eps, dlt - keep_dlt
-            if back_eps or back_dlt:
-                row = self._row(cur, r.analyst, r.database)
-                assert row is not None
-                spent = (_text(row.epsilon_spent - back_eps), _text(row.delta_spent - back_dlt))
-                cur.execute(
-                    "UPDATE budgets SET epsilon_spent = ?, delta_spent = ? "
-                    "WHERE analyst = ? AND database = ?",
-                    (*spent, r.analyst, r.database),
-                )
-            if back_eps or back_dlt or state == "released":  # each cap's draw has its own figures
-                return_draws(
-                    cur, r.id, r.database, created=r.created, reserved=(eps, dlt),
-                    kept=None if state == "released" else (keep_eps, keep_dlt), gdelta=r.gdelta,
-                )  # fmt: skip
-            if then is not None:
+            if settle_spend(cur, reservation, state, kept) and then is not None:
                 then(cur)
 
         # a commit is synced before it returns; a lost release only over-counts
         (self._commits if state == "committed" else self._reserves).run(work)
+
+    def _reading(self, reservation: Reservation) -> None:
+        """Clear the reservation's ``unread`` mark, in a transaction of the reservations' kind: it reaches
+        the file (SQLite's WAL, PostgreSQL's log) before this returns, so it survives the process, and a
+        sync that keeps a later write keeps it (docs/proofs/ledger.md, "Restarts")."""
+
+        def work(cur: Cursor) -> int:
+            return int(
+                cur.execute(
+                    "UPDATE spends SET unread = NULL WHERE id = ? AND state = 'reserved'", (reservation.id,)
+                ).rowcount
+            )
+
+        if self._reserves.run(work) != 1:
+            raise InternalError("the query's reservation was settled before its read; nothing was read")
 
     def class_losses(self, database: str) -> dict[tuple[str, str], Fraction]:
         """(table, class) → the ε that class of a personalised table's units has lost over every answer
@@ -359,20 +374,16 @@ class Ledger(SharedBudgets):
 
     def spends(self, analyst: str | None, database: str) -> list[Spend]:
         """The log of an analyst's spends on a database (every analyst's with ``None``), oldest first."""
-        sql = "SELECT id, epsilon, delta, rho, state, note, analyst, created FROM spends WHERE database = ?"
+        sql = (
+            "SELECT id, epsilon, delta, rho, state, note, analyst, created, ended FROM spends "
+            "WHERE database = ?"
+        )
         args: tuple[str, ...] = (database,)
         if analyst is not None:
             sql, args = sql + " AND analyst = ?", (database, analyst)
         rows = self._store.execute(sql + " ORDER BY id", args)
-        return [Spend(r[0], _frac(r[1]), _frac(r[2]), r[3], r[4], r[5], r[6], r[7]) for r in rows]
+        return [Spend(r[0], _frac(r[1]), _frac(r[2]), r[3], r[4], r[5], r[6], r[7], r[8]) for r in rows]
 
     @staticmethod
     def _row(cur: Cursor, analyst: str, database: str) -> Budget | None:
-        found = cur.execute(
-            "SELECT epsilon_total, delta_total, epsilon_spent, delta_spent FROM budgets "
-            "WHERE analyst = ? AND database = ?",
-            (analyst, database),
-        ).fetchone()
-        if found is None:
-            return None
-        return Budget(analyst, database, *(_frac(x) for x in found))
+        return budget_row(cur, analyst, database)

@@ -31,7 +31,10 @@ CREATE TABLE IF NOT EXISTS spends (
     note       TEXT NOT NULL DEFAULT '',
     pid        INTEGER NOT NULL,
     created    REAL NOT NULL,
-    settled    REAL
+    settled    REAL,
+    owner      TEXT,
+    unread     INTEGER,
+    ended      TEXT
 );
 CREATE TABLE IF NOT EXISTS caps (
     kind           TEXT NOT NULL CHECK (kind IN ('table', 'group')),
@@ -61,6 +64,7 @@ CREATE TABLE IF NOT EXISTS members (
     PRIMARY KEY (analyst, database)
 );
 CREATE INDEX IF NOT EXISTS spends_of_analyst ON spends (analyst, database);
+CREATE INDEX IF NOT EXISTS spends_reserved ON spends (state) WHERE state = 'reserved';
 CREATE TABLE IF NOT EXISTS class_losses (
     spend_id  INTEGER NOT NULL,
     tbl       TEXT NOT NULL,
@@ -71,8 +75,11 @@ CREATE TABLE IF NOT EXISTS class_losses (
 
 
 # columns added after the first release of the schema, for ledgers made before them: zCDP accounting of
-# Gaussian answers (spends), renewal windows (caps) and what each draw charged its cap (draws; NULL in a
-# draw made before: it drew its spend's ε, which is what is read for it)
+# Gaussian answers (spends), renewal windows (caps), what each draw charged its cap (draws; NULL in a
+# draw made before: it drew its spend's ε, which is what is read for it), and a reservation's process
+# (owner: privdb.accounting.owners), whether it has reached its read (unread: 1 until it has) and how a dead
+# process's spend was settled (ended); NULL in a spend made before: its process is unknown, and it counts
+# as read (privdb.accounting.restart)
 ADDED = (
     ("spends", "gdelta", "TEXT"),
     ("spends", "gcharge", "TEXT"),
@@ -80,4 +87,7 @@ ADDED = (
     ("caps", "window_start", "REAL"),
     ("draws", "epsilon", "TEXT"),
     ("draws", "gcharge", "TEXT"),
+    ("spends", "owner", "TEXT"),
+    ("spends", "unread", "INTEGER"),
+    ("spends", "ended", "TEXT"),
 )

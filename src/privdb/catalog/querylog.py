@@ -22,13 +22,18 @@ __all__ = ["OUTCOMES", "LogFilter", "LogOptions", "LogRow", "Outcome"]
 Outcome = Literal["answered", "refused", "interrupted"]
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 
-# One row per entry: a spend is `answered` (committed), `interrupted` (still reserved: its process died) or
-# `refused` (released: refused after reserving, before reading data); a refusal is `refused` with its code.
-# `src` and `id` order entries of the same instant as they were written (spends first, as before).
+# One row per entry: a spend is `answered` (committed), `interrupted` (still reserved: its process is
+# running it, or died where privdb cannot tell; or settled after its process died: privdb.accounting.restart,
+# charged with the code `query_failed` if it had begun to read, at ε = 0 if it had not) or `refused`
+# (released: refused after reserving, before reading data); a refusal is `refused` with its code. `src` and
+# `id` order entries of the same instant as they were written (spends first, as before).
 LOG_UNION = """
-SELECT created AS time, analyst, note AS query, epsilon, delta,
-       CASE state WHEN 'committed' THEN 'answered' WHEN 'reserved' THEN 'interrupted' ELSE 'refused' END
-       AS outcome, NULL AS code, 0 AS src, id
+SELECT created AS time, analyst, note AS query,
+       CASE WHEN ended = 'unread' THEN '0/1' ELSE epsilon END AS epsilon,
+       CASE WHEN ended = 'unread' THEN '0/1' ELSE delta END AS delta,
+       CASE WHEN ended IS NOT NULL OR state = 'reserved' THEN 'interrupted'
+            WHEN state = 'committed' THEN 'answered' ELSE 'refused' END AS outcome,
+       CASE WHEN ended = 'read' THEN 'query_failed' END AS code, 0 AS src, id
 FROM spends WHERE database = ?
 UNION ALL
 SELECT created, analyst, query, '0/1', '0/1', 'refused', code, 1, id FROM refusals

@@ -223,10 +223,7 @@ def serve(
 ) -> None:
     """Serve the database over HTTP (the API of docs/server.md, the page at /), and with --pg-port over
     PostgreSQL's protocol too; prints an owner token the first time."""
-    from privdb.database import Database
     from privdb.inuse import served_already
-    from privdb.server import serve as run_server
-    from privdb.server.run import PgOptions
 
     if workers < 1 or not 0 < port < 65536 or query_timeout <= 0 or max_body < 1024:
         raise InvalidParameter("--workers ≥ 1, --port in 1..65535, --query-timeout > 0, --max-body ≥ 1024")
@@ -242,14 +239,23 @@ def serve(
             "--pg-max-connections must be in 1..10000, --pg-auth-timeout in (0, 600] s and "
             "--pg-auth-delay in [0, 5] s"
         )
-    refusal = served_already(db)  # before anything is printed or opened: the running server stays as it is
+    # before anything is printed, opened or even imported (the server's modules take seconds to load on a
+    # busy machine): the running server stays as it is, and the refusal comes at once
+    refusal = served_already(db)
     if refusal is not None:
         raise refusal
+    from privdb.accounting.restart import notice
+    from privdb.database import Database
+    from privdb.server import serve as run_server
+    from privdb.server.run import PgOptions
+
     with Database(db, ledger=ledger) as database:
         if not database.catalog.has_owner_token():
             errors().print(
                 f"owner token (shown once; `privdb token` issues more): {database.catalog.add_owner_token()}"
             )
+        if database.ledger.orphans:  # the reservations of a server that died, settled as it opened
+            errors().print(notice(database.ledger.orphans))
     pg = None
     if pg_port is not None:
         limits = (pg_max_connections, pg_auth_timeout, pg_auth_delay)

@@ -12,7 +12,8 @@ drawn from it are post-processing of the release: they cost nothing and carry th
   ``bounds`` (the DP bounds found, {column: [lower, upper]}),
   ``columns`` (in order: ``name``, ``type``, ``labels``, ``lower``, ``upper``, ``null``, ``groups``: the
   original cells of each compressed cell), ``cliques`` (column names, in sampling order) and ``measured``
-  (the cliques measured, for the record). Any other or missing field is refused.
+  (the cliques measured, for the record). Any other or missing field, and anything inconsistent, is
+  refused (privdb.publish.modelfile).
 - ``arrays.npz``: ``clique_0`` … one probability table per clique (axes in the clique's order, sizes the
   compressed cells); loaded with ``allow_pickle=False``.
 
@@ -39,14 +40,11 @@ from privdb.errors import InvalidParameter
 from privdb.mechanisms import RandomSource
 from privdb.mechanisms.randomness import default_source
 from privdb.publish.histogram import Domain
+from privdb.publish.modelfile import FORMAT, VERSION, read_model
 
 __all__ = ["FORMAT", "SeededSource", "SyntheticModel", "check_model_path", "decode", "load_model", "uniforms"]
 
-FORMAT, VERSION = "privdb-synthetic-model", 1
 MAX_SAMPLE = 100_000_000
-_TOP = {"format", "version", "method", "epsilon", "delta", "rho", "table", "ledger", "created", "columns",
-        "cliques", "measured", "bounds"}  # fmt: skip
-_COLUMN = {"name", "type", "labels", "lower", "upper", "null", "groups"}
 
 
 class SeededSource:
@@ -168,71 +166,10 @@ def _plain(value: Any) -> Any:
 
 def load_model(path: str | Path) -> SyntheticModel:
     """The model saved at ``path``, checked field by field: anything unknown, missing or inconsistent is
-    refused with the field's name (never unpickled: JSON and plain arrays only)."""
-    folder = Path(path)
-    if not (folder / "model.json").is_file() or not (folder / "arrays.npz").is_file():
-        raise InvalidParameter(f"{str(folder)!r} is not a saved model: it needs model.json and arrays.npz")
-    try:
-        body = json.loads((folder / "model.json").read_text(encoding="utf-8"))
-        with np.load(folder / "arrays.npz", allow_pickle=False) as npz:
-            arrays = {k: np.asarray(npz[k], dtype=np.float64) for k in npz.files}
-    except (ValueError, OSError) as e:
-        raise InvalidParameter(f"saved model {str(folder)!r} cannot be read: {type(e).__name__}") from None
-    if not isinstance(body, dict) or body.get("format") != FORMAT or body.get("version") != VERSION:
-        raise InvalidParameter(f"{str(folder)!r}: not a {FORMAT} version {VERSION} file")
-    _fields(body, _TOP, "model.json")
-    for name in ("epsilon", "delta", "rho"):
-        if isinstance(body[name], bool) or not isinstance(body[name], int | float) or not body[name] >= 0:
-            raise InvalidParameter(f"saved model: {name} must be a number ≥ 0")
-    if body["method"] not in ("mst", "aim", "mwem") or not isinstance(body["table"], str):
-        raise InvalidParameter("saved model: method must be mst, aim or mwem, and table a name")
-    domains, types, groups = [], [], []
-    for spec in _list(body["columns"], "columns"):
-        _fields(spec, _COLUMN, "a column")
-        labels = tuple(_list(spec["labels"], "labels"))
-        null = spec["null"] is True
-        bounds = [None if spec[k] is None else float(spec[k]) for k in ("lower", "upper")]
-        domains.append(Domain(str(spec["name"]), labels, bounds[0], bounds[1], null))
-        types.append(str(spec["type"]))
-        groups.append(_groups(spec["groups"], len(labels), str(spec["name"])))
-    names = [d.column for d in domains]
-    cliques = [tuple(str(a) for a in _list(c, "cliques")) for c in _list(body["cliques"], "cliques")]
-    if set(arrays) != {f"clique_{i}" for i in range(len(cliques))}:
-        raise InvalidParameter("saved model: arrays.npz must hold clique_0 … one table per clique, no other")
-    tables = [arrays[f"clique_{i}"] for i in range(len(cliques))]
-    for clique, table in zip(cliques, tables, strict=True):
-        if not set(clique) <= set(names) or len(set(clique)) != len(clique):
-            raise InvalidParameter(f"saved model: clique {list(clique)} names an unknown column or one twice")
-        shape = tuple(len(groups[names.index(a)]) for a in clique)
-        if table.shape != shape or not np.all(np.isfinite(table)) or np.any(table < 0):
-            raise InvalidParameter(f"saved model: the table of clique {list(clique)} is malformed")
-    if {a for c in cliques for a in c} != set(names):
-        raise InvalidParameter("saved model: every column must be in some clique")
-    info = {k: body[k] for k in _TOP - {"columns", "cliques", "format", "version"}}
-    return SyntheticModel(domains, types, cliques, tables, groups, info)
-
-
-def _fields(spec: Any, known: set[str], what: str) -> None:
-    if not isinstance(spec, dict):
-        raise InvalidParameter(f"saved model: {what} must be an object")
-    unknown, missing = sorted(set(spec) - known), sorted(known - set(spec))
-    if unknown:
-        raise InvalidParameter(f"saved model: unknown field {unknown[0]!r} in {what}; refusing the file")
-    if missing:
-        raise InvalidParameter(f"saved model: field {missing[0]!r} is missing from {what}")
-
-
-def _list(value: Any, what: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise InvalidParameter(f"saved model: {what} must be a list")
-    return value
-
-
-def _groups(value: Any, cells: int, column: str) -> list[list[int]]:
-    groups = [[int(c) for c in _list(g, "groups")] for g in _list(value, "groups")]
-    if sorted(c for g in groups for c in g) != list(range(cells)) or any(not g for g in groups):
-        raise InvalidParameter(f"saved model: column {column!r}'s groups must split its cells exactly")
-    return groups
+    refused with the field's name and its column or clique (privdb.publish.modelfile; never unpickled: JSON
+    and plain arrays only)."""
+    parts = read_model(Path(path))
+    return SyntheticModel(parts.domains, parts.types, parts.cliques, parts.tables, parts.groups, parts.info)
 
 
 def decode(

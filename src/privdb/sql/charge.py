@@ -1,9 +1,12 @@
 """Answer once, in the one order privacy allows: the stored answer if there is one (free); else reserve the
-budget (the analyst's, each table's lifetime budget, the group's), read, add noise, commit the spend, store
-the answer. A failure after the engine has read the data is charged and told without detail (DESIGN.md)."""
+budget (the analyst's, each table's lifetime budget, the group's), mark it as reaching the read, read, add
+noise, commit the spend, store the answer. A failure after the engine has read the data is charged and told
+without detail (DESIGN.md); a process that dies before the mark is charged nothing when the ledger is opened
+again, one that dies after it is charged (privdb.accounting.restart)."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any, TypeVar
@@ -60,13 +63,19 @@ def charged(
     draws = [("table", t) for t in (tables or (table,))] + ([("group", group)] if group else [])
     reservation = db.ledger.reserve(
         analyst, db.name, epsilon=epsilon, delta=delta, note=(note or key)[:500], draws=draws,
-        gaussian=gaussian, classes=classes,
+        gaussian=gaussian, classes=classes, before_read=True,
     )  # fmt: skip
     if gaussian is not None:
         extra = dict(extra or {}) | {"composition": {
             "method": "zcdp", "rho": gaussian.rho, "epsilon_charged": float(reservation.epsilon),
             "epsilon_plain": float(reservation.epsilon_plain), "delta": float(gaussian.delta),
         }}  # fmt: skip
+    try:  # the mark that the read is reached: a process that dies from here on is charged at restart
+        reservation.reading()
+    except Exception:
+        with contextlib.suppress(Exception):  # else it stays reserved, unread: released at the next open
+            reservation.release()  # nothing was read: nothing is spent
+        raise
     try:
         answer = respond(read())
     except Exception:  # the post-read barrier: one outcome, whatever the data did
