@@ -233,3 +233,22 @@ def test_an_append_over_http_is_the_whole_file_loaded_at_once(
         )
     assert (remote["n"] == remote["lo"]).all() and (remote["n"] == remote["hi"]).all()
     assert int(remote["n"].sum()) == 4200
+
+
+def test_an_append_over_http_reads_the_file_as_the_tables_types(
+    server: tuple[Server, str], tmp_path: Path
+) -> None:
+    running, token = server
+    (tmp_path / "c.yaml").write_text("tables:\n  codes:\n    columns:\n      code: {type: text}\n")
+    (tmp_path / "c.csv").write_text("id,code\n1,A7\n2,00042\n")
+    (tmp_path / "more.csv").write_text(
+        "code,id\n00077,3\n"
+    )  # alone, DuckDB would read 00077 as the number 77
+    with privdb.connect(running.url, token=token) as owner:
+        owner.load("codes", tmp_path / "c.csv", tmp_path / "c.yaml")
+        owner.load("codes", tmp_path / "more.csv", append=True)
+        assert owner.owner_sql("SELECT code FROM codes ORDER BY id")["code"].tolist() == [
+            "A7",
+            "00042",
+            "00077",
+        ]

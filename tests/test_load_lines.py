@@ -180,3 +180,14 @@ def test_an_append_reads_the_file_as_the_tables_types(tmp_path: Path) -> None:
         refused = r"line 3 of 'c\.csv': column 'age' holds a value that is not an int \(the column's type\)"
         with pytest.raises(InvalidParameter, match=refused):
             owner.load("survey", tmp_path / "c.csv", append=True)
+
+
+def test_a_column_declared_text_keeps_its_leading_zeros(tmp_path: Path) -> None:
+    (tmp_path / "z.csv").write_text("id,zip\n" + "".join(f"{i},{i:05d}\n" for i in range(100)))
+    (tmp_path / "z.yaml").write_text("tables:\n  z:\n    columns:\n      zip: {type: text}\n")
+    with privdb.connect(tmp_path / "db") as owner:
+        owner.load("z", tmp_path / "z.csv", tmp_path / "z.yaml")
+        assert owner.owner_sql("SELECT zip FROM z WHERE id = 7")["zip"].tolist() == ["00007"]
+        (tmp_path / "more.csv").write_text("zip,id\n00123,500\n")  # an append reads it as the table's text
+        owner.load("z", tmp_path / "more.csv", append=True)
+        assert owner.owner_sql("SELECT zip FROM z WHERE id = 500")["zip"].tolist() == ["00123"]

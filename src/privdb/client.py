@@ -248,17 +248,16 @@ class RemoteConnection:
         if append and metadata is not None:
             raise errors.InvalidParameter(APPEND_KEEPS_METADATA)
         spec = _spec(metadata, table)
-        declared = declared_types(self._table_spec(table) if append else spec)
-        options = replace(options or ReadOptions(), declared=declared)
-        with (
-            tempfile.TemporaryDirectory(prefix="privdb-send-") as folder,
-            FileToSend(Path(source), options) as file,
-        ):
-            body = {"name": table, "metadata": spec, "columns": file.columns, "append": append}
-            slot = self._call("POST", "/v1/uploads", json=body)
-            upload, limit = str(slot["upload"]), slot.get("max_bytes")
-            try:
-                written = file.write(Path(folder))
+        options = replace(options or ReadOptions(), declared=declared_types(spec))
+        with tempfile.TemporaryDirectory(prefix="privdb-send-") as folder:
+            with FileToSend(Path(source), options) as file:
+                body = {"name": table, "metadata": spec, "columns": file.columns, "append": append}
+                slot = self._call("POST", "/v1/uploads", json=body)
+            upload, limit, types = str(slot["upload"]), slot.get("max_bytes"), slot.get("types") or {}
+            try:  # an append's file is read as the table's types, as a local append reads it
+                exact = tuple((name.lower(), kind) for name, kind in types.items())
+                with FileToSend(Path(source), replace(options, types=exact)) as file:
+                    written = file.write(Path(folder))
                 if limit is not None and written.size > int(limit):
                     raise errors.RequestTooLarge(too_large(written.size, int(limit)))
                 response = self._send(
@@ -273,17 +272,9 @@ class RemoteConnection:
         result: dict[str, Any] = self._json(response)
         if written.skipped:
             result["skipped_lines"] = written.skipped
-        if written.mixed:
+        if written.mixed and not append:  # an append reads the file as the table's types, whatever it holds
             result["mixed_columns"] = [m.to_dict() | {"message": m.message()} for m in written.mixed]
         return result
-
-    def _table_spec(self, table: str) -> dict[str, Any] | None:
-        """The metadata of a table on the server, as the owner sees it (None: no such table; the server's
-        check says so)."""
-        for found in self.tables():
-            if str(found.get("name", "")).lower() == table.lower():
-                return found
-        return None
 
     # ---- surveys of the local model (docs/server.md): respondents randomise here, never on the server
     def create_survey(

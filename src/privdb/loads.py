@@ -8,6 +8,7 @@ A mixin of :class:`privdb.database.Database`, which holds the engine, the catalo
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -100,9 +101,10 @@ class TableLoads:
             )
         return metadata_from_dict(table, spec, {c: engine_type(t) for c, t in columns.items()})
 
-    def check_append(self, table: str, columns: dict[str, str] | None = None) -> TableMeta:
+    def check_append(self, table: str, columns: Collection[str] | None = None) -> TableMeta:
         """Whether rows can be added to ``table`` (loaded here, not attached, the database writable) and,
-        given the file's ``columns`` (name → DuckDB type), whether they are the table's; its metadata."""
+        given the names of the file's ``columns``, whether they are the table's (their types are checked on
+        the data: the file is read as the table's types); its metadata."""
         self._writable("adding rows to a table")
         if table.lower() in {n.lower() for n in self.catalog.attachments()}:
             raise InvalidParameter(
@@ -110,9 +112,14 @@ class TableLoads:
             )
         meta = self.metadata(table)  # unknown_table, with a suggestion, if there is none
         if columns is not None:
-            kinds = {c: engine_type(t) for c, t in columns.items()}
-            append_columns(kinds, self.backend.columns(meta.name), meta.name)
+            stored = self.backend.columns(meta.name)
+            append_columns(dict.fromkeys(columns, ""), stored, meta.name, types=False)
         return meta
+
+    def stored_types(self, table: str) -> dict[str, str]:
+        """The DuckDB type of each of a loaded table's columns (its hidden ones left out): what a file added
+        to it is read as."""
+        return self.backend.stored_types(table)
 
     def append(self, table: str, source: str | Path, options: ReadOptions | None = None) -> TableMeta:
         """Add a file's rows to ``table``, atomically: the file must have the table's columns (any order),

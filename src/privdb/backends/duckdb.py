@@ -176,6 +176,11 @@ class DuckDBBackend:
             if not column.startswith(HIDDEN_PREFIX)
         }
 
+    def stored_types(self, table: str) -> dict[str, str]:
+        """Column name → DuckDB type, in table order (privdb's hidden columns left out)."""
+        name = self.resolve(table)
+        return {c: t for c, (t, _) in self._describe()[name].items() if not c.startswith(HIDDEN_PREFIX)}
+
     # ---- per-unit row counts (user-level bounding reads them to skip units that need no bounding)
     def count_unit_rows(self, table: str, unit: str | None) -> None:
         """Store on every row of ``table`` its unit's row count in the whole table (``unit=None``: drop).

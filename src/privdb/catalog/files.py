@@ -30,7 +30,6 @@ __all__ = [
     "format_of",
     "read_relation",
     "release",
-    "to_csv_text",
 ]
 
 _SUFFIXES: dict[str, FileFormat] = {
@@ -200,16 +199,3 @@ def _excel(path: Path, options: ReadOptions) -> pd.DataFrame:
     except (ValueError, OSError) as err:
         raise InvalidParameter(f"could not read {str(path)!r} as Excel: {err}") from None
     return frame
-
-
-def to_csv_text(path: Path, options: ReadOptions) -> tuple[str, int]:
-    """The file as plain CSV text (header, commas, empty for NULL), and the number of bad lines skipped: how
-    a file is sent to a server, read on the owner's machine with the same options as a local load."""
-    con = duckdb.connect()
-    try:
-        view = read_relation(con, path, options)
-        frame = con.execute(f"SELECT * FROM {view}").df()
-        skipped = bad_lines(con, path, options)
-    finally:
-        con.close()
-    return str(frame.to_csv(index=False)), skipped

@@ -28,8 +28,9 @@ class ReadOptions:
     format: FileFormat | None = None
     skip_bad_lines: bool = False  # leave out a CSV's malformed lines (counted) instead of refusing the file
     # the types a CSV's columns must have, by lower-cased column name (privdb.catalog.typed): ``declared``
-    # the metadata's (int, float: read as numbers, so a value that is not one is a bad line, named), ``types``
-    # DuckDB's exact ones (a table rows are added to, a file uploaded to a server as the owner read it)
+    # the metadata's (int, float: read as numbers, so a value that is not one is a bad line, named; text:
+    # as text), ``types`` DuckDB's exact ones (a table rows are added to, a file uploaded to a server as the
+    # owner read it)
     declared: tuple[tuple[str, str], ...] = ()
     types: tuple[tuple[str, str], ...] = ()
     quoted_nulls: bool = True  # a quoted empty value ("") is NULL, as DuckDB reads it; False: empty text

@@ -55,11 +55,13 @@ def engine_type(duck_type: str) -> str:
     return "text"
 
 
-_NUMBERS = {"int": "int", "integer": "int", "float": "float", "double": "float"}
+_DECLARED = {"int": "int", "integer": "int", "float": "float", "double": "float"} | {
+    "text": "text", "string": "text", "varchar": "text"
+}  # fmt: skip
 
 
 def declared_types(spec: Mapping[str, Any] | None) -> tuple[tuple[str, str], ...]:
-    """The number columns a metadata spec declares (lower-cased name, int or float), as
+    """The number and text columns a metadata spec declares (lower-cased name, int, float or text), as
     ``ReadOptions.declared`` takes them."""
     columns = (spec or {}).get("columns")
     if not isinstance(columns, dict):
@@ -67,8 +69,8 @@ def declared_types(spec: Mapping[str, Any] | None) -> tuple[tuple[str, str], ...
     found = []
     for name, col in columns.items():
         kind = str(col.get("type", "")).lower() if isinstance(col, dict) else ""
-        if kind in _NUMBERS:
-            found.append((str(name).lower(), _NUMBERS[kind]))
+        if kind in _DECLARED:
+            found.append((str(name).lower(), _DECLARED[kind]))
     return tuple(found)
 
 
@@ -76,7 +78,7 @@ def forced_types(sniffed: Mapping[str, str], options: ReadOptions) -> dict[str, 
     """The DuckDB type to read each column of a CSV as, where it is not the one the sniffer chose: the exact
     type asked for (``options.types``), else a number for a column the metadata declares one that the sniffer
     read otherwise (float: anything but a float; int: anything but a number, read as a float so that 3.5 is
-    not rounded). Columns are matched by name, case aside."""
+    not rounded), and text for a column it declares text. Columns are matched by name, case aside."""
     exact, declared = dict(options.types), dict(options.declared)
     forced: dict[str, str] = {}
     for name, duck_type in sniffed.items():
@@ -89,6 +91,8 @@ def forced_types(sniffed: Mapping[str, str], options: ReadOptions) -> dict[str, 
             declared.get(name.lower()) == "int" and kind not in ("int", "float")
         ):
             forced[name] = NUMBER
+        elif declared.get(name.lower()) == "text" and kind != "text":
+            forced[name] = "VARCHAR"  # codes such as 02139 keep their leading zeros
     return forced
 
 
@@ -137,10 +141,13 @@ def _article(kind: str) -> str:
     return f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind}"
 
 
-def append_columns(file: Mapping[str, str], table: Mapping[str, str], name: str) -> dict[str, str]:
+def append_columns(
+    file: Mapping[str, str], table: Mapping[str, str], name: str, *, types: bool = True
+) -> dict[str, str]:
     """For rows added to table ``name``: each of the file's columns (name → privdb type) with the table's
     column it fills (case aside, any order). Refused, naming them, unless the file has exactly the table's
-    columns with types that fit (the same type, an int into a float, anything but nested values into text)."""
+    columns with types that fit (the same type, an int into a float, anything but nested values into text;
+    ``types=False``: the names alone, for a file still to be read as the table's types)."""
     by_lower = {c.lower(): c for c in table}
     missing = [c for c in table if c.lower() not in {f.lower() for f in file}]
     extra = [f for f in file if f.lower() not in by_lower]
@@ -158,7 +165,7 @@ def append_columns(file: Mapping[str, str], table: Mapping[str, str], name: str)
         target = by_lower[column.lower()]
         want = table[target]
         fits = kind == want or (kind, want) == ("int", "float") or (want == "text" and kind != "nested")
-        if not fits:
+        if types and not fits:
             raise InvalidParameter(
                 f"column {target!r}: the file's values are {kind} but the table's column is {want}; fix the "
                 "file (or load it without --append to replace the table)"

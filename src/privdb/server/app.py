@@ -5,9 +5,9 @@ grants and revokes analysts, runs raw SQL and reads everyone's log; an **analyst
 grant``) asks DP queries on the tables granted and sees only their own budget and log. Every answer is
 debited from the analyst's budget in the durable ledger before it leaves (``engine.run`` commits first).
 
-Limits (docs/server.md): request bodies above ``max_body`` bytes get 413 before they are read in full; a
-query longer than ``privdb.sql.front.limits.MAX_QUERY_LENGTH`` characters or nested deeper than ``MAX_DEPTH``
-levels
+Limits (docs/server.md): request bodies above ``max_body`` bytes get 413 before they are read in full, but a
+table's file, which streams to disk under ``max_load_bytes`` (server/uploads.py); a query longer than
+``privdb.sql.front.limits.MAX_QUERY_LENGTH`` characters or nested deeper than ``MAX_DEPTH`` levels
 is a free ``parse_error``, the same refusal as in the library and the CLI; engine queries longer than
 ``query_timeout`` seconds are interrupted (and, having read data, charged). Requests run on the thread pool
 of anyio (40 threads per worker process). No input yields a 500: validation errors come back as

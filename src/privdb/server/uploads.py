@@ -3,8 +3,9 @@ no upload (docs/server.md, "Loading over the server"):
 
 - ``POST /v1/uploads {"name", "metadata", "columns", "append"}`` (the owner): everything that can be checked
   before the data is: the name, the metadata against the file's columns and types as the owner's machine read
-  them (privdb.catalog.upload), or for an append the table and its columns. Returns an upload id, used once
-  within ``LIFETIME`` seconds (at most ``MAX_PENDING`` wait at a time), and the owner's size limit.
+  them (privdb.catalog.upload), or for an append the table and its columns' names. Returns an upload id,
+  used once within ``LIFETIME`` seconds (at most ``MAX_PENDING`` wait at a time), the owner's size limit,
+  and for an append the table's column types (the client reads the file as them, naming a bad line).
 - ``PUT /v1/uploads/{id}`` with the CSV as its body: streamed to a private file in ``DIR/uploads/{id}``
   (0600 in 0700 folders) as it arrives, never past the owner's ``--max-load-bytes``; then loaded or
   appended (which checks everything again, on the data) and the file removed, whatever happened. A file a
@@ -77,9 +78,11 @@ class Uploads:
         if body.append:
             if body.metadata is not None:
                 raise InvalidParameter(APPEND_KEEPS_METADATA)
-            self.db.check_append(body.name, body.columns)
+            meta = self.db.check_append(body.name, body.columns)
+            types = self.db.stored_types(meta.name)  # the client reads the file as these: bad lines named
         else:
             self.db.check_load(body.name, body.metadata or {}, body.columns)
+            types = None
         upload = secrets.token_urlsafe(16)
         now = time.monotonic()
         with self._lock:
@@ -88,7 +91,7 @@ class Uploads:
             while len(self._slots) >= MAX_PENDING:
                 del self._slots[next(iter(self._slots))]
             self._slots[upload] = _Slot(body.name, body.metadata, body.columns, body.append, now + LIFETIME)
-        return {"upload": upload, "max_bytes": self.max_bytes}
+        return {"upload": upload, "max_bytes": self.max_bytes} | ({"types": types} if types else {})
 
     def forget(self, upload: str) -> dict[str, Any]:
         """Drop an upload id whose data will not come."""
