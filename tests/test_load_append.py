@@ -43,7 +43,8 @@ def _rows(n: int, seed: int) -> list[str]:
     rng = random.Random(seed)
     rows = [f"{rng.randrange(400)},{rng.randrange(90)},{rng.randrange(90_000)}.5,{rng.choice('FM')}"
             for _ in range(n)]  # fmt: skip
-    rows[7] = f",{rng.randrange(90)},100.5,F"  # no id: the rows without one are one unit, as in a load
+    for at in (7, n - 5):  # no id: the rows without one are one unit, as in a load (in both parts)
+        rows[at] = f",{rng.randrange(90)},100.5,F"
     return rows
 
 
