@@ -173,6 +173,9 @@ def test_no_stored_answer_outlives_an_append(tmp_path: Path) -> None:
         assert engine.run(db, "ann", COUNT).cached  # people did not change: its answer stands
         db.append("people", _write(tmp_path / "more2.csv", _rows(200, seed=7)))
         assert not engine.run(db, "ann", COUNT).cached
+        assert engine.run(db, "ann", COUNT).cached
+        db.owner_sql("INSERT INTO people SELECT * FROM people LIMIT 5")  # the owner's own write, the same
+        assert not engine.run(db, "ann", COUNT).cached
 
 
 def test_an_answer_read_while_an_append_commits_is_not_stored(tmp_path: Path) -> None:
