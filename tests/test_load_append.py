@@ -43,7 +43,8 @@ def _rows(n: int, seed: int) -> list[str]:
     rng = random.Random(seed)
     rows = [f"{rng.randrange(400)},{rng.randrange(90)},{rng.randrange(90_000)}.5,{rng.choice('FM')}"
             for _ in range(n)]  # fmt: skip
-    rows[7] = f",{rng.randrange(90)},100.5,F"  # no id: the rows without one are one unit, as in a load
+    for at in (7, n - 5):  # no id: the rows without one are one unit, as in a load (in both parts)
+        rows[at] = f",{rng.randrange(90)},100.5,F"
     return rows
 
 
@@ -171,6 +172,9 @@ def test_no_stored_answer_outlives_an_append(tmp_path: Path) -> None:
         assert not again.cached and again.epsilon_spent == 1
         assert engine.run(db, "ann", COUNT).cached  # people did not change: its answer stands
         db.append("people", _write(tmp_path / "more2.csv", _rows(200, seed=7)))
+        assert not engine.run(db, "ann", COUNT).cached
+        assert engine.run(db, "ann", COUNT).cached
+        db.owner_sql("INSERT INTO people SELECT * FROM people LIMIT 5")  # the owner's own write, the same
         assert not engine.run(db, "ann", COUNT).cached
 
 

@@ -108,6 +108,9 @@ def test_catalog_surveys_answers_and_columns_on_both_stores(tmp_path: Path, clus
     assert catalog.stored_answer("alice", "q") == {"v": 2}
     catalog.set_metadata("People", {"columns": {}})
     assert catalog.stored_answer("alice", "q") is None  # a reloaded table's answers are stale
+    catalog.store_answer("alice", "j", "people", {"v": 3}, tables=("people", "Visits"))
+    catalog.forget_answers("visits")  # a join's answer goes with any table it read
+    assert catalog.stored_answer("alice", "j") is None
     assert not catalog.revoke_analyst("nobody")
     catalog.add_analyst("bob", expires_in=3600)
     assert catalog.revoke_analyst("bob") and catalog.analysts()[0]["revoked"]

@@ -144,7 +144,8 @@ class Database(TableLoads):
 
     def owner_sql(self, sql: str) -> pd.DataFrame:
         """The owner's direct access to the engine. After a statement that may write, the per-unit row
-        counts of every table with a privacy unit are rebuilt (user-level bounding relies on them)."""
+        counts of every table with a privacy unit are rebuilt (user-level bounding relies on them) and the
+        stored answers dropped (a repeat is answered afresh, on the data as it now is)."""
         if not sql.strip():
             raise InvalidParameter("the SQL statement is empty; write one, e.g. SELECT COUNT(*) FROM people")
         try:
@@ -157,6 +158,8 @@ class Database(TableLoads):
         finally:  # also when a later statement failed: the earlier ones may have written
             if not is_read_only(sql):
                 self._recount_units()
+                for name in self.backend.tables():
+                    self.catalog.forget_answers(name)
         return frame
 
     def metadata(self, table: str) -> TableMeta:

@@ -126,7 +126,7 @@ def wrong_type(column: str, bad: int, lines: int, first: int, options: ReadOptio
     if declared is not None:
         return (
             f"column {column!r}: declared {declared} but the data holds text (not numbers on {share}); fix "
-            "the type in the metadata or the data"
+            "the type in the metadata or the data (a marker of missing values: --null, e.g. --null NA)"
         )
     exact = dict(options.types).get(column.lower())
     if exact is None:
