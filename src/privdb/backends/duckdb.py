@@ -1,6 +1,9 @@
 """The embedded default engine: DuckDB, one database file per privdb database directory. The connection,
 its per-thread cursors and prepared statements, the schema cache and the timed queries are here; how a table
 is written (types, a load in one transaction, the hidden per-unit counts) is privdb.backends.duckdb_tables.
+
+Never listed nor found (``tables``, ``resolve``): a name beginning ``__privdb`` (privdb.backends.names), and a
+table whose load has not finished (its comment marked ``PENDING``: privdb.backends.duckdb_tables).
 """
 
 from __future__ import annotations
@@ -19,12 +22,20 @@ import duckdb
 import pandas as pd
 
 from privdb.backends.base import find_table
-from privdb.backends.duckdb_tables import engine_type, load_in_transaction, write_unit_rows
+from privdb.backends.duckdb_tables import (
+    VISIBLE_COLUMNS,
+    clear_leftovers,
+    engine_type,
+    load_in_transaction,
+    pending_loads,
+    write_unit_rows,
+)
 from privdb.backends.names import HIDDEN_PREFIX, check_name, quote, unit_rows_column
 from privdb.backends.watchdog import WATCHDOG
 from privdb.catalog.files import ReadOptions, release
 from privdb.errors import DatabaseInUse, InvalidParameter, ParseError
 from privdb.perthread import PerThread
+from privdb.private_files import chmod_private, owner_only_umask
 
 __all__ = ["DuckDBBackend"]
 
@@ -60,10 +71,15 @@ class DuckDBBackend:
 
     def __init__(self, path: str | Path | None, *, read_only: bool = False) -> None:
         self.path = None if path is None else Path(path)
+        new = self.path is not None and not self.path.exists()
+        if new:
+            owner_only_umask()  # DuckDB creates the file, its WAL and spill files with the umask
         try:
             if path is not None and read_only and not Path(path).exists():
                 duckdb.connect(str(path)).close()  # an empty database, so that read-only opening works
             self._con = duckdb.connect(":memory:" if path is None else str(path), read_only=read_only)
+            if new and self.path is not None:
+                chmod_private(self.path)  # owner-only before any row is written (privdb.private_files)
         except duckdb.IOException as err:
             if "lock" in str(err).lower():
                 holder = re.search(r"\(PID (\d+)\)", str(err))
@@ -143,11 +159,7 @@ class DuckDBBackend:
             return cached
         with self._lock:
             if self._schema is None:
-                rows = self._con.execute(
-                    "SELECT table_name, column_name, data_type, comment FROM duckdb_columns() "
-                    "WHERE database_name = current_database() AND schema_name = 'main' "
-                    "ORDER BY table_name, column_index"
-                ).fetchall()
+                rows = self._con.execute(*VISIBLE_COLUMNS).fetchall()  # none reserved, none unfinished
                 schema: dict[str, dict[str, tuple[str, str | None]]] = {}
                 for table, column, dtype, comment in rows:
                     schema.setdefault(table, {})[column] = (dtype, comment)
@@ -156,6 +168,28 @@ class DuckDBBackend:
 
     def tables(self) -> list[str]:
         return sorted(self._describe())
+
+    # ---- what a crash can leave (privdb.backends.duckdb_tables, privdb.catalog.loads)
+    def pending_loads(self) -> dict[str, str]:
+        """Table → the record it committed with, for each table whose load has not finished."""
+        with self._lock:
+            return pending_loads(self._con)
+
+    def finish_load(self, table: str) -> None:
+        """Lift the unfinished-load mark of ``table``: from now on it is listed and queried."""
+        try:
+            self._execute(f"COMMENT ON TABLE {quote(table)} IS NULL")
+        finally:
+            self._invalidate()
+
+    def clear_leftovers(self) -> tuple[list[str], list[str]]:
+        """Drop the staging views an earlier privdb's crashed loads left; their names, and the tables named
+        with privdb's reserved prefix (never listed nor queried: for the owner to drop)."""
+        try:
+            with self._lock:
+                return clear_leftovers(self._con)
+        finally:
+            self._invalidate()
 
     def resolve(self, table: str) -> str:
         """The stored name of ``table`` (case-insensitive), or ``unknown_table`` with a suggestion."""
@@ -216,13 +250,17 @@ class DuckDBBackend:
         source: str | Path,
         options: ReadOptions | None = None,
         check: Callable[[dict[str, str]], str | None] | None = None,
+        record: Callable[[], str] | None = None,
     ) -> tuple[int, int]:
         """Create or replace ``table`` from a file read as ``options`` say (privdb.catalog.files: CSV with
         its delimiter and header detected unless given, Parquet, JSON, Excel), atomically: the new rows, the
         checks and the hidden per-unit counts happen in one DuckDB transaction, and the old table stays until
-        it commits (a failure, an interrupt or a killed process leaves it as it was). ``check`` gets the new
-        table's columns (name → privdb type), raises to refuse them, and returns the privacy unit whose
-        counts to build (None: none). Returns the rows loaded and the CSV lines skipped as malformed
+        it commits (a failure, an interrupt or a killed process leaves it as it was). The file is staged as
+        a temporary view of a connection of its own, closed at the end: nothing of it outlives the load.
+        ``check`` gets the new table's columns (name → privdb type), raises to refuse them, and returns the
+        privacy unit whose counts to build (None: none). ``record``: the table commits marked as an
+        unfinished load holding that text, and stays unlisted until :meth:`finish_load` (privdb.backends.
+        duckdb_tables). Returns the rows loaded and the CSV lines skipped as malformed
         (``options.skip_bad_lines``; without it they are refused)."""
         check_name(table)
         options = options or ReadOptions()
@@ -230,7 +268,7 @@ class DuckDBBackend:
             with self._lock:
                 reader = self._con.cursor()  # its own connection: nothing pending on the shared one stops it
                 try:
-                    loaded = load_in_transaction(reader, table, Path(source), options, check)
+                    loaded = load_in_transaction(reader, table, Path(source), options, check, record)
                 finally:
                     release(reader)
                     reader.close()
