@@ -2,9 +2,11 @@
 
     DIR/data.duckdb     the tables (DuckDB)
     DIR/privdb.sqlite   metadata, analysts, stored answers, budgets and spends (SQLite, WAL)
+    DIR/uploads/        a server's uploads while it loads them (emptied when it starts)
 
-(``ledger="postgresql://…"``: the second in PostgreSQL, shared by several hosts). Created on first use.
-The owner loads tables and grants budgets; analysts only ask DP-SELECTs.
+(``ledger="postgresql://…"``: the second in PostgreSQL, shared by several hosts). Created on first use,
+owner-only (privdb.private_files). The owner loads tables (privdb.catalog.loads: a load across the two
+stores, and what a crash left) and grants budgets; analysts only ask DP-SELECTs.
 """
 
 from __future__ import annotations
@@ -24,34 +26,27 @@ from privdb.accounting.sqlstore import store_for
 from privdb.backends.base import Engine, is_read_only
 from privdb.backends.duckdb import DuckDBBackend
 from privdb.backends.duckdb_tables import Loaded
-from privdb.backends.names import check_name
+from privdb.backends.names import check_name, is_reserved
 from privdb.backends.urls import open_engine
+from privdb.catalog.loads import recover
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.catalog.metadata_file import load_metadata
 from privdb.catalog.metadata_spec import metadata_from_dict
-from privdb.catalog.querylog import LogFilter, LogOptions
+from privdb.catalog.querylog import LogFilter, LogOptions, log_subject
 from privdb.catalog.store import Catalog
 from privdb.catalog.values import as_declared
-from privdb.errors import DatabaseInUse, Forbidden, InvalidParameter, PrivdbError, UnknownTable
+from privdb.errors import DatabaseInUse, InvalidParameter, PrivdbError, UnknownTable
 from privdb.inuse import in_use
 from privdb.loads import TableLoads
 from privdb.lru import LRU
 from privdb.mechanisms import RandomSource
+from privdb.private_files import owner_only_umask, private_dir
 
 __all__ = ["MAX_SHAPES", "Database", "log_subject"]
 
 MAX_SHAPES = (
     512  # query shapes kept per database (privdb.sql.plan.prepared), least recently used dropped first
 )
-
-
-def log_subject(viewer: str | None, asked: str | None) -> str | None:
-    """Whose log entries ``viewer`` (an analyst, or None: the owner) gets when asking for ``asked``'s: the
-    owner any analyst's (None: everyone's); an analyst only their own, and a filter naming anyone else is
-    refused whether or not that analyst exists."""
-    if viewer is None or asked in (None, viewer):
-        return asked if viewer is None else viewer
-    raise Forbidden("an analyst sees only their own log entries: leave out the analyst filter")
 
 
 class Database(TableLoads):
@@ -61,7 +56,8 @@ class Database(TableLoads):
         self.path = Path(path)
         if self.path.exists() and not self.path.is_dir():
             raise InvalidParameter(f"{str(self.path)!r} is a file; a privdb database is a directory")
-        self.path.mkdir(parents=True, exist_ok=True)
+        owner_only_umask()  # what DuckDB creates here (its WAL, spill files) too: privdb.private_files
+        private_dir(self.path)
         self.name = self.path.resolve().name
         self.read_only = read_only
         self._backend: DuckDBBackend | None = None
@@ -74,6 +70,7 @@ class Database(TableLoads):
         # query shapes planned already, kept and checked by privdb.sql.plan.prepared
         self.prepared: LRU[Hashable, object] = LRU(MAX_SHAPES)
         self.load_notes: dict[str, Loaded] = {}  # table → what its last load or append here did
+        self.notices: list[str] = []  # for the owner: what opening the data found a crash had left
 
     def data_version(self) -> int:
         """A number that changes whenever this process changes the data (the only writer of the file while
@@ -87,9 +84,15 @@ class Database(TableLoads):
         with self._backend_lock:
             if self._backend is None:
                 try:
-                    self._backend = DuckDBBackend(self.path / "data.duckdb", read_only=self.read_only)
+                    backend = DuckDBBackend(self.path / "data.duckdb", read_only=self.read_only)
                 except DatabaseInUse as err:  # say who holds it, and what works meanwhile
                     raise in_use(self.path, err.holder) from None
+                try:
+                    self.notices += recover(self.catalog, self.ledger, self.name, backend, self.read_only)
+                except BaseException:
+                    backend.close()  # no half-opened data file left holding DuckDB's lock
+                    raise
+                self._backend = backend
             return self._backend
 
     def close(self) -> None:
@@ -118,7 +121,7 @@ class Database(TableLoads):
     # ---- tables and metadata (loads and appends: privdb.loads)
     def set_metadata(self, table: str, spec: dict[str, Any]) -> TableMeta:
         self._writable("changing metadata")
-        name = self.backend.resolve(table)
+        name = self.backend.resolve(table)  # a reserved name is refused (privdb.backends.base.find_table)
         return self._store_metadata(metadata_from_dict(name, spec, self.backend.columns(name)))
 
     def _recount_units(self) -> None:
@@ -176,7 +179,8 @@ class Database(TableLoads):
 
     def table_names(self) -> list[str]:
         """Every table's name, attached ones included, without reading any metadata."""
-        return sorted({*self.backend.tables(), *self.catalog.attachments()})
+        names = {*self.backend.tables(), *self.catalog.attachments()}
+        return sorted(n for n in names if not is_reserved(n))
 
     def tables(self) -> list[dict[str, Any]]:
         """Every table with its public metadata (what analysts may know), attached ones included."""
@@ -195,14 +199,13 @@ class Database(TableLoads):
         Queries on it are rewritten once and transpiled to that engine's dialect; only aggregates come
         back. The engine is opened read-only."""
         check_name(table)
-        if table.lower() in {t.lower() for t in self.backend.tables()}:
+        if table.lower() in {t.lower() for t in (*self.backend.tables(), *self.backend.pending_loads())}:
             raise InvalidParameter(f"a table {table!r} is loaded here already; attach under another name")
         backend = self._open_engine(engine)
         found = source or table
         spec = load_metadata(metadata, table) if isinstance(metadata, str | Path) else metadata
         meta = metadata_from_dict(table, spec, backend.columns(found))  # also checks the source exists
-        self.catalog.attach(table, engine, found)
-        self.catalog.set_metadata(table, meta.to_dict())
+        self.catalog.attach(table, engine, found, meta.to_dict())  # one transaction: both or neither
         return meta
 
     def backend_for(self, table: str) -> tuple[Engine, str]:

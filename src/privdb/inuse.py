@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from privdb.errors import DatabaseInUse
+from privdb.private_files import open_private
 
 __all__ = ["MARKER", "announce", "in_use", "running_server", "served_already"]
 
@@ -50,7 +51,7 @@ def _claim(path: Path, directory: str | Path, text: str) -> None:
     once, one wins); a stale marker (its process gone, or this one's) is replaced."""
     for _ in range(2):
         try:
-            with path.open("x", encoding="utf-8") as out:
+            with open_private(path, exclusive=True, encoding="utf-8") as out:  # owner-only: 0600
                 out.write(text)
             return
         except FileExistsError:

@@ -17,7 +17,6 @@ import pandas as pd
 import sqlglot
 
 from privdb.accounting.ledger import Ledger
-from privdb.accounting.renewal import parse_period
 from privdb.backends.base import Engine
 from privdb.backends.duckdb import DuckDBBackend
 from privdb.backends.duckdb_tables import Loaded
@@ -25,6 +24,7 @@ from privdb.backends.names import HIDDEN_PREFIX, check_name, quote_table
 from privdb.catalog.conformance import Finding, check_conformance
 from privdb.catalog.contributions import contributions
 from privdb.catalog.files import ReadOptions
+from privdb.catalog.loads import load_table
 from privdb.catalog.metadata import TableMeta
 from privdb.catalog.metadata_file import load_budgets, load_metadata
 from privdb.catalog.metadata_spec import metadata_from_dict
@@ -70,21 +70,12 @@ class TableLoads:
         spec = load_metadata(metadata, table) if isinstance(metadata, str | Path) else metadata
         budgets = load_budgets(metadata, table) if isinstance(metadata, str | Path) else []
         options = replace(options or ReadOptions(), declared=declared_types(spec))
-        checked: list[TableMeta] = []
-
-        def check(columns: dict[str, str]) -> str | None:
-            checked.append(metadata_from_dict(table, spec, columns))
-            return checked[-1].privacy_unit
-
-        loaded = self.backend.load(table, source, options, check)
-        stored = checked[-1]
+        # the table commits marked unfinished with its metadata and budgets, which the catalog and ledger
+        # then store (dropping the stored answers) before the mark is lifted: privdb.catalog.loads
+        stored, loaded = load_table(
+            self.catalog, self.ledger, self.name, self.backend, table, source, spec, budgets, options
+        )
         self.load_notes[stored.name] = loaded
-        self.catalog.set_metadata(stored.name, stored.to_dict())  # which drops the stored answers
-        for kind, name, epsilon, delta, renew in budgets:  # the file's shared budgets: this table's, groups'
-            self.ledger.set_cap(
-                kind, stored.name if kind == "table" else name, self.name, epsilon=epsilon, delta=delta,
-                renew=parse_period(renew),
-            )  # fmt: skip
         return stored
 
     def check_load(self, table: str, spec: dict[str, Any] | None, columns: dict[str, str]) -> TableMeta:
@@ -126,7 +117,10 @@ class TableLoads:
         read as the table's types (a value that does not fit is a bad line, named, or left out with
         ``skip_bad_lines``); the per-unit row counts are brought up to date in the same transaction, and
         the stored answers about the table are dropped. A refused or failed append changes nothing. The
-        table keeps its metadata; its conformance is checked after, as after a load."""
+        table keeps its metadata; its conformance is checked after, as after a load. The file is staged as
+        a load's is (a temporary view of a connection of its own). No unfinished-load mark is needed: the
+        catalog holds the table's metadata already and the append does not change it, so the new rows,
+        committed in one transaction, are never visible without matching metadata."""
         meta = self.check_append(table)
         self.catalog.forget_answers(meta.name)  # none stored from now on outlives the change (sql/charge.py)
         loaded = self.backend.append(meta.name, source, options, meta.privacy_unit)

@@ -41,6 +41,7 @@ from typing import Any
 
 from privdb.errors import InvalidParameter, install_hint
 from privdb.perthread import PerThread
+from privdb.private_files import create_private, private_dir
 
 __all__ = ["Cursor", "SQLStore", "glob_word_match", "is_store_url", "open_store", "store_for"]
 
@@ -64,6 +65,12 @@ def _writers_lock(fd: int) -> None:
                 raise sqlite3.OperationalError("database is locked") from None
             time.sleep(pause)
             pause = min(pause * 2, 1e-3)
+
+
+def _lock_file(path: Path) -> int:
+    """The writers' lock file, opened (created owner-only if absent, whatever the umask)."""
+    create_private(path)
+    return os.open(path, os.O_RDWR)
 
 
 def is_store_url(target: object) -> bool:
@@ -208,7 +215,9 @@ class SQLiteStore(SQLStore):
     no_limit = -1
 
     def __init__(self, path: Path, *, durable: bool = True) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
+        # created empty at 0600 before SQLite opens it: SQLite gives its -wal and -shm the main file's mode
+        create_private(path)
         self._path, self._durable = path, durable
         super().__init__(self._open(durable=True))
         self._conn.execute("PRAGMA journal_mode=WAL")
@@ -222,7 +231,7 @@ class SQLiteStore(SQLStore):
         # privdb's writers queue on this file's lock before SQLite's: a waiting process wakes when the lock is
         # free, where SQLite's busy handler sleeps 1, 2, 5, 10 … ms between tries (module doc)
         # a file object: closed in close(), or when the store is collected
-        self._lockfile = os.fdopen(os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600), "r+b")
+        self._lockfile = os.fdopen(_lock_file(Path(f"{path}.lock")), "r+b")
         self._writers = self._lockfile.fileno()
 
     def _open(self, *, durable: bool | None = None) -> sqlite3.Connection:

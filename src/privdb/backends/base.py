@@ -9,6 +9,7 @@ import pandas as pd
 import sqlglot
 from sqlglot import exp
 
+from privdb.backends.names import RESERVED_PREFIX, is_reserved
 from privdb.errors import Forbidden, UnknownTable
 from privdb.suggest import did_you_mean
 
@@ -24,8 +25,15 @@ def find_table(
     ``visible``: the tables the asker may query (a scoped analyst's grant), or None for all of ``names`` (the
     owner, an analyst of every table). With it, only names that are also visible are found or suggested, and
     any other name — outside the grant or granted but absent, existing or not, a typo or not — gets
-    :func:`not_granted`'s one refusal: nothing outside the grant is named, nor is its existence told."""
-    known = list(names)
+    :func:`not_granted`'s one refusal: nothing outside the grant is named, nor is its existence told.
+
+    A name beginning ``__privdb`` never names a table (privdb.backends.names): refused as such, for
+    everyone alike, and never found or suggested even if an engine holds one."""
+    if is_reserved(table):
+        raise UnknownTable(
+            f"no table {table!r}: names beginning {RESERVED_PREFIX!r} are privdb's own and never name a table"
+        )
+    known = [name for name in names if not is_reserved(name)]
     if visible is not None:
         scope = {v.lower() for v in visible}
         known = [name for name in known if name.lower() in scope]

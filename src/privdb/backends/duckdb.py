@@ -1,13 +1,15 @@
 """The embedded default engine: DuckDB, one database file per privdb database directory. The connection,
 its per-thread cursors and prepared statements, the schema cache and the timed queries are here; how a table
 is written (types, a load in one transaction, the hidden per-unit counts) is privdb.backends.duckdb_tables.
+
+Never listed nor found (``tables``, ``resolve``): a name beginning ``__privdb`` (privdb.backends.names), and a
+table whose load has not finished (its comment marked ``PENDING``: privdb.backends.duckdb_tables).
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import re
 import threading
 import time
 from collections import OrderedDict
@@ -19,17 +21,21 @@ import duckdb
 import pandas as pd
 
 from privdb.backends.base import find_table
+from privdb.backends.duckdb_open import first_line, no_progress_bar, open_data
 from privdb.backends.duckdb_tables import (
+    VISIBLE_COLUMNS,
     Loaded,
     append_in_transaction,
+    clear_leftovers,
     engine_type,
     load_in_transaction,
+    pending_loads,
     write_unit_rows,
 )
 from privdb.backends.names import HIDDEN_PREFIX, check_name, quote, unit_rows_column
 from privdb.backends.watchdog import WATCHDOG
 from privdb.catalog.files import ReadOptions, release
-from privdb.errors import DatabaseInUse, InvalidParameter, ParseError
+from privdb.errors import InvalidParameter, ParseError
 from privdb.perthread import PerThread
 
 __all__ = ["DuckDBBackend"]
@@ -66,20 +72,7 @@ class DuckDBBackend:
 
     def __init__(self, path: str | Path | None, *, read_only: bool = False) -> None:
         self.path = None if path is None else Path(path)
-        try:
-            if path is not None and read_only and not Path(path).exists():
-                duckdb.connect(str(path)).close()  # an empty database, so that read-only opening works
-            self._con = duckdb.connect(":memory:" if path is None else str(path), read_only=read_only)
-        except duckdb.IOException as err:
-            if "lock" in str(err).lower():
-                holder = re.search(r"\(PID (\d+)\)", str(err))
-                raise DatabaseInUse(
-                    f"the data file {str(path)!r} is in use by another process"
-                    + (f" (pid {holder[1]})" if holder else ""),
-                    int(holder[1]) if holder else None,
-                ) from None
-            raise InvalidParameter(f"cannot open the data file {str(path)!r}: {_first_line(err)}") from None
-        _no_progress_bar(self._con)
+        self._con = open_data(self.path, read_only)  # privdb.backends.duckdb_open
         self._lock = threading.Lock()
         self._schema: dict[str, dict[str, tuple[str, str | None]]] | None = None
         self._bound: dict[str, list[str]] = {}
@@ -102,7 +95,7 @@ class DuckDBBackend:
     def _open_cursor(self) -> _ThreadCursor:
         with self._lock:
             cursor = self._con.cursor()
-        _no_progress_bar(cursor)
+        no_progress_bar(cursor)
         return _ThreadCursor(cursor)
 
     def _prepared(self, cursor: duckdb.DuckDBPyConnection, sql: str) -> str:
@@ -149,11 +142,7 @@ class DuckDBBackend:
             return cached
         with self._lock:
             if self._schema is None:
-                rows = self._con.execute(
-                    "SELECT table_name, column_name, data_type, comment FROM duckdb_columns() "
-                    "WHERE database_name = current_database() AND schema_name = 'main' "
-                    "ORDER BY table_name, column_index"
-                ).fetchall()
+                rows = self._con.execute(*VISIBLE_COLUMNS).fetchall()  # none reserved, none unfinished
                 schema: dict[str, dict[str, tuple[str, str | None]]] = {}
                 for table, column, dtype, comment in rows:
                     schema.setdefault(table, {})[column] = (dtype, comment)
@@ -162,6 +151,28 @@ class DuckDBBackend:
 
     def tables(self) -> list[str]:
         return sorted(self._describe())
+
+    # ---- what a crash can leave (privdb.backends.duckdb_tables, privdb.catalog.loads)
+    def pending_loads(self) -> dict[str, str]:
+        """Table → the record it committed with, for each table whose load has not finished."""
+        with self._lock:
+            return pending_loads(self._con)
+
+    def finish_load(self, table: str) -> None:
+        """Lift the unfinished-load mark of ``table``: from now on it is listed and queried."""
+        try:
+            self._execute(f"COMMENT ON TABLE {quote(table)} IS NULL")
+        finally:
+            self._invalidate()
+
+    def clear_leftovers(self) -> tuple[list[str], list[str]]:
+        """Drop the staging views an earlier privdb's crashed loads left; their names, and the tables named
+        with privdb's reserved prefix (never listed nor queried: for the owner to drop)."""
+        try:
+            with self._lock:
+                return clear_leftovers(self._con)
+        finally:
+            self._invalidate()
 
     def resolve(self, table: str) -> str:
         """The stored name of ``table`` (case-insensitive), or ``unknown_table`` with a suggestion."""
@@ -227,17 +238,21 @@ class DuckDBBackend:
         source: str | Path,
         options: ReadOptions | None = None,
         check: Callable[[dict[str, str]], str | None] | None = None,
+        record: Callable[[], str] | None = None,
     ) -> Loaded:
         """Create or replace ``table`` from a file read as ``options`` say (privdb.catalog.files: CSV with
         its delimiter and header detected unless given, Parquet, JSON, Excel), atomically: the new rows, the
         checks and the hidden per-unit counts happen in one DuckDB transaction, and the old table stays until
-        it commits (a failure, an interrupt or a killed process leaves it as it was). ``check`` gets the new
-        table's columns (name → privdb type), raises to refuse them, and returns the privacy unit whose
-        counts to build (None: none). Returns the rows loaded, the CSV lines skipped as malformed
+        it commits (a failure, an interrupt or a killed process leaves it as it was). The file is staged as
+        a temporary view of a connection of its own, closed at the end: nothing of it outlives the load.
+        ``check`` gets the new table's columns (name → privdb type), raises to refuse them, and returns the
+        privacy unit whose counts to build (None: none). ``record``: the table commits marked as an
+        unfinished load holding that text, and stays unlisted until :meth:`finish_load` (privdb.backends.
+        duckdb_tables). Returns the rows loaded, the CSV lines skipped as malformed
         (``options.skip_bad_lines``; without it they are refused) and the text columns of mostly numbers."""
         check_name(table)
         return self._write(source, lambda reader: load_in_transaction(
-            reader, table, Path(source), options or ReadOptions(), check
+            reader, table, Path(source), options or ReadOptions(), check, record
         ))  # fmt: skip
 
     def append(self, table: str, source: str | Path, options: ReadOptions | None, unit: str | None) -> Loaded:
@@ -250,8 +265,9 @@ class DuckDBBackend:
         ))  # fmt: skip
 
     def _write(self, source: str | Path, work: Callable[[duckdb.DuckDBPyConnection], Loaded]) -> Loaded:
-        """``work`` on a cursor of its own (nothing pending on the shared connection stops it), with what it
-        registered released after and the schema cache cleared."""
+        """``work`` on a cursor of its own: a connection of its own, so nothing pending on the shared one
+        stops it and the file's temporary view (privdb.catalog.files) is its alone and goes when it closes;
+        what it registered released after and the schema cache cleared."""
         try:
             with self._lock:
                 reader = self._con.cursor()
@@ -300,7 +316,7 @@ class DuckDBBackend:
         try:
             rel = self._cursor().sql(sql)
         except duckdb.Error as err:
-            raise ParseError(f"the query does not fit the table: {_first_line(err)}") from None
+            raise ParseError(f"the query does not fit the table: {first_line(err)}") from None
         self._bound[sql] = columns = list(rel.columns)
         return columns
 
@@ -366,19 +382,6 @@ class DuckDBBackend:
         except duckdb.InterruptException:
             raise TimeoutError(f"the statement ran longer than {timeout} s") from None
         except duckdb.Error as err:
-            raise ParseError(_first_line(err)) from None
+            raise ParseError(first_line(err)) from None
         finally:
             self._invalidate()
-
-
-def _no_progress_bar(con: duckdb.DuckDBPyConnection) -> None:
-    """Turn DuckDB's progress bar off (it would write to the analyst's terminal). In Jupyter it is off
-    already, and DuckDB refuses any change of the setting there unless ipywidgets is installed: so it is
-    set only when on."""
-    (on,) = con.execute("SELECT current_setting('enable_progress_bar')").fetchall()  # all: the result ends
-    if on[0]:
-        con.execute("SET enable_progress_bar = false")
-
-
-def _first_line(err: Exception) -> str:
-    return str(err).strip().splitlines()[0]

@@ -2,6 +2,13 @@
 the hidden per-unit row counts commit together or not at all), rows added to a table the same way, and those
 hidden counts (user-level bounding reads them to skip units that need no bounding). Apart from
 privdb.backends.duckdb, which holds the connection and runs queries.
+
+A load's table commits with its privacy metadata written into it, as the table's comment (:data:`PENDING`
+and the record the caller gives): the catalog, where the metadata lives, is another store, so the two
+cannot commit together. Until the caller has stored the metadata and lifted the mark
+(``DuckDBBackend.finish_load``), the table is never listed nor queried; a process killed in between leaves
+the mark, and the next writer finishes the load from it (privdb.catalog.loads). An append needs no mark:
+the table keeps the metadata the catalog holds already, and its new rows commit in one transaction.
 """
 
 from __future__ import annotations
@@ -13,13 +20,35 @@ from pathlib import Path
 
 import duckdb
 
-from privdb.backends.names import HIDDEN_PREFIX, quote, unit_rows_column
+from privdb.backends.names import HIDDEN_PREFIX, RESERVED_PREFIX, quote, unit_rows_column
 from privdb.catalog.files import ReadOptions, bad_lines, read_relation
 from privdb.catalog.mixed import MixedColumn, mixed_columns
 from privdb.catalog.typed import append_columns, engine_type
+from privdb.crashpoint import crash_point
 from privdb.errors import InvalidParameter
 
-__all__ = ["Loaded", "append_in_transaction", "engine_type", "load_in_transaction", "write_unit_rows"]
+__all__ = [
+    "PENDING",
+    "VISIBLE_COLUMNS",
+    "Loaded",
+    "append_in_transaction",
+    "clear_leftovers",
+    "engine_type",
+    "load_in_transaction",
+    "pending_loads",
+    "write_unit_rows",
+]
+
+PENDING = "privdb: load not finished: "  # a table comment beginning so marks a load whose metadata is due
+_MAIN = "database_name = current_database() AND schema_name = 'main'"  # the data file's own
+# what DuckDBBackend describes (SQL and parameters): every column of the data file's tables and views but
+# those named with privdb's reserved prefix and those of a table whose load has not finished
+VISIBLE_COLUMNS = (
+    f"SELECT table_name, column_name, data_type, comment FROM duckdb_columns() WHERE {_MAIN} "
+    "AND NOT starts_with(lower(table_name), ?) AND table_name NOT IN (SELECT table_name "
+    f"FROM duckdb_tables() WHERE {_MAIN} AND starts_with(comment, ?)) ORDER BY table_name, column_index",
+    [RESERVED_PREFIX, PENDING],
+)
 
 
 @dataclass(frozen=True)
@@ -40,14 +69,19 @@ def load_in_transaction(
     source: Path,
     options: ReadOptions,
     check: Callable[[dict[str, str]], str | None] | None,
+    record: Callable[[], str] | None = None,
 ) -> Loaded:
     """The new table, checked and counted, committed in one transaction (rolled back on any failure,
     interrupts included). A column the metadata does not type that holds mostly numbers is reported (not
-    for a file read with exact types: its reader looked already)."""
+    for a file read with exact types: its reader looked already). ``record`` (called after ``check``): the
+    text the table commits with, marked :data:`PENDING`, for the caller to finish the load from (module
+    doc)."""
     view = read_relation(reader, source, options)
+    crash_point("staged")
     reader.execute("BEGIN TRANSACTION")
     try:
         reader.execute(f"CREATE OR REPLACE TABLE {quote(table)} AS SELECT * FROM {view}")
+        crash_point("table-written")
         described = reader.execute(f"DESCRIBE {quote(table)}").fetchall()
         read_as = {str(r[0]): str(r[1]) for r in described}
         skipped = bad_lines(reader, source, options, read_as, _count(reader, table))
@@ -62,12 +96,15 @@ def load_in_transaction(
         write_unit_rows(reader, table, unit, list(columns))
         typed = {name for name, _ in options.declared}
         mixed = () if options.types else tuple(mixed_columns(reader, quote(table), source, options, typed))
+        if record is not None:
+            reader.execute(f"COMMENT ON TABLE {quote(table)} IS {_literal(PENDING + record())}")
         rows = _count(reader, table)
         reader.execute("COMMIT")
     except BaseException:
         with contextlib.suppress(duckdb.Error):
             reader.execute("ROLLBACK")
         raise
+    crash_point("committed")
     return Loaded(rows, rows, skipped, mixed)
 
 
@@ -117,8 +154,7 @@ def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:
 
 def _comment(con: duckdb.DuckDBPyConnection, table: str, column: str) -> str | None:
     row = con.execute(
-        "SELECT comment FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = "
-        "'main' AND table_name = ? AND column_name = ?",
+        f"SELECT comment FROM duckdb_columns() WHERE {_MAIN} AND table_name = ? AND column_name = ?",
         [table, column],
     ).fetchone()
     return None if row is None or row[0] is None else str(row[0])
@@ -154,3 +190,38 @@ def write_unit_rows(con: duckdb.DuckDBPyConnection, name: str, unit: str | None,
     )
     row = con.execute(f"SELECT COUNT(*) FROM {t}").fetchone()
     con.execute(f"COMMENT ON COLUMN {t}.{c} IS '{int(row[0]) if row else 0}'")
+
+
+def _literal(text: str) -> str:
+    """``text`` as a SQL string literal (COMMENT ON takes no parameters)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def pending_loads(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """Table → the record it committed with (:data:`PENDING` taken off), for each unfinished load."""
+    rows = con.execute(
+        f"SELECT table_name, comment FROM duckdb_tables() WHERE {_MAIN} AND starts_with(comment, ?)",
+        [PENDING],
+    ).fetchall()
+    return {str(name): str(comment)[len(PENDING) :] for name, comment in rows}
+
+
+def clear_leftovers(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[str]]:
+    """Drop the views named with privdb's reserved prefix (an earlier privdb staged files as lasting views
+    so, and a crash left them: views over the raw file); their names, and the tables named so (privdb
+    makes none: the owner's own SQL did)."""
+    views = [
+        str(r[0])
+        for r in con.execute(
+            f"SELECT view_name FROM duckdb_views() WHERE {_MAIN} AND NOT internal "
+            "AND starts_with(lower(view_name), ?)",
+            [RESERVED_PREFIX],
+        ).fetchall()
+    ]
+    for view in views:
+        con.execute(f"DROP VIEW IF EXISTS {quote(view)}")
+    tables = con.execute(
+        f"SELECT table_name FROM duckdb_tables() WHERE {_MAIN} AND starts_with(lower(table_name), ?)",
+        [RESERVED_PREFIX],
+    ).fetchall()
+    return views, sorted(str(r[0]) for r in tables)

@@ -1,6 +1,10 @@
 """The SQL names privdb writes into every engine's SQL: identifier quoting, the table and column names it
 accepts, and the hidden columns it keeps for itself beside an owner's data. Apart from the engines so the
 SQL layer, the other engines and the CLI can use them without importing DuckDB.
+
+Names beginning ``__privdb`` (in any case: engines match names case-insensitively) are privdb's own: no
+owner or analyst may name a table so (load, attach, metadata, a grant's tables, FROM), and a table or view
+so named in a data file — an earlier privdb's staging left by a crash — is never listed nor queried.
 """
 
 from __future__ import annotations
@@ -11,10 +15,20 @@ from sqlglot import exp
 
 from privdb.errors import InvalidParameter
 
-__all__ = ["HIDDEN_PREFIX", "check_name", "quote", "quote_table", "unit_rows_column"]
+__all__ = [
+    "HIDDEN_PREFIX",
+    "RESERVED_PREFIX",
+    "check_name",
+    "is_reserved",
+    "quote",
+    "quote_table",
+    "refuse_reserved",
+    "unit_rows_column",
+]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 HIDDEN_PREFIX = "__privdb_"  # columns privdb keeps for itself: never in metadata, never in analysts' view
+RESERVED_PREFIX = "__privdb"  # no table an owner or analyst names may begin so (module doc)
 
 
 def unit_rows_column(unit: str) -> str:
@@ -22,13 +36,29 @@ def unit_rows_column(unit: str) -> str:
     return f"{HIDDEN_PREFIX}rows_per_{unit}"
 
 
+def is_reserved(name: str) -> bool:
+    """Whether ``name`` begins with privdb's reserved prefix, in any case."""
+    return name.lower().startswith(RESERVED_PREFIX)
+
+
+def refuse_reserved(name: str, what: str = "table") -> str:
+    """``name``, unless it begins with privdb's reserved prefix (then ``invalid_parameter``)."""
+    if is_reserved(name):
+        raise InvalidParameter(
+            f"{what} name {name!r} begins with {RESERVED_PREFIX!r}, which privdb keeps for its own names; "
+            "choose another name"
+        )
+    return name
+
+
 def check_name(name: str, what: str = "table") -> str:
-    """A plain SQL identifier, so it can be quoted safely and typed in DP-SELECT."""
+    """A plain SQL identifier, so it can be quoted safely and typed in DP-SELECT, and not one of privdb's
+    reserved names."""
     if not _NAME.match(name):
         raise InvalidParameter(
             f"{what} name {name!r} must start with a letter or _ and hold only letters, digits and _"
         )
-    return name
+    return refuse_reserved(name, what)
 
 
 def quote(name: str) -> str:

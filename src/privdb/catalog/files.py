@@ -2,7 +2,10 @@
 markers (named as DuckDB's CSV reader names them), Parquet, JSON and Excel.
 
 Every reader ends as one DuckDB relation (``SELECT * FROM read_csv(…)``), so loading, the load-time checks and
-``privdb infer`` read a file the same way. Excel goes through pandas and openpyxl (the optional ``excel``
+``privdb infer`` read a file the same way. The relation is staged as a *temporary* view of the reading
+connection (DuckDB's ``temp`` catalog): never written to the data file, seen by no other connection, gone
+when that connection closes or its process dies — so no analyst's path can ever name it, and nothing of a
+failed or killed load survives. Excel goes through pandas and openpyxl (the optional ``excel``
 extra): DuckDB's own Excel reader is an extension it downloads on first use, which a machine without access to
 DuckDB's extension server cannot do.
 """
@@ -32,6 +35,7 @@ __all__ = [
     "release",
 ]
 
+_STAGED = "__privdb_file"  # the temporary view a file is read through (reserved: privdb.backends.names)
 _SUFFIXES: dict[str, FileFormat] = {
     ".parquet": "parquet",
     ".pq": "parquet",
@@ -69,7 +73,8 @@ def _unescape(delimiter: str | None) -> str | None:
 
 
 def read_relation(con: duckdb.DuckDBPyConnection, path: Path, options: ReadOptions) -> str:
-    """Register the file as the view ``__privdb_file`` on ``con`` and return its name.
+    """Register the file as the temporary view ``temp.__privdb_file`` of ``con`` (module doc) and return its
+    name.
 
     Errors name the file and what to change; the view is what the caller loads, checks or infers from."""
     if not path.is_file():
@@ -81,10 +86,10 @@ def read_relation(con: duckdb.DuckDBPyConnection, path: Path, options: ReadOptio
             f"{', '.join(misfits)} do not apply to {kind} files like {path.name!r} "
             "(say --format csv to read it as CSV)"
         )
-    view = "__privdb_file"
+    view = f"temp.{_STAGED}"
     try:
         if kind == "excel":
-            con.register(view, _excel(path, options))
+            con.register(_STAGED, _excel(path, options))
             return view
         if kind == "csv":
             relation = con.read_csv(str(path), **csv_kwargs(options))
@@ -96,7 +101,8 @@ def read_relation(con: duckdb.DuckDBPyConnection, path: Path, options: ReadOptio
             relation = con.read_parquet(str(path))
         else:
             relation = con.read_json(str(path))
-        relation.create_view(view, replace=True)
+        # register: a temporary view (a relation's create_view would write a lasting one to the data file)
+        con.register(_STAGED, relation)
         names = [row[0] for row in con.execute(f"DESCRIBE {view}").fetchall()]
     except duckdb.Error as err:
         raise InvalidParameter(
@@ -111,7 +117,7 @@ def read_relation(con: duckdb.DuckDBPyConnection, path: Path, options: ReadOptio
         renamed = ", ".join(
             f"{_ident(old)} AS {_ident(new)}" for old, new in zip(names, options.names, strict=True)
         )
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {view}_named AS SELECT {renamed} FROM {view}")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {_STAGED}_named AS SELECT {renamed} FROM {view}")
         return f"{view}_named"
     if options.names is not None and len(options.names) != len(names):
         raise InvalidParameter(
@@ -168,14 +174,13 @@ def bad_lines(
 
 
 def release(con: duckdb.DuckDBPyConnection) -> None:
-    """Drop what :func:`read_relation` registered (its views are temporary, but a long-lived connection — the
-    database's own — must not keep them: they would show up among its tables)."""
-    for view in ("__privdb_file_named", "__privdb_file"):
-        con.execute(f"DROP VIEW IF EXISTS {view}")
+    """Drop what :func:`read_relation` registered on ``con`` (temporary, so closing ``con`` drops it too; a
+    connection kept open reads the next file afresh)."""
+    con.execute(f"DROP VIEW IF EXISTS temp.{_STAGED}_named")
     for table in ("reject_errors", "reject_scans"):  # the CSV reader's record of the lines it set aside
         con.execute(f"DROP TABLE IF EXISTS temp.{table}")
     with contextlib.suppress(duckdb.Error):
-        con.unregister("__privdb_file")
+        con.unregister(_STAGED)
 
 
 def _ident(name: str) -> str:

@@ -15,9 +15,9 @@ from fractions import Fraction
 from typing import Any, Literal, NamedTuple, TypedDict, get_args
 
 from privdb.accounting.sqlstore import glob_word_match
-from privdb.errors import InvalidParameter
+from privdb.errors import Forbidden, InvalidParameter
 
-__all__ = ["OUTCOMES", "LogFilter", "LogOptions", "LogRow", "Outcome"]
+__all__ = ["OUTCOMES", "LogFilter", "LogOptions", "LogRow", "Outcome", "log_subject"]
 
 Outcome = Literal["answered", "refused", "interrupted"]
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
@@ -122,3 +122,12 @@ class LogFilter:
             terms.append("outcome = ?")
             args.append(self.outcome)
         return (" WHERE " + " AND ".join(terms) if terms else ""), args
+
+
+def log_subject(viewer: str | None, asked: str | None) -> str | None:
+    """Whose log entries ``viewer`` (an analyst, or None: the owner) gets when asking for ``asked``'s: the
+    owner any analyst's (None: everyone's); an analyst only their own, and a filter naming anyone else is
+    refused whether or not that analyst exists."""
+    if viewer is None or asked in (None, viewer):
+        return asked if viewer is None else viewer
+    raise Forbidden("an analyst sees only their own log entries: leave out the analyst filter")

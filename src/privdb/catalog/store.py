@@ -23,6 +23,7 @@ from typing import Any
 from privdb.accounting.sqlstore import Cursor, is_store_url, open_store
 from privdb.catalog.querylog import LOG_UNION, LogFilter, LogRow
 from privdb.catalog.surveys import SURVEY_ADDED, SURVEY_SCHEMA, SurveyRecords
+from privdb.crashpoint import crash_point
 from privdb.errors import Unauthorized
 from privdb.text import storable
 
@@ -112,14 +113,18 @@ class Catalog(SurveyRecords):
         return rows
 
     # ---- tables
-    def set_metadata(self, table: str, metadata: dict[str, Any]) -> None:
-        with self._store.transaction(durable=False) as cur:
-            cur.execute(
-                "INSERT INTO tables VALUES (?, ?) "
-                "ON CONFLICT(name) DO UPDATE SET metadata = excluded.metadata",
-                (table, json.dumps(metadata)),
-            )
-            self.forget_answers(table, cur)  # answers about a reloaded table are stale
+    def set_metadata(self, table: str, metadata: dict[str, Any], *, durable: bool = False) -> None:
+        """Store a table's metadata (``durable``: synced before it returns, as a load needs before it lifts
+        its table's mark: privdb.catalog.loads)."""
+        with self._store.transaction(durable=durable) as cur:
+            self._set_metadata(cur, table, metadata)
+
+    def _set_metadata(self, cur: Cursor, table: str, metadata: dict[str, Any]) -> None:
+        cur.execute(
+            "INSERT INTO tables VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET metadata = excluded.metadata",
+            (table, json.dumps(metadata)),
+        )
+        self.forget_answers(table, cur)  # answers about a reloaded table are stale
 
     def forget_answers(self, table: str, cur: Cursor | None = None) -> None:
         """Drop every stored answer that read ``table`` (its data changed: a repeat is answered afresh, and
@@ -240,13 +245,18 @@ class Catalog(SurveyRecords):
         ]
 
     # ---- tables that stay in another engine
-    def attach(self, name: str, engine: str, source: str) -> None:
-        with self._store.cursor() as cur:
+    def attach(self, name: str, engine: str, source: str, metadata: dict[str, Any] | None = None) -> None:
+        """Register an attached table and, if given, its metadata, in one transaction: a crash leaves both
+        or neither (never an attached table without metadata, read as one row per person)."""
+        with self._store.transaction(durable=metadata is not None) as cur:
             cur.execute(
                 "INSERT INTO attachments VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
                 "engine = excluded.engine, source = excluded.source",
                 (name, engine, source),
             )
+            crash_point("attach-writing")
+            if metadata is not None:
+                self._set_metadata(cur, name, metadata)
 
     def attachments(self) -> dict[str, tuple[str, str]]:
         """Attached table name → (engine URL, the table's name in that engine)."""

@@ -133,6 +133,8 @@ def load(
         else:
             meta = database.load(table, file, metadata, options)
         answer = database.loaded(meta)
+        for notice in database.notices:  # what opening the data found a crash had left, put right
+            errors().print(f"notice: {notice}", highlight=False)
     _report(meta.name, answer["rows"], answer, answer["conformance"])
 
 

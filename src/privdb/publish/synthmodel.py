@@ -39,6 +39,7 @@ from numpy.typing import NDArray
 from privdb.errors import InvalidParameter
 from privdb.mechanisms import RandomSource
 from privdb.mechanisms.randomness import default_source
+from privdb.private_files import open_private, private_dir
 from privdb.publish.histogram import Domain
 from privdb.publish.modelfile import FORMAT, VERSION, read_model
 
@@ -132,8 +133,9 @@ class SyntheticModel:
         return decode(self.sample_codes(rows, source), self.domains, self.types, source)
 
     def save(self, path: Path) -> None:
-        """Write the folder ``path`` (model.json and arrays.npz; module doc)."""
-        path.mkdir(parents=True, exist_ok=True)
+        """Write the folder ``path`` (model.json and arrays.npz; module doc), owner-only: a new folder 0700,
+        its files 0600 (privdb.private_files)."""
+        private_dir(path)
         columns = [
             {"name": d.column, "type": t, "labels": list(d.labels), "lower": d.lower, "upper": d.upper,
              "null": d.null, "groups": g}
@@ -141,9 +143,11 @@ class SyntheticModel:
         ]  # fmt: skip
         body = {**self.info, "format": FORMAT, "version": VERSION, "columns": columns,
                 "cliques": [list(c) for c in self.cliques]}  # fmt: skip
-        (path / "model.json").write_text(json.dumps(body, indent=1, default=_plain) + "\n", encoding="utf-8")
+        with open_private(path / "model.json", encoding="utf-8") as out:
+            out.write(json.dumps(body, indent=1, default=_plain) + "\n")
         arrays: dict[str, Any] = {f"clique_{i}": t for i, t in enumerate(self.tables)}
-        np.savez_compressed(path / "arrays.npz", **arrays)
+        with open_private(path / "arrays.npz", "wb") as binary:
+            np.savez_compressed(binary, **arrays)
 
 
 def check_model_path(path: Path) -> None:

@@ -17,7 +17,7 @@ of anyio (40 threads per worker process). No input yields a 500: validation erro
 from __future__ import annotations
 
 import contextlib
-import tempfile
+import sys
 from collections.abc import AsyncIterator
 from datetime import datetime
 from importlib import resources
@@ -34,6 +34,7 @@ from privdb import deadline
 from privdb.catalog.querylog import LogOptions, Outcome
 from privdb.catalog.store import Principal
 from privdb.catalog.typed import APPEND_KEEPS_METADATA
+from privdb.crashpoint import crash_point
 from privdb.database import Database, log_subject
 from privdb.errors import Forbidden, InvalidParameter, PrivdbError, RawAccessDenied
 from privdb.publish.service import publish_request
@@ -43,7 +44,7 @@ from privdb.server.errors import error_response, from_error
 from privdb.server.negotiate import ARROW_RESPONSE, answer_response
 from privdb.server.queryroute import ANALYSTS_ONLY, bearer, invalid_body, query_route
 from privdb.server.surveys import router as surveys
-from privdb.server.uploads import UploadIn, Uploads
+from privdb.server.uploads import UploadIn, Uploads, clear_uploads, upload_file
 from privdb.sql import engine
 
 __all__ = ["MAX_BODY", "create_app"]
@@ -157,6 +158,7 @@ def create_app(
     db = Database(db_dir, read_only=read_only, ledger=ledger)
     uploads = Uploads(db, max_load_bytes)
     db.backend  # noqa: B018 (open the data now: the server holds DuckDB's lock from its start, not its first query)
+    _start_up_notices(db)
     db.query_timeout = query_timeout
     app = FastAPI(
         title="privdb",
@@ -283,9 +285,9 @@ def create_app(
     def add_table(body: TableIn, who: Owner) -> dict[str, Any]:
         if body.append and body.metadata is not None:
             raise InvalidParameter(APPEND_KEEPS_METADATA)
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "upload.csv"
+        with upload_file(db.path) as path:  # DIR/uploads/, owner-only; emptied at start-up (uploads.py)
             path.write_text(body.csv, encoding="utf-8")
+            crash_point("upload-written")
             meta = (
                 db.append(body.name, path) if body.append else db.load(body.name, path, body.metadata or {})
             )
@@ -341,6 +343,18 @@ def create_app(
     app.add_middleware(_BodyLimit, limit=max_body)
     app.router.on_shutdown.append(db.close)
     return app
+
+
+def _start_up_notices(db: Database) -> None:
+    """Empty ``DIR/uploads/`` (a crash's leftovers: the data file is held for writing now, so no load is under
+    way; a read-only server loads nothing and leaves it) and tell the owner, on standard error, what opening
+    the data found a crash had left (privdb.catalog.loads)."""
+    removed = 0 if db.read_only else clear_uploads(db.path)
+    notices = db.notices + (
+        [f"removed {removed} upload(s) a crashed server left in {db.path / 'uploads'}"] if removed else []
+    )
+    for notice in notices:
+        print(f"privdb: notice: {notice}", file=sys.stderr)
 
 
 _STATIC_TYPES = {

@@ -25,6 +25,7 @@ from fastapi import FastAPI
 from privdb.database import Database
 from privdb.errors import InvalidParameter
 from privdb.inuse import announce
+from privdb.private_files import owner_only_umask
 from privdb.server.app import MAX_BODY, create_app
 
 __all__ = ["PgOptions", "app_from_env", "serve"]
@@ -91,6 +92,7 @@ def serve(
     ``max_load_bytes``: the largest file a load or append may stream in (None: no limit but the disk's)."""
     import uvicorn
 
+    owner_only_umask()  # before the owner's --log-config creates its files: owner-only too
     logs: dict[str, Any] = {"access_log": access_log, "log_config": logging_config(log_config)}
     logs["log_level"] = None  # the levels are the config's
     try:  # check the owner's logging file now, with a clear error, not in every worker

@@ -6,20 +6,28 @@ no upload (docs/server.md, "Loading over the server"):
   them (privdb.catalog.upload), or for an append the table and its columns' names. Returns an upload id,
   used once within ``LIFETIME`` seconds (at most ``MAX_PENDING`` wait at a time), the owner's size limit,
   and for an append the table's column types (the client reads the file as them, naming a bad line).
-- ``PUT /v1/uploads/{id}`` with the CSV as its body: streamed to a private file in ``DIR/uploads/{id}``
-  (0600 in 0700 folders) as it arrives, never past the owner's ``--max-load-bytes``; then loaded or
-  appended (which checks everything again, on the data) and the file removed, whatever happened. A file a
-  crash left there is removed when the server starts.
+- ``PUT /v1/uploads/{id}`` with the CSV as its body: streamed as it arrives, never past the owner's
+  ``--max-load-bytes``, into a file of :func:`upload_file`; then loaded or appended (which checks everything
+  again, on the data) and the file removed, whatever happened.
 - ``DELETE /v1/uploads/{id}``: the client gave up before sending.
+
+Where the server keeps an upload while it loads it (this path's and ``POST /v1/tables``'s): ``DIR/uploads/``
+in the database directory (0700), one folder per request (0700, a random name) holding ``upload.csv`` (0600,
+the name a refused line is reported in), removed when the load ends — and, if a crash stopped the process
+first, at the server's next start (:func:`clear_uploads`): an upload holds the owner's raw rows. Never the
+system's temporary folder: a file left there outlives the database's own permissions and its owner's
+clean-up.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,12 +38,15 @@ from starlette.requests import Request
 
 from privdb.catalog.typed import APPEND_KEEPS_METADATA
 from privdb.catalog.upload import sent_options, too_large
+from privdb.crashpoint import crash_point
 from privdb.database import Database
 from privdb.errors import InvalidParameter, RequestTooLarge
+from privdb.private_files import FOLDER_MODE, open_private, private_dir
 from privdb.server.bodies import Body
 
-__all__ = ["LIFETIME", "MAX_PENDING", "UploadIn", "Uploads"]
+__all__ = ["LIFETIME", "MAX_PENDING", "UPLOADS", "UploadIn", "Uploads", "clear_uploads", "upload_file"]
 
+UPLOADS = "uploads"  # DIR/uploads/
 LIFETIME = 3600.0  # seconds an upload id waits for its data
 MAX_PENDING = 16  # upload ids waiting at once; the oldest is forgotten past this
 _FLUSH = 2**20  # bytes gathered before a write to the file
@@ -64,14 +75,8 @@ class Uploads:
 
     def __init__(self, db: Database, max_bytes: int | None) -> None:
         self.db, self.max_bytes = db, max_bytes
-        self.folder = db.path / "uploads"
         self._slots: dict[str, _Slot] = {}
         self._lock = threading.Lock()
-        if not db.read_only:  # the one writer: what a crash left is no one's upload any more
-            self.folder.mkdir(mode=0o700, exist_ok=True)
-            self.folder.chmod(0o700)
-            for left in self.folder.iterdir():
-                shutil.rmtree(left, ignore_errors=True) if left.is_dir() else left.unlink(missing_ok=True)
 
     def open(self, body: UploadIn) -> dict[str, Any]:
         """Check what can be checked before the data, and keep it under a new upload id."""
@@ -110,17 +115,15 @@ class Uploads:
         declared = request.headers.get("content-length", "")
         if self.max_bytes is not None and declared.isdigit() and int(declared) > self.max_bytes:
             raise RequestTooLarge(too_large(int(declared), self.max_bytes))
-        own = self.folder / upload  # its file is upload.csv, the name a refusal of a line names
-        own.mkdir(mode=0o700)
-        try:
-            await self._save(request, own / "upload.csv")
-            return await run_in_threadpool(self._load, slot, own / "upload.csv")
-        finally:
-            shutil.rmtree(own, ignore_errors=True)
+        with upload_file(self.db.path) as path:
+            await self._save(request, path)
+            crash_point("upload-written")
+            return await run_in_threadpool(self._load, slot, path)
 
     async def _save(self, request: Request, path: Path) -> None:
-        """The body into ``path`` (0600) as it arrives, a megabyte at a time, refused past the limit."""
-        handle = os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
+        """The body into ``path`` (empty, 0600: writing keeps its mode) as it arrives, a megabyte at a time,
+        refused past the limit."""
+        handle = open_private(path, "wb")
         try:
             size, pending = 0, bytearray()
             async for chunk in request.stream():
@@ -143,3 +146,34 @@ class Uploads:
         else:
             meta = self.db.load(slot.name, path, slot.spec or {}, options)
         return self.db.loaded(meta)
+
+
+@contextlib.contextmanager
+def upload_file(db_dir: Path) -> Iterator[Path]:
+    """A new, empty owner-only ``upload.csv`` in a folder of its own in ``DIR/uploads/`` (module doc), for the
+    block to write the upload into (writing keeps its mode); removed after, with its folder."""
+    own = private_dir(db_dir / UPLOADS) / secrets.token_hex(8)
+    own.mkdir(mode=FOLDER_MODE)
+    os.chmod(own, FOLDER_MODE)  # whatever the umask
+    try:
+        path = own / "upload.csv"
+        open_private(path, exclusive=True).close()
+        yield path
+    finally:
+        shutil.rmtree(own, ignore_errors=True)
+
+
+def clear_uploads(db_dir: Path) -> int:
+    """Remove what ``DIR/uploads/`` holds (left by a crash: a live load's upload is its process's, and a
+    server starts only once it holds the data file, which no other process is loading into); how many."""
+    folder = db_dir / UPLOADS
+    if not folder.is_dir():
+        return 0
+    removed = 0
+    for entry in folder.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        removed += 1
+    return removed
