@@ -79,7 +79,7 @@ def test_filters_and_paging_run_in_sql_and_agree_with_the_whole_log(
         for analyst, table, outcome, start in itertools.product(
             (None, "alice", "bob", "carol"),
             (None, "people", "SECRET"),
-            (None, "answered", "refused", "interrupted"),
+            (None, "answered", "failed", "refused", "interrupted"),
             (None, since),
         ):
             want = _expected(everything, analyst, table and table.lower(), outcome, start)
@@ -99,7 +99,7 @@ def test_filters_and_paging_run_in_sql_and_agree_with_the_whole_log(
 def test_log_filters_are_checked(logged: tuple[Path, dict[str, str]]) -> None:
     path, _ = logged
     with Database(path) as db:
-        with pytest.raises(InvalidParameter, match="outcome must be one of answered, refused, interrupted"):
+        with pytest.raises(InvalidParameter, match="outcome must be one of answered, failed, refused"):
             db.log(outcome="charged")
         with pytest.raises(InvalidParameter, match="not a table name"):
             db.log(table="peo*")  # never a GLOB pattern

@@ -119,6 +119,9 @@ def test_engine_failure_after_reading_is_charged_without_detail(db: Database) ->
         engine.run(db, "alice", "DP-SELECT 0.5 DELTA 1e-6 x % 7 + g AS k, SUM(x) FROM big GROUP BY x % 7 + g")
     assert err.value.code == "query_failed" and "limit" in err.value.message
     assert float(db.budget("alice").epsilon_remaining) == pytest.approx(before - 0.5)
+    last = db.log("alice")[-1]  # charged, no answer: the log says it failed, not that it was answered
+    assert (last["outcome"], last["code"], last["epsilon"]) == ("failed", "query_failed", 0.5)
+    assert db.log("alice", outcome="failed") == [last]
 
 
 def test_explain_spends_nothing_and_reports_the_plan(db: Database) -> None:

@@ -114,12 +114,14 @@ class Reservation:
         epsilon: float | Fraction | None = None,
         delta: float | Fraction | None = None,
         then: Callable[[Cursor], None] | None = None,
+        failed: bool = False,
     ) -> None:
         """Commit the spend. With ``epsilon``/``delta`` (at most what was reserved) only that much stands: the
         rest returns to the analyst's budget and to every cap drawn on, in the same transaction (accuracy
         first reserves its MAX and commits the ex-post ε: docs/proofs/accuracy-first.md). ``then`` runs in
         that transaction after the spend is settled (the answer stored with its spend: one synced commit);
-        if it raises, nothing of the transaction stands and the reservation stays reserved."""
+        if it raises, nothing of the transaction stands and the reservation stays reserved. ``failed``: the
+        query failed after reading the data (charged, no answer): the log shows it ``failed``."""
         if self.state != "reserved":
             return
         eps = self.epsilon if epsilon is None else _amount("epsilon", epsilon)
@@ -131,7 +133,7 @@ class Reservation:
             )
         if self.gdelta is not None and (eps, dlt) != (self.epsilon, self.delta):
             raise InvalidParameter("a Gaussian answer's reservation is committed whole or released")
-        self._ledger._settle(self, "committed", (eps, dlt), then)
+        self._ledger._settle(self, "committed", (eps, dlt), then, ended="failed" if failed else None)
         self.epsilon, self.delta, self.state = eps, dlt, "committed"
 
     def release(self) -> None:
@@ -332,12 +334,13 @@ class Ledger(SharedBudgets):
         state: str,
         kept: tuple[Fraction, Fraction] | None = None,
         then: Callable[[Cursor], None] | None = None,
+        ended: str | None = None,
     ) -> None:
         """Settle a reservation (privdb.accounting.settle); ``then`` runs after, in the same transaction,
         if this settled it."""
 
         def work(cur: Cursor) -> None:  # one job of a shared transaction (module doc)
-            if settle_spend(cur, reservation, state, kept) and then is not None:
+            if settle_spend(cur, reservation, state, kept, ended=ended) and then is not None:
                 then(cur)
 
         # a commit is synced before it returns; a lost release only over-counts

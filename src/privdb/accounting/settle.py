@@ -45,7 +45,8 @@ def settle_spend(
     ended: str | None = None,
 ) -> bool:
     """Settle ``held`` as ``state`` (``committed`` keeps ``kept``, default all); ``ended``: how a spend
-    of a dead process ended (privdb.accounting.restart), None for a live query's. The row changes only while
+    of a dead process ended (privdb.accounting.restart), ``failed`` for a live query that failed after
+    reading (charged, no answer), None for a live query's answer. The row changes only while
     it is still reserved (the guard in the ``UPDATE``), so a spend is settled once: False if it was
     settled already."""
     eps, dlt = held.epsilon, held.delta  # what the row holds: reserved, not yet settled

@@ -19,10 +19,11 @@ from privdb.errors import Forbidden, InvalidParameter
 
 __all__ = ["OUTCOMES", "LogFilter", "LogOptions", "LogRow", "Outcome", "log_subject"]
 
-Outcome = Literal["answered", "refused", "interrupted"]
+Outcome = Literal["answered", "failed", "refused", "interrupted"]
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 
-# One row per entry: a spend is `answered` (committed), `interrupted` (still reserved: its process is
+# One row per entry: a spend is `answered` (committed), `failed` (committed: it failed after reading the data,
+# charged with the code `query_failed`, no answer), `interrupted` (still reserved: its process is
 # running it, or died where privdb cannot tell; or settled after its process died: privdb.accounting.restart,
 # charged with the code `query_failed` if it had begun to read, at ε = 0 if it had not) or `refused`
 # (released: refused after reserving, before reading data); a refusal is `refused` with its code. `src` and
@@ -31,9 +32,10 @@ LOG_UNION = """
 SELECT created AS time, analyst, note AS query,
        CASE WHEN ended = 'unread' THEN '0/1' ELSE epsilon END AS epsilon,
        CASE WHEN ended = 'unread' THEN '0/1' ELSE delta END AS delta,
-       CASE WHEN ended IS NOT NULL OR state = 'reserved' THEN 'interrupted'
+       CASE WHEN ended = 'failed' THEN 'failed'
+            WHEN ended IS NOT NULL OR state = 'reserved' THEN 'interrupted'
             WHEN state = 'committed' THEN 'answered' ELSE 'refused' END AS outcome,
-       CASE WHEN ended = 'read' THEN 'query_failed' END AS code, 0 AS src, id
+       CASE WHEN ended IN ('read', 'failed') THEN 'query_failed' END AS code, 0 AS src, id
 FROM spends WHERE database = ?
 UNION ALL
 SELECT created, analyst, query, '0/1', '0/1', 'refused', code, 1, id FROM refusals

@@ -59,7 +59,7 @@ def log(
         str | None, typer.Option(help="only entries from then on: 2025-05-01, 2025-05-01T14:30, 90m, 12h, 7d")
     ] = None,
     outcome: Annotated[
-        Literal["answered", "refused", "interrupted"] | None,
+        Literal["answered", "failed", "refused", "interrupted"] | None,
         typer.Option("--outcome", "--status", help="only entries that ended so"),
     ] = None,
     newest_first: Annotated[

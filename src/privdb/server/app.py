@@ -229,7 +229,7 @@ def create_app(
         analyst: Annotated[str | None, Query(description="one analyst's entries (the owner)")] = None,
         table: Annotated[str | None, Query(description="entries whose query names this table")] = None,
         since: Annotated[float | datetime | None, Query(description="Unix seconds or ISO 8601")] = None,
-        outcome: Annotated[Outcome | None, Query(description="answered, refused or interrupted")] = None,
+        outcome: Annotated[Outcome | None, Query(description="how it ended")] = None,
         order: Annotated[Literal["asc", "desc"], Query(description="desc: newest first")] = "asc",
     ) -> list[dict[str, Any]]:
         subject = log_subject(None if who.is_owner else who.name, analyst)

@@ -81,7 +81,7 @@ def charged(
     except Exception:  # the post-read barrier: one outcome, whatever the data did
         if interrupted():  # Ctrl-C, which DuckDB reports as its own error: the spend stays reserved, so it
             raise KeyboardInterrupt from None  # is charged and logged "interrupted" (the analyst stopped it)
-        reservation.commit()
+        reservation.commit(failed=True)  # charged; the log shows it failed
         raise QueryFailed(after_reading(db)) from None
     # what was reserved (the query's ε, or its zCDP charge for Gaussian answers) or, accuracy first, the
     # ex-post ε: the rest of the reservation returns in this commit
