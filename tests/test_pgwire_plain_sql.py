@@ -93,3 +93,42 @@ def test_refused_before_reading_spends_nothing(served: PgServed) -> None:
             with pytest.raises(psycopg.Error):
                 conn.execute(query)
         assert _spent(served, "alice") == before
+
+
+def test_a_grants_query_epsilon_is_every_doors_default(served: PgServed) -> None:
+    """``privdb grant --query-epsilon``: a BI tool that cannot set parameters (Superset's dataset charts
+    over a plain connection) gets plain aggregates answered at the grant's ε, over both doors; a session
+    may turn it off (``SET privdb.epsilon = off``), RESET returns to it, and 0 removes it from the grant."""
+    owner = {"Authorization": f"Bearer {served.tokens['owner']}"}
+
+    def grant(**body: object) -> httpx.Response:
+        return httpx.post(served.server.url + "/v1/analysts", headers=owner, json={"name": "carol", **body})
+
+    bad = grant(epsilon=2.0, query_epsilon=3.0)  # more than the total: refused, nothing granted
+    assert bad.status_code == 400 and "query_epsilon" in bad.json()["error"]["message"]
+    carol = grant(epsilon=2.0, query_epsilon=0.125).json()["token"]
+    served.tokens["carol"] = carol
+    chart = "SELECT sex, COUNT(*) FROM people GROUP BY sex"
+    headers = {"Authorization": f"Bearer {carol}"}
+    over_http = httpx.post(served.server.url + "/v1/query", headers=headers, json={"sql": chart}).json()
+    assert over_http["epsilon_spent"] == 0.125 and len(over_http["rows"]) == 2
+    with psycopg.connect(served.url("carol"), autocommit=True) as conn:
+        assert conn.execute("SHOW privdb.epsilon").fetchone() == ("0.125",)
+        assert len(conn.execute(chart + " ORDER BY sex").fetchall()) == 2
+        assert _spent(served, "carol") == pytest.approx(0.25)
+        conn.execute("SET privdb.epsilon = off")
+        with pytest.raises(psycopg.Error, match="DP-SELECT"):
+            conn.execute("SELECT COUNT(*) FROM people")
+        conn.execute("RESET privdb.epsilon")
+        assert conn.execute("SHOW privdb.epsilon").fetchone() == ("0.125",)
+    # a re-grant that leaves it out keeps it; 0 removes it
+    grant(epsilon=2.0)
+    kept = httpx.get(served.server.url + "/v1/analysts", headers=owner).json()
+    assert next(a for a in kept if a["name"] == "carol")["query_epsilon"] == 0.125
+    served.tokens["carol"] = grant(query_epsilon=0).json()["token"]
+    headers = {"Authorization": f"Bearer {served.tokens['carol']}"}
+    refused = httpx.post(
+        served.server.url + "/v1/query", headers=headers, json={"sql": "SELECT COUNT(*) FROM people"}
+    )
+    assert refused.status_code >= 400 and "DP-SELECT" in refused.json()["error"]["message"]
+    assert _spent(served, "carol") == pytest.approx(0.25)

@@ -154,12 +154,15 @@ class Connection:
         tables: list[str] | None = None,
         expires_in: float | None = None,
         group: str | None = None,
+        query_epsilon: float | None = None,
+        query_delta: float | None = None,
     ) -> str:
         """Create an analyst with a budget (or re-grant: ε or δ left out keep their totals); returns their
-        token."""
+        token. ``query_epsilon``/``query_delta``: what plain aggregate SQL is answered at by default."""
         return self._owner("granting budgets").grant(
-            analyst, epsilon=epsilon, delta=delta, tables=tables, expires_in=expires_in, group=group
-        )
+            analyst, epsilon=epsilon, delta=delta, tables=tables, expires_in=expires_in, group=group,
+            query_epsilon=query_epsilon, query_delta=query_delta,
+        )  # fmt: skip
 
     def set_shared_budget(
         self,

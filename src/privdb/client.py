@@ -162,6 +162,8 @@ class RemoteConnection:
         tables: list[str] | None = None,
         expires_in: float | None = None,
         group: str | None = None,
+        query_epsilon: float | None = None,
+        query_delta: float | None = None,
     ) -> str:
         body = {
             "name": analyst,
@@ -170,6 +172,8 @@ class RemoteConnection:
             "tables": tables,
             "expires_in": expires_in,
             "group": group,
+            "query_epsilon": query_epsilon,
+            "query_delta": query_delta,
         }
         return str(self._call("POST", "/v1/analysts", json=body)["token"])
 

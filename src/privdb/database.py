@@ -234,12 +234,17 @@ class Database(TableLoads):
         tables: list[str] | None = None,
         expires_in: float | None = None,
         group: str | None = None,
+        query_epsilon: float | None = None,
+        query_delta: float | None = None,
     ) -> str:
         """Create (or re-grant) an analyst with a total budget; returns a fresh token (the old one stops
         working). ``tables`` limits what they may query (default: every table); ``expires_in`` is the
         token's life in seconds (default: no expiry); ``group`` makes them a member of a budget group (its
         budget is drawn on too; ``""`` leaves the group). A re-grant changes only what is given: an ε or δ
-        left out keeps its current total (a new analyst needs ε; δ defaults to 0)."""
+        left out keeps its current total (a new analyst needs ε; δ defaults to 0). ``query_epsilon`` (and
+        ``query_delta``) is the ε a plain aggregate SQL query over a private table is answered at when the
+        analyst's session sets none (privdb.sql.public.wrapped: what BI tools send); 0 removes it, None keeps
+        what the last grant set."""
         check_name(analyst, "analyst")
         if group and not any(k == "group" and b.analyst == group for k, b in self.ledger.caps(self.name)):
             raise InvalidParameter(
@@ -258,10 +263,13 @@ class Database(TableLoads):
             raise InvalidParameter(f"expires_in must be a positive number of seconds, got {expires_in!r}")
         for table in tables or []:
             check_name(table)
+        plain = _plain_sql(self.catalog.plain_sql(analyst), query_epsilon, query_delta, epsilon, delta)
         self.ledger.set_budget(analyst, self.name, epsilon=epsilon, delta=delta)
         if group is not None:
             self.ledger.set_group(analyst, self.name, group or None)
-        return self.catalog.add_analyst(analyst, tables=tables, expires_in=expires_in)
+        token = self.catalog.add_analyst(analyst, tables=tables, expires_in=expires_in)
+        self.catalog.set_plain_sql(analyst, *plain)
+        return token
 
     def set_shared_budget(
         self,
@@ -361,3 +369,32 @@ class Database(TableLoads):
         finally:
             con.close()
         return tuple(r[0] for r in rows)
+
+
+def _plain_sql(
+    current: tuple[float | None, float | None],
+    epsilon: float | None,
+    delta: float | None,
+    total_epsilon: float,
+    total_delta: float,
+) -> tuple[float | None, float | None]:
+    """A grant's default (ε, δ) for plain aggregate SQL: what is given (ε 0 removes both), else what the
+    last grant set; each checked against the analyst's total."""
+    if epsilon is None and delta is None:
+        return current
+    eps = current[0] if epsilon is None else epsilon
+    if eps is None:
+        raise InvalidParameter("query_delta needs a query_epsilon: grant … --query-epsilon E --query-delta D")
+    if eps == 0:
+        return None, None
+    if not (0 < eps <= total_epsilon and math.isfinite(eps)):
+        raise InvalidParameter(
+            f"query_epsilon (the ε each plain aggregate is answered at) is a number in "
+            f"(0, {total_epsilon:g}] (the analyst's total ε), got {eps!r}; 0 removes it"
+        )
+    dlt = current[1] if delta is None else (delta or None)
+    if dlt is not None and not (0 < dlt <= total_delta):
+        raise InvalidParameter(
+            f"query_delta is a number in (0, {total_delta:g}] (the analyst's total δ), got {dlt!r}"
+        )
+    return float(eps), None if dlt is None else float(dlt)

@@ -46,6 +46,8 @@ _ADDED = (
     ("analysts", "revoked", "REAL"),  # when the token was revoked (NULL: valid)
     ("analysts", "expires", "REAL"),  # when the token stops working (NULL: never)
     ("analysts", "tables", "TEXT"),  # JSON list of the tables the analyst may query (NULL: all)
+    # JSON {"epsilon": ε, "delta": δ}: what plain aggregate SQL is answered at by default (NULL: refused)
+    ("analysts", "plain_sql", "TEXT"),
     ("answers", "tbls", "TEXT"),  # every table an answer read, lower-cased, each between newlines
     *SURVEY_ADDED,
 )
@@ -162,6 +164,21 @@ class Catalog(SurveyRecords):
             )
         return token
 
+    def set_plain_sql(self, name: str, epsilon: float | None, delta: float | None) -> None:
+        """An analyst's default per-query ε and δ for plain aggregate SQL (None, None: none; plain
+        aggregates over private tables are then refused unless the session sets ``privdb.epsilon``)."""
+        value = None if epsilon is None else json.dumps({"epsilon": epsilon, "delta": delta})
+        with self._store.cursor() as cur:
+            cur.execute("UPDATE analysts SET plain_sql = ? WHERE name = ?", (value, name))
+
+    def plain_sql(self, name: str) -> tuple[float | None, float | None]:
+        """The analyst's default (ε, δ) for plain aggregate SQL: (None, None) if the grant gives none."""
+        rows = self._read("SELECT plain_sql FROM analysts WHERE name = ?", (name,))
+        if not rows or rows[0][0] is None:
+            return None, None
+        value = json.loads(rows[0][0])
+        return float(value["epsilon"]), None if value.get("delta") is None else float(value["delta"])
+
     def revoke_analyst(self, name: str) -> bool:
         """Revoke the analyst's token at once; False if there is no such analyst."""
         with self._store.cursor() as cur:
@@ -231,7 +248,7 @@ class Catalog(SurveyRecords):
         """Every analyst with the state of their token (never the token)."""
         with self._store.cursor() as cur:
             rows = cur.execute(
-                "SELECT name, created, revoked, expires, tables FROM analysts ORDER BY name"
+                "SELECT name, created, revoked, expires, tables, plain_sql FROM analysts ORDER BY name"
             ).fetchall()
         return [
             {
@@ -240,6 +257,8 @@ class Catalog(SurveyRecords):
                 "revoked": r[2] is not None,
                 "expires": r[3],
                 "tables": None if r[4] is None else json.loads(r[4]),
+                "query_epsilon": None if r[5] is None else json.loads(r[5])["epsilon"],
+                "query_delta": None if r[5] is None else json.loads(r[5]).get("delta"),
             }
             for r in rows
         ]

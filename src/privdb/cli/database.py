@@ -93,6 +93,14 @@ def grant(
     group: Annotated[
         str | None, typer.Option(help="join a budget group (its budget is drawn on too); '' leaves it")
     ] = None,
+    query_epsilon: Annotated[
+        float | None,
+        typer.Option(
+            help="the ε each plain aggregate SQL query (a BI tool's chart) is answered at when the session "
+            "sets no privdb.epsilon; 0 removes it (default: kept; none for a new analyst)"
+        ),
+    ] = None,
+    query_delta: Annotated[float | None, typer.Option(help="the δ beside --query-epsilon")] = None,
 ) -> None:
     """Create an analyst with a budget (or change it); prints a new token (the old one stops working)."""
     scope = None if tables is None else [t.strip() for t in tables.split(",") if t.strip()]
@@ -110,6 +118,8 @@ def grant(
             tables=scope,
             expires_in=None if expires_in is None else expires_in * 86_400,
             group=group,
+            query_epsilon=query_epsilon,
+            query_delta=query_delta,
         )
     sys.stdout.write(issued + "\n")
 

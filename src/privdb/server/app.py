@@ -249,6 +249,8 @@ def create_app(
             tables=body.tables,
             expires_in=body.expires_in,
             group=body.group,
+            query_epsilon=body.query_epsilon,
+            query_delta=body.query_delta,
         )
         return {"name": body.name, "token": token, "budget": db.budget(body.name).to_dict()}
 

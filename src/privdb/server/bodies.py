@@ -61,6 +61,10 @@ class AnalystIn(Body):
     tables: list[str] | None = None
     expires_in: float | None = Field(default=None, description="the token's life in seconds")
     group: str | None = Field(default=None, description="a budget group to join ('' leaves it)")
+    query_epsilon: float | None = Field(
+        default=None, description="the ε plain aggregate SQL is answered at by default (0 removes it)"
+    )
+    query_delta: float | None = Field(default=None, description="the δ beside query_epsilon")
 
 
 class PublishIn(Body):

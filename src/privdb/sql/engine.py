@@ -23,7 +23,7 @@ from privdb.sql.plan.personal import personal_table
 from privdb.sql.plan.types import Plan
 from privdb.sql.prepare import Exact, prepare
 from privdb.sql.public.answer import answer_public, is_plain_select
-from privdb.sql.public.wrapped import Session, answer_wrapped, is_wrapped
+from privdb.sql.public.wrapped import Session, answer_wrapped, granted_session, is_wrapped
 from privdb.sql.respond import responder
 from privdb.sql.run.read import reader
 from privdb.sql.spend import base_table, spend_of
@@ -44,6 +44,8 @@ def run(db: Database, analyst: str, text: str, session: Session | None = None) -
 
 def _answer(db: Database, analyst: str, text: str, session: Session | None) -> Result:
     check_analyst(db, analyst)
+    if session is None:  # a door without session settings: the grant's (privdb grant --query-epsilon)
+        session = granted_session(db, analyst)
     try:
         if isinstance(text, str) and is_wrapped(text, session):
             return answer_wrapped(

@@ -27,6 +27,7 @@ from privdb.server.pgwire.params import count_parameters, substitute
 from privdb.server.pgwire.settings import Settings
 from privdb.sql.front.limits import MAX_QUERY_LENGTH, check_text
 from privdb.sql.public.answer import PUBLIC_TIMEOUT
+from privdb.sql.public.wrapped import granted_session
 
 __all__ = ["Session", "first_word", "split_statements"]
 
@@ -90,7 +91,8 @@ class Session:
         self.db, self.principal, self._token = db, principal, token
         self.user = startup.get("user", principal.name)
         self.connection = Connection(db, None if principal.is_owner else principal.name)
-        self.settings = Settings(self.user, principal.is_owner, startup)
+        granted = None if principal.is_owner else granted_session(db, principal.name)
+        self.settings = Settings(self.user, principal.is_owner, startup, granted)
         self.tables = self.connection.tables()
         timeout = PUBLIC_TIMEOUT if db.query_timeout is None else db.query_timeout  # a plain SELECT's
         self.catalog = Catalog(self.tables, self.user, f"{principal.role}:{principal.name}", timeout)

@@ -56,8 +56,8 @@ _ON = {"on", "true", "yes", "1"}
 
 def _budget_value(what: str, upper: float) -> Callable[[str], str]:
     def check(value: str) -> str:
-        if value.strip() == "":
-            return ""  # RESET: no session value
+        if value.strip().lower() in ("", "off", "none"):
+            return ""  # none for this session: plain aggregates of private tables are refused
         try:
             number = float(value)
         except ValueError:
@@ -115,8 +115,17 @@ _RESET = re.compile(r"^RESET\s+(.+)$", re.I | re.S)
 class Settings:
     """One session's run-time parameters (names are case-insensitive, as in PostgreSQL)."""
 
-    def __init__(self, user: str, owner: bool, startup: dict[str, str]) -> None:
-        self._values = {k.lower(): (k, v) for k, v in _DEFAULTS.items()}
+    def __init__(
+        self, user: str, owner: bool, startup: dict[str, str], granted: Session | None = None
+    ) -> None:
+        """``granted``: the analyst's grant's plain-SQL ε and δ, the session's defaults (RESET returns
+        to them; ``SET privdb.epsilon = off`` turns plain aggregates off for the session)."""
+        self._defaults = dict(_DEFAULTS)
+        if granted is not None and granted.epsilon is not None:
+            self._defaults["privdb.epsilon"] = repr(granted.epsilon)
+            if granted.delta is not None:
+                self._defaults["privdb.delta"] = repr(granted.delta)
+        self._values = {k.lower(): (k, v) for k, v in self._defaults.items()}
         self.set("session_authorization", user)
         self.set("is_superuser", "on" if owner else "off")
         for name, value in startup.items():
@@ -179,7 +188,7 @@ class Settings:
             name = found.group(1).strip()
             if name.upper() == "ALL":
                 return Answer("RESET"), None
-            default = next((v for k, v in _DEFAULTS.items() if k.lower() == name.lower()), "")
+            default = next((v for k, v in self._defaults.items() if k.lower() == name.lower()), "")
             return Answer("RESET"), self.set(name, default)
         if (found := _SHOW.match(text)) is not None:
             name = found.group(1).strip().strip('"')

@@ -43,7 +43,7 @@ from privdb.sql.front.qualified import unqualify
 from privdb.sql.public.answer import answer_public, run_sandboxed
 from privdb.sql.public.language import plain_sql
 
-__all__ = ["MAX_RELEASES", "Session", "answer_wrapped", "is_wrapped"]
+__all__ = ["MAX_RELEASES", "Session", "answer_wrapped", "granted_session", "is_wrapped"]
 
 MAX_RELEASES = 16  # DP queries one plain statement may hold
 _DIALECT = "duckdb"
@@ -63,6 +63,13 @@ class Session:
     epsilon: float | None = None
     delta: float | None = None
     intervals: bool | None = None  # None: on for DP queries the analyst wrote, off for plain aggregates
+
+
+def granted_session(db: Database, analyst: str) -> Session:
+    """The session of a door that sets none (HTTP, the Python API): the ε and δ the analyst's grant
+    gives plain aggregate SQL (``privdb grant --query-epsilon``), if any."""
+    epsilon, delta = db.catalog.plain_sql(analyst)
+    return Session(epsilon=epsilon, delta=delta)
 
 
 def _tokens(text: str) -> list[Token]:
