@@ -10,8 +10,10 @@ the driver. A query past its time limit is cancelled through its job group.
 from __future__ import annotations
 
 import re
+import tempfile
 import threading
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -71,6 +73,8 @@ class SparkBackend:
                 .config("spark.ui.enabled", "false")
                 .config("spark.sql.shuffle.partitions", "8")
                 .config("spark.sql.ansi.enabled", "false")  # NULL, not an error, on a bad cast
+                # privdb reads views over Parquet only: no empty spark-warehouse folder in the user's cwd
+                .config("spark.sql.warehouse.dir", str(Path(tempfile.gettempdir()) / "privdb-spark"))
                 .getOrCreate()
             )
         except Exception as err:  # Java missing, master unreachable, …
