@@ -21,8 +21,8 @@ from conftest import seeded
 from privdb.database import Database
 from privdb.errors import PrivdbError
 from privdb.sql import engine
-from privdb.sql.front.bigquery_plan import dp_select_text, translate
-from privdb.sql.front.parse import parse_dp_select
+from privdb.sql.front.bigquery.plan import dp_select_text, translate
+from privdb.sql.front.dpselect.parse import parse_dp_select
 from privdb.sql.run.targets import DatabaseTables
 from test_truth_oracle import compare
 

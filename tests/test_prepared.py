@@ -19,7 +19,7 @@ from conftest import seeded
 from privdb.database import Database
 from privdb.errors import PrivdbError
 from privdb.sql import engine
-from privdb.sql.front.parse import parse_dp_select
+from privdb.sql.front.dpselect.parse import parse_dp_select
 from privdb.sql.front.query import MAX_EPSILON
 from privdb.sql.plan.prepared import shape_of, shapes
 from privdb.sql.plan.types import Plan

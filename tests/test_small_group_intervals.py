@@ -19,7 +19,7 @@ from scipy import stats
 from conftest import ALPHA, seeded
 from privdb.catalog.metadata_spec import metadata_from_dict
 from privdb.sql.answer.noise import add_noise
-from privdb.sql.front.parse import parse_dp_select
+from privdb.sql.front.dpselect.parse import parse_dp_select
 from privdb.sql.plan.planner import plan_query
 from privdb.sql.plan.types import Plan
 

@@ -27,8 +27,8 @@ from privdb.mechanisms import Geometric, Laplace
 from privdb.sql import engine
 from privdb.sql.answer.intervals import released_count_intervals
 from privdb.sql.answer.noise import NoisyAnswer, add_noise
-from privdb.sql.front import validate
-from privdb.sql.front.parse import parse_dp_select
+from privdb.sql.front.checks import validate
+from privdb.sql.front.dpselect.parse import parse_dp_select
 from privdb.sql.plan import planner as plan_module
 from privdb.sql.plan.planner import plan_query
 from privdb.sql.plan.types import Plan

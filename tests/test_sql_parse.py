@@ -12,8 +12,8 @@ import sqlglot
 from privdb.database import Database
 from privdb.errors import PrivdbError
 from privdb.sql import engine
+from privdb.sql.front.dpselect.parse import parse_dp_select
 from privdb.sql.front.limits import MAX_DEPTH, nesting
-from privdb.sql.front.parse import parse_dp_select
 from sqlfixtures import make_db
 
 

@@ -1,4 +1,5 @@
-"""privdb.sql.front.formulas: expressions over noisy aggregates and HAVING, evaluated as post-processing."""
+"""privdb.sql.front.formulas.compiler: expressions over noisy aggregates and HAVING, evaluated as
+post-processing."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from numpy.typing import NDArray
 from sqlglot import exp
 
 from privdb.errors import UnsupportedQuery
-from privdb.sql.front.formulas import ALLOWED, Formula, compile_formula, compile_predicate
-from privdb.sql.front.vectors import Values
+from privdb.sql.front.formulas.compiler import ALLOWED, Formula, compile_formula, compile_predicate
+from privdb.sql.front.formulas.vectors import Values
 
 F = NDArray[np.float64]
 

@@ -28,8 +28,8 @@ from privdb.cli import app
 from privdb.database import Database
 from privdb.errors import Forbidden, ParseError, PrivdbError, UnknownTable
 from privdb.sql import engine
+from privdb.sql.front.dpselect.parse import parse_dp_select
 from privdb.sql.front.limits import MAX_DEPTH, MAX_QUERY_LENGTH, MAX_TREE_DEPTH
-from privdb.sql.front.parse import parse_dp_select
 
 HIDDEN = ("secret_patients", "payroll")  # tables outside eve's grant, in one setup only
 GRANT = ["people", "ghost"]  # ghost: granted, but there is no such table in either setup

@@ -38,7 +38,7 @@ from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.database import Database
 from privdb.mechanisms import Geometric, KaryRandomizedResponse
 from privdb.sql import engine
-from privdb.sql.front.parse import parse_dp_select
+from privdb.sql.front.dpselect.parse import parse_dp_select
 from privdb.sql.release.plan import ReleasedColumn, ReleasePlan, plan_release
 from privdb.sql.release.records import RECORDS_ENTRY, randomize_records
 

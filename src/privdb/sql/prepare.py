@@ -10,10 +10,10 @@ from privdb.errors import PrivdbError
 from privdb.result import Result
 from privdb.sql.accuracy import first as accuracy_first
 from privdb.sql.accuracy.request import with_chosen_epsilon
-from privdb.sql.front.bigquery_plan import tighten, translate
-from privdb.sql.front.from_clause import build_relation
-from privdb.sql.front.parse import parse_dp_select
+from privdb.sql.front.bigquery.plan import tighten, translate
+from privdb.sql.front.dpselect.parse import parse_dp_select
 from privdb.sql.front.query import DPQuery
+from privdb.sql.front.relation.from_clause import build_relation
 from privdb.sql.plan.planner import plan_query, plan_shape
 from privdb.sql.plan.prepared import keep, lookup, shape_of, state
 from privdb.sql.plan.types import Plan, Shape

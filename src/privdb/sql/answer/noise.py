@@ -27,10 +27,10 @@ from privdb.mechanisms.base import AdditiveNoise
 from privdb.sql.answer import vanish
 from privdb.sql.answer.choose import choose, histogram_accuracy
 from privdb.sql.answer.combine import PAIR_KINDS, VARIANCE_KINDS, Interval, combine
-from privdb.sql.front.formulas import Formula
+from privdb.sql.front.checks.validate import hidden_formula
+from privdb.sql.front.formulas.compiler import Formula
+from privdb.sql.front.formulas.vectors import Values
 from privdb.sql.front.keys import canonical_key, canonical_rank, order_key
-from privdb.sql.front.validate import hidden_formula
-from privdb.sql.front.vectors import Values
 from privdb.sql.plan import truncation
 from privdb.sql.plan.sensitivity import DISTINCT_KINDS
 from privdb.sql.plan.truncation import QUERY as TRUNCATION_QUERY

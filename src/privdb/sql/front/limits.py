@@ -6,7 +6,7 @@ counted on the tokens before sqlglot parses them and again on the query as privd
 is ``CAST(a AS INT)``); its syntax tree is at most ``MAX_TREE_DEPTH`` nodes deep (a chain of AND/OR or of one
 arithmetic or comparison operator, ``a + b + c``, counts once: sqlglot writes those without recursion). Each
 is a free ``parse_error`` with one message, whichever check (or a ``RecursionError`` anyway) finds it: the
-outcome depends only on the query's text. privdb.sql.front.parse applies them to a DP-SELECT, and
+outcome depends only on the query's text. privdb.sql.front.dpselect.parse applies them to a DP-SELECT, and
 privdb.sql.public to a plain SELECT over public tables.
 """
 

@@ -1,6 +1,6 @@
 """A parsed DP-SELECT (:class:`DPQuery`) and the bounds on ε every spelling of a query shares: the value
-privdb.sql.front.parse makes from ``DP-SELECT ε …`` and privdb.sql.front.bigquery from BigQuery's
-``SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(…) …``, for the stages after the front."""
+privdb.sql.front.dpselect.parse makes from ``DP-SELECT ε …`` and privdb.sql.front.bigquery.syntax from
+BigQuery's ``SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(…) …``, for the stages after the front."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class Bounds:
 @dataclass(frozen=True)
 class Options:
     """What BigQuery's ``WITH DIFFERENTIAL_PRIVACY OPTIONS(…)`` asks beyond ε and δ, before it is read
-    against the table (privdb.sql.front.bigquery_plan): the privacy unit it names, its
+    against the table (privdb.sql.front.bigquery.plan): the privacy unit it names, its
     ``max_groups_contributed``, and each select item's bounds (by position in the select list)."""
 
     unit: str | None = None
@@ -60,8 +60,9 @@ class DPQuery:
     # the SELECT as :meth:`body` writes it, when known already (a prepared query shape:
     # privdb.sql.plan.prepared)
     written: str | None = field(default=None, compare=False, repr=False)
-    # BigQuery's spelling (privdb.sql.front.bigquery): its options, until privdb.sql.front.bigquery_plan
-    # has read them against the table and written ``select`` as the DP-SELECT it asks (then None)
+    # BigQuery's spelling (privdb.sql.front.bigquery.syntax): its options, until
+    # privdb.sql.front.bigquery.plan has read them against the table and written ``select`` as the DP-SELECT
+    # it asks (then None)
     bigquery: Options | None = None
     # BigQuery's max_groups_contributed below the table's max_groups: the plan's G (never above the table's)
     max_groups: int | None = None

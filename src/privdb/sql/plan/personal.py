@@ -32,7 +32,7 @@ from privdb.errors import UnsupportedQuery
 
 if TYPE_CHECKING:
     from privdb.database import Database
-    from privdb.sql.front.relation import Relation
+    from privdb.sql.front.relation.model import Relation
 
 __all__ = [
     "check_tables",

@@ -25,8 +25,8 @@ from typing import Any
 
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.errors import InvalidParameter, UnsupportedQuery
+from privdb.sql.front.checks.validate import resolve
 from privdb.sql.front.query import DPQuery
-from privdb.sql.front.validate import resolve
 from privdb.sql.plan.gaussian import gaussian_statistics
 from privdb.sql.plan.order import check_calibration
 from privdb.sql.plan.sensitivity import (
@@ -120,8 +120,8 @@ def plan_query(
 ) -> Plan:
     """Resolve, then size every noisy statistic. ``evaluate_domain(sql, column, values)`` maps public
     column values through a key expression (the engine evaluates it on the values, not on the data);
-    ``relation`` is the FROM clause's relation (privdb.sql.front.relation), kept for the rewrite; ``shape``:
-    the
+    ``relation`` is the FROM clause's relation (privdb.sql.front.relation.model), kept for the rewrite;
+    ``shape``: the
     query's :func:`plan_shape`, if known already (the sizing below is all that depends on ε and δ)."""
     shape = shape or plan_shape(query, table, evaluate_domain)
     resolved = shape.resolved

@@ -41,7 +41,7 @@ from privdb.sql.plan.types import Plan, Shape
 
 if TYPE_CHECKING:
     from privdb.database import Database
-    from privdb.sql.front.relation import Relation
+    from privdb.sql.front.relation.model import Relation
 
 __all__ = ["Prepared", "keep", "lookup", "shape_of", "shapes", "state"]
 

@@ -20,8 +20,8 @@ import dataclasses
 import math
 
 from privdb.errors import InvalidParameter, UnsupportedQuery
+from privdb.sql.front.checks.validate import Resolved
 from privdb.sql.front.query import DPQuery
-from privdb.sql.front.validate import Resolved
 from privdb.sql.plan.types import Histogram
 
 __all__ = ["check_smooth", "smooth_histogram"]

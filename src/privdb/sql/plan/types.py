@@ -20,8 +20,8 @@ from privdb.mechanisms import (
     RandomSource,
 )
 from privdb.mechanisms.base import AdditiveNoise
+from privdb.sql.front.checks.validate import Resolved
 from privdb.sql.front.query import DPQuery
-from privdb.sql.front.validate import Resolved
 
 __all__ = [
     "ANSWER_SHARE",
@@ -160,7 +160,7 @@ class Plan:
     epsilon: float
     delta: float
     histograms: tuple[Histogram, ...] = ()
-    relation: Any = None  # privdb.sql.front.relation.Relation the query reads (None: the table itself)
+    relation: Any = None  # privdb.sql.front.relation.model.Relation the query reads (None: the table itself)
     truncation_epsilon: float = (
         0.0  # ε of the noisy count of units over the bound (privdb.sql.plan.truncation)
     )

@@ -46,7 +46,7 @@ from privdb.errors import (
 )
 from privdb.result import Result
 from privdb.sql.access import authorize, check_analyst
-from privdb.sql.front.bigquery import is_bigquery
+from privdb.sql.front.bigquery.syntax import is_bigquery
 from privdb.sql.front.keys import canonical_key
 from privdb.sql.front.limits import MAX_DEPTH, MAX_QUERY_LENGTH, check_text, nesting
 from privdb.sql.front.qualified import unqualify

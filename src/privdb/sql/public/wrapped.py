@@ -37,7 +37,7 @@ from privdb.database import Database
 from privdb.errors import ParseError, RawAccessDenied, UnsupportedQuery
 from privdb.result import Result
 from privdb.sql.access import authorize
-from privdb.sql.front.bigquery import is_bigquery
+from privdb.sql.front.bigquery.syntax import is_bigquery
 from privdb.sql.front.limits import MAX_QUERY_LENGTH, check_text
 from privdb.sql.front.qualified import unqualify
 from privdb.sql.public.answer import answer_public, run_sandboxed

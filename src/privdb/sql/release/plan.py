@@ -21,8 +21,8 @@ from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.errors import InvalidParameter, UnsupportedQuery
 from privdb.mechanisms import Geometric
 from privdb.mechanisms._samplers import LAMBDA_MIN
-from privdb.sql.front.aggregates import is_aggregate
-from privdb.sql.front.clauses import check_clauses, check_predicate, table_column
+from privdb.sql.front.checks.aggregates import is_aggregate
+from privdb.sql.front.checks.clauses import check_clauses, check_predicate, table_column
 from privdb.sql.front.query import DPQuery
 
 __all__ = [

@@ -1,7 +1,7 @@
 """The statistics query of a join on the unit with its many-rows side aggregated first.
 
-For ``one JOIN many ON one.u = many.u`` (privdb.sql.front.unit_join), when every GROUP BY key reads only
-``one``'s columns, every WHERE conjunct only one side's, and every aggregate only ``many``'s (or is
+For ``one JOIN many ON one.u = many.u`` (privdb.sql.front.relation.unit_join), when every GROUP BY key reads
+only ``one``'s columns, every WHERE conjunct only one side's, and every aggregate only ``many``'s (or is
 ``COUNT(*)``), the per-(unit, group) partial aggregates of the join are computed without the join's rows:
 
 1. ``many`` per unit: ``r_u`` rows and the sums of the clamped values, its WHERE conjuncts applied;
@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping
 
 from privdb.backends.names import quote
 from privdb.sql.front.expr import Expr, render
-from privdb.sql.front.relation import Eager, Relation
+from privdb.sql.front.relation.model import Eager, Relation
 from privdb.sql.plan.types import Plan
 from privdb.sql.run.rewrite import ARG_MAX_DIALECTS, aggregate_sql, bound_parts, computed_stats, positions
 

@@ -20,7 +20,7 @@ from privdb.errors import EngineUnavailable, UnknownTable, UnsupportedQuery
 from privdb.sql.access import authorize
 from privdb.sql.front.expr import Expr
 from privdb.sql.front.keys import canonical_key
-from privdb.sql.front.relation import UNIT_ROWS, Relation, Tables
+from privdb.sql.front.relation.model import UNIT_ROWS, Relation, Tables
 from privdb.sql.plan.personal import personal_table, sampled_source
 from privdb.sql.plan.sensitivity import DISTINCT_KINDS
 from privdb.sql.plan.truncation import QUERY as TRUNCATION_QUERY

@@ -1,7 +1,8 @@
 """``ROUND(x, d)`` as DuckDB (2.0.1 on) computes it on DOUBLE: the exact binary value of x rounded half away
 from zero at 10^−d, then the nearest double. One definition for privdb's bounds
 (privdb.sql.front.expr.bounds) and
-its evaluation of expressions over public values (privdb.sql.front.vectors), so both agree with the engine."""
+its evaluation of expressions over public values (privdb.sql.front.formulas.vectors), so both agree with the
+engine."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Build the relation (privdb.sql.front.relation) of a DP-SELECT's FROM clause.
+"""Build the relation (privdb.sql.front.relation.model) of a DP-SELECT's FROM clause.
 
 An analyst's FROM may name a table (with an alias), a subquery or a CTE, and JOINs. privdb turns it into a
 :class:`Relation`: the SQL that computes the rows (from the base tables' engine names), and a
@@ -20,8 +20,8 @@ exactly as a table. What is accepted, and why each form is sound (docs/proofs/sq
   row belongs to the one unit of both sides, and bounding is applied after the join.
 
 A CROSS JOIN (or ``FROM t, p``) with a public table is ``JOIN … ON TRUE``; ``t RIGHT JOIN <public> g``
-releases every public key (privdb.sql.front.joins). Everything else (other private–private joins, other RIGHT
-joins, FULL joins, GROUP BY in a subquery without the
+releases every public key (privdb.sql.front.relation.joins). Everything else (other private–private joins,
+other RIGHT joins, FULL joins, GROUP BY in a subquery without the
 privacy unit, LIMIT/windows in subqueries, DISTINCT in subqueries of private tables, recursive CTEs, set
 operations) is refused before any
 data is read, with the reason.
@@ -39,9 +39,8 @@ from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.errors import UnknownColumn, UnsupportedQuery
 from privdb.sql.front import expr
 from privdb.sql.front.expr import Type
-from privdb.sql.front.joins import check_right_join, join_relations
-from privdb.sql.front.per_unit import per_unit_relation
-from privdb.sql.front.relation import (
+from privdb.sql.front.relation.joins import check_right_join, join_relations
+from privdb.sql.front.relation.model import (
     UNIT_ROWS,
     Relation,
     RelationMeta,
@@ -51,6 +50,7 @@ from privdb.sql.front.relation import (
     hidden,
     unit_columns,
 )
+from privdb.sql.front.relation.per_unit import per_unit_relation
 
 __all__ = ["build_relation", "refuse_unsupported_forms"]
 

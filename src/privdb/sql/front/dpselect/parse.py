@@ -17,8 +17,8 @@ from sqlglot.errors import SqlglotError, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from privdb.errors import InvalidParameter, ParseError, RawAccessDenied, UnsupportedQuery
-from privdb.sql.front.bigquery import is_bigquery, read_header
-from privdb.sql.front.hints import check_within_group, reserved_word, set_operation
+from privdb.sql.front.bigquery.syntax import is_bigquery, read_header
+from privdb.sql.front.dpselect.hints import check_within_group, reserved_word, set_operation
 from privdb.sql.front.limits import DIALECT, MAX_DEPTH, check_depth, check_text, nesting, too_deep
 from privdb.sql.front.qualified import unqualify
 from privdb.sql.front.query import MAX_EPSILON, DPQuery, check_epsilon

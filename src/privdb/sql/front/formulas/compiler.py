@@ -41,7 +41,7 @@ import numpy as np
 from sqlglot import exp
 
 from privdb.errors import UnsupportedQuery
-from privdb.sql.front.formula_nodes import (
+from privdb.sql.front.formulas.nodes import (
     ARITHMETIC,
     CASTS,
     COMPARISONS,
@@ -53,7 +53,7 @@ from privdb.sql.front.formula_nodes import (
     is_literal,
     nonzero,
 )
-from privdb.sql.front.vectors import (
+from privdb.sql.front.formulas.vectors import (
     Result,
     Run,
     Values,

@@ -1,9 +1,9 @@
 """JOINs in a DP-SELECT's FROM: with public tables, and of private tables on their common privacy unit.
 
-Both sides are relations (privdb.sql.front.relation). Each side's columns are first renamed to names unique
-in the join (``pid`` and ``v.pid`` when both sides have a ``pid``), so that the ON condition, checked by the
-closed expression language against the joined scope, renders without qualifiers. Why each accepted form is
-sound (docs/proofs/sql.md, "Relations"):
+Both sides are relations (privdb.sql.front.relation.model). Each side's columns are first renamed to names
+unique in the join (``pid`` and ``v.pid`` when both sides have a ``pid``), so that the ON condition, checked
+by the closed expression language against the joined scope, renders without qualifiers. Why each accepted form
+is sound (docs/proofs/sql.md, "Relations"):
 
 - **private ⋈ public** (INNER, or LEFT with the private side preserved): a public table's rows are about no
   one. A private row meets at most ``k`` public rows, ``k`` the largest number of public rows sharing a value
@@ -15,7 +15,7 @@ sound (docs/proofs/sql.md, "Relations"):
   more conditions) under the same neighbouring relation: every joined row holds one unit's rows from both
   sides, so removing a unit from every table removes exactly its joined rows; the unit's joined rows are
   bounded to ``m = m_a·m_b`` (and ``max(G_a, G_b)`` groups) after the join (or, one side declaring one
-  row per unit, partly before it: privdb.sql.front.unit_join).
+  row per unit, partly before it: privdb.sql.front.relation.unit_join).
 - **private × public without a condition** (``CROSS JOIN p``, ``FROM t, p``): exactly ``JOIN p ON TRUE``.
 - **private RIGHT JOIN public** (the last join of the DP-SELECT's own FROM): every public key. The rows are
   the INNER join's; each public column gets the public relation's distinct values as its domain, so GROUP BY
@@ -40,7 +40,7 @@ from privdb.errors import PrivdbError, UnsupportedQuery
 from privdb.sql.front import expr
 from privdb.sql.front.expr import Expr, Type
 from privdb.sql.front.expr.render import column_expr, render_num, render_text
-from privdb.sql.front.relation import (
+from privdb.sql.front.relation.model import (
     AMBIGUOUS,
     MAX_DERIVED_VALUES,
     UNIT,
@@ -52,7 +52,7 @@ from privdb.sql.front.relation import (
     multiplicity_of,
     unit_columns,
 )
-from privdb.sql.front.unit_join import eager_join
+from privdb.sql.front.relation.unit_join import eager_join
 
 __all__ = ["join_relations"]
 

@@ -2,7 +2,7 @@
 
 ``one JOIN many ON one.u = many.u`` — INNER, that one equality of the two privacy units stored alike — where
 ``one``'s metadata declares ``max_contributions: 1`` and ``many``'s more. The relation is unchanged; it only
-carries the two sides (privdb.sql.front.relation.Eager) so that the rewrite (privdb.sql.run.eager) can
+carries the two sides (privdb.sql.front.relation.model.Eager) so that the rewrite (privdb.sql.run.eager) can
 aggregate ``many`` per unit before the join when the query's keys and WHERE conditions read ``one`` and its
 aggregates read ``many``. Whatever the data, each unit still contributes at most ``m`` rows in at most
 ``G`` groups, and where ``one`` has one row per unit (as declared) the answer is the join form's; the
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from privdb.sql.front.relation import Eager, Relation
+from privdb.sql.front.relation.model import Eager, Relation
 
 __all__ = ["eager_join"]
 

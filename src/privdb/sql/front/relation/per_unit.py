@@ -32,7 +32,7 @@ from privdb.sql.front.expr import Type
 from privdb.sql.front.expr.bounds import bound
 from privdb.sql.front.expr.render import clamp_sql, render_num
 from privdb.sql.front.expr.totality import check_summable
-from privdb.sql.front.relation import (
+from privdb.sql.front.relation.model import (
     Relation,
     RelationMeta,
     Tables,

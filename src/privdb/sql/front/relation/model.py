@@ -5,7 +5,7 @@ A :class:`Relation` is the SQL that computes the rows (from the base tables' eng
 people) and its privacy unit, so that the rest of the pipeline (validate → plan → rewrite → noise) treats it
 exactly as a table. This module holds the value and what every builder of one shares (derived columns'
 metadata, the hidden privacy unit); which FROM forms are accepted and how each is built:
-privdb.sql.front.from_clause, privdb.sql.front.joins, privdb.sql.front.per_unit.
+privdb.sql.front.relation.from_clause, privdb.sql.front.relation.joins, privdb.sql.front.per_unit.
 """
 
 from __future__ import annotations
@@ -102,8 +102,8 @@ class Relation:
     # through, and units small there need no bounding here either (row-wise subqueries, lookups in public
     # tables with unique keys); None: no such count applies
     carried_unit: str | None = None
-    # a top-level RIGHT JOIN onto a public relation (privdb.sql.front.joins): the private side's internal
-    # column names, NULL in SQL's rows for public keys no one matched, which the relation leaves out
+    # a top-level RIGHT JOIN onto a public relation (privdb.sql.front.relation.joins): the private side's
+    # internal column names, NULL in SQL's rows for public keys no one matched, which the relation leaves out
     outer_nulls: frozenset[str] = frozenset()
     eager: Eager | None = None  # a join whose many-rows side may be aggregated first (unit_join.py)
 

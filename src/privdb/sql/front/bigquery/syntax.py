@@ -5,11 +5,11 @@
       item, AVG(quantity, contribution_bounds_per_group => (0, 100)) AS average_quantity
     FROM professors GROUP BY item
 
-from sqlglot's tokens, as privdb.sql.front.parse reads ``DP-SELECT ε``: the options, and the select body with
-each aggregate's named ``contribution_bounds_per_group`` / ``contribution_bounds_per_row`` argument taken out
-(sqlglot parses neither) and kept by the position of its select item. What the options mean for a table is
-decided once the table's metadata is known (privdb.sql.front.bigquery_plan). Everything refused here is
-refused from the text alone, before any table is looked at (free).
+from sqlglot's tokens, as privdb.sql.front.dpselect.parse reads ``DP-SELECT ε``: the options, and the select
+body with each aggregate's named ``contribution_bounds_per_group`` / ``contribution_bounds_per_row`` argument
+taken out (sqlglot parses neither) and kept by the position of its select item. What the options mean for a
+table is decided once the table's metadata is known (privdb.sql.front.bigquery.plan). Everything refused here
+is refused from the text alone, before any table is looked at (free).
 """
 
 from __future__ import annotations

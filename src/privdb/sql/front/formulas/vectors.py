@@ -1,5 +1,5 @@
-"""The runtime of formulas over noisy aggregates (privdb.sql.front.formulas, made of
-privdb.sql.front.formula_nodes): per-group values vectorised with NumPy, each number with an interval for its
+"""The runtime of formulas over noisy aggregates (privdb.sql.front.formulas.compiler, made of
+privdb.sql.front.formulas.nodes): per-group values vectorised with NumPy, each number with an interval for its
 true value, and the total, interval-carrying operations the compiled formulas are made of (arithmetic,
 monotone functions, comparisons with NULL, three-valued logic, CASE/COALESCE branch unions, LEAST/GREATEST).
 Nothing here raises on any value: NULL is NaN or None, and a missing interval is NaN."""

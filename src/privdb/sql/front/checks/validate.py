@@ -1,16 +1,16 @@
 """Validate a parsed DP-SELECT against its relation's metadata and resolve what it asks for.
 
-The FROM clause has become one relation (privdb.sql.front.relation: a table, subquery, CTE or JOIN). Over
-it: a select list of aggregates (privdb.sql.front.aggregates), GROUP BY keys, expressions over aggregates
-and constants (post-processing, privdb.sql.front.formulas), a WHERE predicate and keys of the closed
-expression language (privdb.sql.front.expr), HAVING (a predicate over the noisy aggregates and keys:
-post-processing; an aggregate used only there is computed and paid like any other), DISTINCT (GROUP BY of
-the selected columns), ORDER BY and LIMIT/TOP on the noisy result. A query without aggregates but with keys
+The FROM clause has become one relation (privdb.sql.front.relation.model: a table, subquery, CTE or JOIN).
+Over it: a select list of aggregates (privdb.sql.front.checks.aggregates), GROUP BY keys, expressions over
+aggregates and constants (post-processing, privdb.sql.front.formulas.compiler), a WHERE predicate and keys of
+the closed expression language (privdb.sql.front.expr), HAVING (a predicate over the noisy aggregates and
+keys: post-processing; an aggregate used only there is computed and paid like any other), DISTINCT (GROUP BY
+of the selected columns), ORDER BY and LIMIT/TOP on the noisy result. A query without aggregates but with keys
 (``GROUP BY col`` or ``DISTINCT col``) is a key release. Every other clause is refused by an allow-list.
 
 The clauses read on their own (the allow-list, WHERE, GROUP BY, aliases in HAVING and ORDER BY) are in
-privdb.sql.front.clauses; this module resolves the outputs: each aggregate once, the formulas' leaves, and
-the order of the rows.
+privdb.sql.front.checks.clauses; this module resolves the outputs: each aggregate once, the formulas' leaves,
+and the order of the rows.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from sqlglot import exp
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.errors import PrivdbError, UnsupportedQuery
 from privdb.sql.front import expr
-from privdb.sql.front.aggregates import AggregateRef, Arguments, is_aggregate
-from privdb.sql.front.clauses import (
+from privdb.sql.front.checks.aggregates import AggregateRef, Arguments, is_aggregate
+from privdb.sql.front.checks.clauses import (
     AGGREGATE_CLAUSES,
     check_clauses,
     check_predicate,
@@ -35,7 +35,7 @@ from privdb.sql.front.clauses import (
 )
 from privdb.sql.front.expr import Expr
 from privdb.sql.front.expr.types import stored_number
-from privdb.sql.front.formulas import Formula, compile_formula, compile_predicate
+from privdb.sql.front.formulas.compiler import Formula, compile_formula, compile_predicate
 
 __all__ = ["KeyRef", "Resolved", "hidden_formula", "resolve"]
 
@@ -121,8 +121,8 @@ class _Resolver:
         return self.key_sql.index(rendered) if rendered in self.key_sql else None
 
     def leaf_kind(self, index: int) -> str:
-        """A formula leaf's static kind (privdb.sql.front.formulas.LeafKind): aggregates are numbers (MODE:
-        its column's values), keys their type in the language."""
+        """A formula leaf's static kind (privdb.sql.front.formulas.compiler.LeafKind): aggregates are numbers
+        (MODE: its column's values), keys their type in the language."""
         role, i = self.leaves[index]
         if role == "aggregate":
             return "any" if self.aggregates[i].kind == "mode" else "number"

@@ -1,8 +1,8 @@
-"""The clauses of a DP-SELECT read on their own, before its outputs are resolved (privdb.sql.front.validate):
-the allow-list of clauses, WHERE as a predicate of the closed expression language, the columns a query may
-use, ``FILTER (WHERE …)`` rewritten as CASE, the GROUP BY keys (positions, select-list aliases, DISTINCT) and
-select-list aliases in HAVING and ORDER BY. A record release (privdb.sql.release.plan) checks its clauses
-here too.
+"""The clauses of a DP-SELECT read on their own, before its outputs are resolved
+(privdb.sql.front.checks.validate): the allow-list of clauses, WHERE as a predicate of the closed expression
+language, the columns a query may use, ``FILTER (WHERE …)`` rewritten as CASE, the GROUP BY keys (positions,
+select-list aliases, DISTINCT) and select-list aliases in HAVING and ORDER BY. A record release
+(privdb.sql.release.plan) checks its clauses here too.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from sqlglot import exp
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.errors import PrivdbError, UnsupportedQuery
 from privdb.sql.front import expr
-from privdb.sql.front.aggregates import SUPPORTED, is_aggregate
+from privdb.sql.front.checks.aggregates import SUPPORTED, is_aggregate
 from privdb.sql.front.expr import Expr, Type
 
 __all__ = [

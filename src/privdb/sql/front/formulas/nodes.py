@@ -1,7 +1,7 @@
-"""The parts the formula compiler (privdb.sql.front.formulas) builds a formula from: a compiled node (its
-static kind, the leaves it reads and how to run it over the groups), the tables that give the numeric
-operators, comparisons and casts their runtime (privdb.sql.front.vectors), the conversions of a text key
-stored as numbers where it meets a number or a condition, and the nodes that compare two values or fold
+"""The parts the formula compiler (privdb.sql.front.formulas.compiler) builds a formula from: a compiled node
+(its static kind, the leaves it reads and how to run it over the groups), the tables that give the numeric
+operators, comparisons and casts their runtime (privdb.sql.front.formulas.vectors), the conversions of a text
+key stored as numbers where it meets a number or a condition, and the nodes that compare two values or fold
 conditions with three-valued AND/OR/NOT. Nothing here refuses: the compiler decides what is allowed.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from sqlglot import exp
 
-from privdb.sql.front.vectors import (
+from privdb.sql.front.formulas.vectors import (
     NAN,
     F,
     Result,

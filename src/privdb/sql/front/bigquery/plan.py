@@ -27,7 +27,7 @@ from sqlglot import exp
 from privdb.catalog.metadata import TableMeta
 from privdb.errors import InvalidParameter, UnsupportedQuery
 from privdb.sql.front.query import Bounds, DPQuery, Options
-from privdb.sql.front.relation import Relation, Tables
+from privdb.sql.front.relation.model import Relation, Tables
 
 __all__ = ["dp_select_text", "tighten", "translate"]
 
