@@ -24,6 +24,7 @@ from sqlglot import exp
 
 from privdb.errors import UnsupportedQuery
 from privdb.sql.front.expr.types import MAX_RESULT_LENGTH
+from privdb.sql.public.cutting import cut_growing
 
 __all__ = ["CATALOG_SCHEMAS", "FUNCTIONS", "check", "cut"]
 
@@ -159,18 +160,7 @@ def cut(tree: exp.Expr) -> exp.Expr:
     """``tree`` with every ``||``, ``concat``, ``concat_ws`` and ``replace`` result, and ``replace``'s
     input, cut to ``MAX_RESULT_LENGTH`` characters or elements (in place; returns the tree). An unaliased
     select item so cut keeps the name PostgreSQL would give it."""
-    for select in list(tree.find_all(exp.Select)):
-        for item in list(select.expressions):
-            if not isinstance(item, exp.Alias) and item.find(*_GROWING) is not None:
-                name = item.alias_or_name if isinstance(item, exp.Column) else _pg_name(item)
-                alias = exp.Alias(alias=exp.to_identifier(name, quoted=True))
-                item.replace(alias)
-                alias.set("this", item)
-    for node in list(tree.find_all(*_GROWING)):
-        if isinstance(node, exp.Replace):
-            _wrap(node.this)
-        _wrap(node)
-    return tree
+    return cut_growing(tree, _GROWING, _pg_name, _slice)
 
 
 def _pg_name(item: exp.Expr) -> str:
@@ -180,11 +170,8 @@ def _pg_name(item: exp.Expr) -> str:
     return "?column?"
 
 
-def _wrap(node: exp.Expr) -> None:
+def _slice(node: exp.Expr) -> exp.Expr:
     """``node[1:MAX_RESULT_LENGTH]``: the first characters of a text, the first elements of an array
     (``||`` joins both, and the catalog language has no types to tell them apart)."""
-    cut_node = exp.Bracket(
-        expressions=[exp.Slice(this=exp.Literal.number(1), expression=exp.Literal.number(MAX_RESULT_LENGTH))]
-    )
-    node.replace(cut_node)
-    cut_node.set("this", exp.Paren(this=node))
+    bounds = exp.Slice(this=exp.Literal.number(1), expression=exp.Literal.number(MAX_RESULT_LENGTH))
+    return exp.Bracket(this=exp.Paren(this=node), expressions=[bounds])

@@ -30,8 +30,10 @@ from privdb.errors import UnsupportedQuery
 from privdb.sql.front.expr import ALLOWED
 from privdb.sql.front.expr.check import Checker
 from privdb.sql.front.expr.types import MAX_RESULT_LENGTH, Expr, Type
+from privdb.sql.public.cutting import cut_growing
 
 __all__ = ["AGGREGATES", "PLAIN_ALLOWED", "plain_sql"]
+_GROWING = (exp.DPipe, exp.Concat, exp.Replace)  # what a cut wraps (privdb.sql.public.cutting)
 
 AGGREGATES = "COUNT(*), COUNT([DISTINCT] x), SUM, AVG, MIN, MAX, STDDEV, STDDEV_POP, VARIANCE, VAR_POP"
 PLAIN_ALLOWED = (
@@ -315,22 +317,9 @@ def _cut(query: exp.Query) -> exp.Query:
     ``MAX_RESULT_LENGTH`` characters (in place; returns it). A select-list item that is cut and has no
     alias is named by its SQL as written: the uncut query is never given to DuckDB, not even to name its
     columns (DuckDB folds constants when it binds, so binding it would do the uncut work)."""
-    growing = (exp.DPipe, exp.Concat, exp.Replace)
-    for select in list(query.find_all(exp.Select)):
-        for item in list(select.expressions):
-            if not isinstance(item, exp.Alias) and item.find(*growing) is not None:
-                name = exp.to_identifier(item.sql(dialect="duckdb"), quoted=True)
-                alias = exp.Alias(alias=name)
-                item.replace(alias)
-                alias.set("this", item)
-    for node in list(query.find_all(*growing)):
-        if isinstance(node, exp.Replace):
-            _wrap(node.this)
-        _wrap(node)
+    cut_growing(query, _GROWING, lambda item: item.sql(dialect="duckdb"), _substring)
     return query
 
 
-def _wrap(node: exp.Expr) -> None:
-    cut = exp.Substring(start=exp.Literal.number(1), length=exp.Literal.number(MAX_RESULT_LENGTH))
-    node.replace(cut)
-    cut.set("this", node)
+def _substring(node: exp.Expr) -> exp.Expr:
+    return exp.Substring(this=node, start=exp.Literal.number(1), length=exp.Literal.number(MAX_RESULT_LENGTH))
