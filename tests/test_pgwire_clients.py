@@ -121,3 +121,56 @@ def test_metabase_style_quoted_qualified_aggregates_at_a_session_epsilon(served:
             "LIMIT 2000"
         ).fetchall()
         assert [r[0] for r in rows] == ["F", "M"]
+
+
+# Grafana's PostgreSQL data source (postgresMetaQuery.ts and useAutoDetectFeatures.ts, read): the server
+# version, TimescaleDB's, the schemas, the tables (in one schema, or on the search path, which it reads by
+# splitting current_setting('search_path') in FROM), a table's columns through parse_ident, and pgx's ping
+_SEARCH_PATH = (
+    "quote_ident(table_schema) IN (SELECT CASE WHEN trim(s[i]) = '\"$user\"' THEN user ELSE trim(s[i]) END "
+    "FROM generate_series(array_lower(string_to_array(current_setting('search_path'),','),1), "
+    "array_upper(string_to_array(current_setting('search_path'),','),1)) as i, "
+    "string_to_array(current_setting('search_path'),',') s)"
+)
+_COLUMNS = (
+    'SELECT quote_ident(column_name) AS "column", data_type AS "type" FROM information_schema.columns '
+    "WHERE CASE WHEN array_length(parse_ident('{0}'),1) = 2 "
+    "THEN quote_ident(table_schema) = (parse_ident('{0}'))[1] AND quote_ident(table_name) = "
+    "(parse_ident('{0}'))[2] ELSE quote_ident(table_name) = '{0}' AND " + _SEARCH_PATH + " END"
+)
+_PEOPLE = [("pid", "bigint"), ("age", "bigint"), ("income", "double precision"), ("sex", "text")]
+_PEOPLE += [("state", "text"), ("education", "text")]
+_GRAFANA = {
+    "SELECT current_setting('server_version_num')::int/100 as version": [(1600,)],
+    "SELECT extversion FROM pg_extension WHERE extname = 'timescaledb'": [],
+    'SELECT schema_name AS "name" FROM information_schema.schemata WHERE schema_name NOT IN '
+    "('information_schema', 'pg_catalog', 'pg_toast', '_timescaledb_cache') ORDER BY schema_name": [
+        ("public",)
+    ],
+    'SELECT quote_ident(table_name) AS "table" FROM information_schema.tables '
+    "WHERE quote_ident(table_schema) = 'public' ORDER BY 1": [("people",)],  # bob's one table
+    f"SELECT CASE WHEN {_SEARCH_PATH} THEN quote_ident(table_name) ELSE quote_ident(table_schema) || '.' "
+    '|| quote_ident(table_name) END AS "table" FROM information_schema.tables '
+    "WHERE quote_ident(table_schema) NOT IN ('information_schema', 'pg_catalog', '_timescaledb_cache') "
+    f"ORDER BY CASE WHEN {_SEARCH_PATH} THEN 0 ELSE 1 END, 1": [("people",)],
+    _COLUMNS.format("people"): _PEOPLE,
+    _COLUMNS.format("public.people"): _PEOPLE,
+    _COLUMNS.format('"public".people'): _PEOPLE,
+    _COLUMNS.format("other.people"): [],
+}
+
+
+@pytest.mark.parametrize("statement", list(_GRAFANA))
+def test_what_grafana_sends_gets_postgresqls_answers(served: PgServed, statement: str) -> None:
+    with psycopg.connect(served.url("bob"), autocommit=True) as conn:
+        assert conn.execute(statement).fetchall() == _GRAFANA[statement]
+
+
+def test_a_grafana_table_panel_and_ping(served: PgServed) -> None:
+    """A panel's query is plain aggregate SQL (answered at the session ε); pgx pings with a comment."""
+    with psycopg.connect(served.url("bob") + "?options=-c%20privdb.epsilon%3D0.5", autocommit=True) as conn:
+        assert conn.execute("-- ping").description is None
+        rows = conn.execute(
+            "SELECT sex AS metric, COUNT(*) AS value FROM people GROUP BY sex ORDER BY 1"
+        ).fetchall()
+        assert [r[0] for r in rows] == ["F", "M"] and all(r[1] > 1000 for r in rows)

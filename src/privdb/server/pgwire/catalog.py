@@ -35,7 +35,7 @@ from privdb.errors import InvalidParameter, ParseError, UnsupportedQuery
 from privdb.server.pgwire.catalog_language import check, cut
 from privdb.server.pgwire.encoding import Answer, from_frame
 from privdb.server.pgwire.errors import UnknownSetting
-from privdb.server.pgwire.pgcatalog import MACROS, rewrite_tree
+from privdb.server.pgwire.pgcatalog import MACROS, functions_in_from, rewrite_tree
 from privdb.sql.public.slots import CATALOG_SLOTS
 
 __all__ = ["CACHED", "MEMORY_LIMIT", "SERVER_VERSION", "VERSION", "Catalog", "Shadow", "is_catalog_query"]
@@ -127,6 +127,7 @@ class Shadow:
         for macro in [*_MACROS, *MACROS]:
             con.execute(macro)
         con.execute("DETACH memory")
+        con.execute("SET integer_division = true")  # PostgreSQL's: 160000 / 100 is 1600, an integer
         con.execute("SET enable_external_access = false")
         con.execute("SET autoinstall_known_extensions = false")
         con.execute("SET autoload_known_extensions = false")
@@ -241,7 +242,11 @@ class Catalog:
         if len(trees) != 1 or not isinstance(trees[0], exp.Query):
             raise ParseError("a catalog query is one SELECT on pg_catalog or information_schema")
         tree = trees[0]
+        functions_in_from(tree)
         check(tree)
+        for column in list(tree.find_all(exp.Column)):  # PostgreSQL's bare ``user`` is current_user
+            if column.name.lower() == "user" and not column.this.quoted and not column.table:
+                column.replace(exp.CurrentUser())
         for node in list(tree.find_all(exp.CurrentUser, exp.SessionUser, exp.CurrentVersion, exp.Anonymous)):
             value = self._session_value(node)
             if value is None:

@@ -37,7 +37,7 @@ FUNCTIONS = frozenset({
     "format_type", "generate_subscripts", "has_column_privilege", "has_database_privilege",
     "has_function_privilege", "has_schema_privilege", "has_sequence_privilege", "has_table_privilege",
     "inet_client_addr", "inet_client_port", "inet_server_addr", "inet_server_port", "json_build_object",
-    "obj_description", "pg_backend_pid", "pg_collation_is_visible", "pg_conf_load_time",
+    "obj_description", "parse_ident", "pg_backend_pid", "pg_collation_is_visible", "pg_conf_load_time",
     "pg_encoding_to_char", "pg_function_is_visible", "pg_get_constraintdef", "pg_get_expr",
     "pg_get_function_arguments", "pg_get_function_identity_arguments", "pg_get_function_result",
     "pg_get_indexdef", "pg_get_partkeydef", "pg_get_serial_sequence",

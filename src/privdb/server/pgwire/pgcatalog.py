@@ -104,6 +104,10 @@ VIEWS: dict[str, str] = {
         "NULL::VARCHAR[] AS datacl, 1663 AS dattablespace"
     ),
     "pg_am": "SELECT 2 AS oid, 'heap' AS amname, NULL AS amhandler, 't' AS amtype",
+    "pg_extension": _empty(  # none (Grafana asks for TimescaleDB's version)
+        "oid:BIGINT extname:VARCHAR extowner:BIGINT extnamespace:BIGINT extrelocatable:BOOLEAN "
+        "extversion:VARCHAR extconfig:BIGINT[] extcondition:VARCHAR[]"
+    ),
     "pg_depend": _empty(
         "classid:BIGINT objid:BIGINT objsubid:INTEGER refclassid:BIGINT refobjid:BIGINT "
         "refobjsubid:INTEGER deptype:VARCHAR"
@@ -150,9 +154,43 @@ MACROS = [
     "CREATE MACRO inet_client_port() AS NULL::INTEGER",
     "CREATE MACRO inet_server_port() AS NULL::INTEGER",
     "CREATE MACRO pg_is_in_recovery() AS FALSE",
+    # a qualified name's parts (Grafana's column list): unquoted parts lower-cased, quoted ones as written
+    # (a dot inside quotes is not told apart: catalog names have none)
+    "CREATE MACRO parse_ident(name, strict := TRUE) AS list_transform(string_split(name, '.'), lambda p: "
+    "CASE WHEN trim(p) LIKE '\"%\"' THEN replace(trim(p)[2:-2], '\"\"', '\"') ELSE lower(trim(p)) END)",
 ]
 
+
+def functions_in_from(tree: exp.Expr) -> None:
+    """PostgreSQL's functions in FROM as DuckDB reads them (in place): a set-returning one aliased
+    without columns names its column by the alias (``generate_series(1, 3) AS i`` → ``i``), and a scalar
+    one (Grafana's ``string_to_array(current_setting('search_path'), ',') s``) is a one-row relation
+    whose column is named by its alias."""
+    series = (exp.ExplodingGenerateSeries, exp.GenerateSeries, exp.Unnest, exp.Explode)
+    for table in list(tree.find_all(exp.Table)):
+        function, alias = table.this, table.args.get("alias")
+        if not isinstance(function, exp.Func) or alias is None or alias.columns or not alias.name:
+            continue
+        if isinstance(function, series):
+            alias.set("columns", [exp.to_identifier(alias.name)])
+        else:
+            one_row = exp.select(exp.alias_(function.copy(), alias.name, quoted=True))
+            table.replace(one_row.subquery(exp.to_identifier(alias.name)))
+
+# information_schema's relations whose DuckDB rows differ from PostgreSQL's: DuckDB lists a ``main``
+# schema in each of its own catalogs (Grafana's schema list showed it three times)
+INFORMATION_VIEWS = {
+    "schemata": "SELECT * REPLACE ('privdb' AS catalog_name) FROM information_schema.schemata "
+    "WHERE schema_name <> 'main'",
+    # types named as PostgreSQL names them (Grafana picks time and number columns by data_type)
+    "columns": "SELECT * REPLACE ('privdb' AS table_catalog, CASE data_type WHEN 'BIGINT' THEN 'bigint' "
+    "WHEN 'DOUBLE' THEN 'double precision' WHEN 'VARCHAR' THEN 'text' WHEN 'BOOLEAN' THEN 'boolean' "
+    "WHEN 'DATE' THEN 'date' WHEN 'TIMESTAMP' THEN 'timestamp without time zone' ELSE lower(data_type) "
+    "END AS data_type) FROM information_schema.columns",
+    "tables": "SELECT * REPLACE ('privdb' AS table_catalog) FROM information_schema.tables",
+}
 _PARSED = {name: sqlglot.parse_one(sql, read="duckdb") for name, sql in VIEWS.items()}
+_PARSED_INFORMATION = {name: sqlglot.parse_one(sql, read="duckdb") for name, sql in INFORMATION_VIEWS.items()}
 _SETTINGS = {"default_table_access_method": "heap"}  # PostgreSQL settings DuckDB does not have
 _CATALOG = {"pg_catalog", ""}
 _OID_TYPES = {"regclass", "regtype", "regproc", "regprocedure", "regnamespace", "regrole", "oid", "regoper"}
@@ -270,9 +308,10 @@ def _node(node: exp.Expr) -> exp.Expr:
         if isinstance(name, exp.Literal) and name.name.lower() in _SETTINGS:
             return exp.Literal.string(_SETTINGS[name.name.lower()])
         return node
-    if isinstance(node, exp.Table) and node.db.lower() in _CATALOG and not node.catalog:
-        if node.name.lower() in _PARSED:
-            view = _PARSED[node.name.lower()].copy()
+    if isinstance(node, exp.Table) and not node.catalog and isinstance(node.this, exp.Identifier):
+        views = {"information_schema": _PARSED_INFORMATION}.get(node.db.lower(), _PARSED)
+        if (node.db.lower() in _CATALOG or views is _PARSED_INFORMATION) and node.name.lower() in views:
+            view = views[node.name.lower()].copy()
             return exp.Subquery(this=view, alias=exp.TableAlias(this=exp.to_identifier(node.alias_or_name)))
         return node
     if isinstance(node, exp.Column) and node.args.get("db") is not None and node.db.lower() == "pg_catalog":
