@@ -42,7 +42,9 @@ def _query(form: dict[str, Any], dataset: int, x_axis: str, metric: Any, force: 
         "filters": [],
         "extras": {"having": "", "where": ""},
         "applied_time_extras": {},
-        "columns": [{"columnType": "BASE_AXIS", "sqlExpression": x_axis, "label": x_axis, "expressionType": "SQL"}],
+        "columns": [
+            {"columnType": "BASE_AXIS", "sqlExpression": x_axis, "label": x_axis, "expressionType": "SQL"}
+        ],
         "metrics": [metric],
         "orderby": [[metric, False]],
         "annotation_layers": [],

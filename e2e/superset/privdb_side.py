@@ -65,7 +65,9 @@ class Privdb:
 
     def create(self, people: int) -> None:
         """The ``people`` table (privdb.data.census, as the tests build it), an analyst, an owner token."""
-        self.truth = json.loads(self._run(str(HERE / "make_people.py"), str(self.db), "--people", str(people)))
+        self.truth = json.loads(
+            self._run(str(HERE / "make_people.py"), str(self.db), "--people", str(people))
+        )
         grant = ["-m", "privdb", "grant", "--db", str(self.db), self.analyst, "--epsilon", str(self.budget)]
         self.token = self._run(*grant).splitlines()[-1].strip()
         self.owner_token = self._run("-m", "privdb", "token", "--db", str(self.db)).splitlines()[-1].strip()

@@ -23,7 +23,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import charts
 from privdb_side import REPO, Privdb
@@ -34,7 +33,9 @@ from wiretap import WireTap
 EPSILON = 0.1  # each plain aggregate's ε, set by the connection's options
 PEOPLE = 5000
 SQL_LAB = "SELECT sex, COUNT(*) AS n, AVG(income) AS mean_income FROM public.people GROUP BY sex ORDER BY sex"
-SQL_LAB_DP = "SELECT sex, n FROM (DP-SELECT 0.1 sex, COUNT(*) AS n FROM people GROUP BY sex) AS t ORDER BY sex"
+SQL_LAB_DP = (
+    "SELECT sex, n FROM (DP-SELECT 0.1 sex, COUNT(*) AS n FROM people GROUP BY sex) AS t ORDER BY sex"
+)
 NOISE = 100  # a count at ε 0.1 is off by more than this with chance e^-10 (Laplace, scale 10)
 
 
@@ -78,7 +79,9 @@ class Report:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--privdb-python", type=Path, default=REPO / ".venv" / "bin" / "python")
     parser.add_argument("--out", type=Path, default=REPO / "build" / "superset-e2e", help="screenshot, logs")
     parser.add_argument("--keep", action="store_true", help="keep the throw-away databases (in --out)")
@@ -148,7 +151,9 @@ def _through_superset(report: Report, privdb: Privdb, superset: Superset, tap: W
         check([t["value"] for t in tables] == ["people"], f"tables: {tables}")
         report.fact(f"people's columns as Superset reads them: {[(c['name'], c['type']) for c in columns]}")
     with report.step("api: dataset public.people"):
-        dataset = api.post("/api/v1/dataset/", {"database": database, "schema": "public", "table_name": "people"})
+        dataset = api.post(
+            "/api/v1/dataset/", {"database": database, "schema": "public", "table_name": "people"}
+        )
         dataset_id = int(dataset["id"])
         metrics = [m["metric_name"] for m in api.get(f"/api/v1/dataset/{dataset_id}")["result"]["metrics"]]
         check("count" in metrics, f"the dataset's metrics: {metrics}")
@@ -158,7 +163,9 @@ def _through_superset(report: Report, privdb: Privdb, superset: Superset, tap: W
         rows = lab["data"]
         check([r["sex"] for r in rows] == ["F", "M"], f"SQL Lab rows: {rows}")
         for r in rows:
-            check(abs(r["n"] - truth["sex"][r["sex"]]) < NOISE, f"n of {r['sex']}: {r['n']} vs {truth['sex']}")
+            check(
+                abs(r["n"] - truth["sex"][r["sex"]]) < NOISE, f"n of {r['sex']}: {r['n']} vs {truth['sex']}"
+            )
             check(0 <= r["mean_income"] <= 500_000, f"mean income outside its bounds: {r}")
         charged = privdb.spent() - spent
         check(abs(charged - EPSILON) < 1e-9, f"SQL Lab's query charged ε {charged}, not {EPSILON}")
@@ -177,12 +184,16 @@ def _through_superset(report: Report, privdb: Privdb, superset: Superset, tap: W
             report.fact(f"SQL Lab's parser refuses DP-SELECT (HTTP {err.status}): {err.text[:160]}")
     spent = privdb.spent()
     with report.step("api: bar chart (echarts), its data"):
-        chart = int(api.post("/api/v1/chart/", charts.bar_chart(dataset_id, "People by education (DP)"))["id"])
+        chart = int(
+            api.post("/api/v1/chart/", charts.bar_chart(dataset_id, "People by education (DP)"))["id"]
+        )
         data = api.get(f"/api/v1/chart/{chart}/data/")["result"][0]
         counts = {r["education"]: r["count"] for r in data["data"]}
         check(set(counts) == set(truth["education"]), f"chart rows: {data['data']}")
         for key, value in counts.items():
-            check(abs(value - truth["education"][key]) < NOISE, f"{key}: {value} vs {truth['education'][key]}")
+            check(
+                abs(value - truth["education"][key]) < NOISE, f"{key}: {value} vs {truth['education'][key]}"
+            )
         charged = privdb.spent() - spent
         check(abs(charged - EPSILON) < 1e-9, f"the chart's query charged ε {charged}, not {EPSILON}")
         report.fact(f"chart {chart} ({charts.VIZ}) query: {' '.join(data['query'].split())!r}")

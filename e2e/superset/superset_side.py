@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import requests
-
 from privdb_side import free_port, stop_group
 
 __all__ = ["Api", "Superset"]
@@ -68,7 +67,11 @@ class Superset:
         """One ``superset`` CLI command (``db upgrade``, ``fab create-admin``, ``init``)."""
         with log.open("ab") as out:
             done = subprocess.run(
-                [str(BIN / "superset"), *args], env=self.env(), stdout=out, stderr=subprocess.STDOUT, timeout=600
+                [str(BIN / "superset"), *args],
+                env=self.env(),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=600,
             )
         if done.returncode != 0:
             raise RuntimeError(f"superset {' '.join(args[:2])} exited {done.returncode}; see {log}")

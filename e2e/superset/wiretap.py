@@ -4,6 +4,7 @@ server answered with, so the run can say exactly which SQL Superset sent and whi
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import threading
@@ -137,10 +138,8 @@ def _chunks(source: socket.socket, sink: socket.socket) -> Iterator[bytes]:
         pass
     finally:
         for s in (source, sink):
-            try:
+            with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             s.close()
 
 
