@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["VIZ", "bar_chart", "chart_data_query", "median_query"]
+__all__ = ["VIZ", "bar_chart", "chart_data_query", "dashboard", "median_query"]
 
 VIZ = "echarts_timeseries_bar"
 
@@ -105,3 +105,34 @@ def median_query(dataset: int) -> dict[str, Any]:
     metric = {"expressionType": "SQL", "sqlExpression": "MEDIAN(age)", "label": "median_age"}
     form = _form(dataset, "sex", "median_age") | {"metrics": [metric]}
     return _query(form, dataset, "sex", metric, force=True)
+
+
+def dashboard(chart: int, title: str, chart_name: str) -> dict[str, Any]:
+    """The body of ``POST /api/v1/dashboard/``: one row holding the chart, full width."""
+    ids = {"root": "ROOT_ID", "grid": "GRID_ID", "row": "ROW-privdb", "chart": f"CHART-{chart}"}
+    position = {
+        "DASHBOARD_VERSION_KEY": "v2",
+        "ROOT_ID": {"type": "ROOT", "id": ids["root"], "children": [ids["grid"]]},
+        "GRID_ID": {"type": "GRID", "id": ids["grid"], "children": [ids["row"]], "parents": [ids["root"]]},
+        "HEADER_ID": {"type": "HEADER", "id": "HEADER_ID", "meta": {"text": title}},
+        ids["row"]: {
+            "type": "ROW",
+            "id": ids["row"],
+            "children": [ids["chart"]],
+            "parents": [ids["root"], ids["grid"]],
+            "meta": {"background": "BACKGROUND_TRANSPARENT"},
+        },
+        ids["chart"]: {
+            "type": "CHART",
+            "id": ids["chart"],
+            "children": [],
+            "parents": [ids["root"], ids["grid"], ids["row"]],
+            "meta": {"chartId": chart, "width": 12, "height": 50, "sliceName": chart_name},
+        },
+    }
+    return {
+        "dashboard_title": title,
+        "published": True,
+        "position_json": json.dumps(position),
+        "json_metadata": json.dumps({"color_scheme": "supersetColors", "refresh_frequency": 0}),
+    }

@@ -103,6 +103,20 @@ class Privdb:
         """The analyst's ε spent, as the ledger has it."""
         return float(self._get("/v1/budget", self.token)["epsilon_spent"])
 
+    def noise_scale(self, column: str) -> float:
+        """The Laplace scale of ``column`` in the analyst's last answer, as privdb's explain states it
+        (``POST /v1/explain`` of the DP-SELECT the log shows it answered; free)."""
+        query = self.log()[-1]["query"]
+        response = requests.post(
+            self.url + "/v1/explain",
+            json={"sql": query},
+            headers={"Authorization": f"Bearer {self.token}"},
+            timeout=30,
+        )
+        response.raise_for_status()
+        stated = next(c for c in response.json()["columns"] if c["column"] == column)
+        return float(stated["scale"])
+
     def log(self) -> list[dict[str, Any]]:
         """The analyst's entries in privdb's audit log (the owner's view), oldest first."""
         entries: list[dict[str, Any]] = self._get(f"/v1/log?analyst={self.analyst}", self.owner_token)

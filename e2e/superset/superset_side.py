@@ -112,7 +112,12 @@ class Api:
     def __init__(self, url: str) -> None:
         self.url = url
         self.http = requests.Session()
-        login = {"username": ADMIN, "password": PASSWORD, "provider": "db", "refresh": True}
+        login: dict[str, str | bool] = {
+            "username": ADMIN,
+            "password": PASSWORD,
+            "provider": "db",
+            "refresh": True,
+        }
         token = self._ok(self.http.post(url + "/api/v1/security/login", json=login, timeout=60))
         self.http.headers["Authorization"] = f"Bearer {token['access_token']}"
         csrf = self._ok(self.http.get(url + "/api/v1/security/csrf_token/", timeout=60))
