@@ -9,7 +9,7 @@ SUM    := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 BASE   := $(VENV)/.installed-base-$(SUM)
 FULL   := $(VENV)/.installed-full-$(SUM)
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean superset
 
 # the browser test drives Debian's Chromium (root, or sudo, installs it once; without it that test is skipped
 # with a message saying how to install it)
@@ -67,9 +67,32 @@ bench-tools:
 test: $(FULL) $(CHROMIUM) postgresql java jdbc bench-tools
 	$(BIN)/python -m pytest -n 2 -q
 
+# the Superset release check (docs/clients.md, "Superset"), run before every release: Apache Superset 6.1 in
+# its own venv (pinned; its install takes minutes, so it is no part of `make test`) drives privdb's
+# PostgreSQL endpoint end to end, and headless Chromium draws its chart (e2e/superset/run.py). The privdb
+# server runs from $(VENV), with the checkout's src first on its path.
+SUPERSET_VENV := .venv-superset
+SUPERSET_REQS := e2e/superset/requirements.txt e2e/superset/constraints.txt
+SUPERSET_OK   := $(SUPERSET_VENV)/.installed-$(shell cat $(SUPERSET_REQS) | cksum | cut -d' ' -f1)
+CHROMEDRIVER  := /usr/bin/chromedriver
+
+$(SUPERSET_OK): $(SUPERSET_REQS)
+	$(PYTHON) -m venv $(SUPERSET_VENV)
+	$(SUPERSET_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SUPERSET_VENV)/bin/python -m pip install --quiet -r e2e/superset/requirements.txt -c e2e/superset/constraints.txt
+	rm -f $(SUPERSET_VENV)/.installed-*
+	touch $@
+
+# Debian's chromedriver, the same build as its Chromium (Selenium then downloads nothing)
+$(CHROMEDRIVER):
+	$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium chromium-driver >/dev/null
+
+superset: $(BASE) $(SUPERSET_OK) $(CHROMEDRIVER)
+	$(SUPERSET_VENV)/bin/python e2e/superset/run.py --privdb-python $(BIN)/python
+
 lint: $(FULL)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench e2e
+	$(BIN)/ruff format --check src tests bench e2e
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
@@ -86,4 +109,4 @@ bench: $(FULL) bench-tools
 	$(BIN)/python -m bench.publish_synthetic
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SUPERSET_VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

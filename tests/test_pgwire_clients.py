@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import psycopg
 import pytest
 
@@ -174,3 +175,41 @@ def test_a_grafana_table_panel_and_ping(served: PgServed) -> None:
             "SELECT sex AS metric, COUNT(*) AS value FROM people GROUP BY sex ORDER BY 1"
         ).fetchall()
         assert [r[0] for r in rows] == ["F", "M"] and all(r[1] > 1000 for r in rows)
+
+
+# Superset 6.1's chart query for a custom SQL metric MEDIAN(age), exactly as it sent it in the run of
+# e2e/superset (make superset): it writes MEDIAN for PostgreSQL as the ordered-set aggregate
+_SUPERSET_MEDIAN = (
+    "SELECT\n  sex AS sex,\n  PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY\n    age) AS median_age\n"
+    "FROM public.people\nGROUP BY\n  sex\nORDER BY\n  median_age DESC\nLIMIT 10000"
+)
+
+
+def _bob_spent(served: PgServed) -> float:
+    headers = {"Authorization": f"Bearer {served.tokens['bob']}"}
+    return float(httpx.get(served.server.url + "/v1/budget", headers=headers).json()["epsilon_spent"])
+
+
+def test_superset_median_metric_is_answered_as_a_dp_quantile_at_the_session_epsilon(served: PgServed) -> None:
+    """PERCENTILE_CONT(p) WITHIN GROUP (ORDER BY x) is QUANTILE(x, p) (PERCENTILE_DISC too, 1 − p for a
+    descending order); it was refused with a false message (``the quantile's level is a number between 0
+    and 1``: the DuckDB rendering of the lifted DP-SELECT, ``QUANTILE_CONT(age, 0.5 ORDER BY age)``)."""
+    with psycopg.connect(served.url("bob") + "?options=-c%20privdb.epsilon%3D0.25", autocommit=True) as conn:
+        before = _bob_spent(served)
+        cursor = conn.execute(_SUPERSET_MEDIAN)
+        assert [d.name for d in cursor.description or []] == ["sex", "median_age"]
+        rows = cursor.fetchall()
+        assert sorted(r[0] for r in rows) == ["F", "M"] and all(20 <= r[1] <= 65 for r in rows)
+        assert _bob_spent(served) == pytest.approx(before + 0.25)
+        cursor = conn.execute("SELECT percentile_disc(0.9) WITHIN GROUP (ORDER BY age DESC) FROM people")
+        assert [d.name for d in cursor.description or []] == ["percentile_disc"]  # PostgreSQL's name
+        (low,) = cursor.fetchone() or (None,)
+        assert low is not None and 0 <= low <= 40  # the 10th percentile of ages
+        assert _bob_spent(served) == pytest.approx(before + 0.5)
+        for refused in (  # other ordered-set forms keep the DP-SELECT's hint; nothing is spent
+            "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY age, income) FROM people",
+            "SELECT mode() WITHIN GROUP (ORDER BY sex) FROM people",
+        ):
+            with pytest.raises(psycopg.errors.FeatureNotSupported, match="QUANTILE"):
+                conn.execute(refused)
+        assert _bob_spent(served) == pytest.approx(before + 0.5)

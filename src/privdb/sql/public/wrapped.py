@@ -38,6 +38,7 @@ from privdb.errors import ParseError, RawAccessDenied, UnsupportedQuery
 from privdb.result import Result
 from privdb.sql.access import authorize
 from privdb.sql.front.bigquery.syntax import is_bigquery
+from privdb.sql.front.dpselect.hints import check_within_group
 from privdb.sql.front.limits import MAX_QUERY_LENGTH, check_text
 from privdb.sql.front.qualified import unqualify
 from privdb.sql.public.answer import answer_public, run_sandboxed
@@ -250,14 +251,37 @@ def _dp_text(select: exp.Select, session: Session) -> str:
     """The DP-SELECT a plain aggregate SELECT reads as at the session's ε (and δ)."""
     query = select.copy()
     for i, item in enumerate(query.expressions):
-        if not isinstance(item, exp.Alias) and isinstance(item, exp.Func):
+        if isinstance(item, exp.WithinGroup) and isinstance(item.this, exp.Func):
+            query.expressions[i] = exp.alias_(item, item.this.sql_name().lower(), quoted=True)
+        elif not isinstance(item, exp.Alias) and isinstance(item, exp.Func):
             named = _PG_NAMES.match(item.sql(dialect=_DIALECT))
             if named:
                 query.expressions[i] = exp.alias_(item, named[1].lower(), quoted=True)
+    _ordered_set_quantiles(query)
     body = query.sql(dialect=_DIALECT)
     assert body[:6].upper() == "SELECT"
     delta = f" DELTA {session.delta!r}" if session.delta else ""
     return f"DP-SELECT {session.epsilon!r}{delta} {body[6:].lstrip()}"
+
+
+def _ordered_set_quantiles(query: exp.Select) -> None:
+    """PostgreSQL's ordered-set quantiles, ``PERCENTILE_CONT(p) WITHIN GROUP (ORDER BY x)`` (and
+    ``PERCENTILE_DISC``; ``1 − p`` when the order is descending), as the ``QUANTILE(x, p)`` they mean:
+    BI tools write them (Superset turns a ``MEDIAN(x)`` metric into one for PostgreSQL). Any other WITHIN
+    GROUP is refused with the DP-SELECT's hint, before the DuckDB rendering (``QUANTILE_CONT(x, p ORDER BY
+    x)``) could be read as something else."""
+    for node in list(query.find_all(exp.WithinGroup)):
+        func, order = node.this, node.expression
+        keys = order.expressions if isinstance(order, exp.Order) else []
+        share = func.this if isinstance(func, exp.PercentileCont | exp.PercentileDisc) else None
+        if len(keys) != 1 or not isinstance(share, exp.Expression):
+            continue
+        if keys[0].args.get("desc"):
+            if not isinstance(share, exp.Literal) or share.is_string:
+                continue
+            share = exp.Literal.number(f"{1 - float(share.this):.15g}")
+        node.replace(exp.Quantile(this=keys[0].this.copy(), quantile=share.copy()))
+    check_within_group(query)
 
 
 def _outer_tables(
