@@ -129,21 +129,26 @@ EXAMPLES: list[Example] = [
         "VAR_POP(quantity, contribution_bounds_per_row => (0,100)) pop_variance", ("item", "pop_variance"),
         VAR_PLAIN,
     ),
-    # the deprecated spelling (ANON_ functions, CLAMPED BETWEEN)
+    # the older spelling (ANON_ functions, CLAMPED BETWEEN): read as the newer one (bigquery.anon)
     *[
         Example(
             ZETASQL_FUNCTIONS,
             "SELECT WITH ANONYMIZATION OPTIONS(epsilon=10, delta=.01, max_groups_contributed=1) item, "
-            f"{select} FROM view_on_professors GROUP BY item;",
-            "unsupported_query",
-            reason="WITH DIFFERENTIAL_PRIVACY",
+            f"{select} {name} FROM view_on_professors GROUP BY item;",
+            "answers",
+            ("item", name),
+            plain=plain,
         )
-        for select in (
-            "ANON_AVG(quantity CLAMPED BETWEEN 0 AND 100) average_quantity",
-            "ANON_COUNT(*) times_requested",
-            "ANON_SUM(quantity CLAMPED BETWEEN 0 AND 100) quantity",
-            "ANON_PERCENTILE_CONT(quantity, 0.5 CLAMPED BETWEEN 0 AND 100) percentile_requested",
-            "ANON_VAR_POP(quantity CLAMPED BETWEEN 0 AND 100) pop_variance",
+        for select, name, plain in (
+            ("ANON_AVG(quantity CLAMPED BETWEEN 0 AND 100)", "average_quantity", AVG_PLAIN),
+            ("ANON_COUNT(*)", "times_requested", COUNT_PLAIN),
+            ("ANON_SUM(quantity CLAMPED BETWEEN 0 AND 100)", "quantity", SUM_PLAIN),
+            (
+                "ANON_PERCENTILE_CONT(quantity, 0.5 CLAMPED BETWEEN 0 AND 100)",
+                "percentile_requested",
+                MEDIAN_PLAIN,
+            ),
+            ("ANON_VAR_POP(quantity CLAMPED BETWEEN 0 AND 100)", "pop_variance", VAR_PLAIN),
         )
     ],
     # supplemental: implicit and explicit clamping (theirs without noise)

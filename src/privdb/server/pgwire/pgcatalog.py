@@ -177,6 +177,7 @@ def functions_in_from(tree: exp.Expr) -> None:
             one_row = exp.select(exp.alias_(function.copy(), alias.name, quoted=True))
             table.replace(one_row.subquery(exp.to_identifier(alias.name)))
 
+
 # information_schema's relations whose DuckDB rows differ from PostgreSQL's: DuckDB lists a ``main``
 # schema in each of its own catalogs (Grafana's schema list showed it three times)
 INFORMATION_VIEWS = {
