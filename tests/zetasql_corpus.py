@@ -79,7 +79,8 @@ class Case:
 
 
 DIFFERENCES = {
-    "report": "report formats (WITH REPORT(FORMAT=…), report_format => 'JSON'/'PROTO'): not read yet",
+    "report": "a PROTO report, or a report's fields read in SQL ([OFFSET(0)].value, .noise_confidence_"
+    "interval): not read (JSON reports are)",
     "union": "a UNION of DP queries, or of a DP query and plain SQL over the private table: not read yet "
     "(plain SQL over a private table is refused, always)",
     "unnest": "CROSS JOIN UNNEST(array): not read yet",
@@ -94,6 +95,10 @@ DIFFERENCES = {
     "expression": "an expression over a DP aggregate (ABS(ANON_… - y) < 0.01): not read yet",
     "default_delta": "delta left out: privdb's documented default δ = 0 (DIFFERENTIAL_PRIVACY), where "
     "ZetaSQL asks for delta",
+    "bounding_report": "a JSON report of an aggregate without bounds: privdb's value and interval, "
+    "without ZetaSQL's bounding_report (the bounds it finds from the data; privdb's are the owner's)",
+    "approx_bounds": "no rows and no bounds: ZetaSQL fails to find bounds from the data; privdb answers "
+    "with the owner's bounds (noise over nothing)",
     "answered_error": "answered where ZetaSQL refuses",
     "other": "not classified",
 }
@@ -1281,7 +1286,7 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: CLAMPED BETWEEN goes last in the aggrega",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "anonymization_anon_avg_explicit_bounds_multi_user_with_report_proto_1",
@@ -1292,7 +1297,7 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: CLAMPED BETWEEN goes last in the aggrega",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "anonymization_anon_avg_explicit_bounds_multi_user_with_report_proto_2",
@@ -1303,7 +1308,7 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: CLAMPED BETWEEN goes last in the aggrega",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "anonymization_anon_avg_implicit_bounds_multi_user_with_report_proto_1",
@@ -1314,7 +1319,7 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="parse_error: 'WITH' is a reserved word of SQL; if it ",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "anonymization_anon_avg_implicit_bounds_multi_user_with_report_proto_2",
@@ -1325,7 +1330,7 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="parse_error: 'WITH' is a reserved word of SQL; if it ",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "anonymization_anon_avg_explicit_bounds_multi_user_with_report_json_1",
@@ -1334,9 +1339,22 @@ CASES: list[Case] = [
             "  ANON_AVG(dval CLAMPED BETWEEN 0 AND 10 WITH Report(format=Json))\n"
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: CLAMPED BETWEEN goes last in the aggrega",
+        rows=(
+            (
+                {
+                    "result": {
+                        "noise_confidence_interval": {
+                            "confidence_level": 0.95,
+                            "lower_bound": 1.3333333333333335,
+                            "upper_bound": 1.3333333333333335,
+                        },
+                        "value": 1.3333333333333335,
+                    }
+                },
+            ),
+        ),
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_anon_avg_explicit_bounds_multi_user_with_report_json_2",
@@ -1345,9 +1363,22 @@ CASES: list[Case] = [
             "  ANON_AVG(ival CLAMPED BETWEEN 0 AND 10 WITH Report(format=Json))\n"
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: CLAMPED BETWEEN goes last in the aggrega",
+        rows=(
+            (
+                {
+                    "result": {
+                        "noise_confidence_interval": {
+                            "confidence_level": 0.95,
+                            "lower_bound": 1.6333333333333333,
+                            "upper_bound": 1.6333333333333333,
+                        },
+                        "value": 1.6333333333333333,
+                    }
+                },
+            ),
+        ),
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_anon_avg_implicit_bounds_multi_user_with_report_json_1",
@@ -1356,9 +1387,28 @@ CASES: list[Case] = [
             "  ANON_AVG(dval WITH Report(format=Json))\n"
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="parse_error: 'WITH' is a reserved word of SQL; if it ",
+        rows=(
+            (
+                {
+                    "bounding_report": {
+                        "lower_bound": 0.5,
+                        "num_inputs": 3.0,
+                        "num_outside": 0.0,
+                        "upper_bound": 2.0,
+                    },
+                    "result": {
+                        "noise_confidence_interval": {
+                            "confidence_level": 0.95,
+                            "lower_bound": 1.3333333333333333,
+                            "upper_bound": 1.3333333333333333,
+                        },
+                        "value": 1.3333333333333333,
+                    },
+                },
+            ),
+        ),
+        outcome="differs",
+        why="bounding_report",
     ),
     Case(
         "anonymization_anon_avg_implicit_bounds_multi_user_with_report_json_2",
@@ -1367,9 +1417,28 @@ CASES: list[Case] = [
             "  ANON_AVG(ival WITH Report(format=Json))\n"
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="parse_error: 'WITH' is a reserved word of SQL; if it ",
+        rows=(
+            (
+                {
+                    "bounding_report": {
+                        "lower_bound": 0.5,
+                        "num_inputs": 3.0,
+                        "num_outside": 0.0,
+                        "upper_bound": 4.0,
+                    },
+                    "result": {
+                        "noise_confidence_interval": {
+                            "confidence_level": 0.95,
+                            "lower_bound": 1.6333333333333333,
+                            "upper_bound": 1.6333333333333333,
+                        },
+                        "value": 1.6333333333333333,
+                    },
+                },
+            ),
+        ),
+        outcome="differs",
+        why="bounding_report",
     ),
     Case(
         "anonymization_basic_anon_sum_int64_implicit_bounds_multi_user_with_report_proto",
@@ -1380,7 +1449,7 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="parse_error: 'WITH' is a reserved word of SQL; if it ",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "anonymization_basic_anon_sum_int64_implicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -1391,7 +1460,7 @@ CASES: list[Case] = [
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
         outcome="refused",
-        needle="parse_error: 'WITH' is a reserved word of SQL; if it ",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "anonymization_anon_sum_double_explicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -1403,7 +1472,7 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: CLAMPED BETWEEN goes last in the aggrega",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "anonymization_anon_count_double_explicit_bounds_multi_user_with_report_proto",
@@ -1414,7 +1483,7 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: CLAMPED BETWEEN goes last in the aggrega",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "anonymization_basic_anon_count_int64_implicit_bounds_multi_user_with_report_proto",
@@ -1425,7 +1494,7 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="parse_error: 'WITH' is a reserved word of SQL; if it ",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "anonymization_basic_anon_count_int64_implicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -1436,7 +1505,7 @@ CASES: list[Case] = [
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
         outcome="refused",
-        needle="parse_error: 'WITH' is a reserved word of SQL; if it ",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "anonymization_anon_count_double_explicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -1448,7 +1517,7 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: CLAMPED BETWEEN goes last in the aggrega",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "anonymization_anon_count_star_explicit_bounds_multi_user_with_report_proto",
@@ -1459,7 +1528,7 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: CLAMPED BETWEEN goes last in the aggrega",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "anonymization_anon_sum_double_explicit_bounds_multi_user_with_report_json",
@@ -1468,9 +1537,22 @@ CASES: list[Case] = [
             "  ANON_SUM(dval CLAMPED BETWEEN 0 AND 10 WITH Report(format=Json))\n"
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: CLAMPED BETWEEN goes last in the aggrega",
+        rows=(
+            (
+                {
+                    "result": {
+                        "noise_confidence_interval": {
+                            "confidence_level": 0.95,
+                            "lower_bound": -5.991464547107979e-19,
+                            "upper_bound": 5.991464547107979e-19,
+                        },
+                        "value": 11.0,
+                    }
+                },
+            ),
+        ),
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_basic_anon_sum_int64_implicit_bounds_multi_user_with_report_json",
@@ -1479,9 +1561,28 @@ CASES: list[Case] = [
             "  ANON_SUM(ival WITH Report(format=Json))\n"
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="parse_error: 'WITH' is a reserved word of SQL; if it ",
+        rows=(
+            (
+                {
+                    "bounding_report": {
+                        "lower_bound": -16,
+                        "num_inputs": 3.0,
+                        "num_outside": 0.0,
+                        "upper_bound": 16,
+                    },
+                    "result": {
+                        "noise_confidence_interval": {
+                            "confidence_level": 0.95,
+                            "lower_bound": -1.9172686550745535e-18,
+                            "upper_bound": 1.9172686550745535e-18,
+                        },
+                        "value": 16,
+                    },
+                },
+            ),
+        ),
+        outcome="differs",
+        why="bounding_report",
     ),
     Case(
         "anonymization_basic_anon_sum_int64_implicit_bounds_multi_user_with_report_json_zero_rows",
@@ -1492,7 +1593,7 @@ CASES: list[Case] = [
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
         outcome="refused",
-        needle="parse_error: 'WITH' is a reserved word of SQL; if it ",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "anonymization_anon_sum_double_explicit_bounds_multi_user_with_report_json_zero_rows",
@@ -1502,9 +1603,18 @@ CASES: list[Case] = [
             " Report(format=Json)).result.noise_confidence_interval\n"
             "FROM units_shared WHERE id > 1000;"
         ),
+        rows=(
+            (
+                {
+                    "confidence_level": 0.95,
+                    "lower_bound": -5.991464547107979e-19,
+                    "upper_bound": 5.991464547107979e-19,
+                },
+            ),
+        ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: CLAMPED BETWEEN goes last in the aggrega",
+        needle="unsupported_query: SUM(dval).result.noise_confidence_interv",
     ),
     Case(
         "anonymization_anon_count_double_explicit_bounds_multi_user_with_report_json",
@@ -1513,9 +1623,21 @@ CASES: list[Case] = [
             "  ANON_COUNT(dval CLAMPED BETWEEN 0 AND 10 WITH Report(format=json))\n"
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: CLAMPED BETWEEN goes last in the aggrega",
+        rows=(
+            (
+                {
+                    "result": {
+                        "noise_confidence_interval": {
+                            "confidence_level": 0.95,
+                            "lower_bound": -5.991464547107979e-19,
+                            "upper_bound": 5.991464547107979e-19,
+                        },
+                        "value": 8,
+                    }
+                },
+            ),
+        ),
+        outcome="match",
     ),
     Case(
         "anonymization_basic_anon_count_int64_implicit_bounds_multi_user_with_report_json",
@@ -1524,9 +1646,28 @@ CASES: list[Case] = [
             "  ANON_COUNT(ival WITH Report(format=json))\n"
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="parse_error: 'WITH' is a reserved word of SQL; if it ",
+        rows=(
+            (
+                {
+                    "bounding_report": {
+                        "lower_bound": -8,
+                        "num_inputs": 3.0,
+                        "num_outside": 0.0,
+                        "upper_bound": 8,
+                    },
+                    "result": {
+                        "noise_confidence_interval": {
+                            "confidence_level": 0.95,
+                            "lower_bound": -9.586343275372767e-19,
+                            "upper_bound": 9.586343275372767e-19,
+                        },
+                        "value": 8,
+                    },
+                },
+            ),
+        ),
+        outcome="differs",
+        why="bounding_report",
     ),
     Case(
         "anonymization_basic_anon_count_int64_implicit_bounds_multi_user_with_report_json_zero_rows",
@@ -1536,8 +1677,8 @@ CASES: list[Case] = [
             "FROM units_shared WHERE id > 1000;"
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
-        outcome="refused",
-        needle="parse_error: 'WITH' is a reserved word of SQL; if it ",
+        outcome="differs",
+        why="approx_bounds",
     ),
     Case(
         "anonymization_anon_count_double_explicit_bounds_multi_user_with_report_json_zero_rows",
@@ -1547,9 +1688,18 @@ CASES: list[Case] = [
             " Report(format=json)).result.noise_confidence_interval\n"
             "FROM units_shared WHERE id > 1000;"
         ),
+        rows=(
+            (
+                {
+                    "confidence_level": 0.95,
+                    "lower_bound": -5.991464547107979e-19,
+                    "upper_bound": 5.991464547107979e-19,
+                },
+            ),
+        ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: CLAMPED BETWEEN goes last in the aggrega",
+        needle="unsupported_query: COUNT(dval).result.noise_confidence_inte",
     ),
     Case(
         "anonymization_anon_count_star_explicit_bounds_multi_user_with_report_json",
@@ -1558,9 +1708,21 @@ CASES: list[Case] = [
             "  ANON_COUNT(* CLAMPED BETWEEN 0 AND 10 WITH Report(format=json))\n"
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: CLAMPED BETWEEN goes last in the aggrega",
+        rows=(
+            (
+                {
+                    "result": {
+                        "noise_confidence_interval": {
+                            "confidence_level": 0.95,
+                            "lower_bound": -5.991464547107979e-19,
+                            "upper_bound": 5.991464547107979e-19,
+                        },
+                        "value": 10,
+                    }
+                },
+            ),
+        ),
+        outcome="match",
     ),
     Case(
         "anonymization_anon_quantiles_double_explicit_bounds_multi_user_with_report_proto",
@@ -1833,9 +1995,22 @@ CASES: list[Case] = [
             "  ANON_COUNT(* CLAMPED BETWEEN 0 AND 1 with REPORT(format=JSON))\n"
             "FROM units;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: CLAMPED BETWEEN goes last in the aggrega",
+        rows=(
+            (
+                {
+                    "result": {
+                        "noise_confidence_interval": {
+                            "confidence_level": 0.95,
+                            "lower_bound": -2.99573227355399e-20,
+                            "upper_bound": 2.99573227355399e-20,
+                        },
+                        "value": 10,
+                    }
+                },
+            ),
+        ),
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_count_unique_users_with_report_json_without_thresholding",
@@ -1844,9 +2019,22 @@ CASES: list[Case] = [
             "  ANON_COUNT(* CLAMPED BETWEEN 0 AND 1 with REPORT(format=JSON))\n"
             "FROM units;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: CLAMPED BETWEEN goes last in the aggrega",
+        rows=(
+            (
+                {
+                    "result": {
+                        "noise_confidence_interval": {
+                            "confidence_level": 0.95,
+                            "lower_bound": -5.99146454710798e-20,
+                            "upper_bound": 5.99146454710798e-20,
+                        },
+                        "value": 10,
+                    }
+                },
+            ),
+        ),
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_count_unique_users_with_report_proto_with_thresholding",
@@ -1857,7 +2045,7 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: CLAMPED BETWEEN goes last in the aggrega",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "anonymization_count_unique_users_with_report_proto_without_thresholding",
@@ -1868,7 +2056,7 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: CLAMPED BETWEEN goes last in the aggrega",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "anonymization_max_rows_contributed_sum",
@@ -2079,6 +2267,34 @@ CASES: list[Case] = [
             "  ival, ANON_COUNT(* CLAMPED BETWEEN 0 AND 1 with REPORT(format=JSON))\n"
             "FROM units\n"
             "GROUP BY ival;"
+        ),
+        rows=(
+            (
+                1,
+                {
+                    "result": {
+                        "noise_confidence_interval": {
+                            "confidence_level": 0.95,
+                            "lower_bound": -5.99146454710798e-20,
+                            "upper_bound": 5.99146454710798e-20,
+                        },
+                        "value": 3,
+                    }
+                },
+            ),
+            (
+                2,
+                {
+                    "result": {
+                        "noise_confidence_interval": {
+                            "confidence_level": 0.95,
+                            "lower_bound": -5.99146454710798e-20,
+                            "upper_bound": 5.99146454710798e-20,
+                        },
+                        "value": 3,
+                    }
+                },
+            ),
         ),
         outcome="refused",
         why="report",
@@ -2829,7 +3045,7 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: contribution_bounds_per_group goes last ",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "differential_privacy_basic_sum_int64_implicit_bounds_multi_user_with_report_proto",
@@ -2840,7 +3056,7 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: named argument 'report_format'",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "differential_privacy_basic_sum_int64_implicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -2851,7 +3067,7 @@ CASES: list[Case] = [
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
         outcome="refused",
-        needle="unsupported_query: named argument 'report_format'",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "differential_privacy_sum_double_explicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -2863,7 +3079,7 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: contribution_bounds_per_group goes last ",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "differential_privacy_avg_double_explicit_bounds_multi_user_with_report_proto",
@@ -2874,7 +3090,7 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: contribution_bounds_per_group goes last ",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "differential_privacy_avg_int64_implicit_bounds_multi_user_with_report_proto",
@@ -2885,7 +3101,7 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: named argument 'report_format'",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "differential_privacy_avg_int64_implicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -2896,7 +3112,7 @@ CASES: list[Case] = [
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
         outcome="refused",
-        needle="unsupported_query: named argument 'report_format'",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "differential_privacy_avg_double_explicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -2908,7 +3124,7 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: contribution_bounds_per_group goes last ",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "differential_privacy_count_double_explicit_bounds_multi_user_with_report_proto",
@@ -2919,7 +3135,7 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: contribution_bounds_per_group goes last ",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "differential_privacy_basic_count_int64_implicit_bounds_multi_user_with_report_proto",
@@ -2930,7 +3146,7 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: named argument 'report_format'",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "differential_privacy_basic_count_int64_implicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -2941,7 +3157,7 @@ CASES: list[Case] = [
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
         outcome="refused",
-        needle="unsupported_query: named argument 'report_format'",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "differential_privacy_count_double_explicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -2953,7 +3169,7 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: contribution_bounds_per_group goes last ",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "differential_privacy_count_star_explicit_bounds_multi_user_with_report_proto",
@@ -2964,7 +3180,7 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: contribution_bounds_per_group goes last ",
+        needle="unsupported_query: PROTO reports",
     ),
     Case(
         "differential_privacy_sum_double_explicit_bounds_multi_user_with_report_json",
@@ -2973,9 +3189,22 @@ CASES: list[Case] = [
             '  SUM(dval, contribution_bounds_per_group => (0, 10), report_format => "JSON")\n'
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: contribution_bounds_per_group goes last ",
+        rows=(
+            (
+                {
+                    "result": {
+                        "noise_confidence_interval": {
+                            "confidence_level": 0.95,
+                            "lower_bound": -5.991464547107979e-19,
+                            "upper_bound": 5.991464547107979e-19,
+                        },
+                        "value": 11.0,
+                    }
+                },
+            ),
+        ),
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_basic_sum_int64_implicit_bounds_multi_user_with_report_json",
@@ -2984,9 +3213,28 @@ CASES: list[Case] = [
             '  SUM(ival, report_format => "JSON")\n'
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: named argument 'report_format'",
+        rows=(
+            (
+                {
+                    "bounding_report": {
+                        "lower_bound": -16,
+                        "num_inputs": 3.0,
+                        "num_outside": 0.0,
+                        "upper_bound": 16,
+                    },
+                    "result": {
+                        "noise_confidence_interval": {
+                            "confidence_level": 0.95,
+                            "lower_bound": -1.9172686550745535e-18,
+                            "upper_bound": 1.9172686550745535e-18,
+                        },
+                        "value": 16,
+                    },
+                },
+            ),
+        ),
+        outcome="differs",
+        why="bounding_report",
     ),
     Case(
         "differential_privacy_basic_sum_int64_implicit_bounds_multi_user_with_report_json_zero_rows",
@@ -2996,8 +3244,8 @@ CASES: list[Case] = [
             "FROM units_shared WHERE id > 1000;"
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
-        outcome="refused",
-        needle="unsupported_query: named argument 'report_format'",
+        outcome="differs",
+        why="approx_bounds",
     ),
     Case(
         "differential_privacy_sum_double_explicit_bounds_multi_user_with_report_json_zero_rows",
@@ -3007,9 +3255,18 @@ CASES: list[Case] = [
             ' "JSON").result.noise_confidence_interval\n'
             "FROM units_shared WHERE id > 1000;"
         ),
+        rows=(
+            (
+                {
+                    "confidence_level": 0.95,
+                    "lower_bound": -5.991464547107979e-19,
+                    "upper_bound": 5.991464547107979e-19,
+                },
+            ),
+        ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: contribution_bounds_per_group goes last ",
+        needle="unsupported_query: SUM(dval).result.noise_confidence_interv",
     ),
     Case(
         "differential_privacy_avg_double_explicit_bounds_multi_user_with_report_json",
@@ -3018,9 +3275,22 @@ CASES: list[Case] = [
             '  AVG(dval, contribution_bounds_per_group => (0, 10), report_format => "JSON")\n'
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: contribution_bounds_per_group goes last ",
+        rows=(
+            (
+                {
+                    "result": {
+                        "noise_confidence_interval": {
+                            "confidence_level": 0.95,
+                            "lower_bound": 1.3333333333333335,
+                            "upper_bound": 1.3333333333333335,
+                        },
+                        "value": 1.3333333333333335,
+                    }
+                },
+            ),
+        ),
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_avg_int64_implicit_bounds_multi_user_with_report_json",
@@ -3029,9 +3299,28 @@ CASES: list[Case] = [
             '  AVG(ival, report_format => "JSON")\n'
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: named argument 'report_format'",
+        rows=(
+            (
+                {
+                    "bounding_report": {
+                        "lower_bound": 0.5,
+                        "num_inputs": 3.0,
+                        "num_outside": 0.0,
+                        "upper_bound": 4.0,
+                    },
+                    "result": {
+                        "noise_confidence_interval": {
+                            "confidence_level": 0.95,
+                            "lower_bound": 1.6333333333333333,
+                            "upper_bound": 1.6333333333333333,
+                        },
+                        "value": 1.6333333333333333,
+                    },
+                },
+            ),
+        ),
+        outcome="differs",
+        why="bounding_report",
     ),
     Case(
         "differential_privacy_avg_int64_implicit_bounds_multi_user_with_report_json_zero_rows",
@@ -3041,8 +3330,8 @@ CASES: list[Case] = [
             "FROM units_shared WHERE id > 1000;"
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
-        outcome="refused",
-        needle="unsupported_query: named argument 'report_format'",
+        outcome="differs",
+        why="approx_bounds",
     ),
     Case(
         "differential_privacy_avg_double_explicit_bounds_multi_user_with_report_json_zero_rows",
@@ -3052,9 +3341,10 @@ CASES: list[Case] = [
             ' "JSON").result.noise_confidence_interval\n'
             "FROM units_shared WHERE id > 1000;"
         ),
+        rows=(({"confidence_level": 0.95, "lower_bound": 5.0, "upper_bound": 5.0},),),
         outcome="refused",
         why="report",
-        needle="unsupported_query: contribution_bounds_per_group goes last ",
+        needle="unsupported_query: AVG(dval).result.noise_confidence_interv",
     ),
     Case(
         "differential_privacy_count_double_explicit_bounds_multi_user_with_report_json",
@@ -3063,9 +3353,21 @@ CASES: list[Case] = [
             '  COUNT(dval, contribution_bounds_per_group => (0, 10), report_format => "JSON")\n'
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: contribution_bounds_per_group goes last ",
+        rows=(
+            (
+                {
+                    "result": {
+                        "noise_confidence_interval": {
+                            "confidence_level": 0.95,
+                            "lower_bound": -5.991464547107979e-19,
+                            "upper_bound": 5.991464547107979e-19,
+                        },
+                        "value": 8,
+                    }
+                },
+            ),
+        ),
+        outcome="match",
     ),
     Case(
         "differential_privacy_basic_count_int64_implicit_bounds_multi_user_with_report_json",
@@ -3074,9 +3376,28 @@ CASES: list[Case] = [
             '  COUNT(ival, report_format => "JSON")\n'
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: named argument 'report_format'",
+        rows=(
+            (
+                {
+                    "bounding_report": {
+                        "lower_bound": -8,
+                        "num_inputs": 3.0,
+                        "num_outside": 0.0,
+                        "upper_bound": 8,
+                    },
+                    "result": {
+                        "noise_confidence_interval": {
+                            "confidence_level": 0.95,
+                            "lower_bound": -9.586343275372767e-19,
+                            "upper_bound": 9.586343275372767e-19,
+                        },
+                        "value": 8,
+                    },
+                },
+            ),
+        ),
+        outcome="differs",
+        why="bounding_report",
     ),
     Case(
         "differential_privacy_basic_count_int64_implicit_bounds_multi_user_with_report_json_zero_rows",
@@ -3086,8 +3407,8 @@ CASES: list[Case] = [
             "FROM units_shared WHERE id > 1000;"
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
-        outcome="refused",
-        needle="unsupported_query: named argument 'report_format'",
+        outcome="differs",
+        why="approx_bounds",
     ),
     Case(
         "differential_privacy_count_double_explicit_bounds_multi_user_with_report_json_zero_rows",
@@ -3097,9 +3418,18 @@ CASES: list[Case] = [
             ' "JSON").result.noise_confidence_interval\n'
             "FROM units_shared WHERE id > 1000;"
         ),
+        rows=(
+            (
+                {
+                    "confidence_level": 0.95,
+                    "lower_bound": -5.991464547107979e-19,
+                    "upper_bound": 5.991464547107979e-19,
+                },
+            ),
+        ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: contribution_bounds_per_group goes last ",
+        needle="unsupported_query: COUNT(dval).result.noise_confidence_inte",
     ),
     Case(
         "differential_privacy_count_star_explicit_bounds_multi_user_with_report_json",
@@ -3108,9 +3438,21 @@ CASES: list[Case] = [
             '  COUNT(*, contribution_bounds_per_group => (0, 10), report_format => "JSON")\n'
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: contribution_bounds_per_group goes last ",
+        rows=(
+            (
+                {
+                    "result": {
+                        "noise_confidence_interval": {
+                            "confidence_level": 0.95,
+                            "lower_bound": -5.991464547107979e-19,
+                            "upper_bound": 5.991464547107979e-19,
+                        },
+                        "value": 10,
+                    }
+                },
+            ),
+        ),
+        outcome="match",
     ),
     Case(
         "differential_privacy_approx_quantiles_double_explicit_bounds_multi_user_with_report_proto",
@@ -3383,9 +3725,22 @@ CASES: list[Case] = [
             '  COUNT(*, contribution_bounds_per_group => (0,1), report_format => "JSON")\n'
             "FROM units;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: contribution_bounds_per_group goes last ",
+        rows=(
+            (
+                {
+                    "result": {
+                        "noise_confidence_interval": {
+                            "confidence_level": 0.95,
+                            "lower_bound": -5.99146454710798e-20,
+                            "upper_bound": 5.99146454710798e-20,
+                        },
+                        "value": 10,
+                    }
+                },
+            ),
+        ),
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_group_selection_laplace_with_delta",
@@ -3547,6 +3902,34 @@ CASES: list[Case] = [
             '  ival, COUNT(*, contribution_bounds_per_group => (0, 1), report_format => "JSON")\n'
             "FROM units\n"
             "GROUP BY ival;"
+        ),
+        rows=(
+            (
+                1,
+                {
+                    "result": {
+                        "noise_confidence_interval": {
+                            "confidence_level": 0.95,
+                            "lower_bound": -5.99146454710798e-20,
+                            "upper_bound": 5.99146454710798e-20,
+                        },
+                        "value": 3,
+                    }
+                },
+            ),
+            (
+                2,
+                {
+                    "result": {
+                        "noise_confidence_interval": {
+                            "confidence_level": 0.95,
+                            "lower_bound": -5.99146454710798e-20,
+                            "upper_bound": 5.99146454710798e-20,
+                        },
+                        "value": 3,
+                    }
+                },
+            ),
         ),
         outcome="refused",
         why="report",

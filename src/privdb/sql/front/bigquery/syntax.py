@@ -21,6 +21,7 @@ from sqlglot.tokenizer_core import Token, TokenType
 
 from privdb.errors import InvalidParameter, ParseError, UnsupportedQuery
 from privdb.sql.front.bigquery.anon import anon_name, check_older_options, is_clamped
+from privdb.sql.front.bigquery.report import older_report, report_format
 from privdb.sql.front.query import Bounds, Options, check_epsilon
 
 __all__ = ["Header", "is_bigquery", "read_header"]
@@ -119,12 +120,13 @@ def read_header(text: str, tokens: list[Token]) -> Header:
     qualifier, _, name = str(unit).rpartition(".") if unit is not None else ("", "", "")
     if i >= len(tokens):
         raise ParseError(f"nothing to select after OPTIONS(…); write {SYNTAX}")
-    body, bounds = _cut_bounds(text, tokens, i, older)
+    body, bounds, reports = _cut_bounds(text, tokens, i, older)
     options = Options(
         unit=name or None,
         unit_qualifier=qualifier or None,
         max_groups=None if groups is None else int(float(groups)),
         bounds=tuple(bounds),
+        reports=tuple(reports),
     )
     return Header(epsilon, delta, options, body, tokens[i].start - len("SELECT "))
 
@@ -175,15 +177,19 @@ def _options(text: str, tokens: list[Token], i: int) -> tuple[dict[str, float | 
     return values, i + 1
 
 
-def _cut_bounds(text: str, tokens: list[Token], i: int, older: bool) -> tuple[str, list[tuple[int, Bounds]]]:
+def _cut_bounds(
+    text: str, tokens: list[Token], i: int, older: bool
+) -> tuple[str, list[tuple[int, Bounds]], list[int]]:
     """The body from ``tokens[i]`` with each ``, contribution_bounds_per_… => (lo, hi)`` cut out, and the
     bounds by select item (0-based). Bounds go on a select item's outermost aggregate only. In the older
     spelling (``older``) each ``ANON_F(`` is written ``F(`` and its ``CLAMPED BETWEEN lo AND hi`` cut out
-    as the bounds it is (privdb.sql.front.bigquery.anon)."""
+    as the bounds it is (privdb.sql.front.bigquery.anon). The select items asking a JSON report
+    (privdb.sql.front.bigquery.report) come third."""
     depth, item, start, in_select = 0, 0, tokens[i].start, True
     per_anon = ""  # the bounds the open ANON_ aggregate's CLAMPED BETWEEN is
     pieces: list[str] = []
     found: list[tuple[int, Bounds]] = []
+    reports: list[int] = []
     j = i
     while j < len(tokens):
         token = tokens[j]
@@ -198,6 +204,12 @@ def _cut_bounds(text: str, tokens: list[Token], i: int, older: bool) -> tuple[st
             start = tokens[j + 1].start
             per_anon = per if depth == 0 and in_select else ""
             j += 1
+            continue
+        if older and per_anon and depth == 1 and (end := older_report(tokens, j, _at(text, token))):
+            reports.append(item)
+            pieces.append(text[start : token.start])
+            start = tokens[end].start
+            j = end
             continue
         if older and is_clamped(tokens, j):
             if not per_anon or depth != 1:
@@ -222,6 +234,20 @@ def _cut_bounds(text: str, tokens: list[Token], i: int, older: bool) -> tuple[st
             item += 1
         elif depth == 0 and kind == TokenType.FROM:
             in_select = False
+        elif (
+            j + 1 < len(tokens)
+            and tokens[j + 1].token_type == TokenType.FARROW
+            and token.text.lower() == "report_format"
+            and in_select
+            and depth == 1
+            and tokens[j - 1].token_type == TokenType.COMMA
+        ):
+            end = report_format(tokens, j, _at(text, token))
+            reports.append(item)
+            pieces.append(text[start : tokens[j - 1].start])
+            start = tokens[end].start
+            j = end
+            continue
         elif j + 1 < len(tokens) and tokens[j + 1].token_type == TokenType.FARROW:
             named = _NAMED.get(token.text.lower())
             if named is None:
@@ -244,7 +270,7 @@ def _cut_bounds(text: str, tokens: list[Token], i: int, older: bool) -> tuple[st
             continue
         j += 1
     pieces.append(text[start:])
-    return "".join(pieces), found
+    return "".join(pieces), found, reports
 
 
 def _pair(text: str, tokens: list[Token], i: int, name: str) -> tuple[float, float, int]:
@@ -258,7 +284,12 @@ def _pair(text: str, tokens: list[Token], i: int, name: str) -> tuple[float, flo
     upper, i = _number(text, tokens, i + 1, f"{name}'s upper bound")
     if i + 1 >= len(tokens) or tokens[i].token_type != TokenType.R_PAREN:
         raise ParseError(f"{example}{_at(text, tokens[min(i, len(tokens) - 1)])}")
-    if tokens[i + 1].token_type != TokenType.R_PAREN:
+    reported = (
+        tokens[i + 1].token_type == TokenType.COMMA
+        and i + 2 < len(tokens)
+        and tokens[i + 2].text.lower() == "report_format"
+    )
+    if tokens[i + 1].token_type != TokenType.R_PAREN and not reported:
         raise UnsupportedQuery(f"{name} goes last in the aggregate's arguments{_at(text, tokens[i + 1])}")
     if not (math.isfinite(lower) and math.isfinite(upper) and lower <= upper):
         raise InvalidParameter(
@@ -275,7 +306,7 @@ def _clamped(text: str, tokens: list[Token], j: int) -> tuple[float, float, int]
     if i >= len(tokens) or tokens[i].token_type != TokenType.AND:
         raise ParseError(f"{example}{_at(text, tokens[min(i, len(tokens) - 1)])}")
     upper, i = _number(text, tokens, i + 1, "CLAMPED BETWEEN's upper bound")
-    if i >= len(tokens) or tokens[i].token_type != TokenType.R_PAREN:
+    if i >= len(tokens) or tokens[i].token_type not in (TokenType.R_PAREN, TokenType.WITH):
         raise UnsupportedQuery(
             f"CLAMPED BETWEEN goes last in the aggregate{_at(text, tokens[min(i, len(tokens) - 1)])}"
         )
