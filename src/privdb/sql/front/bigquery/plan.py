@@ -118,16 +118,22 @@ Item = tuple[exp.Expression, exp.Expression | None, Bounds | None]  # the item, 
 
 
 def _item(i: int, node: exp.Expression, options: Options) -> Item:
-    """A select item: a key (no aggregate) or one of BigQuery's DP aggregates, with its bounds."""
+    """A select item: a key (no aggregate), one of BigQuery's DP aggregates, or an expression over one row
+    aggregate (``ABS(PERCENTILE_CONT(x, 0.4) - 1.5) < 0.01``: post-processing of its noisy value), with
+    its bounds."""
     inner = node.unalias()
     bounds = options.bounds_of(i)
     if not isinstance(inner, exp.AggFunc):
-        if bounds is not None or inner.find(exp.AggFunc) is not None:
+        found = list(inner.find_all(exp.AggFunc))
+        if bounds is None and not found:
+            return node, None, None
+        if len(found) != 1 or not isinstance(found[0], _ROWS):
             raise UnsupportedQuery(
                 f"{inner.sql(dialect='duckdb')}: BigQuery's spelling takes keys and aggregates as they are "
-                f"({_FUNCTIONS}), not expressions over them; write DP-SELECT ε … for those"
+                f"({_FUNCTIONS}), and expressions over one PERCENTILE_CONT, VAR_POP or STDDEV_POP; write "
+                "DP-SELECT ε … for others"
             )
-        return node, None, None
+        inner = found[0]
     if not isinstance(inner, _GROUPED + _ROWS):
         raise UnsupportedQuery(
             f"{inner.sql(dialect='duckdb')}: BigQuery's differentially private aggregates are {_FUNCTIONS}; "
@@ -200,6 +206,7 @@ def _per_row(select: exp.Select, items: list[Item], meta: TableMeta) -> exp.Sele
         if agg is None or bounds is None:
             continue
         inner = target.unalias()
+        inner = inner if isinstance(inner, exp.AggFunc) else next(inner.find_all(exp.AggFunc))
         if isinstance(agg, exp.Count):
             _count_bounds(bounds, agg)
             continue

@@ -186,7 +186,7 @@ def _cut_bounds(
     as the bounds it is (privdb.sql.front.bigquery.anon). The select items asking a JSON report
     (privdb.sql.front.bigquery.report) come third."""
     depth, item, start, in_select = 0, 0, tokens[i].start, True
-    per_anon = ""  # the bounds the open ANON_ aggregate's CLAMPED BETWEEN is
+    per_anon, anon_depth = "", 0  # the bounds the open ANON_ aggregate's CLAMPED BETWEEN is, its depth
     pieces: list[str] = []
     found: list[tuple[int, Bounds]] = []
     reports: list[int] = []
@@ -202,17 +202,17 @@ def _cut_bounds(
             newer, per = anon_name(token, _at(text, token), older)
             pieces.append(text[start : token.start] + newer)
             start = tokens[j + 1].start
-            per_anon = per if depth == 0 and in_select else ""
+            per_anon, anon_depth = (per, depth + 1) if in_select else ("", 0)
             j += 1
             continue
-        if older and per_anon and depth == 1 and (end := older_report(tokens, j, _at(text, token))):
+        if older and per_anon and depth == anon_depth and (end := older_report(tokens, j, _at(text, token))):
             reports.append(item)
             pieces.append(text[start : token.start])
             start = tokens[end].start
             j = end
             continue
         if older and is_clamped(tokens, j):
-            if not per_anon or depth != 1:
+            if not per_anon or depth != anon_depth:
                 raise UnsupportedQuery(
                     f"CLAMPED BETWEEN{_at(text, token)} goes last in an ANON_ aggregate of the select "
                     "list, e.g. ANON_SUM(x CLAMPED BETWEEN 0 AND 10)"
@@ -229,7 +229,7 @@ def _cut_bounds(
             depth += 1
         elif kind == TokenType.R_PAREN:
             depth -= 1
-            per_anon = per_anon if depth else ""
+            per_anon = per_anon if depth >= anon_depth else ""
         elif depth == 0 and kind == TokenType.COMMA and in_select:
             item += 1
         elif depth == 0 and kind == TokenType.FROM:
@@ -239,7 +239,7 @@ def _cut_bounds(
             and tokens[j + 1].token_type == TokenType.FARROW
             and token.text.lower() == "report_format"
             and in_select
-            and depth == 1
+            and depth >= 1
             and tokens[j - 1].token_type == TokenType.COMMA
         ):
             end = report_format(tokens, j, _at(text, token))
@@ -255,7 +255,7 @@ def _cut_bounds(
                     f"named argument {token.text!r}{_at(text, token)}: the aggregates take "
                     "contribution_bounds_per_group or contribution_bounds_per_row"
                 )
-            if not in_select or depth != 1 or tokens[j - 1].token_type != TokenType.COMMA:
+            if not in_select or depth < 1 or tokens[j - 1].token_type != TokenType.COMMA:
                 raise UnsupportedQuery(
                     f"{token.text}{_at(text, token)}: contribution bounds go last in an aggregate of the "
                     "select list, e.g. AVG(x, contribution_bounds_per_group => (0, 100))"
