@@ -45,15 +45,11 @@ TABLES: dict[str, tuple[tuple[str, ...], list[tuple[Any, ...]]]] = {
 
 def meta(name: str) -> dict[str, Any]:
     """The owner's metadata: ``uid`` the privacy unit (up to 10 rows and 10 groups a unit), values in
-    [-10, 10]; ``rows_only`` one row a person, its values in [0, 2000] and [0, 20]. The columns are typed
-    float so that a GROUP BY on them releases groups past the noisy threshold, as ZetaSQL's do, rather
-    than the whole range of integers the bounds would declare."""
+    [-10, 10]; ``rows_only`` (ZetaSQL's table without a user id column, which it treats as not private)
+    public. The columns are typed float so that a GROUP BY on them releases groups past the noisy
+    threshold, as ZetaSQL's do, rather than the whole range of integers the bounds would declare."""
     if name == "rows_only":
-        columns = {
-            "ival": {"type": "float", "lower": 0, "upper": 2000},
-            "dval": {"type": "float", "lower": 0, "upper": 20},
-        }
-        return {"privacy_unit": None, "max_contributions": 1, "max_groups": 1, "columns": columns}
+        return {"public": True, "columns": {"ival": {"type": "int"}, "dval": {"type": "float"}}}
     columns = {
         "uid": {"type": "int", "private_id": True},
         "ival": {"type": "float", "lower": -10, "upper": 10},
@@ -2358,7 +2354,7 @@ CASES: list[Case] = [
         ),
         error="Epsilon must be finite and positive, but is inf.",
         outcome="refused",
-        needle="invalid_parameter: epsilon must be a number, got 'cast'",
+        needle="invalid_parameter: epsilon must be finite, got inf",
     ),
     Case(
         "epsilon_is_neg_inf",
@@ -2369,7 +2365,7 @@ CASES: list[Case] = [
         ),
         error="Epsilon must be finite and positive, but is -inf.",
         outcome="refused",
-        needle="invalid_parameter: epsilon must be a number, got 'cast'",
+        needle="invalid_parameter: epsilon must be finite, got -inf",
     ),
     Case(
         "epsilon_is_nan",
@@ -2380,7 +2376,7 @@ CASES: list[Case] = [
         ),
         error="Epsilon cannot be NaN",
         outcome="refused",
-        needle="invalid_parameter: epsilon must be a number, got 'cast'",
+        needle="invalid_parameter: epsilon must be finite, got nan",
     ),
     Case(
         "epsilon_is_null_with_implicit_bounds",
@@ -2391,7 +2387,7 @@ CASES: list[Case] = [
         ),
         error="Anonymization option EPSILON must be set and non-NULL",
         outcome="refused",
-        needle="invalid_parameter: epsilon must be a number, got 'cast'",
+        needle="invalid_parameter: OPTIONS needs epsilon (set, not NULL), t",
     ),
     Case(
         "epsilon_is_null_with_explicit_bounds",
@@ -2402,7 +2398,7 @@ CASES: list[Case] = [
         ),
         error="Anonymization option EPSILON must be set and non-NULL",
         outcome="refused",
-        needle="invalid_parameter: epsilon must be a number, got 'cast'",
+        needle="invalid_parameter: OPTIONS needs epsilon (set, not NULL), t",
     ),
     Case(
         "epsilon_is_null_with_delta",
@@ -2413,7 +2409,7 @@ CASES: list[Case] = [
         ),
         error="Anonymization option EPSILON must be set and non-NULL",
         outcome="refused",
-        needle="invalid_parameter: epsilon must be a number, got 'cast'",
+        needle="invalid_parameter: OPTIONS needs epsilon (set, not NULL), t",
     ),
     Case(
         "differential_privacy_basic_delta_not_set",
@@ -4042,7 +4038,7 @@ CASES: list[Case] = [
         ),
         error="Epsilon must be finite and positive, but is inf",
         outcome="refused",
-        needle="invalid_parameter: epsilon must be a number, got 'cast'",
+        needle="invalid_parameter: epsilon must be finite, got inf",
     ),
     Case(
         "epsilon_is_neg_inf",
@@ -4053,7 +4049,7 @@ CASES: list[Case] = [
         ),
         error="Epsilon must be finite and positive, but is -inf",
         outcome="refused",
-        needle="invalid_parameter: epsilon must be a number, got 'cast'",
+        needle="invalid_parameter: epsilon must be finite, got -inf",
     ),
     Case(
         "epsilon_is_nan",
@@ -4064,7 +4060,7 @@ CASES: list[Case] = [
         ),
         error="Epsilon must be finite and positive, but is nan",
         outcome="refused",
-        needle="invalid_parameter: epsilon must be a number, got 'cast'",
+        needle="invalid_parameter: epsilon must be finite, got nan",
     ),
     Case(
         "epsilon_is_null_with_implicit_bounds",
@@ -4075,7 +4071,7 @@ CASES: list[Case] = [
         ),
         error="Differential privacy option EPSILON must be set and non-NULL",
         outcome="refused",
-        needle="invalid_parameter: epsilon must be a number, got 'cast'",
+        needle="invalid_parameter: OPTIONS needs epsilon (set, not NULL), t",
     ),
     Case(
         "epsilon_is_null_with_explicit_bounds",
@@ -4086,7 +4082,7 @@ CASES: list[Case] = [
         ),
         error="Differential privacy option EPSILON must be set and non-NULL",
         outcome="refused",
-        needle="invalid_parameter: epsilon must be a number, got 'cast'",
+        needle="invalid_parameter: OPTIONS needs epsilon (set, not NULL), t",
     ),
     Case(
         "epsilon_is_null_with_delta",
@@ -4097,7 +4093,7 @@ CASES: list[Case] = [
         ),
         error="Differential privacy option EPSILON must be set and non-NULL",
         outcome="refused",
-        needle="invalid_parameter: epsilon must be a number, got 'cast'",
+        needle="invalid_parameter: OPTIONS needs epsilon (set, not NULL), t",
     ),
     Case(
         "differential_privacy_lower_bound_higher_upper_bound",

@@ -166,8 +166,8 @@ def _options(text: str, tokens: list[Token], i: int) -> tuple[dict[str, float | 
                 raise ParseError(f"{name} names a column, e.g. {name}=id{_at(text, token)}")
             values[name] = word
         else:
-            number, i = _number(text, tokens, i, name)
-            if not math.isfinite(number):
+            number, i = _cast(text, tokens, i, name)
+            if number is not None and not math.isfinite(number):
                 raise InvalidParameter(f"{name} must be finite, got {number:g}")
             values[name] = number
         if i < len(tokens) and tokens[i].token_type == TokenType.COMMA:
@@ -175,6 +175,36 @@ def _options(text: str, tokens: list[Token], i: int) -> tuple[dict[str, float | 
     if i >= len(tokens):
         raise ParseError(f"OPTIONS( is not closed; write {SYNTAX}")
     return values, i + 1
+
+
+def _cast(text: str, tokens: list[Token], i: int, name: str) -> tuple[float | None, int]:
+    """An option's number at ``tokens[i]``, or ZetaSQL's ``CAST(<number | 'inf' | NULL> AS <type>)`` of one
+    (None for NULL: not set), and the index after it."""
+    if not (
+        tokens[i].text.upper() == "CAST"
+        and i + 1 < len(tokens)
+        and tokens[i + 1].token_type == TokenType.L_PAREN
+    ):
+        return _number(text, tokens, i, name)
+    j = i + 2
+    inner = tokens[j] if j < len(tokens) else tokens[-1]
+    value: float | None
+    if inner.token_type == TokenType.NULL:
+        value, j = None, j + 1
+    elif inner.token_type == TokenType.STRING:
+        try:
+            value, j = float(inner.text), j + 1
+        except ValueError:
+            raise ParseError(f"{name} must be a number, got {inner.text!r}{_at(text, inner)}") from None
+    else:
+        value, j = _number(text, tokens, j, name)
+    if not (
+        j + 2 < len(tokens)
+        and tokens[j].token_type == TokenType.ALIAS
+        and tokens[j + 2].token_type == TokenType.R_PAREN
+    ):
+        raise ParseError(f"write {name}=<number> or CAST(<number> AS FLOAT64){_at(text, tokens[i])}")
+    return value, j + 3
 
 
 def _cut_bounds(
