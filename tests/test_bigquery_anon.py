@@ -114,3 +114,21 @@ def test_a_json_report_is_the_value_and_its_interval(db: Database, select: str) 
     interval = report["noise_confidence_interval"]
     assert interval["lower_bound"] <= report["value"] <= interval["upper_bound"]
     assert interval["confidence_level"] == 0.95 and abs(report["value"] - 11) < 1
+
+
+def test_public_groups_release_the_public_keys_only(db: Database) -> None:
+    """A RIGHT OUTER JOIN of a public table's keys: every key of it, those no unit has included too; a
+    private table there is refused by DP-SELECT's relation check."""
+    text = (
+        "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1000, delta=0, "
+        "group_selection_strategy=PUBLIC_GROUPS) ival, "
+        "COUNT(*, contribution_bounds_per_group => (0, 1)) AS n FROM units"
+        " RIGHT OUTER JOIN (SELECT DISTINCT ival FROM rows_only) USING (ival) GROUP BY ival"
+    )
+    answer = engine.run(db, "a", text)
+    assert sorted(row[0] for row in answer.rows) == [0, 1, 3, 4, 1234]
+    with pytest.raises(PrivdbError):
+        engine.run(db, "a", text.replace("FROM rows_only", "FROM units_shared"))
+    left = text.replace("RIGHT OUTER JOIN", "LEFT JOIN")
+    with pytest.raises(PrivdbError, match="public groups are read as"):
+        engine.run(db, "a", left)

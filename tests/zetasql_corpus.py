@@ -403,7 +403,7 @@ CASES: list[Case] = [
         rows=((30,),),
         outcome="refused",
         why="unnest",
-        needle="unsupported_query: BigQuery's spelling is read over one tab",
+        needle="unsupported_query: public groups are read as FROM t RIGHT O",
     ),
     Case(
         "anonymization_kappa_scalar_aggregation_explicit",
@@ -417,7 +417,7 @@ CASES: list[Case] = [
         rows=((30,),),
         outcome="refused",
         why="unnest",
-        needle="unsupported_query: BigQuery's spelling is read over one tab",
+        needle="unsupported_query: public groups are read as FROM t RIGHT O",
     ),
     Case(
         "anonymization_kappa_group_by_3",
@@ -433,7 +433,7 @@ CASES: list[Case] = [
         rows=((1, 10), (2, 10), (3, 10)),
         outcome="refused",
         why="unnest",
-        needle="unsupported_query: BigQuery's spelling is read over one tab",
+        needle="unsupported_query: public groups are read as FROM t RIGHT O",
     ),
     Case(
         "anonymization_kappa_group_by_2",
@@ -450,7 +450,7 @@ CASES: list[Case] = [
         rows=((20,),),
         outcome="refused",
         why="unnest",
-        needle="unsupported_query: BigQuery's spelling is read over one tab",
+        needle="unsupported_query: public groups are read as FROM t RIGHT O",
     ),
     Case(
         "anonymization_kappa_group_by_1",
@@ -467,7 +467,7 @@ CASES: list[Case] = [
         rows=((10,),),
         outcome="refused",
         why="unnest",
-        needle="unsupported_query: BigQuery's spelling is read over one tab",
+        needle="unsupported_query: public groups are read as FROM t RIGHT O",
     ),
     Case(
         "anonymization_max_groups_contributed_group_by_1",
@@ -485,7 +485,7 @@ CASES: list[Case] = [
         rows=((10,),),
         outcome="refused",
         why="unnest",
-        needle="unsupported_query: BigQuery's spelling is read over one tab",
+        needle="unsupported_query: public groups are read as FROM t RIGHT O",
     ),
     Case(
         "anonymization_basic_anon_var_pop_implicit_bounds",
@@ -867,7 +867,7 @@ CASES: list[Case] = [
         rows=((30,),),
         outcome="refused",
         why="unnest",
-        needle="unsupported_query: BigQuery's spelling is read over one tab",
+        needle="unsupported_query: public groups are read as FROM t RIGHT O",
     ),
     Case(
         "anonymization_kappa_scalar_aggregation_explicit_with_delta",
@@ -881,7 +881,7 @@ CASES: list[Case] = [
         rows=((30,),),
         outcome="refused",
         why="unnest",
-        needle="unsupported_query: BigQuery's spelling is read over one tab",
+        needle="unsupported_query: public groups are read as FROM t RIGHT O",
     ),
     Case(
         "anonymization_kappa_group_by_3_with_delta",
@@ -897,7 +897,7 @@ CASES: list[Case] = [
         rows=((1, 10), (2, 10), (3, 10)),
         outcome="refused",
         why="unnest",
-        needle="unsupported_query: BigQuery's spelling is read over one tab",
+        needle="unsupported_query: public groups are read as FROM t RIGHT O",
     ),
     Case(
         "anonymization_kappa_group_by_2_with_delta",
@@ -914,7 +914,7 @@ CASES: list[Case] = [
         rows=((20,),),
         outcome="refused",
         why="unnest",
-        needle="unsupported_query: BigQuery's spelling is read over one tab",
+        needle="unsupported_query: public groups are read as FROM t RIGHT O",
     ),
     Case(
         "anonymization_kappa_group_by_1_with_delta",
@@ -931,7 +931,7 @@ CASES: list[Case] = [
         rows=((10,),),
         outcome="refused",
         why="unnest",
-        needle="unsupported_query: BigQuery's spelling is read over one tab",
+        needle="unsupported_query: public groups are read as FROM t RIGHT O",
     ),
     Case(
         "anonymization_max_groups_contributed_group_by_1_with_delta",
@@ -948,7 +948,7 @@ CASES: list[Case] = [
         rows=((10,),),
         outcome="refused",
         why="unnest",
-        needle="unsupported_query: BigQuery's spelling is read over one tab",
+        needle="unsupported_query: public groups are read as FROM t RIGHT O",
     ),
     Case(
         "anonymization_basic_anon_var_pop_implicit_bounds_with_delta",
@@ -2102,7 +2102,7 @@ CASES: list[Case] = [
         rows=((30,),),
         outcome="refused",
         why="unnest",
-        needle="unsupported_query: BigQuery's spelling is read over one tab",
+        needle="unsupported_query: public groups are read as FROM t RIGHT O",
     ),
     Case(
         "anonymization_group_selection_laplace_with_delta",
@@ -2139,9 +2139,8 @@ CASES: list[Case] = [
             "GROUP BY ival;"
         ),
         rows=((0, 0), (1, 3), (3, 1), (4, 1), (1234, 0)),
-        outcome="refused",
-        why="public_groups_join",
-        needle="unsupported_query: BigQuery's spelling is read over one tab",
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_public_groups_with_group_by_and_max_groups_contributed",
@@ -2156,9 +2155,8 @@ CASES: list[Case] = [
             "GROUP BY ival;"
         ),
         rows=((0, 0), (1, 3), (3, 1), (4, 1), (1234, 0)),
-        outcome="refused",
-        why="public_groups_join",
-        needle="unsupported_query: BigQuery's spelling is read over one tab",
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_min_privacy_units_per_group_is_one",
@@ -2317,7 +2315,7 @@ CASES: list[Case] = [
         rows=((9999, None),),
         outcome="refused",
         why="unnest",
-        needle="unsupported_query: BigQuery's spelling is read over one tab",
+        needle="unsupported_query: FROM UNNEST([9999]) AS ival is not suppo",
     ),
     Case(
         "epsilon_too_large",
@@ -2655,7 +2653,7 @@ CASES: list[Case] = [
         rows=((30,),),
         outcome="refused",
         why="unnest",
-        needle="unsupported_query: BigQuery's spelling is read over one tab",
+        needle="unsupported_query: public groups are read as FROM t RIGHT O",
     ),
     Case(
         "differential_privacy_max_groups_contributed_scalar_aggregation_explicit",
@@ -2670,7 +2668,7 @@ CASES: list[Case] = [
         rows=((30,),),
         outcome="refused",
         why="unnest",
-        needle="unsupported_query: BigQuery's spelling is read over one tab",
+        needle="unsupported_query: public groups are read as FROM t RIGHT O",
     ),
     Case(
         "differential_privacy_max_groups_contributed_group_by_3",
@@ -2687,7 +2685,7 @@ CASES: list[Case] = [
         rows=((1, 10), (2, 10), (3, 10)),
         outcome="refused",
         why="unnest",
-        needle="unsupported_query: BigQuery's spelling is read over one tab",
+        needle="unsupported_query: public groups are read as FROM t RIGHT O",
     ),
     Case(
         "differential_privacy_max_groups_contributed_group_by_2",
@@ -2705,7 +2703,7 @@ CASES: list[Case] = [
         rows=((20,),),
         outcome="refused",
         why="unnest",
-        needle="unsupported_query: BigQuery's spelling is read over one tab",
+        needle="unsupported_query: public groups are read as FROM t RIGHT O",
     ),
     Case(
         "differential_privacy_max_groups_contributed_group_by_1",
@@ -2723,7 +2721,7 @@ CASES: list[Case] = [
         rows=((10,),),
         outcome="refused",
         why="unnest",
-        needle="unsupported_query: BigQuery's spelling is read over one tab",
+        needle="unsupported_query: public groups are read as FROM t RIGHT O",
     ),
     Case(
         "differential_privacy_max_rows_contributed_sum",
@@ -3772,9 +3770,8 @@ CASES: list[Case] = [
             "GROUP BY ival;"
         ),
         rows=((0, 0), (1, 3), (3, 1), (4, 1), (1234, 0)),
-        outcome="refused",
-        why="public_groups_join",
-        needle="unsupported_query: BigQuery's spelling is read over one tab",
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_public_groups_with_group_by_and_max_groups_contributed",
@@ -3792,9 +3789,8 @@ CASES: list[Case] = [
             "GROUP BY ival;"
         ),
         rows=((0, 0), (1, 3), (3, 1), (4, 1), (1234, 0)),
-        outcome="refused",
-        why="public_groups_join",
-        needle="unsupported_query: BigQuery's spelling is read over one tab",
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_min_privacy_units_per_group_is_one",
@@ -3949,7 +3945,7 @@ CASES: list[Case] = [
         rows=((9999, None),),
         outcome="refused",
         why="unnest",
-        needle="unsupported_query: BigQuery's spelling is read over one tab",
+        needle="unsupported_query: FROM UNNEST([9999]) AS ival is not suppo",
     ),
     Case(
         "differential_privacy_per_aggregation_epsilon",

@@ -26,6 +26,7 @@ from sqlglot import exp
 
 from privdb.catalog.metadata import TableMeta
 from privdb.errors import InvalidParameter, UnsupportedQuery
+from privdb.sql.front.bigquery.groups import GROUPS, groups_join, over_groups
 from privdb.sql.front.query import Bounds, DPQuery, Options
 from privdb.sql.front.relation.model import Relation, Tables
 
@@ -68,6 +69,11 @@ def translate(query: DPQuery, tables: Tables) -> DPQuery:
         )
     if meta.privacy_unit is not None and grouped:
         written = _per_unit(select, items, meta, table)
+    elif select.args.get("joins"):
+        raise UnsupportedQuery(
+            "public groups (RIGHT OUTER JOIN …) are read for COUNT, SUM and AVG per privacy unit; write "
+            "DP-SELECT ε … for the others"
+        )
     else:
         written = _per_row(select, items, meta)
     tightened = groups if groups is not None and groups < meta.max_groups else None
@@ -85,7 +91,8 @@ def tighten(relation: Relation, query: DPQuery) -> Relation:
 def _one_table(select: exp.Select) -> exp.Table:
     source = select.args.get("from_") or select.args.get("from")
     table = source.this if source is not None else None
-    if select.args.get("joins") or not isinstance(table, exp.Table) or table.args.get("db"):
+    joins = select.args.get("joins")
+    if (joins and groups_join(select) is None) or not isinstance(table, exp.Table) or table.args.get("db"):
         raise UnsupportedQuery(
             "BigQuery's spelling is read over one table in FROM (FROM professors); for joins and subqueries "
             "write DP-SELECT ε … (docs/answers.md)"
@@ -240,16 +247,24 @@ def _per_unit(select: exp.Select, items: list[Item], meta: TableMeta, table: exp
         )
     unit = str(meta.privacy_unit)
     qualifier = table.alias_or_name
+    join = groups_join(select)  # public groups: the clamps go in a middle subquery (privdb…bigquery.groups)
     inner_items: list[Any] = [exp.column(unit, table=qualifier)]
     inner_items += [exp.alias_(k.copy(), k.name) for k in keys]
+    middle_items: list[Any] = [exp.column(unit)] + [exp.column(k.name) for k in keys]
     outer_items: list[Any] = []
     for n, (node, agg, bounds) in enumerate(items):
         if agg is None:
-            outer_items.append(exp.alias_(exp.column(node.unalias().name), node.alias_or_name))
+            table_of = GROUPS if join is not None else None
+            outer_items.append(
+                exp.alias_(exp.column(node.unalias().name, table=table_of), node.alias_or_name)
+            )
             continue
         name = node.alias or f"{type(agg).__name__.lower()}_{n + 1}"
         inner_items.append(exp.alias_(agg.copy(), name))
         value = _clamp(exp.column(name), bounds, _range(agg, meta, True), agg.sql(dialect="duckdb"))
+        if join is not None:
+            middle_items.append(exp.alias_(value, name))
+            value = exp.column(name, table=PER_UNIT)
         combined: exp.Expression = exp.Avg(this=value) if isinstance(agg, exp.Avg) else exp.Sum(this=value)
         if isinstance(
             agg, exp.Count
@@ -260,8 +275,14 @@ def _per_unit(select: exp.Select, items: list[Item], meta: TableMeta, table: exp
     if (where := select.args.get("where")) is not None:
         inner.set("where", where.copy())
     inner = inner.group_by(exp.column(unit, table=qualifier), *[k.copy() for k in keys])
-    outer = exp.select(*outer_items).from_(exp.alias_(exp.Subquery(this=inner), PER_UNIT, table=True))
-    if keys:
+    if join is not None:
+        middle = exp.select(*middle_items).from_(
+            exp.alias_(exp.Subquery(this=inner), "per_unit_values", table=True)
+        )
+        outer = over_groups(middle, join, keys[0].name, outer_items)
+    else:
+        outer = exp.select(*outer_items).from_(exp.alias_(exp.Subquery(this=inner), PER_UNIT, table=True))
+    if keys and join is None:
         outer = outer.group_by(*[exp.column(k.name) for k in keys])
     for arg in ("order", "limit"):
         if (clause := select.args.get(arg)) is not None:
