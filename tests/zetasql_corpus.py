@@ -11,7 +11,8 @@ fact: an answer matches when each value lies within its interval (tests/zetasql_
 ``outcome`` is privdb's, as tests/test_zetasql_corpus.py checks it: ``match`` (answered, equal to ZetaSQL's
 rows), ``refused`` (``needle`` in the message), ``differs`` (answered, not ZetaSQL's rows). A case that is not
 a match where ZetaSQL answers, or is answered where ZetaSQL refuses, names its ``why`` in ``DIFFERENCES``;
-docs/answers.md lists them.
+docs/answers.md lists them. The cases are rebuilt by tests/zetasql_build.py from a clone of google/zetasql
+(after a change that moves one); the header up to ``CASES`` is kept as written.
 """
 
 from __future__ import annotations
