@@ -132,3 +132,11 @@ def test_public_groups_release_the_public_keys_only(db: Database) -> None:
     left = text.replace("RIGHT OUTER JOIN", "LEFT JOIN")
     with pytest.raises(PrivdbError, match="public groups are read as"):
         engine.run(db, "a", left)
+
+
+def test_delta_one_used_by_a_threshold_is_the_budgets_refusal(db: Database) -> None:
+    spent = db.budget("a").epsilon_spent
+    with pytest.raises(PrivdbError) as refused:
+        engine.run(db, "a", NEW.format(options="delta=1", select="ival, COUNT(*) AS n") + " GROUP BY ival")
+    assert refused.value.code == "budget_exhausted" and "smaller delta" in refused.value.message
+    assert db.budget("a").epsilon_spent == spent
