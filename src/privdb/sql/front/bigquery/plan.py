@@ -10,8 +10,8 @@ The table's metadata decides (docs/answers.md, "BigQuery / ZetaSQL syntax"):
   SUM) or averages (AVG) the units' values, each clamped to its ``contribution_bounds_per_group``. Without a
   privacy unit each row is a unit and the row's value is clamped.
 - PERCENTILE_CONT, VAR_POP and STDDEV_POP clamp each row to its ``contribution_bounds_per_row``.
-- ``FROM t RIGHT OUTER JOIN (SELECT DISTINCT k FROM public) USING (k) GROUP BY k``: public groups, the per-unit
-  values RIGHT JOINed to the public keys (privdb.sql.front.bigquery.groups).
+- ``FROM t RIGHT OUTER JOIN (SELECT DISTINCT k FROM public) USING (k) GROUP BY k``: public groups, the
+  per-unit values RIGHT JOINed to the public keys (privdb.sql.front.bigquery.groups).
 
 Bounds are clamps written into the query (``LEAST(GREATEST(v, lower), upper)``) on top of the clamping the
 metadata's bounds already impose, so the effective bounds are the intersection: a query's bounds can narrow

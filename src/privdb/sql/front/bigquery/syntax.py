@@ -9,9 +9,10 @@ from sqlglot's tokens, as privdb.sql.front.dpselect.parse reads ``DP-SELECT ε``
 body with each aggregate's named ``contribution_bounds_per_group`` / ``contribution_bounds_per_row`` argument
 taken out (sqlglot parses neither) and kept by the position of its select item. What the options mean for a
 table is decided once the table's metadata is known (privdb.sql.front.bigquery.plan). Everything refused here
-is refused from the text alone, before any table is looked at (free). ZetaSQL's older spelling, ``SELECT WITH
-ANONYMIZATION`` with the ``ANON_`` aggregates, is read here too, as the newer one (privdb.sql.front.bigquery.anon),
-and a ``report_format`` / ``WITH REPORT`` item is noted for the JSON report (privdb.sql.front.bigquery.report).
+is refused from the text alone, before any table is looked at (free). ZetaSQL's older spelling, ``SELECT
+WITH ANONYMIZATION`` with the ``ANON_`` aggregates, is read here too, as the newer one
+(privdb.sql.front.bigquery.anon), and a ``report_format`` / ``WITH REPORT`` item is noted for the JSON report
+(privdb.sql.front.bigquery.report).
 """
 
 from __future__ import annotations
