@@ -15,7 +15,7 @@ from privdb.accounting.amounts import Budget
 from privdb.accounting.composition import GaussianCost
 from privdb.accounting.sqlstore import Cursor
 from privdb.database import Database
-from privdb.errors import InternalError, QueryFailed
+from privdb.errors import BudgetExhausted, InternalError, QueryFailed
 from privdb.interrupt import interrupted
 from privdb.mechanisms._validate import exact
 from privdb.result import Result
@@ -60,6 +60,11 @@ def charged(
     version = db.data_version()
     # the spend also draws on each table's lifetime budget and the analyst's group's (where the owner set one)
     group = db.ledger.group_of(analyst, db.name)
+    if delta >= 1:  # BigQuery's delta=1, used by a release threshold: legal, and more than any budget holds
+        raise BudgetExhausted(
+            f"this answer spends δ = {delta:g} (a release threshold uses it) and a budget's δ is below 1; "
+            "ask a smaller delta (e.g. 1e-6)"
+        )
     draws = [("table", t) for t in (tables or (table,))] + ([("group", group)] if group else [])
     reservation = db.ledger.reserve(
         analyst, db.name, epsilon=epsilon, delta=delta, note=(note or key)[:500], draws=draws,

@@ -19,6 +19,8 @@ from privdb.result import Result
 from privdb.sql.access import check_analyst
 from privdb.sql.charge import charged
 from privdb.sql.explain import explain
+from privdb.sql.front.bigquery.report import as_reports
+from privdb.sql.front.dpselect.parse import parse_dp_select
 from privdb.sql.plan.personal import personal_table
 from privdb.sql.plan.types import Plan
 from privdb.sql.prepare import Exact, prepare
@@ -71,14 +73,27 @@ def _check(db: Database, analyst: str, text: str) -> None:
         prepare(db, text, analyst)
 
 
+def _reports(text: str) -> tuple[int, ...]:
+    """The select items of BigQuery's spelling that ask ZetaSQL's JSON report (the text alone, free)."""
+    if not isinstance(text, str) or "report" not in text.lower():
+        return ()
+    try:
+        query = parse_dp_select(text)
+    except PrivdbError:  # prepare refuses it, with its reason
+        return ()
+    return query.bigquery.reports if query.bigquery is not None else ()
+
+
 def _run(db: Database, analyst: str, text: str) -> Result:
+    reports = _reports(text)
     with deadline.limit(db.query_timeout):  # planning: under the query's limit, refused free past it
         try:
             plan, sql = prepare(db, text, analyst, exact=True)
         except Exact as answered:
-            return answered.result
+            return as_reports(answered.result, reports)
         aggregates = plan if isinstance(plan, Plan) else None
         read = reader(db, aggregates, base_table(plan), sql)  # every query bound before any spend
         personal = personal_table(db, aggregates.relation if aggregates is not None else None)
     respond = responder(plan, personal is not None, db.noise_source)
-    return charged(db, analyst, read=read, respond=respond, **vars(spend_of(plan, personal)))
+    answer = charged(db, analyst, read=read, respond=respond, **vars(spend_of(plan, personal)))
+    return as_reports(answer, reports)

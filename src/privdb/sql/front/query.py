@@ -37,6 +37,7 @@ class Options:
     unit_qualifier: str | None = None
     max_groups: int | None = None
     bounds: tuple[tuple[int, Bounds], ...] = ()
+    reports: tuple[int, ...] = ()  # the select items asking ZetaSQL's JSON report
 
     def bounds_of(self, item: int) -> Bounds | None:
         return next((b for i, b in self.bounds if i == item), None)

@@ -10,6 +10,8 @@ The table's metadata decides (docs/answers.md, "BigQuery / ZetaSQL syntax"):
   SUM) or averages (AVG) the units' values, each clamped to its ``contribution_bounds_per_group``. Without a
   privacy unit each row is a unit and the row's value is clamped.
 - PERCENTILE_CONT, VAR_POP and STDDEV_POP clamp each row to its ``contribution_bounds_per_row``.
+- ``FROM t RIGHT OUTER JOIN (SELECT DISTINCT k FROM public) USING (k) GROUP BY k``: public groups, the
+  per-unit values RIGHT JOINed to the public keys (privdb.sql.front.bigquery.groups).
 
 Bounds are clamps written into the query (``LEAST(GREATEST(v, lower), upper)``) on top of the clamping the
 metadata's bounds already impose, so the effective bounds are the intersection: a query's bounds can narrow
@@ -26,6 +28,7 @@ from sqlglot import exp
 
 from privdb.catalog.metadata import TableMeta
 from privdb.errors import InvalidParameter, UnsupportedQuery
+from privdb.sql.front.bigquery.groups import GROUPS, groups_join, over_groups
 from privdb.sql.front.query import Bounds, DPQuery, Options
 from privdb.sql.front.relation.model import Relation, Tables
 
@@ -68,6 +71,11 @@ def translate(query: DPQuery, tables: Tables) -> DPQuery:
         )
     if meta.privacy_unit is not None and grouped:
         written = _per_unit(select, items, meta, table)
+    elif select.args.get("joins"):
+        raise UnsupportedQuery(
+            "public groups (RIGHT OUTER JOIN …) are read for COUNT, SUM and AVG per privacy unit; write "
+            "DP-SELECT ε … for the others"
+        )
     else:
         written = _per_row(select, items, meta)
     tightened = groups if groups is not None and groups < meta.max_groups else None
@@ -85,7 +93,8 @@ def tighten(relation: Relation, query: DPQuery) -> Relation:
 def _one_table(select: exp.Select) -> exp.Table:
     source = select.args.get("from_") or select.args.get("from")
     table = source.this if source is not None else None
-    if select.args.get("joins") or not isinstance(table, exp.Table) or table.args.get("db"):
+    joins = select.args.get("joins")
+    if (joins and groups_join(select) is None) or not isinstance(table, exp.Table) or table.args.get("db"):
         raise UnsupportedQuery(
             "BigQuery's spelling is read over one table in FROM (FROM professors); for joins and subqueries "
             "write DP-SELECT ε … (docs/answers.md)"
@@ -118,16 +127,22 @@ Item = tuple[exp.Expression, exp.Expression | None, Bounds | None]  # the item, 
 
 
 def _item(i: int, node: exp.Expression, options: Options) -> Item:
-    """A select item: a key (no aggregate) or one of BigQuery's DP aggregates, with its bounds."""
+    """A select item: a key (no aggregate), one of BigQuery's DP aggregates, or an expression over one row
+    aggregate (``ABS(PERCENTILE_CONT(x, 0.4) - 1.5) < 0.01``: post-processing of its noisy value), with
+    its bounds."""
     inner = node.unalias()
     bounds = options.bounds_of(i)
     if not isinstance(inner, exp.AggFunc):
-        if bounds is not None or inner.find(exp.AggFunc) is not None:
+        found = list(inner.find_all(exp.AggFunc))
+        if bounds is None and not found:
+            return node, None, None
+        if len(found) != 1 or not isinstance(found[0], _ROWS):
             raise UnsupportedQuery(
                 f"{inner.sql(dialect='duckdb')}: BigQuery's spelling takes keys and aggregates as they are "
-                f"({_FUNCTIONS}), not expressions over them; write DP-SELECT ε … for those"
+                f"({_FUNCTIONS}), and expressions over one PERCENTILE_CONT, VAR_POP or STDDEV_POP; write "
+                "DP-SELECT ε … for others"
             )
-        return node, None, None
+        inner = found[0]
     if not isinstance(inner, _GROUPED + _ROWS):
         raise UnsupportedQuery(
             f"{inner.sql(dialect='duckdb')}: BigQuery's differentially private aggregates are {_FUNCTIONS}; "
@@ -200,6 +215,7 @@ def _per_row(select: exp.Select, items: list[Item], meta: TableMeta) -> exp.Sele
         if agg is None or bounds is None:
             continue
         inner = target.unalias()
+        inner = inner if isinstance(inner, exp.AggFunc) else next(inner.find_all(exp.AggFunc))
         if isinstance(agg, exp.Count):
             _count_bounds(bounds, agg)
             continue
@@ -233,16 +249,24 @@ def _per_unit(select: exp.Select, items: list[Item], meta: TableMeta, table: exp
         )
     unit = str(meta.privacy_unit)
     qualifier = table.alias_or_name
+    join = groups_join(select)  # public groups: the clamps go in a middle subquery (privdb…bigquery.groups)
     inner_items: list[Any] = [exp.column(unit, table=qualifier)]
     inner_items += [exp.alias_(k.copy(), k.name) for k in keys]
+    middle_items: list[Any] = [exp.column(unit)] + [exp.column(k.name) for k in keys]
     outer_items: list[Any] = []
     for n, (node, agg, bounds) in enumerate(items):
         if agg is None:
-            outer_items.append(exp.alias_(exp.column(node.unalias().name), node.alias_or_name))
+            table_of = GROUPS if join is not None else None
+            outer_items.append(
+                exp.alias_(exp.column(node.unalias().name, table=table_of), node.alias_or_name)
+            )
             continue
         name = node.alias or f"{type(agg).__name__.lower()}_{n + 1}"
         inner_items.append(exp.alias_(agg.copy(), name))
         value = _clamp(exp.column(name), bounds, _range(agg, meta, True), agg.sql(dialect="duckdb"))
+        if join is not None:
+            middle_items.append(exp.alias_(value, name))
+            value = exp.column(name, table=PER_UNIT)
         combined: exp.Expression = exp.Avg(this=value) if isinstance(agg, exp.Avg) else exp.Sum(this=value)
         if isinstance(
             agg, exp.Count
@@ -253,8 +277,14 @@ def _per_unit(select: exp.Select, items: list[Item], meta: TableMeta, table: exp
     if (where := select.args.get("where")) is not None:
         inner.set("where", where.copy())
     inner = inner.group_by(exp.column(unit, table=qualifier), *[k.copy() for k in keys])
-    outer = exp.select(*outer_items).from_(exp.alias_(exp.Subquery(this=inner), PER_UNIT, table=True))
-    if keys:
+    if join is not None:
+        middle = exp.select(*middle_items).from_(
+            exp.alias_(exp.Subquery(this=inner), "per_unit_values", table=True)
+        )
+        outer = over_groups(middle, join, keys[0].name, outer_items)
+    else:
+        outer = exp.select(*outer_items).from_(exp.alias_(exp.Subquery(this=inner), PER_UNIT, table=True))
+    if keys and join is None:
         outer = outer.group_by(*[exp.column(k.name) for k in keys])
     for arg in ("order", "limit"):
         if (clause := select.args.get(arg)) is not None:

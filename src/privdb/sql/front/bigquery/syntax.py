@@ -9,7 +9,10 @@ from sqlglot's tokens, as privdb.sql.front.dpselect.parse reads ``DP-SELECT ε``
 body with each aggregate's named ``contribution_bounds_per_group`` / ``contribution_bounds_per_row`` argument
 taken out (sqlglot parses neither) and kept by the position of its select item. What the options mean for a
 table is decided once the table's metadata is known (privdb.sql.front.bigquery.plan). Everything refused here
-is refused from the text alone, before any table is looked at (free).
+is refused from the text alone, before any table is looked at (free). ZetaSQL's older spelling, ``SELECT
+WITH ANONYMIZATION`` with the ``ANON_`` aggregates, is read here too, as the newer one
+(privdb.sql.front.bigquery.anon), and a ``report_format`` / ``WITH REPORT`` item is noted for the JSON report
+(privdb.sql.front.bigquery.report).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from dataclasses import dataclass
 from sqlglot.tokenizer_core import Token, TokenType
 
 from privdb.errors import InvalidParameter, ParseError, UnsupportedQuery
+from privdb.sql.front.bigquery.anon import anon_name, check_older_options, is_clamped
+from privdb.sql.front.bigquery.report import older_report, report_format
 from privdb.sql.front.query import Bounds, Options, check_epsilon
 
 __all__ = ["Header", "is_bigquery", "read_header"]
@@ -28,7 +33,14 @@ SYNTAX = (
     "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=<ε>, delta=<δ>[, max_groups_contributed=<k>]"
     "[, privacy_unit_column=<column>]) <aggregates> FROM <table> [WHERE …] [GROUP BY …]"
 )
-_KNOWN = ("epsilon", "delta", "max_groups_contributed", "privacy_unit_column", "group_selection_strategy")
+_KNOWN = (
+    "epsilon",
+    "delta",
+    "max_groups_contributed",
+    "privacy_unit_column",
+    "group_selection_strategy",
+    "k_threshold",
+)
 _STRATEGIES = ("laplace_threshold", "public_groups")
 _NAMED = {"contribution_bounds_per_group": "group", "contribution_bounds_per_row": "row"}
 
@@ -79,22 +91,24 @@ def _number(text: str, tokens: list[Token], i: int, what: str) -> tuple[float, i
 def read_header(text: str, tokens: list[Token]) -> Header:
     """The header ``SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(…)`` and the body after it, or the error that
     says what to write instead."""
-    if tokens[2].text.upper() == "ANONYMIZATION":
-        raise UnsupportedQuery(
-            "WITH ANONYMIZATION (and ANON_COUNT, ANON_SUM, ANON_AVG … CLAMPED BETWEEN) is ZetaSQL's "
-            "deprecated spelling; write SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=…, delta=…) "
-            "with COUNT, SUM, AVG(x, contribution_bounds_per_group => (lower, upper)), or DP-SELECT ε …"
-        )
+    older = tokens[2].text.upper() == "ANONYMIZATION"  # ZetaSQL's older spelling (bigquery.anon)
+    spelling = f"WITH {tokens[2].text.upper()}"
     if len(tokens) < 5 or tokens[3].text.upper() != "OPTIONS" or tokens[4].token_type != TokenType.L_PAREN:
-        raise ParseError(f"WITH DIFFERENTIAL_PRIVACY takes OPTIONS(epsilon=…, delta=…); write {SYNTAX}")
+        raise ParseError(f"{spelling} takes OPTIONS(epsilon=…, delta=…); write {SYNTAX}")
     values, i = _options(text, tokens, 5)
-    if "epsilon" not in values:
-        raise InvalidParameter(f"OPTIONS needs epsilon, the privacy cost of the answer; write {SYNTAX}")
-    epsilon = float(values["epsilon"])
+    if values.get("epsilon") is None:
+        raise InvalidParameter(
+            f"OPTIONS needs epsilon (set, not NULL), the privacy cost of the answer; write {SYNTAX}"
+        )
+    epsilon = float(values["epsilon"] or 0.0)
     check_epsilon(epsilon)
-    delta = float(values.get("delta", 0.0))
-    if not 0 <= delta < 1:
-        raise InvalidParameter(f"delta must be in [0, 1), got {delta:g}")
+    check_older_options(values, older, "")
+    delta = float(values.get("delta") or 0.0)
+    if not 0 <= delta <= 1:
+        raise InvalidParameter(f"delta must be in [0, 1], got {delta:g}")
+    threshold = values.get("k_threshold")
+    if threshold is not None and not (float(threshold).is_integer() and float(threshold) >= 0):
+        raise InvalidParameter(f"k_threshold must be a whole number ≥ 0, got {float(threshold):g}")
     groups = values.get("max_groups_contributed")
     if groups is not None and not (float(groups).is_integer() and float(groups) >= 1):
         raise InvalidParameter(f"max_groups_contributed must be a whole number ≥ 1, got {float(groups):g}")
@@ -109,19 +123,21 @@ def read_header(text: str, tokens: list[Token]) -> Header:
     qualifier, _, name = str(unit).rpartition(".") if unit is not None else ("", "", "")
     if i >= len(tokens):
         raise ParseError(f"nothing to select after OPTIONS(…); write {SYNTAX}")
-    body, bounds = _cut_bounds(text, tokens, i)
+    body, bounds, reports = _cut_bounds(text, tokens, i, older)
     options = Options(
         unit=name or None,
         unit_qualifier=qualifier or None,
         max_groups=None if groups is None else int(float(groups)),
         bounds=tuple(bounds),
+        reports=tuple(reports),
     )
     return Header(epsilon, delta, options, body, tokens[i].start - len("SELECT "))
 
 
-def _options(text: str, tokens: list[Token], i: int) -> tuple[dict[str, float | str], int]:
-    """``name = value, …)`` from ``tokens[i]``: the values by lower-case name, and the index after ``)``."""
-    values: dict[str, float | str] = {}
+def _options(text: str, tokens: list[Token], i: int) -> tuple[dict[str, float | str | None], int]:
+    """``name = value, …)`` from ``tokens[i]``: the values by lower-case name (None for NULL: not set),
+    and the index after ``)``."""
+    values: dict[str, float | str | None] = {}
     while i < len(tokens) and tokens[i].token_type != TokenType.R_PAREN:
         token = tokens[i]
         name = token.text.lower()
@@ -140,7 +156,10 @@ def _options(text: str, tokens: list[Token], i: int) -> tuple[dict[str, float | 
         if i + 1 >= len(tokens) or tokens[i + 1].token_type != TokenType.EQ:
             raise ParseError(f"write {name}=<value> in OPTIONS{_at(text, token)}")
         i += 2
-        if name in ("privacy_unit_column", "group_selection_strategy"):
+        if i < len(tokens) and tokens[i].token_type == TokenType.NULL:  # NULL: the option is not set
+            values[name] = None
+            i += 1
+        elif name in ("privacy_unit_column", "group_selection_strategy"):
             parts = []
             while i < len(tokens) and tokens[i].token_type not in (TokenType.COMMA, TokenType.R_PAREN):
                 parts.append(tokens[i].text)
@@ -150,8 +169,8 @@ def _options(text: str, tokens: list[Token], i: int) -> tuple[dict[str, float | 
                 raise ParseError(f"{name} names a column, e.g. {name}=id{_at(text, token)}")
             values[name] = word
         else:
-            number, i = _number(text, tokens, i, name)
-            if not math.isfinite(number):
+            number, i = _cast(text, tokens, i, name)
+            if number is not None and not math.isfinite(number):
                 raise InvalidParameter(f"{name} must be finite, got {number:g}")
             values[name] = number
         if i < len(tokens) and tokens[i].token_type == TokenType.COMMA:
@@ -161,12 +180,49 @@ def _options(text: str, tokens: list[Token], i: int) -> tuple[dict[str, float | 
     return values, i + 1
 
 
-def _cut_bounds(text: str, tokens: list[Token], i: int) -> tuple[str, list[tuple[int, Bounds]]]:
+def _cast(text: str, tokens: list[Token], i: int, name: str) -> tuple[float | None, int]:
+    """An option's number at ``tokens[i]``, or ZetaSQL's ``CAST(<number | 'inf' | NULL> AS <type>)`` of one
+    (None for NULL: not set), and the index after it."""
+    if not (
+        tokens[i].text.upper() == "CAST"
+        and i + 1 < len(tokens)
+        and tokens[i + 1].token_type == TokenType.L_PAREN
+    ):
+        return _number(text, tokens, i, name)
+    j = i + 2
+    inner = tokens[j] if j < len(tokens) else tokens[-1]
+    value: float | None
+    if inner.token_type == TokenType.NULL:
+        value, j = None, j + 1
+    elif inner.token_type == TokenType.STRING:
+        try:
+            value, j = float(inner.text), j + 1
+        except ValueError:
+            raise ParseError(f"{name} must be a number, got {inner.text!r}{_at(text, inner)}") from None
+    else:
+        value, j = _number(text, tokens, j, name)
+    if not (
+        j + 2 < len(tokens)
+        and tokens[j].token_type == TokenType.ALIAS
+        and tokens[j + 2].token_type == TokenType.R_PAREN
+    ):
+        raise ParseError(f"write {name}=<number> or CAST(<number> AS FLOAT64){_at(text, tokens[i])}")
+    return value, j + 3
+
+
+def _cut_bounds(
+    text: str, tokens: list[Token], i: int, older: bool
+) -> tuple[str, list[tuple[int, Bounds]], list[int]]:
     """The body from ``tokens[i]`` with each ``, contribution_bounds_per_… => (lo, hi)`` cut out, and the
-    bounds by select item (0-based). Bounds go on a select item's outermost aggregate only."""
+    bounds by select item (0-based). Bounds go on a select item's outermost aggregate only. In the older
+    spelling (``older``) each ``ANON_F(`` is written ``F(`` and its ``CLAMPED BETWEEN lo AND hi`` cut out
+    as the bounds it is (privdb.sql.front.bigquery.anon). The select items asking a JSON report
+    (privdb.sql.front.bigquery.report) come third."""
     depth, item, start, in_select = 0, 0, tokens[i].start, True
+    per_anon, anon_depth = "", 0  # the bounds the open ANON_ aggregate's CLAMPED BETWEEN is, its depth
     pieces: list[str] = []
     found: list[tuple[int, Bounds]] = []
+    reports: list[int] = []
     j = i
     while j < len(tokens):
         token = tokens[j]
@@ -176,26 +232,63 @@ def _cut_bounds(text: str, tokens: list[Token], i: int) -> tuple[str, list[tuple
             and j + 1 < len(tokens)
             and tokens[j + 1].token_type == TokenType.L_PAREN
         ):
-            raise UnsupportedQuery(
-                f"{token.text}: ZetaSQL's deprecated ANON_ functions are not read; write "
-                f"{token.text[5:].upper()}(…) with contribution_bounds_per_group => (lower, upper)"
-            )
+            newer, per = anon_name(token, _at(text, token), older)
+            pieces.append(text[start : token.start] + newer)
+            start = tokens[j + 1].start
+            per_anon, anon_depth = (per, depth + 1) if in_select else ("", 0)
+            j += 1
+            continue
+        if older and per_anon and depth == anon_depth and (end := older_report(tokens, j, _at(text, token))):
+            reports.append(item)
+            pieces.append(text[start : token.start])
+            start = tokens[end].start
+            j = end
+            continue
+        if older and is_clamped(tokens, j):
+            if not per_anon or depth != anon_depth:
+                raise UnsupportedQuery(
+                    f"CLAMPED BETWEEN{_at(text, token)} goes last in an ANON_ aggregate of the select "
+                    "list, e.g. ANON_SUM(x CLAMPED BETWEEN 0 AND 10)"
+                )
+            lower, upper, end = _clamped(text, tokens, j)
+            if any(n == item for n, _ in found):
+                raise UnsupportedQuery(f"CLAMPED BETWEEN{_at(text, token)}: one pair of bounds per aggregate")
+            found.append((item, Bounds(per_anon, lower, upper)))
+            pieces.append(text[start : token.start])
+            start = tokens[end].start
+            j = end
+            continue
         if kind == TokenType.L_PAREN:
             depth += 1
         elif kind == TokenType.R_PAREN:
             depth -= 1
+            per_anon = per_anon if depth >= anon_depth else ""
         elif depth == 0 and kind == TokenType.COMMA and in_select:
             item += 1
         elif depth == 0 and kind == TokenType.FROM:
             in_select = False
+        elif (
+            j + 1 < len(tokens)
+            and tokens[j + 1].token_type == TokenType.FARROW
+            and token.text.lower() == "report_format"
+            and in_select
+            and depth >= 1
+            and tokens[j - 1].token_type == TokenType.COMMA
+        ):
+            end = report_format(tokens, j, _at(text, token))
+            reports.append(item)
+            pieces.append(text[start : tokens[j - 1].start])
+            start = tokens[end].start
+            j = end
+            continue
         elif j + 1 < len(tokens) and tokens[j + 1].token_type == TokenType.FARROW:
-            per = _NAMED.get(token.text.lower())
-            if per is None:
+            named = _NAMED.get(token.text.lower())
+            if named is None:
                 raise UnsupportedQuery(
                     f"named argument {token.text!r}{_at(text, token)}: the aggregates take "
                     "contribution_bounds_per_group or contribution_bounds_per_row"
                 )
-            if not in_select or depth != 1 or tokens[j - 1].token_type != TokenType.COMMA:
+            if not in_select or depth < 1 or tokens[j - 1].token_type != TokenType.COMMA:
                 raise UnsupportedQuery(
                     f"{token.text}{_at(text, token)}: contribution bounds go last in an aggregate of the "
                     "select list, e.g. AVG(x, contribution_bounds_per_group => (0, 100))"
@@ -203,14 +296,14 @@ def _cut_bounds(text: str, tokens: list[Token], i: int) -> tuple[str, list[tuple
             lower, upper, end = _pair(text, tokens, j + 2, token.text)
             if any(n == item for n, _ in found):
                 raise UnsupportedQuery(f"{token.text}{_at(text, token)}: one pair of bounds per aggregate")
-            found.append((item, Bounds(per, lower, upper)))
+            found.append((item, Bounds(named, lower, upper)))
             pieces.append(text[start : tokens[j - 1].start])
             start = tokens[end].start
             j = end
             continue
         j += 1
     pieces.append(text[start:])
-    return "".join(pieces), found
+    return "".join(pieces), found, reports
 
 
 def _pair(text: str, tokens: list[Token], i: int, name: str) -> tuple[float, float, int]:
@@ -224,10 +317,34 @@ def _pair(text: str, tokens: list[Token], i: int, name: str) -> tuple[float, flo
     upper, i = _number(text, tokens, i + 1, f"{name}'s upper bound")
     if i + 1 >= len(tokens) or tokens[i].token_type != TokenType.R_PAREN:
         raise ParseError(f"{example}{_at(text, tokens[min(i, len(tokens) - 1)])}")
-    if tokens[i + 1].token_type != TokenType.R_PAREN:
+    reported = (
+        tokens[i + 1].token_type == TokenType.COMMA
+        and i + 2 < len(tokens)
+        and tokens[i + 2].text.lower() == "report_format"
+    )
+    if tokens[i + 1].token_type != TokenType.R_PAREN and not reported:
         raise UnsupportedQuery(f"{name} goes last in the aggregate's arguments{_at(text, tokens[i + 1])}")
     if not (math.isfinite(lower) and math.isfinite(upper) and lower <= upper):
         raise InvalidParameter(
             f"{name} => ({lower:g}, {upper:g}): the lower bound must be ≤ the upper, both finite"
         )
     return lower, upper, i + 1
+
+
+def _clamped(text: str, tokens: list[Token], j: int) -> tuple[float, float, int]:
+    """``CLAMPED BETWEEN lower AND upper`` at ``tokens[j]``: the bounds, and the index of the aggregate's
+    closing ``)``."""
+    example = "write x CLAMPED BETWEEN lower AND upper, e.g. CLAMPED BETWEEN 0 AND 10"
+    lower, i = _number(text, tokens, j + 2, "CLAMPED BETWEEN's lower bound")
+    if i >= len(tokens) or tokens[i].token_type != TokenType.AND:
+        raise ParseError(f"{example}{_at(text, tokens[min(i, len(tokens) - 1)])}")
+    upper, i = _number(text, tokens, i + 1, "CLAMPED BETWEEN's upper bound")
+    if i >= len(tokens) or tokens[i].token_type not in (TokenType.R_PAREN, TokenType.WITH):
+        raise UnsupportedQuery(
+            f"CLAMPED BETWEEN goes last in the aggregate{_at(text, tokens[min(i, len(tokens) - 1)])}"
+        )
+    if not (math.isfinite(lower) and math.isfinite(upper) and lower <= upper):
+        raise InvalidParameter(
+            f"CLAMPED BETWEEN {lower:g} AND {upper:g}: the lower bound must be ≤ the upper, both finite"
+        )
+    return lower, upper, i
