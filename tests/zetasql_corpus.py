@@ -13,6 +13,9 @@ rows), ``refused`` (``needle`` in the message), ``differs`` (answered, not ZetaS
 a match where ZetaSQL answers, or is answered where ZetaSQL refuses, names its ``why`` in ``DIFFERENCES``;
 docs/answers.md lists them. The cases are rebuilt by tests/zetasql_build.py from a clone of google/zetasql
 (after a change that moves one); the header up to ``CASES`` is kept as written.
+
+Source: https://github.com/google/zetasql (Apache License 2.0); the query forms and expected values are
+its facts, the tables' names, the metadata and the checks privdb's.
 """
 
 from __future__ import annotations
