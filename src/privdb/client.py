@@ -29,6 +29,7 @@ from privdb.catalog.typed import APPEND_KEEPS_METADATA, declared_types
 from privdb.catalog.upload import FileToSend, too_large
 from privdb.local.limits import MAX_BATCH, MAX_ISSUE
 from privdb.result import Result
+from privdb.result_arrow import MEDIA_TYPE, read_stream
 
 if TYPE_CHECKING:  # each imported where it is used: a query, budget or explain needs none of them
     import pandas as pd
@@ -119,15 +120,12 @@ class RemoteConnection:
     def sql(self, query: str) -> Result:
         """Answer a DP-SELECT, paid from this token's budget; read from the server's Arrow stream when
         ``arrow`` (the default), the same Result as from its JSON."""
-        import pyarrow as pa  # type: ignore[import-untyped]  # no stubs or py.typed marker
-
-        # optional: Arrow loads for an answer only (budget, explain and the owner's calls go without it)
-        from privdb.result_arrow import MEDIA_TYPE, read_stream
-
         accept = {"Accept": f"{MEDIA_TYPE}, application/json;q=0.5"} if self.arrow else {}
         response = self._send("POST", "/v1/query", json={"sql": query}, headers=accept)
         if not response.is_success or response.headers.get("content-type", "") != MEDIA_TYPE:
             return Result.from_dict(self._json(response))  # errors are JSON whatever was asked for
+        import pyarrow as pa  # type: ignore[import-untyped]  # an Arrow answer: read by Arrow (and its errors)
+
         try:
             return Result.from_arrow(read_stream(response.content))
         except (pa.ArrowException, ValueError, KeyError) as err:

@@ -11,7 +11,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-from privdb import result_html
+from privdb import result_arrow, result_html
 from privdb.errors import InvalidParameter
 
 if TYPE_CHECKING:  # pandas and Arrow where a frame or a table is made: a terminal's answer needs neither
@@ -176,16 +176,12 @@ class Result:
         schema metadata: ``privdb.epsilon_spent``, ``privdb.delta_spent``, ``privdb.budget``,
         ``privdb.accuracy`` (JSON) and what :meth:`from_arrow` needs to rebuild the answer whole
         (privdb.result_arrow says each key)."""
-        from privdb import result_arrow  # optional: Arrow (pyarrow) for a table only, not for every answer
-
         return result_arrow.to_table(self.to_dict(), intervals)
 
     @classmethod
     def from_arrow(cls, table: pa.Table) -> Result:
         """The answer :meth:`to_arrow` wrote (or the server sent as an Arrow stream), whole: values,
         intervals, cost, budget and the other facts."""
-        from privdb import result_arrow  # optional: Arrow (pyarrow), as in to_arrow
-
         return cls.from_dict(result_arrow.from_table(table))
 
     def to_polars(self, intervals: bool = True) -> Any:
