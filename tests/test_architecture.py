@@ -74,7 +74,9 @@ def test_the_cycle_finder_finds_a_loop() -> None:
 
 def _function_imports(path: Path) -> list[tuple[int, str]]:
     """privdb's own modules imported in function bodies, but those loaded on first use because they need
-    an optional dependency (the import or the line above it says so: ``# optional: …``)."""
+    an optional dependency, or a heavy one only some paths use (SciPy, pandas, Arrow, HTTP: a command
+    imports only what it uses, tests/test_startup.py), as the import or the line above it says:
+    ``# optional: …``."""
     text = path.read_text(encoding="utf-8")
     lines = text.splitlines()
     tree = ast.parse(text)

@@ -9,22 +9,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Unpack, overload
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Unpack, overload
 
 from privdb.catalog.conformance import Finding
 from privdb.catalog.files import FileFormat, ReadOptions
 from privdb.catalog.metadata import TableMeta
 from privdb.catalog.querylog import LogOptions
 from privdb.catalog.typed import APPEND_KEEPS_METADATA
-from privdb.client import RemoteConnection
 from privdb.database import Database, log_subject
 from privdb.errors import InvalidParameter, RawAccessDenied
-from privdb.publish.service import publish_request
 from privdb.result import Result
 from privdb.sql import engine
 from privdb.sql.public.wrapped import Session
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from privdb.client import RemoteConnection
 
 Spec = str | Path | dict[str, Any] | None  # privacy metadata: a YAML file or its dict
 
@@ -99,6 +100,9 @@ class Connection:
         delta=…, rows=N, method="mst" or "aim"); charged to the table's lifetime budget. ``method`` and
         ``table`` are positional only, so ``method=`` names a release's own method option. The released rows
         and a summary (privdb.publish.service.publish_request)."""
+        # optional: publishing's code (pandas, SciPy) loads when the owner publishes, not with a connection
+        from privdb.publish.service import publish_request
+
         return publish_request(self._owner("publishing"), method, table, options)
 
     def load(
@@ -216,6 +220,8 @@ def connect(
             raise InvalidParameter("on a server the token says who you are; pass token=…, not analyst=…")
         if ledger is not None:
             raise InvalidParameter("a server keeps its own ledger: pass ledger=… only with a directory")
+        from privdb.client import RemoteConnection  # optional: HTTP (httpx), for a server only
+
         return RemoteConnection(path, token or "")
     if token is not None:
         found = Database(path, ledger=ledger)

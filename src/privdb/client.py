@@ -17,11 +17,9 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 import httpx
-import pandas as pd
-import pyarrow as pa  # type: ignore[import-untyped]  # no stubs or py.typed marker
 
 from privdb import errors
 from privdb.catalog.files import ReadOptions
@@ -30,10 +28,14 @@ from privdb.catalog.querylog import LogOptions
 from privdb.catalog.typed import APPEND_KEEPS_METADATA, declared_types
 from privdb.catalog.upload import FileToSend, too_large
 from privdb.local.limits import MAX_BATCH, MAX_ISSUE
-from privdb.local.survey import SpecParts, Survey, survey_spec
-from privdb.mechanisms.randomness import RandomSource
 from privdb.result import Result
 from privdb.result_arrow import MEDIA_TYPE, read_stream
+
+if TYPE_CHECKING:  # each imported where it is used: a query, budget or explain needs none of them
+    import pandas as pd
+
+    from privdb.local.survey import SpecParts
+    from privdb.mechanisms.randomness import RandomSource
 
 Spec = str | Path | dict[str, Any] | None  # privacy metadata: a YAML file or its dict
 Progress = Callable[[int, int], None]  # bytes sent so far, bytes to send
@@ -122,6 +124,8 @@ class RemoteConnection:
         response = self._send("POST", "/v1/query", json={"sql": query}, headers=accept)
         if not response.is_success or response.headers.get("content-type", "") != MEDIA_TYPE:
             return Result.from_dict(self._json(response))  # errors are JSON whatever was asked for
+        import pyarrow as pa  # type: ignore[import-untyped]  # an Arrow answer: read by Arrow (and its errors)
+
         try:
             return Result.from_arrow(read_stream(response.content))
         except (pa.ArrowException, ValueError, KeyError) as err:
@@ -218,6 +222,8 @@ class RemoteConnection:
 
     def owner_sql(self, sql: str) -> pd.DataFrame:
         """Raw SQL on the server's engine; ``frame.attrs["truncated"]`` says the server cut the rows."""
+        import pandas as pd  # a frame is built here only
+
         body = self._call("POST", "/v1/sql", json={"sql": sql})
         frame = pd.DataFrame(body["rows"], columns=body["columns"])
         frame.attrs["truncated"] = bool(body.get("truncated"))
@@ -287,6 +293,8 @@ class RemoteConnection:
         """Declare a survey (owner): its protocol, ``values`` (the domain), and ε (or α, p); the answer
         holds the survey's ``collect_token``, shown once. Closed unless ``open_limit`` is given: then its
         collection token may send that many responses in all (docs/security.md)."""
+        from privdb.local.survey import survey_spec  # optional: the local model (pandas), for surveys only
+
         body = survey_spec(protocol, **parts) | {"name": name}
         if open_limit is not None:
             body |= {"open": True, "open_limit": open_limit}
@@ -327,6 +335,8 @@ class RemoteConnection:
         """Randomise true answers *here* with the survey's declared protocol and ε (fetched from the
         server), then send only the randomised responses (with a respondent token: one answer). A batch
         refused midway leaves the earlier batches counted; ``n`` is the survey's total."""
+        from privdb.local.survey import Survey  # optional: the local model (pandas), for surveys only
+
         survey = Survey(self.survey(name)["spec"])
         return self.add_responses(name, survey.randomize(answers, rng=rng))
 

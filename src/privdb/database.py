@@ -15,10 +15,9 @@ import math
 import threading
 from collections.abc import Hashable
 from pathlib import Path
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 import duckdb
-import pandas as pd
 
 from privdb.accounting.ledger import Budget, Ledger
 from privdb.accounting.renewal import parse_period, shared_figures
@@ -42,11 +41,12 @@ from privdb.lru import LRU
 from privdb.mechanisms import RandomSource
 from privdb.private_files import owner_only_umask, private_dir
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = ["MAX_SHAPES", "Database", "log_subject"]
 
-MAX_SHAPES = (
-    512  # query shapes kept per database (privdb.sql.plan.prepared), least recently used dropped first
-)
+MAX_SHAPES = 512  # query shapes kept per database (privdb.sql.plan.prepared), least recent dropped first
 
 
 class Database(TableLoads):

@@ -13,7 +13,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import sqlglot
 
 from privdb.accounting.ledger import Ledger
@@ -31,6 +30,9 @@ from privdb.catalog.metadata_spec import metadata_from_dict
 from privdb.catalog.store import Catalog
 from privdb.catalog.typed import append_columns, declared_types, engine_type
 from privdb.errors import InvalidParameter
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["TableLoads"]
 

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
-import pyarrow as pa  # type: ignore[import-untyped]  # no stubs or py.typed marker
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
 from privdb import result_arrow, result_html
 from privdb.errors import InvalidParameter
+
+if TYPE_CHECKING:  # pandas and Arrow where a frame or a table is made: a terminal's answer needs neither
+    import pandas as pd
+    import pyarrow as pa  # type: ignore[import-untyped]  # no stubs or py.typed marker
 
 __all__ = ["Result"]
 
@@ -92,6 +94,8 @@ class Result:
             raise InvalidParameter(
                 f"column {column!r} was not released by randomised response; columns that were: {released}"
             )
+        import pandas as pd
+
         domain = list(info["domain"])
         at = self.columns.index(column)
         codes = pd.Categorical([row[at] for row in self.rows], categories=domain).codes
@@ -127,6 +131,8 @@ class Result:
         """The answer as a frame; with ``intervals`` each column that has 95% intervals is followed by
         ``<col>_ci95_low`` and ``<col>_ci95_high`` (NaN where no interval follows), so the accuracy paid
         for travels with the values. ``intervals=False``: the bare answer."""
+        import pandas as pd
+
         frame = pd.DataFrame(self.rows, columns=self.columns)
         if not intervals:
             return frame
@@ -143,6 +149,8 @@ class Result:
         """The accuracy as a tidy frame: one line per answer row and column with intervals (``row`` its
         index), one line (``row`` missing) per column whose accuracy is not per row (a MODE, a record
         release's randomised column)."""
+        import pandas as pd
+
         lines: list[dict[str, Any]] = []
         for entry in self.accuracy:
             base = {
@@ -239,6 +247,8 @@ class Result:
         """The notebook's view: each value with its 95% interval ("1,203 ± 7", or "12 [10, 15]" when the
         interval is not symmetric about it), what the answer cost, and a small chart of the numeric
         statistics' intervals (privdb.result_html); every text escaped."""
+        import pandas as pd
+
         intervals = self._intervals()
         shown = pd.DataFrame(self.rows[:_SHOW_ROWS], columns=self.columns).astype(object)
         for col, rows in intervals.items():

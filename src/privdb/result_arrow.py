@@ -17,14 +17,17 @@ Schema metadata (UTF-8 keys and values):
   numbers mixed), written as each value's JSON text instead.
 
 This module works on the answer's dict (``Result.to_dict()``); ``privdb.result`` builds ``Result`` on it.
+Arrow itself is imported where a table or a stream is made, so that importing this module (for
+``MEDIA_TYPE``, or with ``privdb.result``) costs a terminal's answer and a JSON server nothing.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa  # type: ignore[import-untyped]  # no stubs or py.typed marker
+if TYPE_CHECKING:
+    import pyarrow as pa  # type: ignore[import-untyped]  # no stubs or py.typed marker
 
 __all__ = ["MEDIA_TYPE", "from_table", "read_stream", "to_table", "write_stream"]
 
@@ -35,6 +38,8 @@ _FIXED = ("columns", "rows", "epsilon_spent", "delta_spent", "budget", "accuracy
 def _array(values: list[Any]) -> tuple[pa.Array, bool]:
     """The values as one Arrow array (NaN stays NaN, None is null); as JSON text if Arrow cannot type them
     as one column (True second)."""
+    import pyarrow as pa
+
     try:
         return pa.array(values, from_pandas=False), False
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError, TypeError):
@@ -70,6 +75,8 @@ def _rebuilt(lows: list[Any], highs: list[Any]) -> list[Any]:
 
 def to_table(answer: dict[str, Any], intervals: bool = True) -> pa.Table:
     """The answer (``Result.to_dict()``) as an Arrow table with its privacy facts in the schema metadata."""
+    import pyarrow as pa
+
     columns: list[str] = list(answer["columns"])
     rows: list[list[Any]] = answer["rows"]
     accuracy = [dict(a) for a in answer["accuracy"]]
@@ -151,6 +158,8 @@ def from_table(table: pa.Table) -> dict[str, Any]:
 
 def write_stream(table: pa.Table) -> bytes:
     """The table as an Arrow IPC stream (what ``pa.ipc.open_stream`` and every Arrow library reads)."""
+    import pyarrow as pa
+
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
@@ -159,4 +168,6 @@ def write_stream(table: pa.Table) -> bytes:
 
 def read_stream(data: bytes) -> pa.Table:
     """The table an Arrow IPC stream holds."""
+    import pyarrow as pa
+
     return pa.ipc.open_stream(data).read_all()

@@ -14,8 +14,6 @@ from __future__ import annotations
 import math
 import sys
 
-from scipy.optimize import minimize_scalar
-
 from privdb import deadline
 from privdb.errors import InvalidParameter
 from privdb.mechanisms import _validate
@@ -35,6 +33,8 @@ def epsilon_from_rho(rho: float, delta: float) -> float:
     delta = _validate.probability("delta", delta, open_low=True, open_high=True)
     if rho == 0.0:
         return 0.0
+    from scipy.optimize import minimize_scalar  # SciPy where a conversion needs it: a start's largest import
+
     classic = rho + 2.0 * math.sqrt(rho * -math.log(delta))
     # ε(α) is convex in α; search log(α − 1) over a wide bracket.
     result = minimize_scalar(

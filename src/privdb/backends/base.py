@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import pandas as pd
 import sqlglot
 from sqlglot import exp
 
 from privdb.backends.names import RESERVED_PREFIX, is_reserved
 from privdb.errors import Forbidden, UnknownTable
 from privdb.suggest import did_you_mean
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Engine", "find_table", "is_read_only", "not_granted"]
 

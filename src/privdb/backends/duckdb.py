@@ -15,10 +15,9 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
-import pandas as pd
 
 from privdb.backends.base import find_table
 from privdb.backends.duckdb_open import first_line, no_progress_bar, open_data
@@ -37,6 +36,9 @@ from privdb.backends.watchdog import WATCHDOG
 from privdb.catalog.files import ReadOptions, release
 from privdb.errors import InvalidParameter, ParseError
 from privdb.perthread import PerThread
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["DuckDBBackend"]
 
@@ -375,7 +377,11 @@ class DuckDBBackend:
                     cursor = self._con.execute(sql)
                     if cursor is None:  # nothing but comments or semicolons
                         raise InvalidParameter("the SQL holds no statement; write one, e.g. SELECT 1")
-                    return cursor.df() if cursor.description else pd.DataFrame()
+                    if cursor.description:
+                        return cursor.df()
+                    import pandas as pd  # the owner's raw SQL: a frame, empty for a statement
+
+                    return pd.DataFrame()
                 finally:
                     if alarm is not None:  # before the lock is released: no late interrupt hits another
                         alarm.cancel()

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from privdb.catalog.metadata import TableMeta
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Contributions", "contributions"]
 
@@ -78,4 +79,6 @@ def contributions(
 
 
 def _whole(value: Any) -> int:
+    import pandas as pd  # the value is a frame's (``run``'s result): pandas is loaded already
+
     return 0 if value is None or pd.isna(value) else int(value)

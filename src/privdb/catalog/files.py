@@ -15,14 +15,16 @@ from __future__ import annotations
 import contextlib
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pandas as pd
 
 from privdb.catalog.reading import FORMATS, FileFormat, ReadOptions
 from privdb.catalog.typed import described_type, forced_types, wrong_type
 from privdb.errors import InvalidParameter, install_hint
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "FORMATS",
@@ -189,6 +191,8 @@ def _ident(name: str) -> str:
 
 def _excel(path: Path, options: ReadOptions) -> pd.DataFrame:
     import importlib.util
+
+    import pandas as pd  # pandas' reader: loading an Excel file only
 
     if importlib.util.find_spec("openpyxl") is None:  # pandas' reader for .xlsx
         raise InvalidParameter(

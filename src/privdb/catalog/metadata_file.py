@@ -8,8 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from privdb.accounting.renewal import parse_period
 from privdb.catalog.smartnoise import from_smartnoise, is_smartnoise
 from privdb.errors import InvalidParameter
@@ -20,6 +18,8 @@ __all__ = ["load_budgets", "load_metadata"]
 
 def load_metadata(path: str | Path, table: str) -> dict[str, Any]:
     """Read a metadata YAML file and return the spec of ``table`` (a file may describe many tables)."""
+    import yaml  # where a file is read: the commands that open a database without one go without it
+
     try:
         doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -51,6 +51,8 @@ def load_budgets(path: str | Path, table: str) -> list[tuple[str, str, float, fl
     """The shared budgets a metadata file declares at its top level that apply now: ``table``'s lifetime
     budget and every group's, as (kind, name, ε, δ, renewal period or None). ``budgets: {tables: {people:
     {epsilon: 10, delta: 1e-6}}, groups: {team_a: {epsilon: 5, renew: 30d}}}`` (docs/metadata.md)."""
+    import yaml  # as in load_metadata
+
     doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     budgets = doc.get("budgets") if isinstance(doc, dict) else None
     if budgets is None:

@@ -58,12 +58,12 @@ def main() -> None:
 def _run(app: typer.Typer) -> int:
     """The command's exit status; Ctrl-C outside a command (while Typer parses) is "interrupted" too."""
     import typer
-    from typer import rich_utils
 
-    from privdb.cli.core import stop_interrupted
+    from privdb.cli.core import only, stop_interrupted, widen_help
 
+    widen_help(app, sys.argv[1:])
     try:
-        code = app(standalone_mode=False, prog_name="privdb")
+        code = only(app, sys.argv[1:])(standalone_mode=False, prog_name="privdb")
     except KeyboardInterrupt:
         stop_interrupted()
     except typer.Abort as err:
@@ -73,6 +73,8 @@ def _run(app: typer.Typer) -> int:
         return 1
     except typer.TyperException as err:  # Typer's parser errors (its vendored click's ClickException)
         if type(err).__name__ == "NoArgsIsHelpError":  # `privdb` alone: the help
+            from typer import rich_utils
+
             rich_utils.rich_format_error(err)  # type: ignore[arg-type]
         else:
             ctx = getattr(err, "ctx", None)

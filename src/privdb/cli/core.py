@@ -7,6 +7,7 @@ line "interrupted", whatever the engine made of the signal; privdb.interrupt).
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 from collections.abc import Callable
@@ -15,7 +16,6 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
-from typer import rich_utils
 
 from privdb.errors import InternalError, PrivdbError
 from privdb.interrupt import interrupted, settle
@@ -28,16 +28,13 @@ __all__ = [
     "console",
     "errors",
     "friendly",
+    "only",
     "stop_interrupted",
+    "widen_help",
 ]
 
 INTERRUPTED = 130  # the exit status of a command ended by Ctrl-C (128 + SIGINT), as shells report it
 CLOSED_PIPE = 141  # the reader of the output went away (`| head -1`): 128 + SIGPIPE, as shells report it
-
-if rich_utils.MAX_WIDTH is None and "COLUMNS" not in os.environ and not sys.stdout.isatty():
-    # help piped to a file or a pager: Rich would assume 80 columns and squeeze every description; use lines
-    # as long as the code's own (a terminal keeps its real width; COLUMNS or TERMINAL_WIDTH still win)
-    rich_utils.MAX_WIDTH = 120
 
 app = typer.Typer(
     name="privdb",
@@ -48,6 +45,25 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode="markdown",  # a docstring's wrapped lines read as one paragraph
 )
+
+
+def widen_help(typer_app: typer.Typer, args: list[str]) -> None:
+    """Before parsing ``args``, if they ask for help (``--help``, or command groups alone: Typer's
+    no_args_is_help): help piped to a file or a pager gets lines as long as the code's own, where Rich would
+    assume 80 columns and squeeze every description (a terminal keeps its real width; COLUMNS or
+    TERMINAL_WIDTH still win). Typer's Rich help (and Markdown) is imported here, only when help is shown: a
+    command that runs never needs it."""
+
+    def groups(of: typer.Typer) -> set[str]:
+        found = {str(g.name) for g in of.registered_groups}
+        return found.union(*(groups(g.typer_instance) for g in of.registered_groups if g.typer_instance))
+
+    if "--help" not in args and not set(args) <= groups(typer_app):
+        return
+    from typer import rich_utils
+
+    if rich_utils.MAX_WIDTH is None and "COLUMNS" not in os.environ and not sys.stdout.isatty():
+        rich_utils.MAX_WIDTH = 120
 
 
 def _version(value: bool) -> None:
@@ -91,21 +107,37 @@ PANELS: dict[str, tuple[str, ...]] = {
 }
 
 
+def name_of(info: Any) -> str:
+    """A registered command's (or command group's) name, as the command line spells it."""
+    if info.name:
+        return str(info.name)
+    callback = info.callback or getattr(info, "typer_instance", None)
+    return getattr(callback, "__name__", "").replace("_", "-") if callback else ""
+
+
 def arrange(typer_app: typer.Typer) -> None:
     """Put every registered command (and command group) in its help panel, in the order of ``PANELS``."""
     order = [name for names in PANELS.values() for name in names]
-
-    def name_of(info: Any) -> str:
-        if info.name:
-            return str(info.name)
-        callback = info.callback or getattr(info, "typer_instance", None)
-        return getattr(callback, "__name__", "").replace("_", "-") if callback else ""
-
     for infos in (typer_app.registered_commands, typer_app.registered_groups):
         for info in infos:
             name = name_of(info)
             info.rich_help_panel = next((p for p, names in PANELS.items() if name in names), "Other")
         infos.sort(key=lambda i: order.index(name_of(i)) if name_of(i) in order else len(order))
+
+
+def only(typer_app: typer.Typer, args: list[str]) -> typer.Typer:
+    """The application with only the command (or group) that ``args`` start with: Typer turns every
+    registered command into a Click command at each start, reading each signature (a tenth of a start), and
+    the one that runs is all it needs; its help, errors and exit statuses are the same. When ``args`` name
+    none (``--help``, ``--version``, a misspelt command and its suggestions): the whole application."""
+    name = args[0] if args else ""
+    commands = [info for info in typer_app.registered_commands if name_of(info) == name]
+    groups = [info for info in typer_app.registered_groups if name_of(info) == name]
+    if not commands and not groups:
+        return typer_app
+    lean = copy.copy(typer_app)  # the callback (--version) and the settings stay; the other commands go
+    lean.registered_commands, lean.registered_groups = commands, groups
+    return lean
 
 
 # Every string the CLI prints is plain text: Rich's markup (``[b]…[/b]``) and emoji codes (``:smile:``) are

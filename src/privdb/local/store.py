@@ -21,15 +21,17 @@ does the same before sending them).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from privdb.backends.names import check_name
 from privdb.catalog.store import Catalog
 from privdb.catalog.surveys import Collection, Via
 from privdb.errors import InvalidParameter
 from privdb.local.limits import MAX_ISSUE, MAX_OPEN_LIMIT, OPEN_RATE, RATE_WINDOW
-from privdb.local.survey import SpecParts, Survey, survey_spec
-from privdb.mechanisms.randomness import RandomSource
+
+if TYPE_CHECKING:
+    from privdb.local.survey import SpecParts, Survey
+    from privdb.mechanisms.randomness import RandomSource
 
 __all__ = ["SurveyStore"]
 
@@ -38,6 +40,14 @@ def _count(value: object, what: str, most: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
         raise InvalidParameter(f"{what} must be an integer from 1 to {most:,}, got {value!r}")
     return value
+
+
+def _survey(spec: dict[str, Any]) -> Survey:
+    """The survey a spec declares."""
+    # optional: the protocols (NumPy, pandas) load when a survey is used, not before a server listens
+    from privdb.local.survey import Survey
+
+    return Survey(spec)
 
 
 class SurveyStore:
@@ -51,7 +61,7 @@ class SurveyStore:
         ``open_limit``: an open survey, whose collection token may add that many responses in all (None:
         closed, respondents send with respondent tokens)."""
         check_name(name, "survey")
-        survey = Survey(spec)
+        survey = _survey(spec)
         if open_limit is not None:
             _count(open_limit, "open_limit (responses the collection token may add)", MAX_OPEN_LIMIT)
         token = self.catalog.create_survey(name, survey.spec, len(survey.domain), open_limit=open_limit)
@@ -67,6 +77,8 @@ class SurveyStore:
         self, name: str, protocol: str, *, open_limit: int | None = None, **parts: Unpack[SpecParts]
     ) -> dict[str, Any]:
         """Declare a survey: its protocol, ``values`` (the domain), ε (or α, p); ``open_limit`` opens it."""
+        from privdb.local.survey import survey_spec  # optional: as _survey
+
         return self.declare(name, survey_spec(protocol, **parts), open_limit=open_limit)
 
     def issue_survey_tokens(self, name: str, count: int) -> list[str]:
@@ -82,7 +94,7 @@ class SurveyStore:
         """The survey's spec, who may send, and current estimate per value, with 95% intervals."""
         spec, n, support = self.catalog.survey(name)
         access = {"access": self.catalog.survey_access(name)}
-        return {"name": name, "spec": spec} | access | Survey(spec).estimate(support, n)
+        return {"name": name, "spec": spec} | access | _survey(spec).estimate(support, n)
 
     def add_responses(
         self, name: str, responses: list[Any], *, via: Via = "owner", token: str | None = None
@@ -90,7 +102,7 @@ class SurveyStore:
         """Add a batch of already-randomised responses (only their support counts are kept), each checked
         against the protocol's outputs; ``via`` the sender's kind of token (the owner: no allowance)."""
         spec, _, _ = self.catalog.survey(name)
-        support, n = Survey(spec).support(responses)
+        support, n = _survey(spec).support(responses)
         how = Collection(via=via, token=token, rate=OPEN_RATE, window=RATE_WINDOW)
         return {"name": name, "added": n, "n": self.catalog.add_to_survey(name, support, n, how)}
 
@@ -99,4 +111,4 @@ class SurveyStore:
     ) -> dict[str, Any]:
         """Randomise true answers here with the survey's protocol, then add the randomised responses."""
         spec, _, _ = self.catalog.survey(name)
-        return self.add_responses(name, Survey(spec).randomize(answers, rng=rng))
+        return self.add_responses(name, _survey(spec).randomize(answers, rng=rng))

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from mpmath import iv, libmp
-
 from privdb.mechanisms.randomness import RandomSource
 
 # rigorous bounds (lo, hi) of a real number, at a working precision in bits
@@ -27,12 +25,23 @@ Bounds = Callable[[int], tuple[Fraction, Fraction]]
 _IV_LOCK = threading.Lock()  # mpmath's interval context keeps its precision in a global
 
 
+def _iv() -> Any:
+    """mpmath's interval context, imported on first use: only the rare samples the fast path cannot certify
+    need it, and its import would be a tenth of every command's start."""
+    from mpmath import iv
+
+    return iv
+
+
 def _endpoints(value: object) -> tuple[Fraction, Fraction]:
+    from mpmath import libmp  # on first use, as _iv
+
     lo, hi = value._mpi_  # type: ignore[attr-defined]
     return Fraction(*libmp.to_rational(lo)), Fraction(*libmp.to_rational(hi))
 
 
 def _with_prec(prec: int, compute: Callable[[], object]) -> tuple[Fraction, Fraction]:
+    iv = _iv()
     with _IV_LOCK:
         old = iv.prec
         iv.prec = prec
@@ -43,19 +52,20 @@ def _with_prec(prec: int, compute: Callable[[], object]) -> tuple[Fraction, Frac
 
 
 def _iv_rational(x: Fraction) -> Any:
+    iv = _iv()
     return iv.mpf(x.numerator) / iv.mpf(x.denominator)
 
 
 def exp_neg(x: Fraction) -> Bounds:
     """Bounds of ``e^(-x)``."""
-    return lambda prec: _with_prec(prec, lambda: iv.exp(-_iv_rational(x)))
+    return lambda prec: _with_prec(prec, lambda: _iv().exp(-_iv_rational(x)))
 
 
 def odds(x: Fraction, m: int) -> Bounds:
     """Bounds of ``e^x / (e^x + m)`` (k-ary randomised response keeps the truth with this, m = k − 1)."""
     return lambda prec: _with_prec(
         prec,
-        lambda: 1 / (1 + m * iv.exp(-_iv_rational(x))),
+        lambda: 1 / (1 + m * _iv().exp(-_iv_rational(x))),
     )
 
 
@@ -68,6 +78,8 @@ def gumbel_key(score: Fraction) -> Callable[[Fraction, Fraction, int], tuple[Fra
     """Bounds of ``score - ln(-ln U)`` for ``U`` in [u_lo, u_hi] (an interval of a uniform's prefix)."""
 
     def bounds(u_lo: Fraction, u_hi: Fraction, prec: int) -> tuple[Fraction, Fraction]:
+        iv = _iv()
+
         def lo() -> object:
             if u_lo == 0:
                 return iv.mpf("-inf")

@@ -22,7 +22,6 @@ from typing import ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import log_ndtr, ndtr, ndtri
 
 from privdb import deadline
 from privdb.accounting import zcdp
@@ -38,6 +37,8 @@ __all__ = ["DiscreteGaussian", "Gaussian", "analytic_gaussian_sigma", "gaussian_
 def gaussian_delta(sigma: float, epsilon: float, sensitivity: float) -> float:
     """δ(σ) of the continuous Gaussian mechanism (Balle & Wang 2018, Theorem 8); 1 (the trivial bound)
     where float64 cannot evaluate it, which only makes a calibration choose more noise."""
+    from scipy.special import log_ndtr, ndtr  # SciPy where σ is calibrated: its import is a start's largest
+
     if not sigma > 0.0:
         return 1.0
     a = sensitivity / (2.0 * sigma)
@@ -133,6 +134,8 @@ def _discrete_delta_bound(sigma: float, epsilon: float, steps: int) -> float:
     δ = P[Y > a] − e^ε·P[Y > b] with a = εσ²/Δ − Δ/2, b = εσ²/Δ + Δ/2; for a decreasing density the tail
     sum Σ_{y>a} lies between the integrals from ⌊a⌋+1 and from ⌊a⌋, and the normaliser is at least √(2π)σ.
     """
+    from scipy.special import log_ndtr, ndtr  # SciPy where σ is calibrated (see gaussian_delta)
+
     a = epsilon * sigma * sigma / steps - steps / 2.0
     b = epsilon * sigma * sigma / steps + steps / 2.0
     if not (a >= 0 and math.isfinite(b)):
@@ -235,6 +238,8 @@ class Gaussian(AdditiveNoise):
         return self.scale**2
 
     def half_width(self, beta: float) -> float:
+        from scipy.special import ndtri  # SciPy where it is needed (see gaussian_delta)
+
         beta = _validate.probability("beta", beta, open_low=True, open_high=True)
         # the continuous quantile plus one grid step covers the discrete tail
         return float(self.scale * ndtri(1.0 - beta / 2.0)) + self.granularity

@@ -26,7 +26,6 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 import numpy as np
-from mpmath import iv
 from numpy.typing import ArrayLike, NDArray
 
 from privdb.errors import InvalidParameter
@@ -44,6 +43,7 @@ def keep_probability(noisy_rate: float, sharp_rate: float) -> _exact.Bounds:
     lam_a, lam_b = Fraction(noisy_rate), Fraction(sharp_rate)
 
     def compute() -> object:
+        iv = _exact._iv()
         a = iv.exp(-_exact._iv_rational(lam_a))
         b = iv.exp(-_exact._iv_rational(lam_b))
         return b * (1 - a) ** 2 / (a * (1 - b) ** 2)

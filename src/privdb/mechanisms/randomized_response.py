@@ -27,7 +27,6 @@ from typing import ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import ndtri
 
 from privdb.errors import InvalidParameter
 from privdb.mechanisms import _exact, _samplers, _validate
@@ -83,6 +82,8 @@ class Estimate:
 
     @property
     def ci95(self) -> tuple[float, float]:
+        from scipy.special import ndtri  # SciPy where an interval is made, not where a mechanism is
+
         z = float(ndtri(0.975))
         return (self.value - z * self.std_error, self.value + z * self.std_error)
 

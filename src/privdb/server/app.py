@@ -37,7 +37,6 @@ from privdb.catalog.typed import APPEND_KEEPS_METADATA
 from privdb.crashpoint import crash_point
 from privdb.database import Database, log_subject
 from privdb.errors import Forbidden, InvalidParameter, PrivdbError, RawAccessDenied
-from privdb.publish.service import publish_request
 from privdb.server.accesslog import off_the_loop
 from privdb.server.bodies import AnalystIn, AttachIn, PublishIn, QueryIn, RawIn, SharedBudgetIn, TableIn
 from privdb.server.errors import error_response, from_error
@@ -268,6 +267,9 @@ def create_app(
         "/v1/publish", summary="Publish a table once with a DP guarantee, charged to its budget (owner)"
     )
     def publish(body: PublishIn, who: Owner) -> dict[str, Any]:
+        # optional: publishing's code (pandas, SciPy) loads at a first release, not before the server listens
+        from privdb.publish.service import publish_request
+
         return publish_request(db, body.method, body.table, body.options)
 
     @app.get("/v1/budgets/classes", summary="Personalised tables: the ε each class of units has lost (owner)")

@@ -5,9 +5,8 @@ statistics of privdb.sql.answer; on a table with personalised ε each accuracy e
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import pandas as pd
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from privdb.mechanisms import RandomSource
 from privdb.sql.accuracy import first as accuracy_first
@@ -16,6 +15,9 @@ from privdb.sql.plan.types import Plan
 from privdb.sql.release.plan import ReleasePlan
 from privdb.sql.release.records import randomize_records
 from privdb.sql.run.read import Read
+
+if TYPE_CHECKING:
+    pass
 
 __all__ = ["responder"]
 
@@ -30,7 +32,7 @@ def responder(
     def respond(data: Read) -> NoisyAnswer:
         frame, histograms = data
         if isinstance(plan, ReleasePlan):
-            assert isinstance(frame, pd.DataFrame)
+            assert frame is not None and not isinstance(frame, Mapping)  # a record release reads a frame
             return randomize_records(plan, frame, rng)
         if plan.query.schedule is not None:  # accuracy first: MAX reserved, the ex-post ε charged
             answer = accuracy_first.respond(plan, frame, rng)

@@ -18,8 +18,6 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from scipy.special import ndtri
-
 from privdb import deadline
 from privdb.errors import InvalidParameter
 from privdb.sql.front.query import MAX_EPSILON
@@ -38,6 +36,8 @@ def _scale(mechanism: str, confidence: float) -> float:
     if mechanism in ("laplace", "geometric"):
         return math.log(1 / (1 - confidence)) / math.log(20)
     if mechanism in ("gaussian", "discrete_gaussian"):
+        from scipy.special import ndtri  # SciPy for a Gaussian's quantile only (a start's largest import)
+
         return float(ndtri((1 + confidence) / 2) / ndtri(0.975))
     raise InvalidParameter(
         f"CONFIDENCE {confidence:g} is not available for the {mechanism} mechanism; use CONFIDENCE 0.95"

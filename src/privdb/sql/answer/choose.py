@@ -4,10 +4,9 @@ docs/proofs/sql.md, "Order statistics")."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 
 from privdb.mechanisms import ExponentialMechanism, RandomSource
@@ -15,6 +14,9 @@ from privdb.sql.answer.smooth import smooth_accuracy, smooth_answers
 from privdb.sql.front.keys import canonical_key
 from privdb.sql.plan.order import bracket, end_mechanism
 from privdb.sql.plan.types import ANSWER_SHARE, END_SHARE, AggregatePlan, Histogram, Plan
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Interval", "choose", "histogram_accuracy", "interval_of", "mode_utilities", "utilities"]
 

@@ -16,10 +16,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 
 from privdb.mechanisms import RandomSource
@@ -36,6 +35,9 @@ from privdb.sql.plan.sensitivity import DISTINCT_KINDS
 from privdb.sql.plan.truncation import QUERY as TRUNCATION_QUERY
 from privdb.sql.plan.types import AggregatePlan, Plan
 from privdb.sql.run.read import Statistics
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "NoisyAnswer",
@@ -82,11 +84,11 @@ def true_values_by_group(
     if frame is None:  # no noisy sums: only order statistics, modes or distinct counts
         cols: list[list[Any]] = [[] for _ in key_cols + names]
         nrows = 0
-    elif isinstance(frame, pd.DataFrame):
-        cols, nrows = [frame[c].tolist() for c in key_cols + names], len(frame)
-    else:
+    elif isinstance(frame, Mapping):  # fetch_columns: no frame (and no pandas) on the way
         cols = [list(frame[c]) for c in key_cols + names]
         nrows = len(next(iter(frame.values()), ()))
+    else:
+        cols, nrows = [frame[c].tolist() for c in key_cols + names], len(frame)
     # Keys the engine keeps apart can be one key here (NaN and NULL both become None): their statistics,
     # all sums and counts, are added, never overwritten (which row came last would decide the answer)
     data: dict[tuple[Any, ...], list[float]] = {}

@@ -12,14 +12,21 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import sys
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 __all__ = ["canonical_key", "canonical_rank", "order_key"]
+
+
+def _pandas_missing(value: Any) -> bool:
+    """``pd.NA`` or ``NaT``. Only a frame's value can be one, and a frame means pandas is loaded: a key from
+    ``fetch_columns`` (Python values) is looked at without importing pandas."""
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and (value is pandas.NA or value is pandas.NaT)
 
 
 def _blob_text(data: bytes) -> str:
@@ -37,11 +44,13 @@ def canonical_key(value: Any) -> Any:
         return value
     if kind is float:
         return None if value != value else (0.0 if value == 0.0 else value)
-    if value is pd.NA or value is pd.NaT:
+    if _pandas_missing(value):
         return None
     if isinstance(value, np.datetime64 | np.timedelta64):
         if np.isnat(value):
             return None
+        import pandas as pd  # its Timestamp and Timedelta: the ISO text DuckDB writes
+
         return canonical_key(pd.Timestamp(value) if isinstance(value, np.datetime64) else pd.Timedelta(value))
     if isinstance(value, np.generic):
         return canonical_key(value.item())
@@ -66,6 +75,8 @@ def canonical_key(value: Any) -> Any:
     if isinstance(value, datetime.date | datetime.time):
         return value.isoformat()
     if isinstance(value, datetime.timedelta):  # pd.Timedelta too
+        import pandas as pd  # its ISO text of a duration
+
         return str(pd.Timedelta(value).isoformat())
     if isinstance(value, bytes | bytearray | memoryview):
         return _blob_text(bytes(value))

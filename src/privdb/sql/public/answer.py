@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import duckdb
-import pandas as pd
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError as SqlglotParseError
@@ -52,6 +52,9 @@ from privdb.sql.front.limits import MAX_DEPTH, MAX_QUERY_LENGTH, check_text, nes
 from privdb.sql.front.qualified import unqualify
 from privdb.sql.public.language import plain_sql
 from privdb.sql.public.slots import PUBLIC_SLOTS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["MAX_PUBLIC_ROWS", "MAX_RESULT_ROWS", "PUBLIC_TIMEOUT", "answer_public", "is_plain_select"]
 

@@ -30,11 +30,10 @@ post-processing. They may therefore use released columns only.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 from sqlglot import exp
 
@@ -44,6 +43,9 @@ from privdb.mechanisms._samplers import discrete_laplace, uniform_int
 from privdb.mechanisms.randomness import default_source
 from privdb.sql.answer.noise import NoisyAnswer
 from privdb.sql.release.plan import ReleasedColumn, ReleasePlan
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["MAX_RECORDS", "RECORDS_ENTRY", "debias_values", "draw_records", "randomize_records"]
 
@@ -102,6 +104,8 @@ def _noisy_count(plan: ReleasePlan, n: int, source: RandomSource) -> tuple[int, 
 
 def _grid_index(col: ReleasedColumn, values: pd.Series) -> NDArray[np.int64]:
     """Each value clamped to ``[L, U]`` (NULL: the midpoint) and rounded to the nearest grid point."""
+    import pandas as pd  # the values are a frame's column: pandas is loaded already
+
     assert col.column.lower is not None and col.column.upper is not None
     lo, hi = float(col.column.lower), float(col.column.upper)
     raw = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
@@ -164,6 +168,8 @@ def _randomize(
     info: dict[str, Any] = {"column": col.output, "mechanism": col.mechanism, "epsilon": col.epsilon}
     n = len(values) + dummies
     if col.mechanism == "randomized_response":
+        import pandas as pd  # the values are a frame's column: pandas is loaded already
+
         domain = col.domain
         codes = np.asarray(pd.Categorical(values, categories=list(domain)).codes, dtype=np.int64)
         outside = codes < 0  # NULL or a value outside the public domain: a uniform value stands in
@@ -233,6 +239,8 @@ def randomize_records(plan: ReleasePlan, frame: pd.DataFrame, rng: RandomSource 
     if not any(plan.query.select.args.get(clause) for clause in ("where", "order", "limit")):
         cols = [_plain_list(released[c.column.name]) for c in plan.columns]
         return NoisyAnswer(outputs, [list(row) for row in zip(*cols, strict=True)], accuracy)
+    import pandas as pd  # the released records as a frame, for DuckDB to filter and order
+
     select = plan.query.select.copy()
     table = pd.DataFrame(released, columns=[c.column.name for c in plan.columns])
     select.set(

@@ -6,20 +6,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from privdb.backends.duckdb import DuckDBBackend
 from privdb.database import Database
 from privdb.sql.plan.types import Plan
 from privdb.sql.run.targets import histogram_queries
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = ["Read", "Statistics", "reader"]
 
-# the engine's result of the statistics query: a DataFrame, or column name → values (DuckDB's fetch_columns)
-Statistics = pd.DataFrame | Mapping[str, list[Any]]
-Read = tuple[Statistics | None, dict[str, pd.DataFrame]]
+# the engine's result of the statistics query: a DataFrame, or column name → values (DuckDB's fetch_columns);
+# written as text, so that pandas is imported where a frame is made (DuckDB's .df()), not by the query path
+Statistics: TypeAlias = "pd.DataFrame | Mapping[str, list[Any]]"
+Read: TypeAlias = "tuple[Statistics | None, dict[str, pd.DataFrame]]"
 
 
 def reader(db: Database, plan: Plan | None, base: str, sql: str) -> Callable[[], Read]:

@@ -6,9 +6,8 @@ than DuckDB (only those proven total there). No data is read here but public tab
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import sqlglot
 from sqlglot import exp
 
@@ -28,6 +27,9 @@ from privdb.sql.plan.types import Plan
 from privdb.sql.run.counts import distinct_sql, histogram_sql
 from privdb.sql.run.eager import eager_sql
 from privdb.sql.run.rewrite import engine_sql, truncation_sql
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "DatabaseTables",

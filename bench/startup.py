@@ -1,0 +1,275 @@
+"""How long a ``privdb`` command takes to start and answer (issue 40), against ``python -c "import duckdb"``.
+
+Each command runs as a fresh process, as a user types it, on a tiny real database (200 rows, one analyst):
+``--version``, ``--help``, ``budget``, ``query`` (a DP COUNT, its ε varied per run so that no stored answer
+is reused), ``explain``, and ``serve`` until its first HTTP answer (``GET /healthz``; then it is stopped
+with Ctrl-C). Rounds are interleaved with the raw baseline, so the machine's other work falls on all of
+them alike; one warm-up round first, which also writes the bytecode caches (the runs drop
+``PYTHONDONTWRITEBYTECODE``, as an installed package has its ``.pyc`` files). The figure is the best of
+``--repeats`` rounds. ``--base SRC`` also times another checkout's ``src`` (e.g. the commit before a
+change) in the same rounds. The modules column counts what ``python -X importtime`` lists for one run.
+
+    .venv/bin/python -m bench.startup [--repeats 5] [--base /tmp/old/src] [--quick]
+
+A full run rewrites the ``startup`` section of docs/benchmarks.md; ``--quick`` (2 rounds) only prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import itertools
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.harness import ROOT, machine, report
+from bench.harness.timing import best_of
+
+TARGET = 3.0  # the issue's: every command within 3× `python -c "import duckdb"`
+BASELINE = "import duckdb"
+# the libraries `privdb query` cannot do without, imported alone: the CLI (Typer, the pydantic it converts
+# parameters with, Rich's tables), the engine (DuckDB), the parser (sqlglot), the noise (NumPy, the CSPRNG)
+LIBRARIES = (
+    "import typer.main, rich.table, duckdb, sqlglot, numpy, cryptography.hazmat.primitives.ciphers; "
+    "from pydantic import TypeAdapter"
+)
+COMMANDS = ("--version", "--help", "budget", "query", "explain", "serve")
+COLUMNS = ["command", "privdb s", "÷ import duckdb", "modules", f"≤ {TARGET:g}×"]
+BASE_COLUMNS = ["base s", "base ÷ import duckdb", "base modules"]
+_ANSWERED = 200
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A tiny database and the argument lists of the commands against it."""
+
+    db: Path
+    counter: itertools.count[int]
+
+    def argv(self, command: str) -> list[str]:
+        db = ["--db", str(self.db)]
+        if command == "budget":
+            return ["budget", *db, "--analyst", "a"]
+        if command == "query":  # a fresh ε every run: never an answer from the store
+            epsilon = 0.001 + next(self.counter) * 1e-7
+            return ["query", *db, "--analyst", "a", f"DP-SELECT {epsilon:.7f} COUNT(*) FROM p"]
+        if command == "explain":
+            return ["explain", *db, "DP-SELECT 1 COUNT(*) FROM p"]
+        return [command]
+
+
+def build(where: Path) -> Path:
+    """A database of 200 rows (``p``: an identifier and a bounded age) and an analyst ``a``."""
+    from privdb.database import Database
+
+    data = where / "p.csv"
+    data.write_text("id,age\n" + "".join(f"{i},{20 + i % 50}\n" for i in range(200)), encoding="utf-8")
+    meta = {
+        "columns": {
+            "id": {"type": "int", "identifier": True},
+            "age": {"type": "int", "lower": 0, "upper": 99},
+        }
+    }
+    db = Database(where / "db")
+    try:
+        db.load("p", data, meta)
+        db.grant("a", epsilon=1e9)
+        db.catalog.add_owner_token()  # `serve` then prints no token
+    finally:
+        db.close()
+    return where / "db"
+
+
+def environment(src: Path | None) -> dict[str, str]:
+    """The runs' environment: bytecode written (an installed package's ``.pyc``), ``src`` first on the path
+    (the checkout whose privdb runs; None: the baseline's, which imports no privdb)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(src), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def run_command(argv: list[str], env: dict[str, str], importtime: bool = False) -> str:
+    """Run a command to its end (output discarded); with ``importtime``, return what it wrote to stderr."""
+    flags = ["-X", "importtime"] if importtime else []
+    done = subprocess.run(
+        [sys.executable, *flags, *argv],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{argv} failed ({done.returncode}): {done.stderr.decode()[-300:]}")
+    return done.stderr.decode(errors="replace")
+
+
+def run_serve(db: Path, env: dict[str, str], importtime: bool = False) -> str:
+    """Start ``privdb serve``, wait for its first answer to ``GET /healthz``, stop it (Ctrl-C) and wait for
+    it to end; with ``importtime``, return what it wrote to stderr."""
+    port = free_port()
+    flags = ["-X", "importtime"] if importtime else []
+    argv = [sys.executable, *flags, "-m", "privdb", "serve", "--db", str(db), "--port", str(port)]
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
+            [*argv, "--no-access-log"], env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while not _answers(port):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    err.seek(0)
+                    raise RuntimeError(f"privdb serve did not answer: {err.read().decode()[-300:]}")
+                time.sleep(0.005)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        err.seek(0)
+        return err.read().decode(errors="replace")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _answers(port: int) -> bool:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        connection.request("GET", "/healthz")
+        return connection.getresponse().status == _ANSWERED
+    except OSError:
+        return False
+    finally:
+        connection.close()
+
+
+def runner(command: str, setting: Setting, env: dict[str, str]) -> Callable[[bool], str]:
+    """One run of ``command`` with the privdb of ``env`` (``importtime``: its import log)."""
+    if command == "serve":
+        return lambda importtime=False: run_serve(setting.db, env, importtime)
+    return lambda importtime=False: run_command(["-m", "privdb", *setting.argv(command)], env, importtime)
+
+
+def modules(log: str) -> int:
+    """How many modules an ``-X importtime`` log lists."""
+    return sum(
+        line.startswith("import time:") and "|" in line and "self [us]" not in line
+        for line in log.splitlines()
+    )
+
+
+def measure(
+    setting: Setting, src: Path | None, base: Path | None, repeats: int
+) -> tuple[dict[str, float], dict[str, int]]:
+    """Best wall time of every run (the baseline, each command, each command of ``base``), interleaved, and
+    the modules each imports."""
+    variants = {"": environment(src)} | ({"base ": environment(base)} if base is not None else {})
+    plain = environment(None)
+    runs: dict[str, Callable[[int], object]] = {
+        BASELINE: lambda i: run_command(["-c", BASELINE], plain),
+        LIBRARIES: lambda i: run_command(["-c", LIBRARIES], plain),
+    }
+    counted = {code: modules(run_command(["-c", code], plain, True)) for code in (BASELINE, LIBRARIES)}
+    for command in COMMANDS:
+        for label, env in variants.items():
+            one = runner(command, setting, env)
+            runs[label + command] = lambda i, one=one: one(False)  # type: ignore[misc]
+            counted[label + command] = modules(one(True))
+    return best_of(runs, repeats), counted
+
+
+def rows(best: dict[str, float], counted: dict[str, int], base: bool) -> list[list[str]]:
+    """Table rows: each command's best time, its ratio to the baseline, its modules, and the verdict."""
+    raw = best[BASELINE]
+    out = [
+        [f'`python -c "{BASELINE}"`', report.secs(raw), "1.0×", str(counted[BASELINE]), ""],
+        [
+            "the libraries `privdb query` needs, imported alone",
+            report.secs(best[LIBRARIES]),
+            report.ratio(best[LIBRARIES], raw),
+            str(counted[LIBRARIES]),
+            "",
+        ],
+    ]
+    for cells in out:
+        cells += ["", "", ""] if base else []
+    for command in COMMANDS:
+        shown = "privdb serve (to its first answer)" if command == "serve" else f"privdb {command}"
+        cells = [f"`{shown}`", report.secs(best[command]), report.ratio(best[command], raw)]
+        cells += [str(counted[command]), report.OK[best[command] <= TARGET * raw]]
+        if base:
+            old = "base " + command
+            cells += [report.secs(best[old]), report.ratio(best[old], raw), str(counted[old])]
+        out.append(cells)
+    return out
+
+
+def markdown(table_rows: list[list[str]], base: bool, line: str, repeats: int) -> str:
+    columns = COLUMNS + (BASE_COLUMNS if base else [])
+    body = [
+        report.written_by("bench.startup", "bench/startup.py"),
+        "",
+        f"Machine: {line}",
+        "",
+        (
+            f"Wall time of each command as a fresh process, best of {repeats} rounds after a warm-up, "
+            f'interleaved with `python -c "{BASELINE}"` in the same rounds, on a database of 200 rows '
+            "(`query`: `DP-SELECT ε COUNT(*) FROM p`, ε varied per run so no stored answer is reused; "
+            "`explain` as the owner; `serve`: from the start of the process to its first `GET /healthz` "
+            f"answer). The target (issue 40): every command within {TARGET:g}× the baseline. modules: "
+            "what `python -X importtime` lists for one run"
+            + (
+                " ('base': the checkout before issue 40's start-up work, in the same rounds)."
+                if base
+                else "."
+            )
+            + f" The second line imports, alone, the libraries a query cannot do without (`{LIBRARIES}`): "
+            "the floor of a query's start while the CLI is Typer and the parser sqlglot."
+        ),
+        "",
+        *report.table(columns, table_rows),
+    ]
+    return report.section("startup", "Start-up: each command against `import duckdb`", body)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5, help="rounds after the warm-up (best of them)")
+    parser.add_argument("--base", type=Path, help="another checkout's src/, timed in the same rounds")
+    parser.add_argument("--quick", action="store_true", help="2 rounds; prints only")
+    args = parser.parse_args()
+    repeats = 2 if args.quick else args.repeats
+    before = machine.load()
+    with tempfile.TemporaryDirectory() as tmp:
+        setting = Setting(build(Path(tmp)), itertools.count())
+        best, counted = measure(setting, ROOT / "src", args.base, repeats)
+    line = machine.describe(
+        f"duckdb {machine.version('duckdb')}, typer {machine.version('typer')}",
+        f"load (1/5/15 min) {before} before, {machine.load()} after",
+        memory=False,
+    )
+    shown = rows(best, counted, args.base is not None)
+    console = report.console()
+    columns = COLUMNS + (BASE_COLUMNS if args.base is not None else [])
+    console.print(report.rich_table("start-up", columns, shown), line, sep="\n")
+    if not args.quick:
+        report.write_section("startup", markdown(shown, args.base is not None, line, repeats))
+        console.print(f"Wrote the startup section of {report.DOC}")
+
+
+if __name__ == "__main__":
+    main()
