@@ -208,10 +208,14 @@ def test_kill_9_of_one_server_mid_load_loses_no_spend(tmp_path: Path, ledger_url
         log = db.log("alice")
     outcomes = {e["query"]: e["outcome"] for e in log}
     assert all(outcomes.get(q) == "answered" for q in answered)  # every answer received has its spend
-    charged = [e for e in log if e["outcome"] in ("answered", "interrupted")]
+    charged = [e for e in log if e["outcome"] in ("answered", "failed", "interrupted")]
     assert sum(Fraction(e["epsilon"]).limit_denominator(1000) for e in charged) == budget.epsilon_spent
-    assert budget.epsilon_spent == budget.epsilon_total == 3  # the budget ran out, and not one query over
-    assert len([e for e in charged if e["outcome"] == "interrupted"]) <= 4  # one in flight per A client
+    # the budget ran out, and not one query over: B's clients stopped when the budget was held to its end,
+    # partly by A's reservations in flight; those A had not begun to read were released when its database
+    # was next opened (issue 37: a dead query is charged only if it had read), so they return their ε
+    unread = [e for e in log if e["outcome"] == "interrupted" and e["code"] is None]
+    assert budget.epsilon_spent + Fraction(len(unread), 100) == budget.epsilon_total == 3
+    assert len([e for e in log if e["outcome"] == "interrupted"]) <= 4  # one in flight per A client
 
 
 def test_a_lost_connection_fails_one_call_and_the_next_connects_again(ledger_url: str) -> None:
