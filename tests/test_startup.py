@@ -1,8 +1,9 @@
 """A command imports only what it uses (issue 40): ``privdb query``, ``budget`` and ``explain`` on a real
 database, and ``privdb serve`` up to where it listens, load none of SciPy, pandas, Arrow, the web framework
 (but serve), matplotlib, publishing, anonymisation or the local model's protocols, and at most a budget of
-privdb's own modules. Checked by behaviour (which modules a run loads, in a fresh process), not by
-wall-clock time, which depends on the machine; bench/startup.py times them (docs/benchmarks.md).
+privdb's own modules; a budget, a grant or the log load no engine at all. Checked by behaviour (which modules
+a run loads, in a fresh process), not by wall-clock time, which depends on the machine; bench/startup.py times
+them (docs/benchmarks.md).
 ``--version`` and ``--help``: tests/test_cli_startup.py."""
 
 from __future__ import annotations
@@ -94,6 +95,24 @@ def test_a_command_imports_only_what_it_uses(db: Path, args: list[str], shown: s
     assert len(own) <= MAX_PRIVDB, f"privdb {args[0]} imported {len(own)} of privdb's modules"
     # Typer builds only the command that runs; its Rich help and Markdown are for help only
     assert not {"typer.rich_utils", "rich.markdown", "markdown_it"} & modules
+
+
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [
+        (["budget", "--analyst", "alice"], "remaining"),
+        (["log"], "alice"),
+        (["grant", "bob", "--epsilon", "1"], ""),
+    ],
+)
+def test_a_command_that_never_reads_the_data_loads_no_engine(db: Path, args: list[str], shown: str) -> None:
+    """Budgets, grants and the log are the catalog's and the ledger's: neither DuckDB, the parser, NumPy
+    nor the SQL engine is imported (the data is imported and opened on first use: Database.backend)."""
+    out, code, modules = _run(_PROBE.format(args=[*args, "--db", str(db)]))
+    assert code in (0, None) and shown in out, out
+    engines = {m.split(".")[0] for m in modules} & {"duckdb", "sqlglot", "numpy", "cryptography"}
+    assert engines == set(), f"privdb {args[0]} imported {sorted(engines)}"
+    assert not [m for m in modules if m.startswith(("privdb.sql", "privdb.backends.duckdb"))]
 
 
 def test_a_csv_answer_builds_its_frame(db: Path) -> None:
