@@ -148,3 +148,24 @@ def test_serve_imports_only_what_serving_needs_before_it_listens(db: Path) -> No
     serving = {"fastapi", "starlette", "uvicorn", "privdb.local.store"}
     heavy = [m for m in _heavy(modules) if m not in serving and not m.startswith("privdb.server")]
     assert heavy == [], f"privdb serve imported {heavy} before listening"
+
+
+def test_a_server_session_loads_no_engine() -> None:
+    """``privdb.connect(URL, token=…)`` (and the CLI's ``--url``): HTTP only; Arrow comes with an answer."""
+    code = (
+        "import json, sys, privdb\n"
+        "privdb.connect('http://127.0.0.1:9', token='t').close()\n"
+        'print("\\nLOADED" + json.dumps({"code": 0, "modules": sorted(sys.modules)}))\n'
+    )
+    _, _, modules = _run(code)
+    assert "httpx" in modules and "privdb.client" in modules
+    engines = {m.split(".")[0] for m in modules} & {
+        "duckdb",
+        "sqlglot",
+        "numpy",
+        "pandas",
+        "pyarrow",
+        "scipy",
+    }
+    assert engines == set(), f"a server session imported {sorted(engines)}"
+    assert not [m for m in modules if m.startswith(("privdb.sql", "privdb.local.survey", "privdb.publish"))]
