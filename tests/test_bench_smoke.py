@@ -74,6 +74,7 @@ RUNS = [
         "pgwire",
     ),
     ("bench.public_sandbox", ["--timeout", "10", "SELECT len(list_value(1, 2, 3))"], None),
+    ("bench.startup", ["--repeats", "1"], "startup"),
 ]
 
 

@@ -1,8 +1,9 @@
 """A command imports only what it uses (issue 40): ``privdb query``, ``budget`` and ``explain`` on a real
 database, and ``privdb serve`` up to where it listens, load none of SciPy, pandas, Arrow, the web framework
 (but serve), matplotlib, publishing, anonymisation or the local model's protocols, and at most a budget of
-privdb's own modules. Checked by behaviour (which modules a run loads, in a fresh process), not by
-wall-clock time, which depends on the machine; bench/startup.py times them (docs/benchmarks.md).
+privdb's own modules; a budget, a grant or the log load no engine at all. Checked by behaviour (which modules
+a run loads, in a fresh process), not by wall-clock time, which depends on the machine; bench/startup.py times
+them (docs/benchmarks.md).
 ``--version`` and ``--help``: tests/test_cli_startup.py."""
 
 from __future__ import annotations
@@ -96,6 +97,24 @@ def test_a_command_imports_only_what_it_uses(db: Path, args: list[str], shown: s
     assert not {"typer.rich_utils", "rich.markdown", "markdown_it"} & modules
 
 
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [
+        (["budget", "--analyst", "alice"], "remaining"),
+        (["log"], "alice"),
+        (["grant", "bob", "--epsilon", "1"], ""),
+    ],
+)
+def test_a_command_that_never_reads_the_data_loads_no_engine(db: Path, args: list[str], shown: str) -> None:
+    """Budgets, grants and the log are the catalog's and the ledger's: neither DuckDB, the parser, NumPy
+    nor the SQL engine is imported (the data is imported and opened on first use: Database.backend)."""
+    out, code, modules = _run(_PROBE.format(args=[*args, "--db", str(db)]))
+    assert code in (0, None) and shown in out, out
+    engines = {m.split(".")[0] for m in modules} & {"duckdb", "sqlglot", "numpy", "cryptography"}
+    assert engines == set(), f"privdb {args[0]} imported {sorted(engines)}"
+    assert not [m for m in modules if m.startswith(("privdb.sql", "privdb.backends.duckdb"))]
+
+
 def test_a_csv_answer_builds_its_frame(db: Path) -> None:
     """pandas where a frame is built: the CSV of an answer (and nothing else heavy)."""
     args = ["query", "--analyst", "alice", "DP-SELECT 0.5 COUNT(*) FROM people", "--format", "csv"]
@@ -129,3 +148,24 @@ def test_serve_imports_only_what_serving_needs_before_it_listens(db: Path) -> No
     serving = {"fastapi", "starlette", "uvicorn", "privdb.local.store"}
     heavy = [m for m in _heavy(modules) if m not in serving and not m.startswith("privdb.server")]
     assert heavy == [], f"privdb serve imported {heavy} before listening"
+
+
+def test_a_server_session_loads_no_engine() -> None:
+    """``privdb.connect(URL, token=…)`` (and the CLI's ``--url``): HTTP only; Arrow comes with an answer."""
+    code = (
+        "import json, sys, privdb\n"
+        "privdb.connect('http://127.0.0.1:9', token='t').close()\n"
+        'print("\\nLOADED" + json.dumps({"code": 0, "modules": sorted(sys.modules)}))\n'
+    )
+    _, _, modules = _run(code)
+    assert "httpx" in modules and "privdb.client" in modules
+    engines = {m.split(".")[0] for m in modules} & {
+        "duckdb",
+        "sqlglot",
+        "numpy",
+        "pandas",
+        "pyarrow",
+        "scipy",
+    }
+    assert engines == set(), f"a server session imported {sorted(engines)}"
+    assert not [m for m in modules if m.startswith(("privdb.sql", "privdb.local.survey", "privdb.publish"))]

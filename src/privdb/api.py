@@ -12,20 +12,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack, overload
 
 from privdb.catalog.conformance import Finding
-from privdb.catalog.files import FileFormat, ReadOptions
 from privdb.catalog.metadata import TableMeta
 from privdb.catalog.querylog import LogOptions
+from privdb.catalog.reading import FileFormat, ReadOptions
 from privdb.catalog.typed import APPEND_KEEPS_METADATA
 from privdb.database import Database, log_subject
 from privdb.errors import InvalidParameter, RawAccessDenied
-from privdb.result import Result
-from privdb.sql import engine
-from privdb.sql.public.wrapped import Session
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from privdb.client import RemoteConnection
+    from privdb.result import Result
+    from privdb.sql.public.wrapped import Session
 
 Spec = str | Path | dict[str, Any] | None  # privacy metadata: a YAML file or its dict
 
@@ -61,10 +60,15 @@ class Connection:
                 "the owner's connection has no budget; connect as an analyst "
                 "(privdb.connect(path, analyst=…)) for DP answers, or use owner_sql for raw SQL"
             )
+        # optional: the SQL engine (sqlglot, NumPy, DuckDB) loads for a query, not for a budget or a grant
+        from privdb.sql import engine
+
         return engine.run(self._db, self.analyst, query, session)
 
     def explain(self, query: str) -> dict[str, Any]:
         """The plan and cost of a DP-SELECT, without reading data or spending budget."""
+        from privdb.sql import engine  # optional: as in sql
+
         return engine.explain(self._db, query, self.analyst)
 
     def budget(self) -> dict[str, Any]:

@@ -22,11 +22,10 @@ from typing import TYPE_CHECKING, Any, Unpack
 import httpx
 
 from privdb import errors
-from privdb.catalog.files import ReadOptions
 from privdb.catalog.metadata_file import load_metadata
 from privdb.catalog.querylog import LogOptions
+from privdb.catalog.reading import ReadOptions
 from privdb.catalog.typed import APPEND_KEEPS_METADATA, declared_types
-from privdb.catalog.upload import FileToSend, too_large
 from privdb.local.limits import MAX_BATCH, MAX_ISSUE
 from privdb.result import Result
 from privdb.result_arrow import MEDIA_TYPE, read_stream
@@ -255,6 +254,8 @@ class RemoteConnection:
         CSV (``PUT /v1/uploads/{id}``), ``progress(sent, total)`` called as the bytes go. A CSV's bad lines
         left out here (``options.skip_bad_lines``) are counted in ``skipped_lines``, and text columns of
         mostly numbers told in ``mixed_columns``."""
+        from privdb.catalog.upload import FileToSend, too_large  # optional: DuckDB reads the file to send
+
         if append and metadata is not None:
             raise errors.InvalidParameter(APPEND_KEEPS_METADATA)
         spec = _spec(metadata, table)

@@ -17,14 +17,10 @@ from collections.abc import Hashable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
-import duckdb
-
 from privdb.accounting.ledger import Budget, Ledger
 from privdb.accounting.renewal import parse_period, shared_figures
 from privdb.accounting.sqlstore import store_for
-from privdb.backends.base import Engine, is_read_only
-from privdb.backends.duckdb import DuckDBBackend
-from privdb.backends.duckdb_tables import Loaded
+from privdb.backends.base import is_read_only
 from privdb.backends.names import check_name, is_reserved
 from privdb.backends.urls import open_engine
 from privdb.catalog.loads import recover
@@ -38,11 +34,15 @@ from privdb.errors import DatabaseInUse, InvalidParameter, PrivdbError, UnknownT
 from privdb.inuse import in_use
 from privdb.loads import TableLoads
 from privdb.lru import LRU
-from privdb.mechanisms import RandomSource
 from privdb.private_files import owner_only_umask, private_dir
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from privdb.backends.base import Engine
+    from privdb.backends.duckdb import DuckDBBackend
+    from privdb.backends.duckdb_tables import Loaded
+    from privdb.mechanisms import RandomSource
 
 __all__ = ["MAX_SHAPES", "Database", "log_subject"]
 
@@ -83,6 +83,9 @@ class Database(TableLoads):
         they work while a server holds the DuckDB file (one writer per file)."""
         with self._backend_lock:
             if self._backend is None:
+                # optional: DuckDB and sqlglot load with the data: a budget, a grant or the log go without
+                from privdb.backends.duckdb import DuckDBBackend
+
                 try:
                     backend = DuckDBBackend(self.path / "data.duckdb", read_only=self.read_only)
                 except DatabaseInUse as err:  # say who holds it, and what works meanwhile
@@ -360,15 +363,9 @@ class Database(TableLoads):
 
     def evaluate_domain(self, key_sql: str, column: ColumnMeta, values: list[Any]) -> tuple[Any, ...] | None:
         """Map *public* column values through a key expression (never touches the data)."""
-        con = duckdb.connect(":memory:")
-        try:
-            con.execute(f'CREATE TABLE v AS SELECT UNNEST(?) AS "{column.name}"', [values])
-            rows = con.execute(f"SELECT DISTINCT TRY({key_sql}) AS k FROM v ORDER BY 1 NULLS LAST").fetchall()
-        except duckdb.Error:
-            return None  # not evaluable on the public values: keys go through the noisy threshold
-        finally:
-            con.close()
-        return tuple(r[0] for r in rows)
+        from privdb.backends.duckdb_open import map_values  # optional: DuckDB, as in backend
+
+        return map_values(key_sql, column.name, values)
 
 
 def _plain_sql(

@@ -13,26 +13,25 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import sqlglot
-
 from privdb.accounting.ledger import Ledger
-from privdb.backends.base import Engine
-from privdb.backends.duckdb import DuckDBBackend
-from privdb.backends.duckdb_tables import Loaded
 from privdb.backends.names import HIDDEN_PREFIX, check_name, quote_table
 from privdb.catalog.conformance import Finding, check_conformance
 from privdb.catalog.contributions import contributions
-from privdb.catalog.files import ReadOptions
 from privdb.catalog.loads import load_table
 from privdb.catalog.metadata import TableMeta
 from privdb.catalog.metadata_file import load_budgets, load_metadata
 from privdb.catalog.metadata_spec import metadata_from_dict
+from privdb.catalog.reading import ReadOptions
 from privdb.catalog.store import Catalog
 from privdb.catalog.typed import append_columns, declared_types, engine_type
 from privdb.errors import InvalidParameter
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from privdb.backends.base import Engine
+    from privdb.backends.duckdb import DuckDBBackend
+    from privdb.backends.duckdb_tables import Loaded
 
 __all__ = ["TableLoads"]
 
@@ -139,6 +138,8 @@ class TableLoads:
         engine, source = self.backend_for(meta.name)
 
         def run(sql: str) -> pd.DataFrame:
+            import sqlglot  # to write the checks in an attached engine's dialect
+
             return engine.fetch(sqlglot.transpile(sql, read="duckdb", write=engine.dialect)[0])
 
         return check_conformance(run, quote_table(source), meta)

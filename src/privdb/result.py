@@ -6,7 +6,6 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
@@ -14,7 +13,7 @@ from rich.text import Text
 from privdb import result_arrow, result_html
 from privdb.errors import InvalidParameter
 
-if TYPE_CHECKING:  # pandas and Arrow where a frame or a table is made: a terminal's answer needs neither
+if TYPE_CHECKING:  # NumPy, pandas and Arrow where a frame or a table is made: an answer's text needs none
     import pandas as pd
     import pyarrow as pa  # type: ignore[import-untyped]  # no stubs or py.typed marker
 
@@ -94,6 +93,7 @@ class Result:
             raise InvalidParameter(
                 f"column {column!r} was not released by randomised response; columns that were: {released}"
             )
+        import numpy as np
         import pandas as pd
 
         domain = list(info["domain"])
@@ -131,6 +131,7 @@ class Result:
         """The answer as a frame; with ``intervals`` each column that has 95% intervals is followed by
         ``<col>_ci95_low`` and ``<col>_ci95_high`` (NaN where no interval follows), so the accuracy paid
         for travels with the values. ``intervals=False``: the bare answer."""
+        import numpy as np
         import pandas as pd
 
         frame = pd.DataFrame(self.rows, columns=self.columns)
@@ -149,6 +150,7 @@ class Result:
         """The accuracy as a tidy frame: one line per answer row and column with intervals (``row`` its
         index), one line (``row`` missing) per column whose accuracy is not per row (a MODE, a record
         release's randomised column)."""
+        import numpy as np
         import pandas as pd
 
         lines: list[dict[str, Any]] = []

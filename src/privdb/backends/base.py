@@ -5,9 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
-import sqlglot
-from sqlglot import exp
-
 from privdb.backends.names import RESERVED_PREFIX, is_reserved
 from privdb.errors import Forbidden, UnknownTable
 from privdb.suggest import did_you_mean
@@ -80,6 +77,9 @@ class Engine(Protocol):
 
 def is_read_only(sql: str) -> bool:
     """Whether ``sql`` is nothing but queries (no statement that could change a table)."""
+    import sqlglot  # the parser where the owner's SQL is read, not where an engine is named
+    from sqlglot import exp
+
     try:
         statements = sqlglot.parse(sql, read="duckdb")
     except sqlglot.errors.SqlglotError:

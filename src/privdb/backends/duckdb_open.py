@@ -1,19 +1,21 @@
 """Opening a DuckDB data file for privdb.backends.duckdb: owner-only when new (privdb.private_files), an
 empty one made first for a read-only opening of a missing file, and a lock another process holds named with
-its pid; DuckDB's progress bar off on every connection.
+its pid; DuckDB's progress bar off on every connection. And public values mapped through a key expression
+in a DuckDB of their own (``map_values``, for privdb.database.Database.evaluate_domain).
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
 from privdb.errors import DatabaseInUse, InvalidParameter
 from privdb.private_files import chmod_private, owner_only_umask
 
-__all__ = ["first_line", "no_progress_bar", "open_data"]
+__all__ = ["first_line", "map_values", "no_progress_bar", "open_data"]
 
 
 def open_data(path: Path | None, read_only: bool) -> duckdb.DuckDBPyConnection:
@@ -52,3 +54,17 @@ def no_progress_bar(con: duckdb.DuckDBPyConnection) -> None:
 
 def first_line(err: Exception) -> str:
     return str(err).strip().splitlines()[0]
+
+
+def map_values(key_sql: str, column: str, values: list[Any]) -> tuple[Any, ...] | None:
+    """Public ``values`` of ``column`` through a key expression, in a DuckDB of their own (never the data):
+    the distinct results, NULL last; None where they cannot be evaluated."""
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute(f'CREATE TABLE v AS SELECT UNNEST(?) AS "{column}"', [values])
+        rows = con.execute(f"SELECT DISTINCT TRY({key_sql}) AS k FROM v ORDER BY 1 NULLS LAST").fetchall()
+    except duckdb.Error:
+        return None  # not evaluable on the public values: keys go through the noisy threshold
+    finally:
+        con.close()
+    return tuple(r[0] for r in rows)

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import re
 
-from sqlglot import exp
-
 from privdb.errors import InvalidParameter
 
 __all__ = [
@@ -68,4 +66,6 @@ def quote(name: str) -> str:
 
 def quote_table(table: str) -> str:
     """A table name (perhaps schema-qualified) quoted for DuckDB's dialect."""
+    from sqlglot import exp  # sqlglot where a name is quoted for SQL, not where a name is checked
+
     return exp.to_table(table).sql(dialect="duckdb", identify=True)

@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from privdb.accounting.ledger import Ledger
 from privdb.accounting.renewal import parse_period
-from privdb.backends.duckdb import DuckDBBackend
-from privdb.backends.duckdb_tables import Loaded
 from privdb.backends.names import RESERVED_PREFIX
 from privdb.catalog.metadata import TableMeta
 from privdb.catalog.metadata_spec import metadata_from_dict
@@ -31,6 +29,10 @@ from privdb.catalog.reading import ReadOptions
 from privdb.catalog.store import Catalog
 from privdb.crashpoint import crash_point
 from privdb.errors import PrivdbError
+
+if TYPE_CHECKING:
+    from privdb.backends.duckdb import DuckDBBackend
+    from privdb.backends.duckdb_tables import Loaded
 
 __all__ = ["Budgets", "finish_load", "load_table", "recover"]
 
