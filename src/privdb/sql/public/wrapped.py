@@ -23,6 +23,7 @@ any DP query reads data, so a refused statement spends nothing.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -73,7 +74,11 @@ def granted_session(db: Database, analyst: str) -> Session:
     return Session(epsilon=epsilon, delta=delta)
 
 
+@functools.lru_cache(maxsize=16)
 def _tokens(text: str) -> list[Token]:
+    """The text's tokens, kept for the few texts just seen: the engine asks whether a text is plain SQL,
+    then whether it holds DP queries, then where they stand (one tokenization for all three; callers
+    never change the list)."""
     try:
         return list(sqlglot.Dialect.get_or_raise(_DIALECT).tokenize(text))
     except SqlglotError:
