@@ -9,12 +9,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from conftest import seeded
 from privdb.database import Database
 from privdb.errors import PrivdbError
 from privdb.sql import engine
 from privdb.sql.front.dpselect.parse import parse_dp_select
-from zetasql_check import load_duckdb
+from zetasql_check import corpus_database
 
 OLD = "SELECT WITH ANONYMIZATION OPTIONS(epsilon=1000, {options}) {select} FROM units_shared"
 NEW = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1000, {options}) {select} FROM units_shared"
@@ -22,10 +21,7 @@ NEW = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1000, {options}) {select
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
-    database = Database(tmp_path_factory.mktemp("anon") / "db")
-    load_duckdb(database)
-    database.grant("a", epsilon=1e9, delta=0.5)
-    database.noise_source = seeded(39)
+    database = corpus_database(tmp_path_factory.mktemp("anon") / "db")
     yield database
     database.close()
 
@@ -81,8 +77,12 @@ def test_k_threshold_stands_for_delta_in_the_older_spelling_only(db: Database) -
         (OLD.format(options="k_threshold=1.5", select="ANON_SUM(dval)"), "whole number"),
         ("SELECT WITH ANONYMIZATION OPTIONS() ANON_SUM(dval) FROM units", "needs epsilon"),
         (NEW.format(options="delta=1.5", select="SUM(dval)"), "delta must be in [0, 1]"),
-        (NEW.format(options="delta=0", select="SUM(dval, report_format => 'PROTO')"), "PROTO"),
-        (OLD.format(options="delta=0", select="ANON_SUM(dval WITH REPORT(FORMAT=PROTO))"), "PROTO"),
+        (NEW.format(options="delta=0", select="SUM(dval, report_format => 'XML')"), "JSON or PROTO"),
+        (OLD.format(options="delta=0", select="ANON_SUM(dval WITH REPORT(FORMAT=TEXT))"), "JSON or PROTO"),
+        (
+            OLD.format(options="delta=0", select="ANON_SUM(dval WITH REPORT(FORMAT=PROTO)).result"),
+            "its fields here are value",
+        ),
     ],
 )
 def test_refusals_say_why_and_spend_nothing(db: Database, text: str, words: str) -> None:

@@ -79,16 +79,16 @@ class Case:
 
 
 DIFFERENCES = {
-    "report": "a PROTO report, or a report's fields read in SQL ([OFFSET(0)].value, .noise_confidence_"
-    "interval): not read (JSON reports are)",
+    "report": "a report of ANON_QUANTILES / APPROX_QUANTILES read element by element in SQL "
+    "([OFFSET(0)].value): an array answer, not read (JSON and PROTO reports of one value and their "
+    "fields are)",
     "union": "a UNION of DP queries, or of a DP query and plain SQL over the private table: not read yet "
     "(plain SQL over a private table is refused, always)",
     "unnest": "CROSS JOIN UNNEST(array): not read yet",
-    "min_units": "min_privacy_units_per_group: not read yet (privdb's own release rule)",
+    "min_units": "min_privacy_units_per_group at delta=1: the threshold uses δ = 1, more than any budget "
+    "holds, so the ledger refuses it (privdb reads the option: tests/test_bigquery_selection.py)",
     "options": "max_rows_contributed, group_selection_epsilon: not read yet",
     "quantiles": "ANON_QUANTILES / APPROX_QUANTILES (an array answer): not one of privdb's answers",
-    "total_kept": "a total (no GROUP BY) is released whatever its count: privdb thresholds only groups "
-    "whose keys the data would reveal; the one row of a total reveals none",
     "plain_over_private": "plain SQL reading the private table beside the DP query: refused (raw access)",
     "public_groups_join": "public groups as a join with a public table of keys: not read yet",
     "nested_cte": "a DP query inside a CTE of plain SQL with its own WITH: not read yet",
@@ -361,15 +361,13 @@ CASES: list[Case] = [
         "anonymization_k_threshold_eliminates_row",
         ("SELECT WITH ANONYMIZATION OPTIONS(epsilon=1000, k_threshold=100)\n  ANON_SUM(dval)\nFROM units;"),
         rows=(),
-        outcome="differs",
-        why="total_kept",
+        outcome="match",
     ),
     Case(
         "anonymization_k_threshold_eliminates_row_for_anon_avg",
         ("SELECT WITH ANONYMIZATION OPTIONS(epsilon=1000, k_threshold=100)\n  ANON_AVG(dval)\nFROM units;"),
         rows=(),
-        outcome="differs",
-        why="total_kept",
+        outcome="match",
     ),
     Case(
         "anonymization_explicit_bounds_sum_and_count",
@@ -825,15 +823,13 @@ CASES: list[Case] = [
         "anonymization_delta_eliminates_row",
         ("SELECT WITH ANONYMIZATION OPTIONS(epsilon=100, delta=1e-220)\n  ANON_SUM(dval)\nFROM units;"),
         rows=(),
-        outcome="differs",
-        why="total_kept",
+        outcome="match",
     ),
     Case(
         "anonymization_delta_eliminates_row_for_anon_avg",
         ("SELECT WITH ANONYMIZATION OPTIONS(epsilon=100, delta=1e-220)\n  ANON_AVG(dval)\nFROM units;"),
         rows=(),
-        outcome="differs",
-        why="total_kept",
+        outcome="match",
     ),
     Case(
         "anonymization_explicit_bounds_sum_and_count_with_delta",
@@ -1278,9 +1274,22 @@ CASES: list[Case] = [
             "  ANON_SUM(dval CLAMPED BETWEEN 0 AND 10 WITH Report(format=Proto))\n"
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: PROTO reports",
+        rows=(
+            (
+                {
+                    "value": {
+                        "float_value": 11,
+                        "noise_confidence_interval": {
+                            "lower_bound": -5.991464547107979e-19,
+                            "upper_bound": 5.991464547107979e-19,
+                            "confidence_level": 0.95,
+                        },
+                    }
+                },
+            ),
+        ),
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_anon_avg_explicit_bounds_multi_user_with_report_proto_1",
@@ -1289,9 +1298,22 @@ CASES: list[Case] = [
             "  ANON_AVG(dval CLAMPED BETWEEN 0 AND 10 WITH Report(format=Proto))\n"
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: PROTO reports",
+        rows=(
+            (
+                {
+                    "value": {
+                        "float_value": 1.3333333333333335,
+                        "noise_confidence_interval": {
+                            "lower_bound": 1.3333333333333335,
+                            "upper_bound": 1.3333333333333335,
+                            "confidence_level": 0.95,
+                        },
+                    }
+                },
+            ),
+        ),
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_anon_avg_explicit_bounds_multi_user_with_report_proto_2",
@@ -1300,9 +1322,22 @@ CASES: list[Case] = [
             "  ANON_AVG(ival CLAMPED BETWEEN 0 AND 10 WITH Report(format=Proto))\n"
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: PROTO reports",
+        rows=(
+            (
+                {
+                    "value": {
+                        "float_value": 1.6333333333333333,
+                        "noise_confidence_interval": {
+                            "lower_bound": 1.6333333333333333,
+                            "upper_bound": 1.6333333333333333,
+                            "confidence_level": 0.95,
+                        },
+                    }
+                },
+            ),
+        ),
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_anon_avg_implicit_bounds_multi_user_with_report_proto_1",
@@ -1311,9 +1346,28 @@ CASES: list[Case] = [
             "  ANON_AVG(dval WITH Report(format=Proto))\n"
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: PROTO reports",
+        rows=(
+            (
+                {
+                    "value": {
+                        "float_value": 1.3333333333333333,
+                        "noise_confidence_interval": {
+                            "lower_bound": 1.3333333333333333,
+                            "upper_bound": 1.3333333333333333,
+                            "confidence_level": 0.95,
+                        },
+                    },
+                    "bounding_report": {
+                        "lower_bound": {"float_value": 0.5},
+                        "upper_bound": {"float_value": 2},
+                        "num_inputs": 3,
+                        "num_outside": 0,
+                    },
+                },
+            ),
+        ),
+        outcome="differs",
+        why="bounding_report",
     ),
     Case(
         "anonymization_anon_avg_implicit_bounds_multi_user_with_report_proto_2",
@@ -1322,9 +1376,28 @@ CASES: list[Case] = [
             "  ANON_AVG(ival WITH Report(format=Proto))\n"
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: PROTO reports",
+        rows=(
+            (
+                {
+                    "value": {
+                        "float_value": 1.6333333333333333,
+                        "noise_confidence_interval": {
+                            "lower_bound": 1.6333333333333333,
+                            "upper_bound": 1.6333333333333333,
+                            "confidence_level": 0.95,
+                        },
+                    },
+                    "bounding_report": {
+                        "lower_bound": {"float_value": 0.5},
+                        "upper_bound": {"float_value": 4},
+                        "num_inputs": 3,
+                        "num_outside": 0,
+                    },
+                },
+            ),
+        ),
+        outcome="differs",
+        why="bounding_report",
     ),
     Case(
         "anonymization_anon_avg_explicit_bounds_multi_user_with_report_json_1",
@@ -1441,9 +1514,28 @@ CASES: list[Case] = [
             "  ANON_SUM(ival WITH Report(format=Proto))\n"
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: PROTO reports",
+        rows=(
+            (
+                {
+                    "value": {
+                        "int_value": 16,
+                        "noise_confidence_interval": {
+                            "lower_bound": -1.9172686550745535e-18,
+                            "upper_bound": 1.9172686550745535e-18,
+                            "confidence_level": 0.95,
+                        },
+                    },
+                    "bounding_report": {
+                        "lower_bound": {"int_value": -16},
+                        "upper_bound": {"int_value": 16},
+                        "num_inputs": 3,
+                        "num_outside": 0,
+                    },
+                },
+            ),
+        ),
+        outcome="differs",
+        why="bounding_report",
     ),
     Case(
         "anonymization_basic_anon_sum_int64_implicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -1453,8 +1545,8 @@ CASES: list[Case] = [
             "FROM units_shared WHERE id > 1000;"
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
-        outcome="refused",
-        needle="unsupported_query: PROTO reports",
+        outcome="differs",
+        why="approx_bounds",
     ),
     Case(
         "anonymization_anon_sum_double_explicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -1464,9 +1556,17 @@ CASES: list[Case] = [
             " Report(format=Proto)).value.noise_confidence_interval\n"
             "FROM units_shared WHERE id > 1000;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: PROTO reports",
+        rows=(
+            (
+                {
+                    "lower_bound": -5.991464547107979e-19,
+                    "upper_bound": 5.991464547107979e-19,
+                    "confidence_level": 0.95,
+                },
+            ),
+        ),
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_anon_count_double_explicit_bounds_multi_user_with_report_proto",
@@ -1475,9 +1575,21 @@ CASES: list[Case] = [
             "  ANON_COUNT(dval CLAMPED BETWEEN 0 AND 10 WITH Report(format=Proto))\n"
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: PROTO reports",
+        rows=(
+            (
+                {
+                    "value": {
+                        "int_value": 8,
+                        "noise_confidence_interval": {
+                            "lower_bound": -5.991464547107979e-19,
+                            "upper_bound": 5.991464547107979e-19,
+                            "confidence_level": 0.95,
+                        },
+                    }
+                },
+            ),
+        ),
+        outcome="match",
     ),
     Case(
         "anonymization_basic_anon_count_int64_implicit_bounds_multi_user_with_report_proto",
@@ -1486,9 +1598,28 @@ CASES: list[Case] = [
             "  ANON_COUNT(ival WITH Report(format=Proto))\n"
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: PROTO reports",
+        rows=(
+            (
+                {
+                    "value": {
+                        "int_value": 8,
+                        "noise_confidence_interval": {
+                            "lower_bound": -9.586343275372767e-19,
+                            "upper_bound": 9.586343275372767e-19,
+                            "confidence_level": 0.95,
+                        },
+                    },
+                    "bounding_report": {
+                        "lower_bound": {"int_value": -8},
+                        "upper_bound": {"int_value": 8},
+                        "num_inputs": 3,
+                        "num_outside": 0,
+                    },
+                },
+            ),
+        ),
+        outcome="differs",
+        why="bounding_report",
     ),
     Case(
         "anonymization_basic_anon_count_int64_implicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -1498,8 +1629,8 @@ CASES: list[Case] = [
             "FROM units_shared WHERE id > 1000;"
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
-        outcome="refused",
-        needle="unsupported_query: PROTO reports",
+        outcome="differs",
+        why="approx_bounds",
     ),
     Case(
         "anonymization_anon_count_double_explicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -1509,9 +1640,16 @@ CASES: list[Case] = [
             " Report(format=Proto)).value.noise_confidence_interval\n"
             "FROM units_shared WHERE id > 1000;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: PROTO reports",
+        rows=(
+            (
+                {
+                    "lower_bound": -5.991464547107979e-19,
+                    "upper_bound": 5.991464547107979e-19,
+                    "confidence_level": 0.95,
+                },
+            ),
+        ),
+        outcome="match",
     ),
     Case(
         "anonymization_anon_count_star_explicit_bounds_multi_user_with_report_proto",
@@ -1520,9 +1658,21 @@ CASES: list[Case] = [
             "  ANON_COUNT(* CLAMPED BETWEEN 0 AND 10 WITH Report(format=Proto))\n"
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: PROTO reports",
+        rows=(
+            (
+                {
+                    "value": {
+                        "int_value": 10,
+                        "noise_confidence_interval": {
+                            "lower_bound": -5.991464547107979e-19,
+                            "upper_bound": 5.991464547107979e-19,
+                            "confidence_level": 0.95,
+                        },
+                    }
+                },
+            ),
+        ),
+        outcome="match",
     ),
     Case(
         "anonymization_anon_sum_double_explicit_bounds_multi_user_with_report_json",
@@ -1586,8 +1736,8 @@ CASES: list[Case] = [
             "FROM units_shared WHERE id > 1000;"
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
-        outcome="refused",
-        needle="unsupported_query: PROTO reports",
+        outcome="differs",
+        why="approx_bounds",
     ),
     Case(
         "anonymization_anon_sum_double_explicit_bounds_multi_user_with_report_json_zero_rows",
@@ -1606,9 +1756,8 @@ CASES: list[Case] = [
                 },
             ),
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: SUM(dval).result.noise_confidence_interv",
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_anon_count_double_explicit_bounds_multi_user_with_report_json",
@@ -1691,9 +1840,7 @@ CASES: list[Case] = [
                 },
             ),
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: COUNT(dval).result.noise_confidence_inte",
+        outcome="match",
     ),
     Case(
         "anonymization_anon_count_star_explicit_bounds_multi_user_with_report_json",
@@ -2037,9 +2184,22 @@ CASES: list[Case] = [
             "  ANON_COUNT(* CLAMPED BETWEEN 0 AND 1 with REPORT(format=PROTO))\n"
             "FROM units;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: PROTO reports",
+        rows=(
+            (
+                {
+                    "value": {
+                        "int_value": 10,
+                        "noise_confidence_interval": {
+                            "lower_bound": -2.99573227355399e-20,
+                            "upper_bound": 2.99573227355399e-20,
+                            "confidence_level": 0.95,
+                        },
+                    }
+                },
+            ),
+        ),
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_count_unique_users_with_report_proto_without_thresholding",
@@ -2048,9 +2208,22 @@ CASES: list[Case] = [
             "  ANON_COUNT(* CLAMPED BETWEEN 0 AND 1 with REPORT(format=PROTO))\n"
             "FROM units;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: PROTO reports",
+        rows=(
+            (
+                {
+                    "value": {
+                        "int_value": 10,
+                        "noise_confidence_interval": {
+                            "lower_bound": -5.99146454710798e-20,
+                            "upper_bound": 5.99146454710798e-20,
+                            "confidence_level": 0.95,
+                        },
+                    }
+                },
+            ),
+        ),
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_max_rows_contributed_sum",
@@ -2173,7 +2346,8 @@ CASES: list[Case] = [
         rows=((1, 4.5), (3, 2.5), (None, 2.5), (2, 3), (4, -1.5)),
         outcome="refused",
         why="min_units",
-        needle="unsupported_query: min_privacy_units_per_group: privdb deci",
+        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_min_privacy_units_per_group_is_2",
@@ -2186,7 +2360,8 @@ CASES: list[Case] = [
         rows=((1, 3), (None, 2), (2, 3)),
         outcome="refused",
         why="min_units",
-        needle="unsupported_query: min_privacy_units_per_group: privdb deci",
+        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_min_privacy_units_per_group_is_3",
@@ -2199,7 +2374,8 @@ CASES: list[Case] = [
         rows=((1, 3), (2, 3)),
         outcome="refused",
         why="min_units",
-        needle="unsupported_query: min_privacy_units_per_group: privdb deci",
+        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_min_privacy_units_per_group_and_explicit_laplace_thresholding",
@@ -2213,7 +2389,8 @@ CASES: list[Case] = [
         rows=((1, 3), (2, 3)),
         outcome="refused",
         why="min_units",
-        needle="unsupported_query: min_privacy_units_per_group: privdb deci",
+        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_min_privacy_units_per_group_is_4",
@@ -2226,7 +2403,8 @@ CASES: list[Case] = [
         rows=(),
         outcome="refused",
         why="min_units",
-        needle="unsupported_query: min_privacy_units_per_group: privdb deci",
+        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_k_threshold_and_min_privacy_units_per_group_set",
@@ -2238,7 +2416,7 @@ CASES: list[Case] = [
         ),
         error="The options min_privacy_units_per_group and k_threshold cannot be spec",
         outcome="refused",
-        needle="unsupported_query: min_privacy_units_per_group: privdb deci",
+        needle="parse_error: min_privacy_units_per_group and k_thresh",
     ),
     Case(
         "anonymization_public_groups_and_min_privacy_units_per_group_set",
@@ -2250,7 +2428,7 @@ CASES: list[Case] = [
         ),
         error="The MIN_PRIVACY_UNITS_PER_GROUP option must not be specified if GROUP_",
         outcome="refused",
-        needle="unsupported_query: min_privacy_units_per_group: privdb deci",
+        needle="parse_error: min_privacy_units_per_group goes with gr",
     ),
     Case(
         "anonymization_min_privacy_units_per_group_works_with_json_report",
@@ -2290,7 +2468,8 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: min_privacy_units_per_group: privdb deci",
+        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_min_privacy_units_per_group_works_with_proto_report",
@@ -2302,7 +2481,8 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: min_privacy_units_per_group: privdb deci",
+        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_approx_bounds_on_no_data_returns_null",
@@ -2611,15 +2791,13 @@ CASES: list[Case] = [
         "differential_privacy_delta_eliminates_row",
         ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=100, delta=1e-220)\n  SUM(dval)\nFROM units;"),
         rows=(),
-        outcome="differs",
-        why="total_kept",
+        outcome="match",
     ),
     Case(
         "differential_privacy_delta_eliminates_row_for_avg",
         ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=100, delta=1e-220)\n  AVG(dval)\nFROM units;"),
         rows=(),
-        outcome="differs",
-        why="total_kept",
+        outcome="match",
     ),
     Case(
         "differential_privacy_explicit_bounds_sum_and_count",
@@ -3031,9 +3209,22 @@ CASES: list[Case] = [
             '  SUM(dval, contribution_bounds_per_group => (0, 10), report_format => "PROTO")\n'
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: PROTO reports",
+        rows=(
+            (
+                {
+                    "value": {
+                        "float_value": 11,
+                        "noise_confidence_interval": {
+                            "lower_bound": -5.991464547107979e-19,
+                            "upper_bound": 5.991464547107979e-19,
+                            "confidence_level": 0.95,
+                        },
+                    }
+                },
+            ),
+        ),
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_basic_sum_int64_implicit_bounds_multi_user_with_report_proto",
@@ -3042,9 +3233,28 @@ CASES: list[Case] = [
             '  SUM(ival, report_format => "PROTO")\n'
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: PROTO reports",
+        rows=(
+            (
+                {
+                    "value": {
+                        "int_value": 16,
+                        "noise_confidence_interval": {
+                            "lower_bound": -1.9172686550745535e-18,
+                            "upper_bound": 1.9172686550745535e-18,
+                            "confidence_level": 0.95,
+                        },
+                    },
+                    "bounding_report": {
+                        "lower_bound": {"int_value": -16},
+                        "upper_bound": {"int_value": 16},
+                        "num_inputs": 3,
+                        "num_outside": 0,
+                    },
+                },
+            ),
+        ),
+        outcome="differs",
+        why="bounding_report",
     ),
     Case(
         "differential_privacy_basic_sum_int64_implicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -3054,8 +3264,8 @@ CASES: list[Case] = [
             "FROM units_shared WHERE id > 1000;"
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
-        outcome="refused",
-        needle="unsupported_query: PROTO reports",
+        outcome="differs",
+        why="approx_bounds",
     ),
     Case(
         "differential_privacy_sum_double_explicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -3065,9 +3275,17 @@ CASES: list[Case] = [
             ' "PROTO").value.noise_confidence_interval\n'
             "FROM units_shared WHERE id > 1000;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: PROTO reports",
+        rows=(
+            (
+                {
+                    "lower_bound": -5.991464547107979e-19,
+                    "upper_bound": 5.991464547107979e-19,
+                    "confidence_level": 0.95,
+                },
+            ),
+        ),
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_avg_double_explicit_bounds_multi_user_with_report_proto",
@@ -3076,9 +3294,22 @@ CASES: list[Case] = [
             '  AVG(dval, contribution_bounds_per_group => (0, 10), report_format => "PROTO")\n'
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: PROTO reports",
+        rows=(
+            (
+                {
+                    "value": {
+                        "float_value": 1.3333333333333335,
+                        "noise_confidence_interval": {
+                            "lower_bound": 1.3333333333333335,
+                            "upper_bound": 1.3333333333333335,
+                            "confidence_level": 0.95,
+                        },
+                    }
+                },
+            ),
+        ),
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_avg_int64_implicit_bounds_multi_user_with_report_proto",
@@ -3087,9 +3318,28 @@ CASES: list[Case] = [
             '  AVG(ival, report_format => "PROTO")\n'
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: PROTO reports",
+        rows=(
+            (
+                {
+                    "value": {
+                        "float_value": 1.6333333333333333,
+                        "noise_confidence_interval": {
+                            "lower_bound": 1.6333333333333333,
+                            "upper_bound": 1.6333333333333333,
+                            "confidence_level": 0.95,
+                        },
+                    },
+                    "bounding_report": {
+                        "lower_bound": {"float_value": 0.5},
+                        "upper_bound": {"float_value": 4},
+                        "num_inputs": 3,
+                        "num_outside": 0,
+                    },
+                },
+            ),
+        ),
+        outcome="differs",
+        why="bounding_report",
     ),
     Case(
         "differential_privacy_avg_int64_implicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -3099,8 +3349,8 @@ CASES: list[Case] = [
             "FROM units_shared WHERE id > 1000;"
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
-        outcome="refused",
-        needle="unsupported_query: PROTO reports",
+        outcome="differs",
+        why="approx_bounds",
     ),
     Case(
         "differential_privacy_avg_double_explicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -3110,9 +3360,9 @@ CASES: list[Case] = [
             ' "PROTO").value.noise_confidence_interval\n'
             "FROM units_shared WHERE id > 1000;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: PROTO reports",
+        rows=(({"lower_bound": 5, "upper_bound": 5, "confidence_level": 0.95},),),
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_count_double_explicit_bounds_multi_user_with_report_proto",
@@ -3121,9 +3371,21 @@ CASES: list[Case] = [
             '  COUNT(dval, contribution_bounds_per_group => (0, 10), report_format => "PROTO")\n'
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: PROTO reports",
+        rows=(
+            (
+                {
+                    "value": {
+                        "int_value": 8,
+                        "noise_confidence_interval": {
+                            "lower_bound": -5.991464547107979e-19,
+                            "upper_bound": 5.991464547107979e-19,
+                            "confidence_level": 0.95,
+                        },
+                    }
+                },
+            ),
+        ),
+        outcome="match",
     ),
     Case(
         "differential_privacy_basic_count_int64_implicit_bounds_multi_user_with_report_proto",
@@ -3132,9 +3394,28 @@ CASES: list[Case] = [
             '  COUNT(ival, report_format => "PROTO")\n'
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: PROTO reports",
+        rows=(
+            (
+                {
+                    "value": {
+                        "int_value": 8,
+                        "noise_confidence_interval": {
+                            "lower_bound": -9.586343275372767e-19,
+                            "upper_bound": 9.586343275372767e-19,
+                            "confidence_level": 0.95,
+                        },
+                    },
+                    "bounding_report": {
+                        "lower_bound": {"int_value": -8},
+                        "upper_bound": {"int_value": 8},
+                        "num_inputs": 3,
+                        "num_outside": 0,
+                    },
+                },
+            ),
+        ),
+        outcome="differs",
+        why="bounding_report",
     ),
     Case(
         "differential_privacy_basic_count_int64_implicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -3144,8 +3425,8 @@ CASES: list[Case] = [
             "FROM units_shared WHERE id > 1000;"
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
-        outcome="refused",
-        needle="unsupported_query: PROTO reports",
+        outcome="differs",
+        why="approx_bounds",
     ),
     Case(
         "differential_privacy_count_double_explicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -3155,9 +3436,16 @@ CASES: list[Case] = [
             ' "PROTO").value.noise_confidence_interval\n'
             "FROM units_shared WHERE id > 1000;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: PROTO reports",
+        rows=(
+            (
+                {
+                    "lower_bound": -5.991464547107979e-19,
+                    "upper_bound": 5.991464547107979e-19,
+                    "confidence_level": 0.95,
+                },
+            ),
+        ),
+        outcome="match",
     ),
     Case(
         "differential_privacy_count_star_explicit_bounds_multi_user_with_report_proto",
@@ -3166,9 +3454,21 @@ CASES: list[Case] = [
             '  COUNT(*, contribution_bounds_per_group => (0, 10), report_format => "PROTO")\n'
             "FROM units_shared;"
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: PROTO reports",
+        rows=(
+            (
+                {
+                    "value": {
+                        "int_value": 10,
+                        "noise_confidence_interval": {
+                            "lower_bound": -5.991464547107979e-19,
+                            "upper_bound": 5.991464547107979e-19,
+                            "confidence_level": 0.95,
+                        },
+                    }
+                },
+            ),
+        ),
+        outcome="match",
     ),
     Case(
         "differential_privacy_sum_double_explicit_bounds_multi_user_with_report_json",
@@ -3252,9 +3552,8 @@ CASES: list[Case] = [
                 },
             ),
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: SUM(dval).result.noise_confidence_interv",
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_avg_double_explicit_bounds_multi_user_with_report_json",
@@ -3330,9 +3629,8 @@ CASES: list[Case] = [
             "FROM units_shared WHERE id > 1000;"
         ),
         rows=(({"confidence_level": 0.95, "lower_bound": 5.0, "upper_bound": 5.0},),),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: AVG(dval).result.noise_confidence_interv",
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_count_double_explicit_bounds_multi_user_with_report_json",
@@ -3415,9 +3713,7 @@ CASES: list[Case] = [
                 },
             ),
         ),
-        outcome="refused",
-        why="report",
-        needle="unsupported_query: COUNT(dval).result.noise_confidence_inte",
+        outcome="match",
     ),
     Case(
         "differential_privacy_count_star_explicit_bounds_multi_user_with_report_json",
@@ -3808,7 +4104,8 @@ CASES: list[Case] = [
         rows=((1, 4.5), (3, 2.5), (None, 2.5), (2, 3), (4, -1.5)),
         outcome="refused",
         why="min_units",
-        needle="unsupported_query: min_privacy_units_per_group: privdb deci",
+        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_min_privacy_units_per_group_is_2",
@@ -3822,7 +4119,8 @@ CASES: list[Case] = [
         rows=((1, 3), (None, 2), (2, 3)),
         outcome="refused",
         why="min_units",
-        needle="unsupported_query: min_privacy_units_per_group: privdb deci",
+        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_min_privacy_units_per_group_is_3",
@@ -3836,7 +4134,8 @@ CASES: list[Case] = [
         rows=((1, 3), (2, 3)),
         outcome="refused",
         why="min_units",
-        needle="unsupported_query: min_privacy_units_per_group: privdb deci",
+        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_min_privacy_units_per_group_and_explicit_laplace_thresholding",
@@ -3851,7 +4150,8 @@ CASES: list[Case] = [
         rows=((1, 3), (2, 3)),
         outcome="refused",
         why="min_units",
-        needle="unsupported_query: min_privacy_units_per_group: privdb deci",
+        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_min_privacy_units_per_group_is_4",
@@ -3865,7 +4165,8 @@ CASES: list[Case] = [
         rows=(),
         outcome="refused",
         why="min_units",
-        needle="unsupported_query: min_privacy_units_per_group: privdb deci",
+        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_public_groups_and_min_privacy_units_per_group_set",
@@ -3878,7 +4179,7 @@ CASES: list[Case] = [
         ),
         error="The MIN_PRIVACY_UNITS_PER_GROUP option must not be specified if GROUP_",
         outcome="refused",
-        needle="unsupported_query: min_privacy_units_per_group: privdb deci",
+        needle="parse_error: min_privacy_units_per_group goes with gr",
     ),
     Case(
         "differential_privacy_min_privacy_units_per_group_works_with_json_report",
@@ -3919,7 +4220,8 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: min_privacy_units_per_group: privdb deci",
+        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_min_privacy_units_per_group_works_with_proto_report",
@@ -3932,7 +4234,8 @@ CASES: list[Case] = [
         ),
         outcome="refused",
         why="report",
-        needle="unsupported_query: min_privacy_units_per_group: privdb deci",
+        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_approx_bounds_on_no_data_returns_null",

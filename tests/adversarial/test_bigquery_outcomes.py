@@ -25,6 +25,11 @@ EXTRA = [
     "SUM(quantity, contribution_bounds_per_group => (500, 900)) AS s FROM people GROUP BY item",
     "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1, delta=1e-6) "
     "AVG(price, contribution_bounds_per_group => (1, 10)) AS a, COUNT(price) AS n FROM people",
+    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1, delta=1e-6, min_privacy_units_per_group=3) item, "
+    "COUNT(*, contribution_bounds_per_group => (0, 1), report_format => 'PROTO').value.int_value AS n "
+    "FROM people GROUP BY item",
+    "SELECT WITH ANONYMIZATION OPTIONS(epsilon=1, k_threshold=1) "
+    "ANON_SUM(quantity CLAMPED BETWEEN 0 AND 100 WITH REPORT(FORMAT=PROTO)) FROM people",
 ]
 
 

@@ -21,6 +21,7 @@ from privdb.sql.charge import charged
 from privdb.sql.explain import explain
 from privdb.sql.front.bigquery.report import as_reports
 from privdb.sql.front.dpselect.parse import parse_dp_select
+from privdb.sql.front.query import Report
 from privdb.sql.plan.personal import personal_table
 from privdb.sql.plan.types import Plan
 from privdb.sql.prepare import Exact, prepare
@@ -78,7 +79,7 @@ def _check(db: Database, analyst: str, text: str) -> None:
         prepare(db, text, analyst)
 
 
-def _reports(text: str) -> tuple[int, ...]:
+def _reports(text: str) -> tuple[Report, ...]:
     """The select items of BigQuery's spelling that ask ZetaSQL's JSON report (the text alone, free)."""
     if not isinstance(text, str) or "report" not in text.lower():
         return ()

@@ -12,7 +12,7 @@ from sqlglot import exp
 from privdb.errors import InvalidParameter
 from privdb.sql.front.limits import DIALECT
 
-__all__ = ["MAX_EPSILON", "Bounds", "DPQuery", "Options", "check_epsilon"]
+__all__ = ["MAX_EPSILON", "Bounds", "DPQuery", "Options", "Report", "Selection", "check_epsilon"]
 
 MAX_EPSILON = 1000.0  # above this a "private" answer is the raw answer in all but name
 
@@ -28,6 +28,26 @@ class Bounds:
 
 
 @dataclass(frozen=True)
+class Report:
+    """A select item that asks ZetaSQL's report of its aggregate (privdb.sql.front.bigquery.report): its
+    position, ``JSON`` or ``PROTO``, and the fields read from it (``….value.noise_confidence_interval``)."""
+
+    item: int
+    format: str = "JSON"
+    path: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Selection:
+    """ZetaSQL's group selection, for a query in BigQuery's spelling (privdb.sql.plan.selection): a group,
+    or a total's one row, is released when its noisy count of distinct privacy units reaches the threshold
+    δ sets, raised to ``k_threshold`` and by ``min_units − 1`` (``min_privacy_units_per_group``)."""
+
+    k_threshold: int | None = None
+    min_units: int | None = None
+
+
+@dataclass(frozen=True)
 class Options:
     """What BigQuery's ``WITH DIFFERENTIAL_PRIVACY OPTIONS(…)`` asks beyond ε and δ, before it is read
     against the table (privdb.sql.front.bigquery.plan): the privacy unit it names, its
@@ -37,7 +57,8 @@ class Options:
     unit_qualifier: str | None = None
     max_groups: int | None = None
     bounds: tuple[tuple[int, Bounds], ...] = ()
-    reports: tuple[int, ...] = ()  # the select items asking ZetaSQL's JSON report
+    reports: tuple[Report, ...] = ()  # the select items asking ZetaSQL's report
+    selection: Selection = Selection()
 
     def bounds_of(self, item: int) -> Bounds | None:
         return next((b for i, b in self.bounds if i == item), None)
@@ -67,6 +88,8 @@ class DPQuery:
     bigquery: Options | None = None
     # BigQuery's max_groups_contributed below the table's max_groups: the plan's G (never above the table's)
     max_groups: int | None = None
+    # BigQuery's spelling: groups (and a total's row) selected as ZetaSQL selects them; None: DP-SELECT's rule
+    selection: Selection | None = None
 
     def body(self) -> str:
         """The SELECT in DuckDB's dialect, without comments."""
@@ -81,7 +104,8 @@ class DPQuery:
             return f"DP-SELECT ACCURACY {half!r} CONFIDENCE {confidence!r} MAX {self.epsilon!r} {body}"
         using = "" if self.noise == "laplace" else f" USING {self.noise.upper()}"
         groups = "" if self.max_groups is None else f" /* max_groups_contributed={self.max_groups} */"
-        return f"DP-SELECT {self.epsilon!r} DELTA {self.delta!r}{using}{groups} {body}"
+        chosen = "" if self.selection is None else f" /* {self.selection} */"
+        return f"DP-SELECT {self.epsilon!r} DELTA {self.delta!r}{using}{groups}{chosen} {body}"
 
 
 def check_epsilon(epsilon: float) -> None:

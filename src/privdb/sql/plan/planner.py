@@ -29,6 +29,7 @@ from privdb.sql.front.checks.validate import resolve
 from privdb.sql.front.query import DPQuery
 from privdb.sql.plan.gaussian import gaussian_statistics
 from privdb.sql.plan.order import check_calibration
+from privdb.sql.plan.selection import selects_total, threshold_tau
 from privdb.sql.plan.sensitivity import (
     make_histogram,
     make_statistic,
@@ -139,8 +140,11 @@ def plan_query(
         )
     if query.noise == "smooth":
         check_smooth(query, resolved, m, needs_threshold)
-    has_count_star = any(a.kind == "count_star" for a in resolved.aggregates)
-    shares = len(resolved.aggregates) + (1 if needs_threshold and not has_count_star else 0)
+    thresholded = needs_threshold or selects_total(query, grouped)
+    # BigQuery's spelling selects by the noisy count of distinct units (privdb.sql.plan.selection)
+    by_units = query.selection is not None and table.privacy_unit is not None
+    reuse = any(a.kind == "count_star" for a in resolved.aggregates) and not by_units
+    shares = len(resolved.aggregates) + (1 if thresholded and not reuse else 0)
     if shares == 0:  # a key release over public domains: the keys are public, nothing is read or spent
         return Plan(query, resolved, (), (), tuple(tuple(d) for d in domains or ()), None, 0.0, 0.0,
                     relation=relation)  # fmt: skip
@@ -211,7 +215,9 @@ def plan_query(
 
     threshold = None
     stat_name = None
-    if needs_threshold:
+    if thresholded and by_units:
+        stat_name = add("distinct_unit", table.columns[str(table.privacy_unit)], eps_each)
+    elif thresholded:
         stat_name = next((p.statistics[0] for p in plans if p.kind == "count_star"), None) or add(
             "rows", None, eps_each
         )
@@ -223,13 +229,11 @@ def plan_query(
         statistics = gaussian_statistics(statistics, skip=stat_name, delta=gauss_delta)
     if stat_name is not None:
         stat = next(s for s in statistics if s.name == stat_name)
-        mech = stat.laplace()
-        # a key present in one neighbour only has true count ≤ m in ≤ G groups (2G under substitution);
-        # each is released w.p. P(noise ≥ τ − m) = q^⌈(τ−m)/g⌉/(1+q) ≤ e^(−λ(τ−m)/g)/(1+q): sum ≤ δ
-        q = math.exp(-mech.rate)
-        t = (mech.granularity / mech.rate) * math.log(changed / (threshold_delta * (1 + q)))
-        tau = m + max(t, 0.0) + mech.granularity
-        threshold = Threshold(stat_name, tau, threshold_delta)
+        # a key present in one neighbour only has true count ≤ m (1 for distinct units) in ≤ G groups (2G
+        # under substitution): τ keeps the sum of their release probabilities ≤ δ (privdb.sql.plan.selection)
+        spent = threshold_delta if needs_threshold else 0.0  # a total's threshold reveals no key: no δ
+        tau = threshold_tau(query, stat.laplace(), 1 if by_units else m, changed, threshold_delta)
+        threshold = Threshold(stat_name, tau, spent)
 
     for s in statistics:
         _calibrated(s)
@@ -241,7 +245,7 @@ def plan_query(
         domains=None if domains is None else tuple(domains),
         threshold=threshold,
         epsilon=query.epsilon,
-        delta=query.delta if threshold is not None or query.noise in ("gaussian", "smooth") else 0.0,
+        delta=query.delta if needs_threshold or query.noise in ("gaussian", "smooth") else 0.0,
         histograms=tuple(histograms),
         relation=relation,
         truncation_epsilon=eps_truncation,

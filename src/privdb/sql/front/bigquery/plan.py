@@ -79,7 +79,7 @@ def translate(query: DPQuery, tables: Tables) -> DPQuery:
     else:
         written = _per_row(select, items, meta)
     tightened = groups if groups is not None and groups < meta.max_groups else None
-    return replace(query, select=written, bigquery=None, max_groups=tightened)
+    return replace(query, select=written, bigquery=None, max_groups=tightened, selection=options.selection)
 
 
 def tighten(relation: Relation, query: DPQuery) -> Relation:

@@ -1,5 +1,5 @@
-"""ZetaSQL's reports of a DP aggregate as JSON: ``SUM(x, …, report_format => "JSON")`` and, in the older
-spelling, ``ANON_SUM(x CLAMPED BETWEEN 0 AND 10 WITH REPORT(FORMAT=JSON))``.
+"""ZetaSQL's reports of a DP aggregate: ``SUM(x, …, report_format => "JSON")`` and, in the older spelling,
+``ANON_SUM(x CLAMPED BETWEEN 0 AND 10 WITH REPORT(FORMAT=JSON))``; ``"PROTO"`` too.
 
 The report is a released value with its interval, written as ZetaSQL writes it::
 
@@ -8,7 +8,13 @@ The report is a released value with its interval, written as ZetaSQL writes it::
 
 built after the noise from the answer's own value and its stated 95% interval (post-processing: no more is
 released). ZetaSQL's ``bounding_report`` (the bounds it finds from the data when none are given) has no
-counterpart: privdb's bounds are the owner's and the query's, never the data's. PROTO reports are refused.
+counterpart: privdb's bounds are the owner's and the query's, never the data's.
+
+A PROTO report is ZetaSQL's ``AnonOutputWithReport`` message written as JSON text with the message's field
+names, ``{"value": {"int_value": 8, "noise_confidence_interval": {…}}}`` (``float_value`` unless the answer
+is a whole-number count): privdb's answers travel as JSON, Arrow and PostgreSQL rows, none of which carries
+a protocol buffer. Fields read in the query (``ANON_SUM(… WITH REPORT(FORMAT=PROTO)).value
+.noise_confidence_interval``) make the column that field (JSON text for a message, the number for a leaf).
 """
 
 from __future__ import annotations
@@ -22,36 +28,41 @@ from sqlglot.tokenizer_core import Token, TokenType
 
 from privdb.errors import ParseError, UnsupportedQuery
 from privdb.result import Result
+from privdb.sql.front.query import Report
 
-__all__ = ["as_reports", "older_report", "report_format"]
+__all__ = ["as_reports", "fields", "older_report", "report_format"]
 
 CONFIDENCE = 0.95
+FORMATS = ("JSON", "PROTO")
+_INTERVAL = {"lower_bound": None, "upper_bound": None, "confidence_level": None}
+# each format's fields (ZetaSQL's JSON report, and its AnonOutputWithReport message's fields as JSON)
+_LAYOUT: dict[str, dict[str, Any]] = {
+    "JSON": {"result": {"value": None, "noise_confidence_interval": _INTERVAL}},
+    "PROTO": {"value": {"int_value": None, "float_value": None, "noise_confidence_interval": _INTERVAL}},
+}
 
 
-def _format(word: str, where: str) -> None:
-    if word.upper() == "PROTO":
-        raise UnsupportedQuery(
-            f"PROTO reports{where} are not privdb's answers; ask the JSON report (report_format => 'JSON', "
-            "WITH REPORT(FORMAT=JSON)) or the value alone"
-        )
-    if word.upper() != "JSON":
-        raise ParseError(f"a report's format is JSON (or PROTO, refused), got {word!r}{where}")
+def _format(word: str, where: str) -> str:
+    if word.upper() not in FORMATS:
+        raise ParseError(f"a report's format is JSON or PROTO, got {word!r}{where}")
+    return word.upper()
 
 
-def report_format(tokens: list[Token], j: int, where: str) -> int:
-    """``report_format => "JSON"`` at ``tokens[j]`` (the name): the index of the aggregate's closing ``)``."""
+def report_format(tokens: list[Token], j: int, where: str) -> tuple[int, str]:
+    """``report_format => "JSON"`` at ``tokens[j]`` (the name): the index of the aggregate's closing ``)``
+    and the format."""
     value = tokens[j + 2] if j + 2 < len(tokens) else None
     if value is None or value.token_type not in (TokenType.STRING, TokenType.VAR, TokenType.IDENTIFIER):
         raise ParseError(f"write report_format => 'JSON'{where}")
-    _format(value.text, where)
+    form = _format(value.text, where)
     if j + 3 >= len(tokens) or tokens[j + 3].token_type != TokenType.R_PAREN:
         raise UnsupportedQuery(f"report_format goes last in the aggregate's arguments{where}")
-    return j + 3
+    return j + 3, form
 
 
-def older_report(tokens: list[Token], j: int, where: str) -> int | None:
-    """``WITH REPORT(FORMAT=JSON)`` at ``tokens[j]`` (``WITH``): the index of the aggregate's closing ``)``,
-    or None when ``tokens[j]`` does not start one."""
+def older_report(tokens: list[Token], j: int, where: str) -> tuple[int, str] | None:
+    """``WITH REPORT(FORMAT=JSON)`` at ``tokens[j]`` (``WITH``): the index of the aggregate's closing ``)``
+    and the format, or None when ``tokens[j]`` does not start one."""
     if not (
         j + 6 < len(tokens)
         and tokens[j].token_type == TokenType.WITH
@@ -61,12 +72,32 @@ def older_report(tokens: list[Token], j: int, where: str) -> int | None:
         return None
     if tokens[j + 3].text.upper() != "FORMAT" or tokens[j + 4].token_type != TokenType.EQ:
         raise ParseError(f"write WITH REPORT(FORMAT=JSON){where}")
-    _format(tokens[j + 5].text.strip("'\""), where)
+    form = _format(tokens[j + 5].text.strip("'\""), where)
     if tokens[j + 6].token_type != TokenType.R_PAREN or (
         j + 7 >= len(tokens) or tokens[j + 7].token_type != TokenType.R_PAREN
     ):
         raise UnsupportedQuery(f"WITH REPORT(…) goes last in the aggregate{where}")
-    return j + 7
+    return j + 7, form
+
+
+def fields(tokens: list[Token], end: int, form: str, where: str) -> tuple[tuple[str, ...], int]:
+    """The fields read from a report after its aggregate's closing ``)`` at ``tokens[end]``
+    (``).value.noise_confidence_interval``), and the index of the token after them. Only the report's own
+    fields are read: a name it does not have is refused from the text."""
+    path: list[str] = []
+    node: dict[str, Any] | None = _LAYOUT[form]
+    j = end + 1
+    while j + 1 < len(tokens) and tokens[j].token_type == TokenType.DOT:
+        name = tokens[j + 1].text.lower()
+        if not isinstance(node, dict) or name not in node:
+            known = ", ".join(node) if isinstance(node, dict) else "none (a value)"
+            raise UnsupportedQuery(
+                f"{form} report field {tokens[j + 1].text!r}{where}: its fields here are {known}"
+            )
+        path.append(name)
+        node = node[name]
+        j += 2
+    return tuple(path), j
 
 
 def _number(x: Any) -> Any:
@@ -75,9 +106,31 @@ def _number(x: Any) -> Any:
     return float(x)
 
 
-def as_reports(result: Result, items: tuple[int, ...]) -> Result:
-    """``result`` with the columns ``items`` written as ZetaSQL's JSON reports."""
-    if not items:
+def _report(value: Any, interval: Any, form: str) -> dict[str, Any]:
+    lower, upper = (value, value) if interval is None else (interval[0], interval[1])
+    noise = {
+        "lower_bound": _number(lower),
+        "upper_bound": _number(upper),
+        "confidence_level": CONFIDENCE,
+    }
+    if form == "JSON":
+        return {"result": {"value": _number(value), "noise_confidence_interval": noise}}
+    kind = "int_value" if isinstance(value, int) and not isinstance(value, bool) else "float_value"
+    held = {} if value is None else {kind: value if kind == "int_value" else _number(value)}
+    return {"value": {**held, "noise_confidence_interval": noise}}
+
+
+def _read(report: dict[str, Any], path: tuple[str, ...]) -> Any:
+    node: Any = report
+    for name in path:
+        node = node.get(name) if isinstance(node, dict) else None
+    return node
+
+
+def as_reports(result: Result, reports: tuple[Report, ...]) -> Result:
+    """``result`` with each report's column written as ZetaSQL's report (JSON text, the PROTO message's
+    fields too), or as the fields the query reads from it."""
+    if not reports:
         return result
     intervals: dict[int, list[Any]] = {}
     for entry in result.accuracy:
@@ -87,19 +140,9 @@ def as_reports(result: Result, items: tuple[int, ...]) -> Result:
         intervals[i] = entry.get("ci95_rows") or [entry.get("ci95")] * len(result.rows)
     rows = [list(row) for row in result.rows]
     for r, row in enumerate(rows):
-        for i in items:
+        for report in reports:
+            i = report.item
             interval = intervals.get(i, [None] * len(rows))[r]
-            value = _number(row[i])
-            lower, upper = (value, value) if interval is None else (interval[0], interval[1])
-            report = {
-                "result": {
-                    "value": value,
-                    "noise_confidence_interval": {
-                        "lower_bound": _number(lower),
-                        "upper_bound": _number(upper),
-                        "confidence_level": CONFIDENCE,
-                    },
-                }
-            }
-            row[i] = json.dumps(report)
+            read = _read(_report(row[i], interval, report.format), report.path)
+            row[i] = json.dumps(read) if isinstance(read, dict) else read
     return replace(result, rows=rows)

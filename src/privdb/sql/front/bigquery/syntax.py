@@ -24,8 +24,8 @@ from sqlglot.tokenizer_core import Token, TokenType
 
 from privdb.errors import InvalidParameter, ParseError, UnsupportedQuery
 from privdb.sql.front.bigquery.anon import anon_name, check_older_options, is_clamped
-from privdb.sql.front.bigquery.report import older_report, report_format
-from privdb.sql.front.query import Bounds, Options, check_epsilon
+from privdb.sql.front.bigquery.report import fields, older_report, report_format
+from privdb.sql.front.query import Bounds, Options, Report, Selection, check_epsilon
 
 __all__ = ["Header", "is_bigquery", "read_header"]
 
@@ -40,6 +40,7 @@ _KNOWN = (
     "privacy_unit_column",
     "group_selection_strategy",
     "k_threshold",
+    "min_privacy_units_per_group",
 )
 _STRATEGIES = ("laplace_threshold", "public_groups")
 _NAMED = {"contribution_bounds_per_group": "group", "contribution_bounds_per_row": "row"}
@@ -119,6 +120,18 @@ def read_header(text: str, tokens: list[Token]) -> Header:
             "releases the keys the metadata declares, and others only past a noisy threshold "
             "(docs/answers.md)"
         )
+    units = values.get("min_privacy_units_per_group")
+    if units is not None and not (float(units).is_integer() and float(units) >= 1):
+        raise InvalidParameter(
+            f"min_privacy_units_per_group must be a whole number ≥ 1, got {float(units):g}"
+        )
+    if units is not None and str(strategy).lower() == "public_groups":
+        raise ParseError(
+            "min_privacy_units_per_group goes with group_selection_strategy=LAPLACE_THRESHOLD, not "
+            "PUBLIC_GROUPS (ZetaSQL's rule): public groups are all released; remove one of the two"
+        )
+    if units is not None and threshold is not None:
+        raise ParseError("min_privacy_units_per_group and k_threshold cannot go together (ZetaSQL's rule)")
     unit = values.get("privacy_unit_column")
     qualifier, _, name = str(unit).rpartition(".") if unit is not None else ("", "", "")
     if i >= len(tokens):
@@ -130,6 +143,9 @@ def read_header(text: str, tokens: list[Token]) -> Header:
         max_groups=None if groups is None else int(float(groups)),
         bounds=tuple(bounds),
         reports=tuple(reports),
+        selection=Selection(
+            None if threshold is None else int(float(threshold)), None if units is None else int(float(units))
+        ),
     )
     return Header(epsilon, delta, options, body, tokens[i].start - len("SELECT "))
 
@@ -142,11 +158,6 @@ def _options(text: str, tokens: list[Token], i: int) -> tuple[dict[str, float | 
         token = tokens[i]
         name = token.text.lower()
         name = "max_groups_contributed" if name == "kappa" else name  # ZetaSQL's deprecated name for it
-        if name == "min_privacy_units_per_group":
-            raise UnsupportedQuery(
-                "min_privacy_units_per_group: privdb decides which groups to release itself (keys the "
-                "metadata declares, others only past a noisy threshold set by delta); remove the option"
-            )
         if name not in _KNOWN:
             raise ParseError(
                 f"unknown option {token.text!r}{_at(text, token)}; OPTIONS takes {', '.join(_KNOWN)}"
@@ -212,7 +223,7 @@ def _cast(text: str, tokens: list[Token], i: int, name: str) -> tuple[float | No
 
 def _cut_bounds(
     text: str, tokens: list[Token], i: int, older: bool
-) -> tuple[str, list[tuple[int, Bounds]], list[int]]:
+) -> tuple[str, list[tuple[int, Bounds]], list[Report]]:
     """The body from ``tokens[i]`` with each ``, contribution_bounds_per_… => (lo, hi)`` cut out, and the
     bounds by select item (0-based). Bounds go on a select item's outermost aggregate only. In the older
     spelling (``older``) each ``ANON_F(`` is written ``F(`` and its ``CLAMPED BETWEEN lo AND hi`` cut out
@@ -222,7 +233,7 @@ def _cut_bounds(
     per_anon, anon_depth = "", 0  # the bounds the open ANON_ aggregate's CLAMPED BETWEEN is, its depth
     pieces: list[str] = []
     found: list[tuple[int, Bounds]] = []
-    reports: list[int] = []
+    reports: list[Report] = []
     j = i
     while j < len(tokens):
         token = tokens[j]
@@ -238,11 +249,20 @@ def _cut_bounds(
             per_anon, anon_depth = (per, depth + 1) if in_select else ("", 0)
             j += 1
             continue
-        if older and per_anon and depth == anon_depth and (end := older_report(tokens, j, _at(text, token))):
-            reports.append(item)
-            pieces.append(text[start : token.start])
-            start = tokens[end].start
-            j = end
+        if (
+            older
+            and per_anon
+            and depth == anon_depth
+            and (found_report := older_report(tokens, j, _at(text, token)))
+        ):
+            end, form = found_report
+            path, after = fields(tokens, end, form, _at(text, token))
+            reports.append(Report(item, form, path))
+            pieces.append(text[start : token.start] + ")")
+            start = tokens[after].start if after < len(tokens) else len(text)
+            j = after
+            depth -= 1
+            per_anon = ""
             continue
         if older and is_clamped(tokens, j):
             if not per_anon or depth != anon_depth:
@@ -275,11 +295,13 @@ def _cut_bounds(
             and depth >= 1
             and tokens[j - 1].token_type == TokenType.COMMA
         ):
-            end = report_format(tokens, j, _at(text, token))
-            reports.append(item)
-            pieces.append(text[start : tokens[j - 1].start])
-            start = tokens[end].start
-            j = end
+            end, form = report_format(tokens, j, _at(text, token))
+            path, after = fields(tokens, end, form, _at(text, token))
+            reports.append(Report(item, form, path))
+            pieces.append(text[start : tokens[j - 1].start] + ")")
+            start = tokens[after].start if after < len(tokens) else len(text)
+            j = after
+            depth -= 1
             continue
         elif j + 1 < len(tokens) and tokens[j + 1].token_type == TokenType.FARROW:
             named = _NAMED.get(token.text.lower())
