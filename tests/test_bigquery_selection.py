@@ -124,3 +124,18 @@ def test_selection_refusals_spend_nothing(db: Database, options: str, words: str
             OLD.format(options="k_threshold=2, min_privacy_units_per_group=2", select="ANON_SUM(dval)"),
         )
     assert db.budget("a").epsilon_spent == spent
+
+
+def test_a_union_all_of_dp_queries_is_their_rows_with_their_intervals(db: Database) -> None:
+    first = NEW.format(options="delta=0", select="SUM(dval, contribution_bounds_per_group => (0, 10))")
+    second = "DP-SELECT 1 COUNT(*) FROM units"
+    answer = engine.run(db, "a", f"{first} UNION ALL {second}")
+    assert len(answer.rows) == 2 and answer.epsilon_spent == pytest.approx(1001)
+    intervals = answer.accuracy[0]["ci95_rows"]
+    assert all(low <= row[0] <= high for row, (low, high) in zip(answer.rows, intervals, strict=True))
+    spent = db.budget("a").epsilon_spent
+    with pytest.raises(PrivdbError, match="as many columns"):
+        engine.run(db, "a", f"{first} UNION ALL DP-SELECT 1 COUNT(*), SUM(ival) FROM units")
+    with pytest.raises(PrivdbError, match="not public"):
+        engine.run(db, "a", f"{first} UNION ALL SELECT SUM(dval) FROM units")
+    assert db.budget("a").epsilon_spent == spent

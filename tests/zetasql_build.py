@@ -175,6 +175,7 @@ def _why(query: str, name: str, detail: str, status: str, error: str) -> str:
         )
     rules = (
         (status == "differs" and "bounding_report" in detail, "bounding_report"),
+        (status == "differs" and _wider_than_owner(query), "owner_bounds"),
         (bool(re.search(r"report", query, re.I)), "report"),
         ("UNNEST" in query, "unnest"),
         ("UNION" in query, "union"),
@@ -186,6 +187,12 @@ def _why(query: str, name: str, detail: str, status: str, error: str) -> str:
         (bool(re.search(r"(ABS|IF)\s*\(", query)), "expression"),
     )
     return next((key for fits, key in rules if fits), "other")
+
+
+def _wider_than_owner(query: str) -> bool:
+    """Bounds in the query past the owner's [-10, 10] (tests/zetasql_corpus.py's metadata)."""
+    pairs = re.findall(r"(?:CLAMPED BETWEEN|=>\s*\()\s*(-?[\d.]+)\s*(?:AND|,)\s*(-?[\d.]+)", query)
+    return any(abs(float(x)) > 10 for pair in pairs for x in pair)
 
 
 def _needle(detail: str) -> str:

@@ -99,6 +99,8 @@ DIFFERENCES = {
     "without ZetaSQL's bounding_report (the bounds it finds from the data; privdb's are the owner's)",
     "approx_bounds": "no rows and no bounds: ZetaSQL fails to find bounds from the data; privdb answers "
     "with the owner's bounds (noise over nothing)",
+    "owner_bounds": "the query's bounds reach past the owner's (values in [-10, 10]): privdb meets them with "
+    "the owner's, so the clamped values differ (an all-NULL column clamped to [10, 100] is [10, 10] here)",
     "answered_error": "answered where ZetaSQL refuses",
     "other": "not classified",
 }
@@ -501,7 +503,7 @@ CASES: list[Case] = [
         rows=((2.359375, 1), (2.359375, 1)),
         outcome="refused",
         why="union",
-        needle="unsupported_query: UNION: DP-SELECT answers one SELECT (set",
+        needle="raw_access_denied: table 'units_shared' is not public: the ",
     ),
     Case(
         "anonymization_basic_anon_var_pop_explicit_bounds",
@@ -532,7 +534,7 @@ CASES: list[Case] = [
         rows=((0.125,), (0.1875,), (0.125,), (0.1875,)),
         outcome="refused",
         why="union",
-        needle="unsupported_query: CLAMPED BETWEEN",
+        needle="raw_access_denied: table 'units_shared' is not public: the ",
     ),
     Case(
         "anonymization_basic_anon_var_pop_explicit_bounds_all_nulls",
@@ -545,9 +547,9 @@ CASES: list[Case] = [
             "  FROM units_null"
         ),
         rows=((2025,), (2025,)),
-        outcome="refused",
-        why="union",
-        needle="unsupported_query: CLAMPED BETWEEN",
+        outcome="differs",
+        why="owner_bounds",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_verify_non_randomness_of_anon_var_pop_implicit_bounds",
@@ -587,7 +589,7 @@ CASES: list[Case] = [
         rows=((1.5360257159305635, 1), (1.5360257159305635, 1)),
         outcome="refused",
         why="union",
-        needle="unsupported_query: UNION: DP-SELECT answers one SELECT (set",
+        needle="raw_access_denied: table 'units_shared' is not public: the ",
     ),
     Case(
         "anonymization_basic_anon_stddev_pop_explicit_bounds",
@@ -618,7 +620,7 @@ CASES: list[Case] = [
         rows=((0.3535533905932738,), (0.4330127018922193,), (0.3535533905932738,), (0.4330127018922193,)),
         outcome="refused",
         why="union",
-        needle="unsupported_query: CLAMPED BETWEEN",
+        needle="raw_access_denied: table 'units_shared' is not public: the ",
     ),
     Case(
         "anonymization_basic_anon_stddev_pop_explicit_bounds_all_nulls",
@@ -631,9 +633,8 @@ CASES: list[Case] = [
             "FROM units_null"
         ),
         rows=((0.5,), (0.5,)),
-        outcome="refused",
-        why="union",
-        needle="unsupported_query: CLAMPED BETWEEN",
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_basic_anon_percentile_cont_with_null_epsilon",
@@ -962,7 +963,7 @@ CASES: list[Case] = [
         rows=((2.359375, 1), (2.359375, 1)),
         outcome="refused",
         why="union",
-        needle="unsupported_query: UNION: DP-SELECT answers one SELECT (set",
+        needle="raw_access_denied: table 'units_shared' is not public: the ",
     ),
     Case(
         "anonymization_basic_anon_var_pop_explicit_bounds_with_delta",
@@ -993,7 +994,7 @@ CASES: list[Case] = [
         rows=((0.125,), (0.1875,), (0.125,), (0.1875,)),
         outcome="refused",
         why="union",
-        needle="unsupported_query: CLAMPED BETWEEN",
+        needle="raw_access_denied: table 'units_shared' is not public: the ",
     ),
     Case(
         "anonymization_basic_anon_var_pop_explicit_bounds_all_nulls_with_delta",
@@ -1006,9 +1007,9 @@ CASES: list[Case] = [
             "  FROM units_null"
         ),
         rows=((2025,), (2025,)),
-        outcome="refused",
-        why="union",
-        needle="unsupported_query: CLAMPED BETWEEN",
+        outcome="differs",
+        why="owner_bounds",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_verify_non_randomness_of_anon_var_pop_implicit_bounds_with_delta",
@@ -1048,7 +1049,7 @@ CASES: list[Case] = [
         rows=((1.5360257159305635, 1), (1.5360257159305635, 1)),
         outcome="refused",
         why="union",
-        needle="unsupported_query: UNION: DP-SELECT answers one SELECT (set",
+        needle="raw_access_denied: table 'units_shared' is not public: the ",
     ),
     Case(
         "anonymization_basic_anon_stddev_pop_explicit_bounds_with_delta",
@@ -1079,7 +1080,7 @@ CASES: list[Case] = [
         rows=((0.3535533905932738,), (0.4330127018922193,), (0.3535533905932738,), (0.4330127018922193,)),
         outcome="refused",
         why="union",
-        needle="unsupported_query: CLAMPED BETWEEN",
+        needle="raw_access_denied: table 'units_shared' is not public: the ",
     ),
     Case(
         "anonymization_basic_anon_stddev_pop_explicit_bounds_all_nulls_with_delta",
@@ -1092,9 +1093,8 @@ CASES: list[Case] = [
             "FROM units_null"
         ),
         rows=((0.5,), (0.5,)),
-        outcome="refused",
-        why="union",
-        needle="unsupported_query: CLAMPED BETWEEN",
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_basic_anon_percentile_cont_with_null_epsilon_with_delta",
@@ -2931,7 +2931,7 @@ CASES: list[Case] = [
         rows=((2.359375, 1), (2.359375, 1)),
         outcome="refused",
         why="union",
-        needle="unsupported_query: UNION: DP-SELECT answers one SELECT (set",
+        needle="raw_access_denied: table 'units_shared' is not public: the ",
     ),
     Case(
         "differential_privacy_basic_var_pop_explicit_bounds",
@@ -2962,7 +2962,7 @@ CASES: list[Case] = [
         rows=((0.125,), (0.1875,), (0.125,), (0.1875,)),
         outcome="refused",
         why="union",
-        needle="unsupported_query: contribution_bounds_per_row",
+        needle="raw_access_denied: table 'units_shared' is not public: the ",
     ),
     Case(
         "differential_privacy_basic_var_pop_explicit_bounds_all_nulls",
@@ -2975,9 +2975,9 @@ CASES: list[Case] = [
             "  FROM units_null"
         ),
         rows=((2025,), (2025,)),
-        outcome="refused",
-        why="union",
-        needle="unsupported_query: contribution_bounds_per_row",
+        outcome="differs",
+        why="owner_bounds",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_verify_non_randomness_of_var_pop_implicit_bounds",
@@ -3017,7 +3017,7 @@ CASES: list[Case] = [
         rows=((1.5360257159305635, 1), (1.5360257159305635, 1)),
         outcome="refused",
         why="union",
-        needle="unsupported_query: UNION: DP-SELECT answers one SELECT (set",
+        needle="raw_access_denied: table 'units_shared' is not public: the ",
     ),
     Case(
         "differential_privacy_basic_stddev_pop_explicit_bounds",
@@ -3048,7 +3048,7 @@ CASES: list[Case] = [
         rows=((0.3535533905932738,), (0.4330127018922193,), (0.3535533905932738,), (0.4330127018922193,)),
         outcome="refused",
         why="union",
-        needle="unsupported_query: contribution_bounds_per_row",
+        needle="raw_access_denied: table 'units_shared' is not public: the ",
     ),
     Case(
         "differential_privacy_basic_stddev_pop_explicit_bounds_all_nulls",
@@ -3061,9 +3061,8 @@ CASES: list[Case] = [
             "FROM units_null"
         ),
         rows=((0.5,), (0.5,)),
-        outcome="refused",
-        why="union",
-        needle="unsupported_query: contribution_bounds_per_row",
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_basic_percentile_cont_implicit_bounds",

@@ -30,6 +30,8 @@ EXTRA = [
     "FROM people GROUP BY item",
     "SELECT WITH ANONYMIZATION OPTIONS(epsilon=1, k_threshold=1) "
     "ANON_SUM(quantity CLAMPED BETWEEN 0 AND 100 WITH REPORT(FORMAT=PROTO)) FROM people",
+    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1, delta=0) COUNT(*) FROM people UNION ALL "
+    "DP-SELECT 1 SUM(quantity) FROM people",
 ]
 
 

@@ -23,27 +23,28 @@ any DP query reads data, so a refused statement spends nothing.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
-from sqlglot.tokenizer_core import Token, TokenType
+from sqlglot.tokenizer_core import TokenType
 
 from privdb.backends.base import Engine
 from privdb.database import Database
 from privdb.errors import ParseError, RawAccessDenied, UnsupportedQuery
 from privdb.result import Result
 from privdb.sql.access import authorize
-from privdb.sql.front.bigquery.syntax import is_bigquery
 from privdb.sql.front.dpselect.hints import check_within_group
 from privdb.sql.front.limits import MAX_QUERY_LENGTH, check_text
 from privdb.sql.front.qualified import unqualify
 from privdb.sql.public.answer import answer_public, run_sandboxed
 from privdb.sql.public.language import plain_sql
+from privdb.sql.public.spans import branches, dp_at, dp_spans, tokens_of
+from privdb.sql.public.union_all import check_widths, concatenated, is_concatenation
 
 __all__ = ["MAX_RELEASES", "Session", "answer_wrapped", "granted_session", "is_wrapped"]
 
@@ -74,60 +75,16 @@ def granted_session(db: Database, analyst: str) -> Session:
     return Session(epsilon=epsilon, delta=delta)
 
 
-@functools.lru_cache(maxsize=16)
-def _tokens(text: str) -> list[Token]:
-    """The text's tokens, kept for the few texts just seen: the engine asks whether a text is plain SQL,
-    then whether it holds DP queries, then where they stand (one tokenization for all three; callers
-    never change the list)."""
-    try:
-        return list(sqlglot.Dialect.get_or_raise(_DIALECT).tokenize(text))
-    except SqlglotError:
-        return []
-
-
-def _dp_at(tokens: list[Token], i: int) -> bool:
-    """A DP query starts at token ``i``: ``DP-SELECT`` or ``SELECT WITH DIFFERENTIAL_PRIVACY``."""
-    dp_select = (
-        i + 2 < len(tokens)
-        and tokens[i].token_type == TokenType.VAR
-        and tokens[i].text.upper() == "DP"
-        and tokens[i + 1].token_type == TokenType.DASH
-        and tokens[i + 2].token_type == TokenType.SELECT
-    )
-    return dp_select or is_bigquery(tokens[i : i + 3])
-
-
-def dp_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) in ``text`` of each DP query standing in parentheses (a subquery or CTE body)."""
-    tokens = _tokens(text)
-    spans, i = [], 0
-    while i < len(tokens):
-        if tokens[i].token_type == TokenType.L_PAREN and _dp_at(tokens, i + 1):
-            depth, j = 0, i
-            while j < len(tokens):
-                kind = tokens[j].token_type
-                depth += (kind == TokenType.L_PAREN) - (kind == TokenType.R_PAREN)
-                if depth == 0:
-                    break
-                j += 1
-            if j == len(tokens):
-                raise ParseError("a parenthesis around a DP query is not closed")
-            spans.append((tokens[i + 1].start, tokens[j - 1].end + 1))
-            i = j
-        i += 1
-    return spans
-
-
 def is_wrapped(text: str, session: Session | None = None) -> bool:
     """Whether ``text`` is a plain query (SELECT, WITH or a parenthesis first) holding a DP query in
     parentheses, or, with a session ε, any plain query (its aggregates of private tables become DP)."""
     if not isinstance(text, str) or len(text) > MAX_QUERY_LENGTH:
         return False
-    tokens = _tokens(text)
+    tokens = tokens_of(text)
     if not tokens or tokens[0].token_type not in (TokenType.SELECT, TokenType.WITH, TokenType.L_PAREN):
         return False
-    if _dp_at(tokens, 0):
-        return False
+    if dp_at(tokens, 0):  # a DP query, unless it is a branch of a set operation of DP queries
+        return len(branches(tokens)) > 1
     try:
         return bool(dp_spans(text)) or (session is not None and session.epsilon is not None)
     except ParseError:
@@ -163,9 +120,15 @@ def answer_wrapped(
     names = {r.name for r in releases}
     sql = plain_sql(outer)  # the closed language, before anything is read
     public = _outer_tables(db, analyst, outer, names)
+    concatenation = is_concatenation(outer, [r.name for r in releases])
+    if concatenation:
+        check_widths([r.text for r in releases])
     for release in releases:  # every DP query planned (free) before any of them reads data
         check(release.text)
     answers = [dp(release.text) for release in releases]
+    if concatenation:  # the rows one after the other, their intervals kept
+        columns, rows, accuracy = concatenated(answers)
+        return _result(columns, rows, answers, accuracy, {"released": [r.text for r in releases]})
     frames = {
         release.name: answer.to_pandas(
             intervals=session.intervals if session.intervals is not None else not release.plain
@@ -173,16 +136,26 @@ def answer_wrapped(
         for release, answer in zip(releases, answers, strict=True)
     }
     columns, rows, extra = run_sandboxed(db, analyst, sql, public, frames)
-    last = answers[-1].budget
+    return _result(columns, rows, answers, [], extra | {"released": [r.text for r in releases]})
+
+
+def _result(
+    columns: list[str],
+    rows: list[list[Any]],
+    answers: list[Result],
+    accuracy: list[dict[str, Any]],
+    extra: dict[str, Any],
+) -> Result:
+    """The statement's answer: its rows, and what the DP queries in it spent (the last one's budget)."""
     return Result(
         columns=columns,
         rows=rows,
         epsilon_spent=sum(a.epsilon_spent for a in answers),
         delta_spent=sum(a.delta_spent for a in answers),
-        budget=last,
-        accuracy=[],
+        budget=answers[-1].budget,
+        accuracy=accuracy,
         cached=all(a.cached for a in answers),
-        extra=extra | {"released": [r.text for r in releases]},
+        extra=extra,
     )
 
 
