@@ -65,7 +65,7 @@ bench-tools:
 	  ($(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq wrk >/dev/null)
 
 test: $(FULL) $(CHROMIUM) postgresql java jdbc bench-tools
-	$(BIN)/python -m pytest -n 2 -q
+	$(BIN)/python -m pytest -n 2 -q --durations=30
 
 # the Superset release check (docs/clients.md, "Superset"), run before every release: Apache Superset 6.1 in
 # its own venv (pinned; its install takes minutes, so it is no part of `make test`) drives privdb's
