@@ -39,7 +39,7 @@ from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.errors import UnknownColumn, UnsupportedQuery
 from privdb.sql.front import expr
 from privdb.sql.front.expr import Type
-from privdb.sql.front.relation.joins import check_right_join, join_relations
+from privdb.sql.front.relation.joins import join_relations
 from privdb.sql.front.relation.model import (
     UNIT_ROWS,
     Relation,
@@ -51,6 +51,7 @@ from privdb.sql.front.relation.model import (
     unit_columns,
 )
 from privdb.sql.front.relation.per_unit import per_unit_relation
+from privdb.sql.front.relation.right_join import check_right_join
 
 __all__ = ["build_relation", "refuse_unsupported_forms"]
 
