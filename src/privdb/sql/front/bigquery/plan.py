@@ -29,6 +29,7 @@ from sqlglot import exp
 from privdb.catalog.metadata import TableMeta
 from privdb.errors import InvalidParameter, UnsupportedQuery
 from privdb.sql.front.bigquery.groups import GROUPS, groups_join, over_groups
+from privdb.sql.front.bigquery.unnest import split_unnest
 from privdb.sql.front.query import Bounds, DPQuery, Options
 from privdb.sql.front.relation.model import Relation, Tables
 
@@ -71,7 +72,7 @@ def translate(query: DPQuery, tables: Tables) -> DPQuery:
         )
     if meta.privacy_unit is not None and grouped:
         written = _per_unit(select, items, meta, table)
-    elif select.args.get("joins"):
+    elif split_unnest(select)[1]:
         raise UnsupportedQuery(
             "public groups (RIGHT OUTER JOIN …) are read for COUNT, SUM and AVG per privacy unit; write "
             "DP-SELECT ε … for the others"
@@ -93,7 +94,7 @@ def tighten(relation: Relation, query: DPQuery) -> Relation:
 def _one_table(select: exp.Select) -> exp.Table:
     source = select.args.get("from_") or select.args.get("from")
     table = source.this if source is not None else None
-    joins = select.args.get("joins")
+    joins = split_unnest(select)[1]
     if (joins and groups_join(select) is None) or not isinstance(table, exp.Table) or table.args.get("db"):
         raise UnsupportedQuery(
             "BigQuery's spelling is read over one table in FROM (FROM professors); for joins and subqueries "
@@ -274,6 +275,8 @@ def _per_unit(select: exp.Select, items: list[Item], meta: TableMeta, table: exp
             combined = exp.Cast(this=combined, to=exp.DataType.build("BIGINT"))
         outer_items.append(exp.alias_(combined, name))
     inner = exp.select(*inner_items).from_(table.copy())
+    for array in split_unnest(select)[0]:  # each unit's rows joined with the array (bigquery.unnest)
+        inner.append("joins", array.copy())
     if (where := select.args.get("where")) is not None:
         inner.set("where", where.copy())
     inner = inner.group_by(exp.column(unit, table=qualifier), *[k.copy() for k in keys])

@@ -40,6 +40,7 @@ from privdb.errors import UnknownColumn, UnsupportedQuery
 from privdb.sql.front import expr
 from privdb.sql.front.expr import Type
 from privdb.sql.front.relation.joins import join_relations
+from privdb.sql.front.relation.literal import literal_relation
 from privdb.sql.front.relation.model import (
     UNIT_ROWS,
     Relation,
@@ -146,6 +147,8 @@ class _Builder:
             if not alias:
                 alias = "subquery"
             return self.derived(node.this, alias, ctes)
+        if isinstance(node, exp.Unnest):
+            return literal_relation(node)
         raise _refuse(f"FROM {node.sql(dialect='duckdb')[:60]}")
 
     def table(self, name: str, alias: str) -> Relation:
