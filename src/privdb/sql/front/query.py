@@ -36,6 +36,7 @@ class Options:
     unit: str | None = None
     unit_qualifier: str | None = None
     max_groups: int | None = None
+    max_rows: int | None = None  # max_rows_contributed: rows per privacy unit in the whole query
     bounds: tuple[tuple[int, Bounds], ...] = ()
     reports: tuple[int, ...] = ()  # the select items asking ZetaSQL's JSON report
 
@@ -67,6 +68,8 @@ class DPQuery:
     bigquery: Options | None = None
     # BigQuery's max_groups_contributed below the table's max_groups: the plan's G (never above the table's)
     max_groups: int | None = None
+    # BigQuery's max_rows_contributed below the table's max_contributions: the plan's m (and G at most m)
+    max_rows: int | None = None
 
     def body(self) -> str:
         """The SELECT in DuckDB's dialect, without comments."""
@@ -81,7 +84,8 @@ class DPQuery:
             return f"DP-SELECT ACCURACY {half!r} CONFIDENCE {confidence!r} MAX {self.epsilon!r} {body}"
         using = "" if self.noise == "laplace" else f" USING {self.noise.upper()}"
         groups = "" if self.max_groups is None else f" /* max_groups_contributed={self.max_groups} */"
-        return f"DP-SELECT {self.epsilon!r} DELTA {self.delta!r}{using}{groups} {body}"
+        rows = "" if self.max_rows is None else f" /* max_rows_contributed={self.max_rows} */"
+        return f"DP-SELECT {self.epsilon!r} DELTA {self.delta!r}{using}{groups}{rows} {body}"
 
 
 def check_epsilon(epsilon: float) -> None:
