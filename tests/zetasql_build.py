@@ -150,10 +150,10 @@ def _why(query: str, name: str, detail: str, status: str, error: str) -> str:
     rules = (
         (status == "differs" and "bounding_report" in detail, "bounding_report"),
         (bool(re.search(r"report", query, re.I)), "report"),
-        ("UNNEST" in query, "unnest"),
+        ("no released row" in detail and "None)" in detail and "PUBLIC_GROUPS" in query, "empty_group"),
         ("UNION" in query, "union"),
         ("min_privacy_units_per_group" in query, "min_units"),
-        (bool(re.search("max_rows_contributed|group_selection_epsilon", query)), "options"),
+        ("group_selection_epsilon" in query, "options"),
         (bool(re.search("QUANTILES|APPROX_QUANTILE", query, re.I)), "quantiles"),
         ("eliminates_row" in name, "total_kept"),
         ("not public" in detail, "plain_over_private"),
