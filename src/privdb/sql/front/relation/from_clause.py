@@ -129,6 +129,11 @@ class _Builder:
                     "own FROM (not in a subquery or CTE, not followed by another join)"
                 )
             rel = self.join(rel, self.item(join.this, ctes), join)
+        if top and not rel.tables:
+            raise UnsupportedQuery(
+                "this DP-SELECT reads no table, only UNNEST([…]) of literals: its answer is in the query; "
+                "join the array to a table (FROM t CROSS JOIN UNNEST([…]) AS x)"
+            )
         return rel
 
     def item(self, node: exp.Expression, ctes: Mapping[str, exp.Expression]) -> Relation:
