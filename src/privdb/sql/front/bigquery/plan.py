@@ -12,6 +12,10 @@ The table's metadata decides (docs/answers.md, "BigQuery / ZetaSQL syntax"):
 - PERCENTILE_CONT, VAR_POP and STDDEV_POP clamp each row to its ``contribution_bounds_per_row``.
 - ``FROM t RIGHT OUTER JOIN (SELECT DISTINCT k FROM public) USING (k) GROUP BY k``: public groups, the
   per-unit values RIGHT JOINed to the public keys (privdb.sql.front.bigquery.groups).
+- ``FROM t CROSS JOIN UNNEST([1, 2, 3]) AS x``: the literal array joined to the table inside the per-unit
+  subquery, each unit bounded after the join (privdb.sql.front.bigquery.unnest).
+- ``max_rows_contributed=r``: the plan's m narrowed to r (G to at most r), never widened (:func:`tighten`);
+  COUNT and SUM are then DP-SELECT's over each unit's bounded rows.
 
 Bounds are clamps written into the query (``LEAST(GREATEST(v, lower), upper)``) on top of the clamping the
 metadata's bounds already impose, so the effective bounds are the intersection: a query's bounds can narrow
@@ -125,7 +129,8 @@ def _one_table(select: exp.Select) -> exp.Table:
     joins = split_unnest(select)[1]
     if (joins and groups_join(select) is None) or not isinstance(table, exp.Table) or table.args.get("db"):
         raise UnsupportedQuery(
-            "BigQuery's spelling is read over one table in FROM (FROM professors); for joins and subqueries "
+            "BigQuery's spelling is read over one table in FROM (FROM professors), maybe CROSS JOIN "
+            "UNNEST([…]) AS x or RIGHT JOINed to public groups; for other joins and subqueries "
             "write DP-SELECT ε … (docs/answers.md)"
         )
     if select.args.get("with_") or select.args.get("with"):
