@@ -180,7 +180,7 @@ EXAMPLES: list[Example] = [
             "invalid_parameter", reason=NOISELESS, plain=AVG_PLAIN),
     Example(ZETASQL_CLAUSE, _clause(", privacy_unit_column=id", AVG_B, "professors"),
             "invalid_parameter", reason=NOISELESS, plain=AVG_PLAIN),
-    # public groups: a RIGHT OUTER JOIN with UNNEST of the public items (a public table's are read)
+    # public groups: a RIGHT OUTER JOIN with UNNEST of the public items, without a name for its column
     Example(
         ZETASQL_CLAUSE,
         "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 10, delta = .01, max_groups_contributed = 1, "
@@ -189,6 +189,6 @@ EXAMPLES: list[Example] = [
         "(SELECT DISTINCT item FROM UNNEST(['pen', 'pencil', 'book'])) "
         "USING (item) GROUP BY item;",
         "unsupported_query",
-        reason="FROM UNNEST",
+        reason="UNNEST([…]) needs one name",
     ),
 ]  # fmt: skip

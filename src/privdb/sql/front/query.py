@@ -56,6 +56,7 @@ class Options:
     unit: str | None = None
     unit_qualifier: str | None = None
     max_groups: int | None = None
+    max_rows: int | None = None  # max_rows_contributed: rows per privacy unit in the whole query
     bounds: tuple[tuple[int, Bounds], ...] = ()
     reports: tuple[Report, ...] = ()  # the select items asking ZetaSQL's report
     selection: Selection = Selection()
@@ -90,6 +91,8 @@ class DPQuery:
     max_groups: int | None = None
     # BigQuery's spelling: groups (and a total's row) selected as ZetaSQL selects them; None: DP-SELECT's rule
     selection: Selection | None = None
+    # BigQuery's max_rows_contributed below the table's max_contributions: the plan's m (and G at most m)
+    max_rows: int | None = None
 
     def body(self) -> str:
         """The SELECT in DuckDB's dialect, without comments."""
@@ -104,8 +107,9 @@ class DPQuery:
             return f"DP-SELECT ACCURACY {half!r} CONFIDENCE {confidence!r} MAX {self.epsilon!r} {body}"
         using = "" if self.noise == "laplace" else f" USING {self.noise.upper()}"
         groups = "" if self.max_groups is None else f" /* max_groups_contributed={self.max_groups} */"
+        rows = "" if self.max_rows is None else f" /* max_rows_contributed={self.max_rows} */"
         chosen = "" if self.selection is None else f" /* {self.selection} */"
-        return f"DP-SELECT {self.epsilon!r} DELTA {self.delta!r}{using}{groups}{chosen} {body}"
+        return f"DP-SELECT {self.epsilon!r} DELTA {self.delta!r}{using}{groups}{rows}{chosen} {body}"
 
 
 def check_epsilon(epsilon: float) -> None:

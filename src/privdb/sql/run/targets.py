@@ -69,7 +69,8 @@ class DatabaseTables(Tables):
     def _read_public(self, relation: Relation, query: Callable[[str], str]) -> pd.DataFrame:
         """``query(<the relation as a FROM item>)`` run on its engine: public tables only."""
         assert relation.public, "only public tables are read to plan a query"
-        backend, sources = engine_of(self.db, relation.tables)
+        # a relation of literals only (UNNEST([…])) reads no table: any engine runs it
+        backend, sources = engine_of(self.db, relation.tables) if relation.tables else (self.db.backend, {})
         sql = query(relation.source(sources))
         return backend.fetch(for_engine(backend, None, sql), timeout=self.db.query_timeout)
 

@@ -15,6 +15,7 @@ from typing import Any
 from sqlglot import exp
 
 from privdb.errors import UnsupportedQuery
+from privdb.sql.front.bigquery.unnest import split_unnest
 
 __all__ = ["GROUPS", "groups_join", "over_groups"]
 
@@ -27,7 +28,7 @@ _SHAPE = (
 
 def groups_join(select: exp.Select) -> exp.Join | None:
     """The select's public-groups join (None without joins), or the refusal naming the shape read."""
-    joins = select.args.get("joins") or []
+    joins = split_unnest(select)[1]  # CROSS JOIN UNNEST([…]) goes with the table (bigquery.unnest)
     if not joins:
         return None
     join: exp.Join = joins[0]

@@ -12,6 +12,10 @@ The table's metadata decides (docs/answers.md, "BigQuery / ZetaSQL syntax"):
 - PERCENTILE_CONT, VAR_POP and STDDEV_POP clamp each row to its ``contribution_bounds_per_row``.
 - ``FROM t RIGHT OUTER JOIN (SELECT DISTINCT k FROM public) USING (k) GROUP BY k``: public groups, the
   per-unit values RIGHT JOINed to the public keys (privdb.sql.front.bigquery.groups).
+- ``FROM t CROSS JOIN UNNEST([1, 2, 3]) AS x``: the literal array joined to the table inside the per-unit
+  subquery, each unit bounded after the join (privdb.sql.front.bigquery.unnest).
+- ``max_rows_contributed=r``: the plan's m narrowed to r (G to at most r), never widened (:func:`tighten`);
+  COUNT and SUM are then DP-SELECT's over each unit's bounded rows.
 
 Bounds are clamps written into the query (``LEAST(GREATEST(v, lower), upper)``) on top of the clamping the
 metadata's bounds already impose, so the effective bounds are the intersection: a query's bounds can narrow
@@ -29,6 +33,7 @@ from sqlglot import exp
 from privdb.catalog.metadata import TableMeta
 from privdb.errors import InvalidParameter, UnsupportedQuery
 from privdb.sql.front.bigquery.groups import GROUPS, groups_join, over_groups
+from privdb.sql.front.bigquery.unnest import split_unnest
 from privdb.sql.front.query import Bounds, DPQuery, Options
 from privdb.sql.front.relation.model import Relation, Tables
 
@@ -62,16 +67,19 @@ def translate(query: DPQuery, tables: Tables) -> DPQuery:
             f"max_groups_contributed={meta.max_groups} or less, or leave it out"
         )
     items = [_item(i, node, options) for i, node in enumerate(select.expressions)]
+    rows = options.max_rows
+    if rows is not None:
+        _check_rows(rows, meta, table, items)
     grouped = any(isinstance(agg, _GROUPED) for _, agg, _ in items if agg is not None)
     per_row = [agg for _, agg, _ in items if agg is not None and not isinstance(agg, _GROUPED)]
-    if meta.privacy_unit is not None and grouped and per_row:
+    if meta.privacy_unit is not None and grouped and per_row and rows is None:
         raise UnsupportedQuery(
             f"{per_row[0].sql(dialect='duckdb')}: BigQuery computes COUNT, SUM and AVG per privacy unit "
             "first and PERCENTILE_CONT, VAR_POP, STDDEV_POP per row; ask them in two queries"
         )
-    if meta.privacy_unit is not None and grouped:
+    if meta.privacy_unit is not None and grouped and rows is None:
         written = _per_unit(select, items, meta, table)
-    elif select.args.get("joins"):
+    elif split_unnest(select)[1]:
         raise UnsupportedQuery(
             "public groups (RIGHT OUTER JOIN …) are read for COUNT, SUM and AVG per privacy unit; write "
             "DP-SELECT ε … for the others"
@@ -79,24 +87,57 @@ def translate(query: DPQuery, tables: Tables) -> DPQuery:
     else:
         written = _per_row(select, items, meta)
     tightened = groups if groups is not None and groups < meta.max_groups else None
-    return replace(query, select=written, bigquery=None, max_groups=tightened, selection=options.selection)
+    narrowed = rows if rows is not None and rows < meta.max_contributions else None
+    return replace(
+        query,
+        select=written,
+        bigquery=None,
+        max_groups=tightened,
+        max_rows=narrowed,
+        selection=options.selection,
+    )
 
 
 def tighten(relation: Relation, query: DPQuery) -> Relation:
-    """The relation with the query's ``max_groups_contributed`` as its G where that is smaller."""
-    groups = query.max_groups
-    if groups is None or groups >= relation.meta.max_groups:
+    """The relation with the query's ``max_groups_contributed`` as its G, and its
+    ``max_rows_contributed`` as its m (and G at most m), where those are smaller."""
+    meta = relation.meta
+    m = min(meta.max_contributions, query.max_rows or meta.max_contributions)
+    g = min(meta.max_groups, query.max_groups or meta.max_groups)
+    g = g if query.max_rows is None else min(g, m)  # r rows reach at most r groups
+    if (m, g) == (meta.max_contributions, meta.max_groups):
         return relation
-    return replace(relation, meta=replace(relation.meta, max_groups=groups))
+    return replace(relation, meta=replace(meta, max_contributions=m, max_groups=g))
+
+
+def _check_rows(rows: int, meta: TableMeta, table: exp.Table, items: list[Item]) -> None:
+    """``max_rows_contributed=r``: each unit's rows in the whole query, sampled to ``r`` after any join (as
+    ZetaSQL samples them), so COUNT and SUM are DP-SELECT's over the bounded rows. It may narrow the
+    owner's ``max_contributions``, never widen it; AVG and per-group bounds are per unit, which the
+    rows' bound is not: refused."""
+    if rows > meta.max_contributions:
+        raise InvalidParameter(
+            f"max_rows_contributed={rows} is above the owner's max_contributions for {table.name!r} "
+            f"({meta.max_contributions}): a query may narrow the owner's bounds, never widen them; write "
+            f"max_rows_contributed={meta.max_contributions} or less, or leave it out"
+        )
+    for _, agg, bounds in items:
+        if isinstance(agg, exp.Avg) or (bounds is not None and bounds.per == "group"):
+            raise UnsupportedQuery(
+                "with max_rows_contributed, COUNT and SUM are over each unit's bounded rows, without "
+                "per-unit AVG or contribution_bounds_per_group; ask those with max_groups_contributed "
+                "instead"
+            )
 
 
 def _one_table(select: exp.Select) -> exp.Table:
     source = select.args.get("from_") or select.args.get("from")
     table = source.this if source is not None else None
-    joins = select.args.get("joins")
+    joins = split_unnest(select)[1]
     if (joins and groups_join(select) is None) or not isinstance(table, exp.Table) or table.args.get("db"):
         raise UnsupportedQuery(
-            "BigQuery's spelling is read over one table in FROM (FROM professors); for joins and subqueries "
+            "BigQuery's spelling is read over one table in FROM (FROM professors), maybe CROSS JOIN "
+            "UNNEST([…]) AS x or RIGHT JOINed to public groups; for other joins and subqueries "
             "write DP-SELECT ε … (docs/answers.md)"
         )
     if select.args.get("with_") or select.args.get("with"):
@@ -274,6 +315,8 @@ def _per_unit(select: exp.Select, items: list[Item], meta: TableMeta, table: exp
             combined = exp.Cast(this=combined, to=exp.DataType.build("BIGINT"))
         outer_items.append(exp.alias_(combined, name))
     inner = exp.select(*inner_items).from_(table.copy())
+    for array in split_unnest(select)[0]:  # each unit's rows joined with the array (bigquery.unnest)
+        inner.append("joins", array.copy())
     if (where := select.args.get("where")) is not None:
         inner.set("where", where.copy())
     inner = inner.group_by(exp.column(unit, table=qualifier), *[k.copy() for k in keys])

@@ -37,6 +37,7 @@ _KNOWN = (
     "epsilon",
     "delta",
     "max_groups_contributed",
+    "max_rows_contributed",
     "privacy_unit_column",
     "group_selection_strategy",
     "k_threshold",
@@ -110,9 +111,15 @@ def read_header(text: str, tokens: list[Token]) -> Header:
     threshold = values.get("k_threshold")
     if threshold is not None and not (float(threshold).is_integer() and float(threshold) >= 0):
         raise InvalidParameter(f"k_threshold must be a whole number ≥ 0, got {float(threshold):g}")
-    groups = values.get("max_groups_contributed")
-    if groups is not None and not (float(groups).is_integer() and float(groups) >= 1):
-        raise InvalidParameter(f"max_groups_contributed must be a whole number ≥ 1, got {float(groups):g}")
+    groups, rows = values.get("max_groups_contributed"), values.get("max_rows_contributed")
+    for name, bound in (("max_groups_contributed", groups), ("max_rows_contributed", rows)):
+        if bound is not None and not (float(bound).is_integer() and float(bound) >= 1):
+            raise InvalidParameter(f"{name} must be a whole number ≥ 1, got {float(bound):g}")
+    if groups is not None and rows is not None:
+        raise InvalidParameter(
+            "max_groups_contributed and max_rows_contributed are exclusive (as in ZetaSQL): bound the "
+            "groups a unit reaches, or its rows in the whole query; write one of them"
+        )
     strategy = values.get("group_selection_strategy")
     if strategy is not None and str(strategy).lower() not in _STRATEGIES:
         raise InvalidParameter(
@@ -141,6 +148,7 @@ def read_header(text: str, tokens: list[Token]) -> Header:
         unit=name or None,
         unit_qualifier=qualifier or None,
         max_groups=None if groups is None else int(float(groups)),
+        max_rows=None if rows is None else int(float(rows)),
         bounds=tuple(bounds),
         reports=tuple(reports),
         selection=Selection(

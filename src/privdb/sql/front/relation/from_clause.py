@@ -39,7 +39,8 @@ from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.errors import UnknownColumn, UnsupportedQuery
 from privdb.sql.front import expr
 from privdb.sql.front.expr import Type
-from privdb.sql.front.relation.joins import check_right_join, join_relations
+from privdb.sql.front.relation.joins import join_relations
+from privdb.sql.front.relation.literal import literal_relation
 from privdb.sql.front.relation.model import (
     UNIT_ROWS,
     Relation,
@@ -51,6 +52,7 @@ from privdb.sql.front.relation.model import (
     unit_columns,
 )
 from privdb.sql.front.relation.per_unit import per_unit_relation
+from privdb.sql.front.relation.right_join import check_right_join
 
 __all__ = ["build_relation", "refuse_unsupported_forms"]
 
@@ -127,6 +129,11 @@ class _Builder:
                     "own FROM (not in a subquery or CTE, not followed by another join)"
                 )
             rel = self.join(rel, self.item(join.this, ctes), join)
+        if top and not rel.tables:
+            raise UnsupportedQuery(
+                "this DP-SELECT reads no table, only UNNEST([…]) of literals: its answer is in the query; "
+                "join the array to a table (FROM t CROSS JOIN UNNEST([…]) AS x)"
+            )
         return rel
 
     def item(self, node: exp.Expression, ctes: Mapping[str, exp.Expression]) -> Relation:
@@ -145,6 +152,8 @@ class _Builder:
             if not alias:
                 alias = "subquery"
             return self.derived(node.this, alias, ctes)
+        if isinstance(node, exp.Unnest):
+            return literal_relation(node)
         raise _refuse(f"FROM {node.sql(dialect='duckdb')[:60]}")
 
     def table(self, name: str, alias: str) -> Relation:
