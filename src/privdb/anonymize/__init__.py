@@ -222,6 +222,7 @@ def anonymize(
         dims = [encode(df[name], hier.get(name), categorical) for name in qi]
         ids, sizes = partition(dims, k_eff, strict=strict, condition=condition)
         cols, ncp = generalize(dims, ids, sizes)
+        by_column: dict[str, float] = {}
         suppressed = np.zeros(len(df), dtype=bool)
         reason = None
         node = None
@@ -233,6 +234,7 @@ def anonymize(
             metric=metric, search=plan, weights=weights, local_recoding=local_recoding, criteria=criteria,
         )  # fmt: skip
         cols, suppressed, ncp = done.columns, done.suppressed, done.loss
+        by_column = {c: done.loss_by_column.get(c, 0.0) for c in qi}  # an aggregated column: unchanged
         reason = (
             "class smaller than k"
             + (
@@ -283,4 +285,5 @@ def anonymize(
         params=params,
         columns=tuple(cols),
         hierarchies=hier,
+        ncp_by_column=by_column,
     )

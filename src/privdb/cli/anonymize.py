@@ -280,6 +280,7 @@ def anonymize(
             seconds=seconds,
             suppression={"records": result.n_suppressed, "reason": result.suppression_reason},
             hierarchies=loaded,
+            search_loss=result.ncp_by_column or None,
         )
         if split is not None and target is not None:
             body["classifier"] = classifier(result, split, written, target, loaded)
