@@ -274,3 +274,24 @@ def test_the_cli_on_a_million_rows_equals_the_library(tmp_path: Path) -> None:
     achieved = check(expected, qi_list, "salary-class")
     assert body["achieved"]["k"] == achieved.k >= 10 and body["classes"] == achieved.classes.n_classes
     assert body["records"] == 1_000_000 and body["coverage"]["ok"]
+
+
+def test_arx_metrics_from_the_command_line(tmp_path: Path) -> None:
+    """Issue 41: --metric monotonic-entropy is ARX's PrecomputedEntropy(…, true): on ARX's own case
+    (KAnonymity[2]: k = 5, no suppression, all nine columns) ARX's node and its entropy 407289.5388925293;
+    a gs factor outside 0..1 is refused in one line."""
+    out, report = tmp_path / "e.csv", tmp_path / "e.json"
+    base = [
+        "anonymize", str(ADULT / "adult.csv"), "--qi", QI + ",salary-class", "--k", "5", "--algorithm",
+        "lattice", "--hierarchies", str(ADULT / "hierarchies"), "--fix-labels", "--suppression-limit", "0",
+        "-o", str(out), "--report", str(report),
+    ]  # fmt: skip
+    code, text = _run(*base, "--metric", "monotonic-entropy")
+    assert code == 0, text
+    params = json.loads(report.read_text())["parameters"]
+    assert params["metric_value"] == pytest.approx(407289.5388925293, rel=1e-9)
+    arx_order = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass"]
+    node = params["lattice_node"]
+    assert [node[c] for c in [*arx_order, "occupation", "salary-class"]] == [1, 2, 1, 1, 3, 2, 2, 1, 1]
+    code, text = _run(*base, "--metric", "entropy", "--gs-factor", "2")
+    assert code == 2 and "Traceback" not in text and "gs_factor" in text

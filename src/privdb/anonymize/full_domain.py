@@ -98,6 +98,7 @@ def full_domain(
     weights: Mapping[str, float] | None = None,
     local_recoding: int = 0,
     criteria: NodeCriteria | None = None,
+    gs_factor: float = 0.5,
 ) -> FullDomain:
     """Anonymise ``df`` by full-domain generalisation of ``qi`` (see the module docstring)."""
     w = weight_list(qi, weights)
@@ -125,7 +126,7 @@ def full_domain(
     ) -> tuple[Lattice, NodeResult, bool]:
         lat = Lattice(
             frame, qi, hierarchies, k, condition=cond, suppression_limit=limit, metric=metric,
-            weights=w, enumerate_nodes=method == "optimal", criteria=criteria,
+            weights=w, enumerate_nodes=method == "optimal", criteria=criteria, gs_factor=gs_factor,
         )  # fmt: skip
         budget = Budget(search.time_limit, search.max_evaluations)
         if method == "optimal":
@@ -160,6 +161,7 @@ def full_domain(
         levels, suppressed = trial_levels, trial_supp
         rounds.append({"node": dict(zip(qi, sub_best.levels, strict=True)), "recovered": len(recovered)})
     params: dict[str, Any] = {"search": method, "nodes": size, "evaluations": lat.evaluations}
+    params["metric_value"] = best.value  # the metric at the main node, in its own unit (as ARX reports it)
     if method != "optimal":
         params |= {"time_limit": search.time_limit, "complete": finished}
         params |= {"seed": search.seed} if method == "genetic" else {}

@@ -3,7 +3,8 @@
 Both search algorithms enforce it on each candidate class, Mondrian on every child of a cut (LeFevre et al.
 2006, section 5) and the lattice on every class of a node, so it lives apart from both and imports neither:
 distinct, entropy and recursive (c, l)-diversity (Machanavajjhala et al. 2007) and t-closeness with the
-Earth Mover's Distance, ordered for numbers (Li et al. 2007), basic and enhanced β-likeness (Cao and Karras
+Earth Mover's Distance, ordered for numbers or hierarchical over a taxonomy given as ``t_hierarchy``
+(Li et al. 2007; ARX's ``HierarchicalDistanceTCloseness``), basic and enhanced β-likeness (Cao and Karras
 2012) and δ-disclosure privacy (Brickell and Shmatikov 2008, natural log), the last three against the whole
 table's distribution as ``criteria.evaluate`` checks them. Checking a release after the fact, with every
 distance, is ``models.check``'s work; the other models, ``criteria.evaluate``'s.
@@ -12,11 +13,14 @@ distance, is ``models.check``'s work; the other models, ``criteria.evaluate``'s.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from privdb.anonymize._classes import HierarchyLike
+from privdb.anonymize.distances import Sensitive, row_distances
 from privdb.errors import InvalidParameter
 
 __all__ = ["SensitiveCondition"]
@@ -39,6 +43,7 @@ class SensitiveCondition:
     beta: float | None = None
     enhanced_beta: float | None = None
     delta_disclosure: float | None = None
+    tree: Any = None  # the taxonomy of the hierarchical distance (codes are then its leaves)
 
     @classmethod
     def build(
@@ -52,6 +57,7 @@ class SensitiveCondition:
         beta: float | None = None,
         enhanced_beta: float | None = None,
         delta_disclosure: float | None = None,
+        t_hierarchy: HierarchyLike | None = None,
     ) -> SensitiveCondition:
         if diversity not in ("distinct", "entropy", "recursive"):
             raise InvalidParameter(
@@ -69,6 +75,12 @@ class SensitiveCondition:
                 "fill or drop them first"
             )
         ordered = bool(pd.api.types.is_numeric_dtype(column)) and not pd.api.types.is_bool_dtype(column)
+        if t_hierarchy is not None:  # codes are the taxonomy's leaves, in its order
+            sens = Sensitive.encode(column.to_frame(), str(column.name), "hierarchical", t_hierarchy)
+            return cls(
+                sens.codes, sens.m, sens.p, l, diversity, float(c or 1.0), t, False,
+                beta, enhanced_beta, delta_disclosure, sens.tree,
+            )  # fmt: skip
         codes, uniq = pd.factorize(column, sort=True)
         m = max(len(uniq), 1)
         prior = np.bincount(codes, minlength=m) / max(len(codes), 1)
@@ -138,6 +150,8 @@ class SensitiveCondition:
     def emd(self, hist: NDArray[np.int64]) -> NDArray[np.float64]:
         """Earth Mover's Distance of each class's distribution to the table's."""
         q = hist / np.maximum(hist.sum(axis=1), 1)[:, None]
+        if self.tree is not None:
+            return row_distances(q, self.prior[None, :], "hierarchical", self.tree)
         diff = q - self.prior[None, :]
         if self.ordered and self.m > 1:
             return np.asarray(np.abs(np.cumsum(diff, axis=1)[:, :-1]).sum(axis=1) / (self.m - 1))
