@@ -92,6 +92,8 @@ def translate(case: ArxCase) -> dict[str, Any]:
             kw["k"] = int(args[0])
         elif name == "EntropyLDiversity" and args[2:] in ((), ("estimator:SHANNON",)):
             kw |= {"l": float(args[1]), "diversity": "entropy"}
+        elif name == "EntropyLDiversity" and args[2:] == ("estimator:GRASSBERGER",):
+            kw |= {"l": float(args[1]), "diversity": "grassberger"}
         elif name == "RecursiveCLDiversity":
             kw |= {"l": float(args[2]), "c": float(args[1]), "diversity": "recursive"}
         elif name == "DistinctLDiversity":

@@ -36,6 +36,11 @@ _RISK_LOSS = (
     "the sample-uniqueness threshold: the same node, the loss 5e-7 apart: privdb suppresses other classes "
     "of the same size than ARX (its order among equal classes is its hash order)"
 )
+_GRASSBERGER = (
+    "entropy l-diversity with Grassberger's estimator under suppression: privdb returns a node of lower "
+    "entropy that ARX does not accept (without suppression, EntropyLDiversity[2], the two agree); the cause "
+    "is not established"
+)
 _SUBSET = (
     "ARX's research subset (Inclusion): privdb anonymises the subset's rows alone; ARX anonymises the "
     "whole table and measures the subset, so counts and the t-closeness reference differ (cause not "
@@ -56,6 +61,7 @@ DIFFERENT: dict[str, str] = {
         ],
         _HEURISTIC,
     ),
+    **dict.fromkeys(["EntropyLDiversity[0]", "EntropyLDiversity[3]"], _GRASSBERGER),
     "RiskBased[0]": _RISK,
     "RiskBased[1]": _RISK_LOSS,
     "TCloseness[10]": _PRACTICAL,
@@ -102,10 +108,10 @@ def test_figures() -> None:
     """The counts docs/anonymize.md states (issue 41's target: ≥ 110 of 122 expressible, ≥ 95 % on ARX's
     node)."""
     assert len(CASES) == 123
-    assert len(EXPRESSIBLE) == 104
+    assert len(EXPRESSIBLE) == 107
     assert set(DIFFERENT) <= {c.name for c in EXPRESSIBLE}
-    assert len(DIFFERENT) == 28  # 76 of 104 reach ARX's node and loss
-    assert len(set(DIFFERENT) - NODE_ONLY) == 24  # 80 of 104 reach ARX's node
+    assert len(DIFFERENT) == 30  # 77 of 107 reach ARX's node and loss
+    assert len(set(DIFFERENT) - NODE_ONLY) == 26  # 81 of 107 reach ARX's node
     assert set(DIFFERENT) >= NODE_ONLY
     assert {c.name for c in EXPRESSIBLE} >= QUICK
     assert len({c.name for c in CASES}) == len(CASES)
