@@ -110,6 +110,7 @@ def translate(case: ArxCase) -> dict[str, Any]:
             models["enhanced_beta"] = float(args[1])
         elif name == "DPresence" and args[2] == "adult_subset.csv":
             models["delta_presence"] = (float(args[0]), float(args[1]))
+            models["presence_coverage"] = False  # ARX's δ-presence
             kw["population"] = adult()
         elif name == "KMap" and args[1:] == ("adult_subset.csv",):
             models["k_map"] = int(args[0])
