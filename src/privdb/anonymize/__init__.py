@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privdb.anonymize._classes import STAR
+from privdb.anonymize._classes import STAR, HierarchyLike
 from privdb.anonymize.full_domain import Search, full_domain
 from privdb.anonymize.hierarchy import (
     DateHierarchy,
@@ -27,7 +27,7 @@ from privdb.anonymize.hierarchy import (
     MaskHierarchy,
     TaxonomyHierarchy,
 )
-from privdb.anonymize.lattice import METRICS
+from privdb.anonymize.lattice_metrics import METRICS
 from privdb.anonymize.microaggregate import aggregate
 from privdb.anonymize.microaggregate import checked as checked_aggregates
 from privdb.anonymize.model_spec import MONDRIAN_REFUSAL, Models, check_model_inputs, derived_k
@@ -146,6 +146,8 @@ def anonymize(
     fix_labels: bool = False,
     suppression_limit: float = 0.05,
     metric: str = "loss",
+    gs_factor: float = 0.5,
+    t_hierarchy: HierarchyLike | None = None,
     strict: bool = True,
     categorical: str = "auto",
     search: Search | str = "auto",
@@ -162,10 +164,12 @@ def anonymize(
     hierarchy or as ordered values, ``categorical`` = auto/tree/ordered); numbers are published as the
     ``lo-hi`` range of each partition's own records. ``algorithm="lattice"`` finds the full-domain
     generalisation minimising ``metric`` (one of ``METRICS``) with at most ``suppression_limit`` (a fraction
-    of the records) suppressed. ``hierarchies`` maps columns to ``Hierarchy`` objects or kind names
+    of the records) suppressed, ``gs_factor`` weighing generalisation against suppression in it (ARX's,
+    ``lattice_metrics``). ``hierarchies`` maps columns to ``Hierarchy`` objects or kind names
     (intervals, mask, date, flat), or is a directory of ``<column>.csv`` files; the rest are automatic. A
     file's ``lo-hi`` labels must hold the numbers under them; ``fix_labels`` renames those that do not.
-    ``l`` (with ``diversity`` distinct/entropy/recursive and ``c``) and ``t`` need ``sensitive``.
+    ``l`` (with ``diversity`` distinct/entropy/recursive and ``c``) and ``t`` need ``sensitive``; with
+    ``t_hierarchy`` (the sensitive attribute's hierarchy, ARX layout) t is the hierarchical distance.
 
     Full-domain only: ``search`` (a ``Search`` or its method: auto, optimal, lightning, genetic; auto is
     optimal up to ``lattice.MAX_NODES`` nodes, Lightning beyond), ``weights`` (column → weight in the loss),
@@ -186,6 +190,10 @@ def anonymize(
     )  # fmt: skip
     if algorithm == "lattice" and metric not in METRICS:
         raise InvalidParameter(f"unknown metric '{metric}': use one of {', '.join(METRICS)}")
+    if t_hierarchy is not None and t is None:
+        raise InvalidParameter("t_hierarchy is the taxonomy of t-closeness's distance: give t as well")
+    if algorithm != "lattice" and gs_factor != 0.5:
+        raise InvalidParameter("gs_factor weighs the lattice search's metric: algorithm='lattice'")
     plan = Search(search) if isinstance(search, str) else search
     if algorithm != "lattice" and (plan.method != "auto" or weights or local_recoding):
         raise InvalidParameter(
@@ -209,7 +217,9 @@ def anonymize(
         "delta_disclosure": models.delta_disclosure if models else None,
     }
     if sensitive is not None and (l is not None or t is not None or any(likeness.values())):
-        condition = SensitiveCondition.build(df[sensitive], l=l, diversity=diversity, c=c, t=t, **likeness)
+        condition = SensitiveCondition.build(
+            df[sensitive], l=l, diversity=diversity, c=c, t=t, t_hierarchy=t_hierarchy, **likeness
+        )
         whole = condition.histogram(np.zeros(len(df), dtype=np.int64), 1)
         if not condition.ok(whole)[0]:
             raise InvalidParameter(
@@ -222,6 +232,7 @@ def anonymize(
         dims = [encode(df[name], hier.get(name), categorical) for name in qi]
         ids, sizes = partition(dims, k_eff, strict=strict, condition=condition)
         cols, ncp = generalize(dims, ids, sizes)
+        by_column: dict[str, float] = {}
         suppressed = np.zeros(len(df), dtype=bool)
         reason = None
         node = None
@@ -231,8 +242,10 @@ def anonymize(
         done = full_domain(
             df, searched, hier, k_eff, condition=condition, suppression_limit=suppression_limit,
             metric=metric, search=plan, weights=weights, local_recoding=local_recoding, criteria=criteria,
+            gs_factor=gs_factor,
         )  # fmt: skip
         cols, suppressed, ncp = done.columns, done.suppressed, done.loss
+        by_column = {c: done.loss_by_column.get(c, 0.0) for c in qi}  # an aggregated column: unchanged
         reason = (
             "class smaller than k"
             + (
@@ -283,4 +296,5 @@ def anonymize(
         params=params,
         columns=tuple(cols),
         hierarchies=hier,
+        ncp_by_column=by_column,
     )

@@ -63,6 +63,7 @@ class FullDomain:
     suppressed: NDArray[np.bool_]
     node: dict[str, int]
     loss: float
+    loss_by_column: dict[str, float]
     params: dict[str, Any]
     note: str | None
 
@@ -97,6 +98,7 @@ def full_domain(
     weights: Mapping[str, float] | None = None,
     local_recoding: int = 0,
     criteria: NodeCriteria | None = None,
+    gs_factor: float = 0.5,
 ) -> FullDomain:
     """Anonymise ``df`` by full-domain generalisation of ``qi`` (see the module docstring)."""
     w = weight_list(qi, weights)
@@ -124,7 +126,7 @@ def full_domain(
     ) -> tuple[Lattice, NodeResult, bool]:
         lat = Lattice(
             frame, qi, hierarchies, k, condition=cond, suppression_limit=limit, metric=metric,
-            weights=w, enumerate_nodes=method == "optimal", criteria=criteria,
+            weights=w, enumerate_nodes=method == "optimal", criteria=criteria, gs_factor=gs_factor,
         )  # fmt: skip
         budget = Budget(search.time_limit, search.max_evaluations)
         if method == "optimal":
@@ -159,21 +161,24 @@ def full_domain(
         levels, suppressed = trial_levels, trial_supp
         rounds.append({"node": dict(zip(qi, sub_best.levels, strict=True)), "recovered": len(recovered)})
     params: dict[str, Any] = {"search": method, "nodes": size, "evaluations": lat.evaluations}
+    params["metric_value"] = best.value  # the metric at the main node, in its own unit (as ARX reports it)
     if method != "optimal":
         params |= {"time_limit": search.time_limit, "complete": finished}
         params |= {"seed": search.seed} if method == "genetic" else {}
     if w is not None:
         params |= {
             "weights": dict(zip(qi, w, strict=True)),
-            "weighted_loss": _loss(lat, levels, suppressed, w),
+            "weighted_loss": float(np.average(_column_losses(lat, levels, suppressed), weights=w)),
         }
     if local_recoding:
         params["local_recoding"] = {"iterations": local_recoding, "rounds": rounds}
+    by_column = _column_losses(lat, levels, suppressed)
     return FullDomain(
         columns=_columns(lat, levels),
         suppressed=suppressed,
         node=dict(zip(qi, best.levels, strict=True)),
-        loss=_loss(lat, levels, suppressed, None),
+        loss=float(by_column.mean()),
+        loss_by_column={c: float(x) for c, x in zip(qi, by_column, strict=True)},
         params=params,
         note=note,
     )
@@ -217,13 +222,11 @@ def _holds(
     return cond is None or not n_cls or bool(cond.ok(cond.histogram(ids[keep], n_cls, keep)).all())
 
 
-def _loss(
-    lat: Lattice, levels: IntArray, suppressed: NDArray[np.bool_], weights: list[float] | None
-) -> float:
-    """ARX's loss of a release whose record i is at ``levels[i]`` (1 per suppressed cell), optionally
-    with per-column weights (Σ wⱼ·lossⱼ / Σ wⱼ)."""
-    w = np.ones(len(lat.qis)) if weights is None else np.asarray(weights) / np.sum(weights) * len(lat.qis)
-    total = 0.0
+def _column_losses(lat: Lattice, levels: IntArray, suppressed: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """ARX's loss of each quasi-identifier of a release whose record i is at ``levels[i]`` (the mean over
+    records, 1 per suppressed cell); their mean is the loss the search minimises, their mean weighted by
+    ``wⱼ`` ARX's weighted loss Σ wⱼ·lossⱼ / Σ wⱼ."""
+    out = np.zeros(len(lat.qis))
     for j, (q, one) in enumerate(zip(lat.qis, _one_levels(levels), strict=True)):
         if one is not None:  # the same cells as below, without a mask per level
             cell = q.cost[one][q.groups[one][lat.tup[j]]][lat.tuple_of_record]
@@ -233,5 +236,5 @@ def _loss(
             for lv in np.unique(levels[:, j]):
                 at = (levels[:, j] == lv) & ~suppressed
                 cell[at] = q.cost[int(lv)][q.groups[int(lv)][q.codes[at]]]
-        total += w[j] * float(cell.sum())
-    return total / (lat.n * len(lat.qis))
+        out[j] = float(cell.sum()) / lat.n
+    return out

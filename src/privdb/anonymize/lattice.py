@@ -10,6 +10,8 @@ those records are suppressed. Among anonymous nodes the search returns one minim
   and 1 for every cell of a suppressed record. The same number ARX reports as its information loss/NCP.
 * ``discernibility`` (Bayardo, Agrawal 2005): Σ |E|² over kept classes plus n for each suppressed record.
 * ``aecs``: average equivalence-class size n / #classes, the suppressed records counting as one class.
+* ARX's other metrics (``geometric-loss``, ``entropy``, ``monotonic-entropy``, ``dm-star``) and the
+  generalisation/suppression factor: ``lattice_metrics``.
 
 Pruning (Kohlmayer et al., "Flash", PASSAT 2012; El Emam et al., "OLA", JAMIA 2009):
 
@@ -39,6 +41,15 @@ from numpy.typing import NDArray
 from privdb.anonymize._classes import combine_sized
 from privdb.anonymize.hierarchy import Hierarchy, lattice_size
 from privdb.anonymize.lattice_levels import QiLevels
+from privdb.anonymize.lattice_metrics import (
+    CELL_METRICS,
+    METRICS,
+    aggregate,
+    check_metric,
+    factors,
+    suppression_terms,
+    tuple_costs,
+)
 from privdb.anonymize.node_criteria import NodeCriteria
 from privdb.anonymize.release import GeneralizedColumn
 from privdb.anonymize.sensitive_condition import SensitiveCondition
@@ -46,7 +57,6 @@ from privdb.errors import InvalidParameter
 
 __all__ = ["MAX_NODES", "METRICS", "Lattice", "NodeResult", "search", "weight_scale"]
 
-METRICS = ("loss", "discernibility", "aecs")
 MAX_NODES = 2_000_000
 IntArray = NDArray[np.int64]
 
@@ -90,9 +100,9 @@ class Lattice:
         enumerate_nodes: bool = True,
         criteria: NodeCriteria | None = None,
         missing_as_star: bool = False,
+        gs_factor: float = 0.5,
     ) -> None:
-        if metric not in METRICS:
-            raise InvalidParameter(f"unknown metric '{metric}': use one of {', '.join(METRICS)}")
+        check_metric(metric, gs_factor)
         if not 0 <= suppression_limit <= 1:
             raise InvalidParameter(
                 f"suppression_limit is a fraction of records in 0..1 (got {suppression_limit})"
@@ -122,13 +132,19 @@ class Lattice:
         self.first_record = first.astype(np.int64)
         self.tup = [q.codes[first] for q in self.qis]
         self.weight = np.bincount(key).astype(np.int64)
-        # a-priori loss bound: per QI and level, the summed cost over all records
-        self.level_cost = [
-            f
-            * np.array(
-                [float((q.cost[lv][q.groups[lv][t]] * self.weight).sum()) for lv in range(q.height + 1)]
+        self.cells = metric in CELL_METRICS
+        self.g, self.s = factors(gs_factor)
+        # per QI and level the cell cost of each tuple (weighted), and the a-priori bound: their sum
+        self._tcost = [
+            [f * c for c in per_level]
+            for per_level, f in zip(
+                tuple_costs(metric, self.qis, self.tup, self.weight), self.scale, strict=True
             )
-            for q, t, f in zip(self.qis, self.tup, self.scale, strict=True)
+        ]
+        self._norm = 1.0 if metric in ("entropy", "monotonic-entropy") else float(self.n)
+        self.level_cost = [
+            self.g * np.array([float((c * self.weight).sum()) for c in per_level])
+            for per_level in self._tcost
         ]
         self.evaluations = 0
         self._cache: dict[int, NodeResult] = {}
@@ -165,15 +181,14 @@ class Lattice:
         return np.repeat(np.arange(len(self.weight)), self.weight)
 
     def _loss_bound(self) -> NDArray[np.float64]:
-        total = np.zeros(len(self.nodes))
-        for j, lc in enumerate(self.level_cost):
-            total += lc[self.nodes[:, j]]
-        return total / (self.n * len(self.qis))
+        cols = np.stack([lc[self.nodes[:, j]] for j, lc in enumerate(self.level_cost)], axis=1)
+        return aggregate(cols / self._norm, self.metric)
 
     def loss_bound(self, levels: Sequence[int]) -> float:
-        """The loss of ``levels`` without suppression: a lower bound on it and on every node above it."""
-        total = sum(float(lc[int(lv)]) for lc, lv in zip(self.level_cost, levels, strict=True))
-        return total / (self.n * len(self.qis))
+        """A cell metric's value at ``levels`` without suppression: a lower bound on it and on every node
+        above it."""
+        cols = np.array([float(lc[int(lv)]) for lc, lv in zip(self.level_cost, levels, strict=True)])
+        return float(aggregate(cols / self._norm, self.metric))
 
     def group_codes(self, levels: Sequence[int]) -> list[IntArray]:
         """Per quasi-identifier, the group code of each distinct tuple at ``levels``."""
@@ -236,16 +251,18 @@ class Lattice:
         supp = fail_cls[cls]
         n_supp = int(self.weight[supp].sum())
         kept = sizes[~fail_cls]
-        d = len(self.qis)
-        if self.metric == "loss":
+        if self.cells:
             bound = self.loss_bound(levels)
-            extra = np.zeros(int(supp.sum()))
-            for q, tg, lv, f in zip(self.qis, self._tg, levels, self.scale, strict=True):
-                extra += f * (1.0 - q.cost[lv][tg[lv][supp]])
-            value = bound + float((extra * self.weight[supp]).sum()) / (self.n * d)
-        elif self.metric == "discernibility":
+            base = np.array([float(lc[int(lv)]) for lc, lv in zip(self.level_cost, levels, strict=True)])
+            costs = [c[int(lv)] for c, lv in zip(self._tcost, levels, strict=True)]
+            extra = suppression_terms(
+                self.metric, self.group_codes(levels), costs, self.weight, supp, self.g, self.s
+            )
+            value = float(aggregate((base + extra) / self._norm, self.metric))
+        elif self.metric in ("discernibility", "dm-star"):
             bound = float((sizes.astype(np.float64) ** 2).sum())
             value = float((kept.astype(np.float64) ** 2).sum()) + float(n_supp) * self.n
+            value = bound if self.metric == "dm-star" else value
         else:
             bound = self.n / len(sizes)
             value = self.n / (len(kept) + (1 if n_supp else 0))
@@ -291,7 +308,7 @@ class Lattice:
         """
         nodes = self.nodes
         failed = np.zeros(len(nodes), dtype=bool)
-        is_loss = self.metric == "loss"
+        is_loss = self.cells
         bound = self._loss_bound() if is_loss else np.full(len(nodes), -np.inf)
         height = nodes.sum(axis=1)
         order = np.lexsort((height, bound)) if is_loss else np.argsort(height, kind="stable")

@@ -34,6 +34,8 @@ class Models:
     ``beta`` / ``enhanced_beta``: β-likeness; ``delta_disclosure``: δ; ``delta_presence``: (δmin, δmax);
     ``k_map``: k (with ``k_map_estimator`` and ``significance`` when only π is known); ``average_risk``,
     ``sample_uniqueness``, ``population_uniqueness``: thresholds in (0, 1] (the last with ``estimator``).
+    ``presence_coverage=False`` checks δ-presence as ARX does: only δ of each class, not privdb's rule that
+    with δmin > 0 every population record must fall in a released class.
     """
 
     beta: float | None = None
@@ -47,6 +49,7 @@ class Models:
     sample_uniqueness: float | None = None
     population_uniqueness: float | None = None
     estimator: str = "dankar"
+    presence_coverage: bool = True  # False: ARX's δ-presence, without privdb's rule on uncovered people
 
     def __post_init__(self) -> None:
         if self.beta is not None:

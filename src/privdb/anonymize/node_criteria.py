@@ -190,7 +190,8 @@ class NodeCriteria:
         if self.risk:
             out, ok = self._enforce(lat, levels, cls, sizes, fail | star)
             fail = np.where(star, fail, out)  # a class all '*' is no class: never suppressed for risk
-        if pop_cls is not None and self.presence is not None and self.presence[0] > 0:
+        coverage = self.presence is not None and self.presence[0] > 0 and self.models.presence_coverage
+        if pop_cls is not None and coverage:
             released = ~fail & ~star
             covered = np.zeros(len(pop_cls), dtype=bool)
             covered[pop_cls >= 0] = released[pop_cls[pop_cls >= 0]]

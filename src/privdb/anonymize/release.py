@@ -42,7 +42,8 @@ class Anonymized:
     """An anonymised table and how it was made.
 
     ``class_ids[i]`` numbers record i's equivalence class (records with equal released quasi-identifiers),
-    −1 for suppressed records. ``ncp`` is the algorithm's information loss (see its docstring), in 0..1.
+    −1 for suppressed records. ``ncp`` is the algorithm's information loss (see its docstring), in 0..1;
+    ``ncp_by_column`` the full-domain search's loss per quasi-identifier (empty for Mondrian).
     """
 
     table: pd.DataFrame
@@ -59,6 +60,7 @@ class Anonymized:
     params: dict[str, Any] = field(default_factory=dict)
     columns: tuple[GeneralizedColumn, ...] = ()
     hierarchies: Mapping[str, Hierarchy] = field(default_factory=dict)  # those the labels came from
+    ncp_by_column: dict[str, float] = field(default_factory=dict)
 
     def coded_table(self) -> pd.DataFrame:
         """``table`` with each quasi-identifier as a pandas categorical of the same values (categories

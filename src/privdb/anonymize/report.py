@@ -76,9 +76,14 @@ def release_report(
     seconds: float,
     suppression: dict[str, Any],
     hierarchies: Mapping[str, Any] | None = None,
+    search_loss: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """DESIGN.md's report: parameters, achieved k / l / t, utility, risk, seconds (and coverage, which must
-    hold: a range never excludes a value of its class). The release is grouped once for all of them."""
+    hold: a range never excludes a value of its class). The release is grouped once for all of them.
+
+    ``search_loss`` (a full-domain release: the search's loss per quasi-identifier) becomes ``utility.ncp``
+    and ``ncp_by_column``, the loss the search minimised; the measure of the released labels (a number's
+    range width over its span) is then reported beside it as ``ncp_ranges`` and ``ncp_ranges_by_column``."""
     sens_hierarchy = (hierarchies or {}).get(sensitive) if sensitive else None
     released, original = _encoded(released, qi), _encoded(original, qi)
     achieved, classes = _measures(released, qi, sensitive, "auto", sens_hierarchy, original, hierarchies)
@@ -88,7 +93,7 @@ def release_report(
         "parameters": parameters,
         "achieved": achieved.pop("achieved"),
         "diversity": {key: achieved.pop(key) for key in ("l_entropy", "recursive", "distance", "sensitive")},
-        "utility": loss.to_dict(),
+        "utility": _utility(loss.to_dict(), search_loss),
         "risk": achieved.pop("risk"),
         "suppression": suppression,
         "coverage": achieved.pop("coverage"),
@@ -96,6 +101,20 @@ def release_report(
         "classes": achieved.pop("classes"),
         "class_sizes": achieved.pop("class_sizes"),
         "seconds": seconds,
+    }
+
+
+def _utility(measured: dict[str, Any], search_loss: Mapping[str, float] | None) -> dict[str, Any]:
+    """The utility block: with the search's per-column loss, that loss as ``ncp`` and the labels' measure
+    renamed ``ncp_ranges``."""
+    if search_loss is None:
+        return measured
+    by_column = {c: float(search_loss[c]) for c in measured["ncp_by_column"]}
+    return measured | {
+        "ncp": float(np.mean(list(by_column.values()))) if by_column else 0.0,
+        "ncp_by_column": by_column,
+        "ncp_ranges": measured["ncp"],
+        "ncp_ranges_by_column": measured["ncp_by_column"],
     }
 
 

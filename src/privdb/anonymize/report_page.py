@@ -165,6 +165,11 @@ def _sections(report: dict[str, Any]) -> list[str]:
             "Information loss",
             [
                 ("NCP (mean over cells)", _pct(util.get("ncp"))),
+                *(
+                    [("NCP of the ranges (width ÷ span)", _pct(util["ncp_ranges"]))]
+                    if "ncp_ranges" in util
+                    else []
+                ),
                 ("discernibility", _text(util.get("discernibility"))),
                 ("average class size", _text(util.get("avg_class_size"))),
                 ("C_avg (average size ÷ k)", _text(util.get("c_avg"))),

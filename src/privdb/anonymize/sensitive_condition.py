@@ -3,7 +3,8 @@
 Both search algorithms enforce it on each candidate class, Mondrian on every child of a cut (LeFevre et al.
 2006, section 5) and the lattice on every class of a node, so it lives apart from both and imports neither:
 distinct, entropy and recursive (c, l)-diversity (Machanavajjhala et al. 2007) and t-closeness with the
-Earth Mover's Distance, ordered for numbers (Li et al. 2007), basic and enhanced β-likeness (Cao and Karras
+Earth Mover's Distance, ordered for numbers or hierarchical over a taxonomy given as ``t_hierarchy``
+(Li et al. 2007; ARX's ``HierarchicalDistanceTCloseness``), basic and enhanced β-likeness (Cao and Karras
 2012) and δ-disclosure privacy (Brickell and Shmatikov 2008, natural log), the last three against the whole
 table's distribution as ``criteria.evaluate`` checks them. Checking a release after the fact, with every
 distance, is ``models.check``'s work; the other models, ``criteria.evaluate``'s.
@@ -12,11 +13,14 @@ distance, is ``models.check``'s work; the other models, ``criteria.evaluate``'s.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from privdb.anonymize._classes import HierarchyLike
+from privdb.anonymize.distances import Sensitive, row_distances
 from privdb.errors import InvalidParameter
 
 __all__ = ["SensitiveCondition"]
@@ -39,6 +43,7 @@ class SensitiveCondition:
     beta: float | None = None
     enhanced_beta: float | None = None
     delta_disclosure: float | None = None
+    tree: Any = None  # the taxonomy of the hierarchical distance (codes are then its leaves)
 
     @classmethod
     def build(
@@ -52,10 +57,11 @@ class SensitiveCondition:
         beta: float | None = None,
         enhanced_beta: float | None = None,
         delta_disclosure: float | None = None,
+        t_hierarchy: HierarchyLike | None = None,
     ) -> SensitiveCondition:
-        if diversity not in ("distinct", "entropy", "recursive"):
+        if diversity not in ("distinct", "entropy", "grassberger", "recursive"):
             raise InvalidParameter(
-                f"unknown l-diversity '{diversity}': use distinct, entropy or recursive (with c)"
+                f"unknown l-diversity '{diversity}': use distinct, entropy, grassberger or recursive (with c)"
             )
         if l is not None and l < 1:
             raise InvalidParameter(f"l must be at least 1 (got {l:g})")
@@ -69,6 +75,12 @@ class SensitiveCondition:
                 "fill or drop them first"
             )
         ordered = bool(pd.api.types.is_numeric_dtype(column)) and not pd.api.types.is_bool_dtype(column)
+        if t_hierarchy is not None:  # codes are the taxonomy's leaves, in its order
+            sens = Sensitive.encode(column.to_frame(), str(column.name), "hierarchical", t_hierarchy)
+            return cls(
+                sens.codes, sens.m, sens.p, l, diversity, float(c or 1.0), t, False,
+                beta, enhanced_beta, delta_disclosure, sens.tree,
+            )  # fmt: skip
         codes, uniq = pd.factorize(column, sort=True)
         m = max(len(uniq), 1)
         prior = np.bincount(codes, minlength=m) / max(len(codes), 1)
@@ -106,6 +118,8 @@ class SensitiveCondition:
                 with np.errstate(divide="ignore", invalid="ignore"):
                     ent = -np.where(q > 0, q * np.log(q), 0.0).sum(axis=1)
                 good &= ent >= np.log(self.l) - _EPS
+            elif self.diversity == "grassberger":
+                good &= grassberger_diverse(hist, self.l)
             else:
                 li = int(self.l)
                 r = -np.sort(-hist, axis=1)
@@ -138,7 +152,38 @@ class SensitiveCondition:
     def emd(self, hist: NDArray[np.int64]) -> NDArray[np.float64]:
         """Earth Mover's Distance of each class's distribution to the table's."""
         q = hist / np.maximum(hist.sum(axis=1), 1)[:, None]
+        if self.tree is not None:
+            return row_distances(q, self.prior[None, :], "hierarchical", self.tree)
         diff = q - self.prior[None, :]
         if self.ordered and self.m > 1:
             return np.asarray(np.abs(np.cumsum(diff, axis=1)[:, :-1]).sum(axis=1) / (self.m - 1))
         return np.asarray(0.5 * np.abs(diff).sum(axis=1))
+
+
+def _grassberger(top: int) -> NDArray[np.float64]:
+    """ARX's Grassberger term G(n) for n = 0..top (G(0) = 0, unused): for n ≤ 100, with m = ⌊n/2⌋,
+    −γ − ln 2 + Σ_{k≤m} 2/(2k − 1); above, n made even, ln n + u(1/24 − u(7/960 − u·31/8064)) with
+    u = 1/(n/2)²."""
+    n = np.arange(top + 1)
+    m = n // 2
+    small = (
+        -np.euler_gamma
+        - np.log(2.0)
+        + np.concatenate([[0.0], np.cumsum(2.0 / (2.0 * np.arange(1, m[-1] + 1) - 1))])[m]
+    )
+    even = (n - n % 2).astype(np.float64)
+    u = 1.0 / np.maximum(m.astype(np.float64), 1.0) ** 2
+    with np.errstate(divide="ignore"):
+        big = np.log(np.maximum(even, 1.0)) + u * (1 / 24 - u * (7 / 960 - u * 31 / 8064))
+    out = np.where(n <= 100, small, big)
+    out[0] = 0.0
+    return np.asarray(out, dtype=np.float64)
+
+
+def grassberger_diverse(hist: NDArray[np.int64], l: float) -> NDArray[np.bool_]:  # noqa: E741
+    """Entropy l-diversity with Grassberger's estimator, as ARX checks it (``EntropyLDiversity`` with
+    ``GRASSBERGER``): at least ⌈l⌉ distinct values and Σ f·G(f) ≤ N·(G(N) − ln l) over a class's counts f."""
+    size = hist.sum(axis=1)
+    g = _grassberger(int(size.max(initial=1)))
+    lhs = (hist * g[hist]).sum(axis=1)
+    return np.asarray(((hist > 0).sum(axis=1) >= np.ceil(l)) & (lhs <= size * (g[size] - np.log(l)) + _EPS))

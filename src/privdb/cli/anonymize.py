@@ -47,7 +47,9 @@ from privdb.cli.table_options import (
 )
 from privdb.errors import InvalidParameter
 
-Metric = Literal["loss", "discernibility", "aecs"]
+Metric = Literal[
+    "loss", "geometric-loss", "entropy", "monotonic-entropy", "discernibility", "dm-star", "aecs"
+]
 SearchName = Literal["optimal", "lightning", "genetic"]
 
 
@@ -130,9 +132,17 @@ def anonymize(
         Metric | None,
         typer.Option(
             help="what the lattice search minimises: loss (ARX's information loss, the default), "
-            "discernibility (sum of squared class sizes, n per suppressed record) or aecs (records per class)"
+            "geometric-loss (ARX's Loss: geometric mean of the columns), entropy or monotonic-entropy "
+            "(non-uniform entropy, with or without the suppressed records' term), discernibility (sum of "
+            "squared class sizes, n per suppressed record), dm-star (no penalty) or aecs (records per class)"
         ),
     ] = None,
+    gs_factor: Annotated[
+        float,
+        typer.Option(
+            "--gs-factor", help="ARX's gs factor in 0..1: below 0.5 favours suppression, above generalisation"
+        ),
+    ] = 0.5,
     suppression_limit: Annotated[float, typer.Option(help="largest share of records suppressed")] = 0.05,
     keep: Annotated[
         str | None,
@@ -241,6 +251,7 @@ def anonymize(
             hierarchy_fallback=hierarchy_fallback,
             suppression_limit=suppression_limit,
             metric=metric or "loss",
+            gs_factor=gs_factor,
             search=Search(search or "auto", time_limit, max_evaluations, search_seed),
             weights=weight_map or None,
             local_recoding=local_recoding,
@@ -262,6 +273,8 @@ def anonymize(
             parameters["fix_labels"] = fix_labels
         if result.node is not None:
             parameters["metric"] = metric or "loss"
+            parameters["gs_factor"] = gs_factor
+            parameters["metric_value"] = result.params.get("metric_value")
             parameters["lattice_node"] = result.node
             parameters |= {key: result.params[key] for key in SEARCH_KEYS if key in result.params}
         if aggregates:
@@ -280,6 +293,7 @@ def anonymize(
             seconds=seconds,
             suppression={"records": result.n_suppressed, "reason": result.suppression_reason},
             hierarchies=loaded,
+            search_loss=result.ncp_by_column or None,
         )
         if split is not None and target is not None:
             body["classifier"] = classifier(result, split, written, target, loaded)
