@@ -238,9 +238,17 @@ def test_the_empirical_epsilon_stays_below_the_claim(
     neighbours: tuple[Database, Database], name: str
 ) -> None:
     query, epsilon, _ = CASES[name]
-    (plan, f0), (_, f1) = (_read(db, query) for db in neighbours)
-    result = _audit(_sampler(plan, f0, seed=101), _sampler(plan, f1, seed=202), SAMPLES, ALPHA_EACH)
+    result = empirical_epsilon(neighbours, query, (101, 202), ALPHA_EACH)
     assert result.epsilon_lower_bound <= epsilon, (name, result)
+
+
+def empirical_epsilon(
+    neighbours: tuple[Database, Database], query: str, seeds: tuple[int, int], alpha: float
+) -> Audit:
+    """The audit of ``query``'s noisy statistics on the two neighbours (each read once), ``SAMPLES`` draws
+    seeded by ``seeds``, its bound at confidence ``1 − alpha``."""
+    (plan, f0), (_, f1) = (_read(db, query) for db in neighbours)
+    return _audit(_sampler(plan, f0, seed=seeds[0]), _sampler(plan, f1, seed=seeds[1]), SAMPLES, alpha)
 
 
 def _broken(plan: Plan, divide: float) -> Plan:

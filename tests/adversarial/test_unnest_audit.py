@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from adversarial.test_relation_audit import SAMPLES, _audit, _moves, _read, _sampler, neighbours
+from adversarial.test_relation_audit import _moves, _read, empirical_epsilon, neighbours
 from conftest import ALPHA
 from privdb.database import Database
 from privdb.errors import UnsupportedQuery
@@ -59,8 +59,7 @@ def test_the_empirical_epsilon_stays_below_the_claim(
     neighbours: tuple[Database, Database], name: str
 ) -> None:
     query, epsilon, _ = CASES[name]
-    (plan, f0), (_, f1) = (_read(db, query) for db in neighbours)
-    result = _audit(_sampler(plan, f0, seed=103), _sampler(plan, f1, seed=204), SAMPLES, ALPHA_EACH)
+    result = empirical_epsilon(neighbours, query, (103, 204), ALPHA_EACH)
     assert result.epsilon_lower_bound <= epsilon, (name, result)
 
 

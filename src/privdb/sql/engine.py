@@ -80,7 +80,7 @@ def _check(db: Database, analyst: str, text: str) -> None:
 
 
 def _reports(text: str) -> tuple[Report, ...]:
-    """The select items of BigQuery's spelling that ask ZetaSQL's JSON report (the text alone, free)."""
+    """The select items of BigQuery's spelling that ask ZetaSQL's report (the text alone, free)."""
     if not isinstance(text, str) or "report" not in text.lower():
         return ()
     try:
