@@ -138,7 +138,10 @@ def read_header(text: str, tokens: list[Token]) -> Header:
             "PUBLIC_GROUPS (ZetaSQL's rule): public groups are all released; remove one of the two"
         )
     if units is not None and threshold is not None:
-        raise ParseError("min_privacy_units_per_group and k_threshold cannot go together (ZetaSQL's rule)")
+        raise ParseError(
+            "min_privacy_units_per_group and k_threshold cannot go together (ZetaSQL's rule); keep one: "
+            "both raise the release threshold"
+        )
     unit = values.get("privacy_unit_column")
     qualifier, _, name = str(unit).rpartition(".") if unit is not None else ("", "", "")
     if i >= len(tokens):
