@@ -146,6 +146,7 @@ CASES: list[Case] = [
         ("SELECT WITH ANONYMIZATION OPTIONS(epsilon=1000, k_threshold=1)\n  ANON_SUM(dval)\nFROM units;"),
         rows=((11,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_basic_anon_sum_double_implicit_bounds_multi_user",
@@ -156,12 +157,14 @@ CASES: list[Case] = [
         ),
         rows=((11,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_basic_anon_avg_double_implicit_bounds",
         ("SELECT WITH ANONYMIZATION OPTIONS(epsilon=1000, k_threshold=1)\n  ANON_AVG(dval)\nFROM units;"),
         rows=((1.375,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_basic_anon_avg_double_implicit_bounds_multi_user",
@@ -172,12 +175,14 @@ CASES: list[Case] = [
         ),
         rows=((1.3333333333333333,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_basic_anon_sum_int64_implicit_bounds",
         ("SELECT WITH ANONYMIZATION OPTIONS(epsilon=1000, k_threshold=1)\n  ANON_SUM(ival)\nFROM units;"),
         rows=((16,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_basic_anon_sum_int64_implicit_bounds_multi_user",
@@ -188,12 +193,14 @@ CASES: list[Case] = [
         ),
         rows=((16,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_basic_anon_avg_int64_implicit_bounds",
         ("SELECT WITH ANONYMIZATION OPTIONS(epsilon=1000, k_threshold=1)\n  ANON_AVG(ival)\nFROM units;"),
         rows=((2,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_anon_sum_double_explicit_bounds",
@@ -365,12 +372,14 @@ CASES: list[Case] = [
         ("SELECT WITH ANONYMIZATION OPTIONS(epsilon=1000, k_threshold=100)\n  ANON_SUM(dval)\nFROM units;"),
         rows=(),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_k_threshold_eliminates_row_for_anon_avg",
         ("SELECT WITH ANONYMIZATION OPTIONS(epsilon=1000, k_threshold=100)\n  ANON_AVG(dval)\nFROM units;"),
         rows=(),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_explicit_bounds_sum_and_count",
@@ -717,42 +726,49 @@ CASES: list[Case] = [
         ("SELECT WITH ANONYMIZATION OPTIONS(epsilon=1000, delta=1.0)\n  ANON_SUM(dval)\nFROM units;"),
         rows=((11,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_basic_anon_sum_double_implicit_bounds_multi_user_with_delta",
         ("SELECT WITH ANONYMIZATION OPTIONS(epsilon=1000, delta=1.0)\n  ANON_SUM(dval)\nFROM units_shared;"),
         rows=((11,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_basic_anon_avg_double_implicit_bounds_with_delta",
         ("SELECT WITH ANONYMIZATION OPTIONS(epsilon=1000, delta=1.0)\n  ANON_AVG(dval)\nFROM units;"),
         rows=((1.375,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_basic_anon_avg_double_implicit_bounds_multi_user_with_delta",
         ("SELECT WITH ANONYMIZATION OPTIONS(epsilon=1000, delta=1.0)\n  ANON_AVG(dval)\nFROM units_shared;"),
         rows=((1.3333333333333333,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_basic_anon_sum_int64_implicit_bounds_with_delta",
         ("SELECT WITH ANONYMIZATION OPTIONS(epsilon=1000, delta=1.0)\n  ANON_SUM(ival)\nFROM units;"),
         rows=((16,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_basic_anon_sum_int64_implicit_bounds_multi_user_with_delta",
         ("SELECT WITH ANONYMIZATION OPTIONS(epsilon=1000, delta=1.0)\n  ANON_SUM(ival)\nFROM units_shared;"),
         rows=((16,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_basic_anon_avg_int64_implicit_bounds_with_delta",
         ("SELECT WITH ANONYMIZATION OPTIONS(epsilon=1000, delta=1.0)\n  ANON_AVG(ival)\nFROM units;"),
         rows=((2,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_anon_sum_double_explicit_bounds_with_delta",
@@ -814,12 +830,14 @@ CASES: list[Case] = [
         ("SELECT WITH ANONYMIZATION OPTIONS(epsilon=100, delta=1e-220)\n  ANON_SUM(dval)\nFROM units;"),
         rows=(),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_delta_eliminates_row_for_anon_avg",
         ("SELECT WITH ANONYMIZATION OPTIONS(epsilon=100, delta=1e-220)\n  ANON_AVG(dval)\nFROM units;"),
         rows=(),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_explicit_bounds_sum_and_count_with_delta",
@@ -1343,8 +1361,8 @@ CASES: list[Case] = [
                 },
             ),
         ),
-        outcome="differs",
-        why="bounding_report",
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_anon_avg_implicit_bounds_multi_user_with_report_proto_2",
@@ -1373,8 +1391,8 @@ CASES: list[Case] = [
                 },
             ),
         ),
-        outcome="differs",
-        why="bounding_report",
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_anon_avg_explicit_bounds_multi_user_with_report_json_1",
@@ -1451,8 +1469,8 @@ CASES: list[Case] = [
                 },
             ),
         ),
-        outcome="differs",
-        why="bounding_report",
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_anon_avg_implicit_bounds_multi_user_with_report_json_2",
@@ -1481,8 +1499,8 @@ CASES: list[Case] = [
                 },
             ),
         ),
-        outcome="differs",
-        why="bounding_report",
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_basic_anon_sum_int64_implicit_bounds_multi_user_with_report_proto",
@@ -1511,8 +1529,8 @@ CASES: list[Case] = [
                 },
             ),
         ),
-        outcome="differs",
-        why="bounding_report",
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_basic_anon_sum_int64_implicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -1522,8 +1540,9 @@ CASES: list[Case] = [
             "FROM units_shared WHERE id > 1000;"
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
-        outcome="differs",
-        why="approx_bounds",
+        outcome="refused",
+        needle="invalid_parameter: no bounds were found from the data for S",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_anon_sum_double_explicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -1595,8 +1614,8 @@ CASES: list[Case] = [
                 },
             ),
         ),
-        outcome="differs",
-        why="bounding_report",
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_basic_anon_count_int64_implicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -1606,8 +1625,9 @@ CASES: list[Case] = [
             "FROM units_shared WHERE id > 1000;"
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
-        outcome="differs",
-        why="approx_bounds",
+        outcome="refused",
+        needle="invalid_parameter: no bounds were found from the data for C",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_anon_count_double_explicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -1702,8 +1722,8 @@ CASES: list[Case] = [
                 },
             ),
         ),
-        outcome="differs",
-        why="bounding_report",
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_basic_anon_sum_int64_implicit_bounds_multi_user_with_report_json_zero_rows",
@@ -1713,8 +1733,9 @@ CASES: list[Case] = [
             "FROM units_shared WHERE id > 1000;"
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
-        outcome="differs",
-        why="approx_bounds",
+        outcome="refused",
+        needle="invalid_parameter: no bounds were found from the data for S",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_anon_sum_double_explicit_bounds_multi_user_with_report_json_zero_rows",
@@ -1786,8 +1807,8 @@ CASES: list[Case] = [
                 },
             ),
         ),
-        outcome="differs",
-        why="bounding_report",
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_basic_anon_count_int64_implicit_bounds_multi_user_with_report_json_zero_rows",
@@ -1797,8 +1818,9 @@ CASES: list[Case] = [
             "FROM units_shared WHERE id > 1000;"
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
-        outcome="differs",
-        why="approx_bounds",
+        outcome="refused",
+        needle="invalid_parameter: no bounds were found from the data for C",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_anon_count_double_explicit_bounds_multi_user_with_report_json_zero_rows",
@@ -2262,6 +2284,7 @@ CASES: list[Case] = [
         ),
         rows=((11,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_public_groups_without_group_by",
@@ -2273,6 +2296,7 @@ CASES: list[Case] = [
         ),
         rows=((8,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "anonymization_public_groups_with_group_by",
@@ -2477,12 +2501,14 @@ CASES: list[Case] = [
         ("SELECT WITH ANONYMIZATION OPTIONS(epsilon=1000, k_threshold=1)\n  ANON_SUM(dval)\nFROM units;"),
         rows=((11,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "epsilon_too_large_with_delta",
         ("SELECT WITH ANONYMIZATION OPTIONS(epsilon=1000, delta=0.0001)\n  ANON_SUM(dval)\nFROM units;"),
         rows=((11,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "epsilon_is_negative",
@@ -2654,6 +2680,7 @@ CASES: list[Case] = [
         ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1000, delta=1.0)\n  SUM(dval)\nFROM units;"),
         rows=((11,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_basic_sum_double_implicit_bounds_multi_user",
@@ -2664,12 +2691,14 @@ CASES: list[Case] = [
         ),
         rows=((11,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_basic_avg_double_implicit_bounds",
         ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1000, delta=1.0)\n  AVG(dval)\nFROM units;"),
         rows=((1.375,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_basic_avg_double_implicit_bounds_multi_user",
@@ -2680,12 +2709,14 @@ CASES: list[Case] = [
         ),
         rows=((1.3333333333333333,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_basic_sum_int64_implicit_bounds",
         ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1000, delta=1.0)\n  SUM(ival)\nFROM units;"),
         rows=((16,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_basic_sum_int64_implicit_bounds_multi_user",
@@ -2696,12 +2727,14 @@ CASES: list[Case] = [
         ),
         rows=((16,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_basic_avg_int64_implicit_bounds",
         ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1000, delta=1.0)\n  AVG(ival)\nFROM units;"),
         rows=((2,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_sum_double_explicit_bounds",
@@ -2763,12 +2796,14 @@ CASES: list[Case] = [
         ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=100, delta=1e-220)\n  SUM(dval)\nFROM units;"),
         rows=(),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_delta_eliminates_row_for_avg",
         ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=100, delta=1e-220)\n  AVG(dval)\nFROM units;"),
         rows=(),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_explicit_bounds_sum_and_count",
@@ -3211,8 +3246,8 @@ CASES: list[Case] = [
                 },
             ),
         ),
-        outcome="differs",
-        why="bounding_report",
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_basic_sum_int64_implicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -3222,8 +3257,9 @@ CASES: list[Case] = [
             "FROM units_shared WHERE id > 1000;"
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
-        outcome="differs",
-        why="approx_bounds",
+        outcome="refused",
+        needle="invalid_parameter: no bounds were found from the data for S",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_sum_double_explicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -3296,8 +3332,8 @@ CASES: list[Case] = [
                 },
             ),
         ),
-        outcome="differs",
-        why="bounding_report",
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_avg_int64_implicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -3307,8 +3343,9 @@ CASES: list[Case] = [
             "FROM units_shared WHERE id > 1000;"
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
-        outcome="differs",
-        why="approx_bounds",
+        outcome="refused",
+        needle="invalid_parameter: no bounds were found from the data for A",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_avg_double_explicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -3372,8 +3409,8 @@ CASES: list[Case] = [
                 },
             ),
         ),
-        outcome="differs",
-        why="bounding_report",
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_basic_count_int64_implicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -3383,8 +3420,9 @@ CASES: list[Case] = [
             "FROM units_shared WHERE id > 1000;"
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
-        outcome="differs",
-        why="approx_bounds",
+        outcome="refused",
+        needle="invalid_parameter: no bounds were found from the data for C",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_count_double_explicit_bounds_multi_user_with_report_proto_zero_rows",
@@ -3479,8 +3517,8 @@ CASES: list[Case] = [
                 },
             ),
         ),
-        outcome="differs",
-        why="bounding_report",
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_basic_sum_int64_implicit_bounds_multi_user_with_report_json_zero_rows",
@@ -3490,8 +3528,9 @@ CASES: list[Case] = [
             "FROM units_shared WHERE id > 1000;"
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
-        outcome="differs",
-        why="approx_bounds",
+        outcome="refused",
+        needle="invalid_parameter: no bounds were found from the data for S",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_sum_double_explicit_bounds_multi_user_with_report_json_zero_rows",
@@ -3564,8 +3603,8 @@ CASES: list[Case] = [
                 },
             ),
         ),
-        outcome="differs",
-        why="bounding_report",
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_avg_int64_implicit_bounds_multi_user_with_report_json_zero_rows",
@@ -3575,8 +3614,9 @@ CASES: list[Case] = [
             "FROM units_shared WHERE id > 1000;"
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
-        outcome="differs",
-        why="approx_bounds",
+        outcome="refused",
+        needle="invalid_parameter: no bounds were found from the data for A",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_avg_double_explicit_bounds_multi_user_with_report_json_zero_rows",
@@ -3640,8 +3680,8 @@ CASES: list[Case] = [
                 },
             ),
         ),
-        outcome="differs",
-        why="bounding_report",
+        outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_basic_count_int64_implicit_bounds_multi_user_with_report_json_zero_rows",
@@ -3651,8 +3691,9 @@ CASES: list[Case] = [
             "FROM units_shared WHERE id > 1000;"
         ),
         error="Bin count threshold was too large to find approximate bounds. Either r",
-        outcome="differs",
-        why="approx_bounds",
+        outcome="refused",
+        needle="invalid_parameter: no bounds were found from the data for C",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_count_double_explicit_bounds_multi_user_with_report_json_zero_rows",
@@ -3997,6 +4038,7 @@ CASES: list[Case] = [
         ),
         rows=((11,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_public_groups_without_group_by",
@@ -4011,6 +4053,7 @@ CASES: list[Case] = [
         ),
         rows=((8,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "differential_privacy_public_groups_with_group_by",
@@ -4269,12 +4312,14 @@ CASES: list[Case] = [
         ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1000, delta=1)\n  SUM(dval)\nFROM units;"),
         rows=((11,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "epsilon_too_large_with_delta",
         ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1000, delta=0.0001)\n  SUM(dval)\nFROM units;"),
         rows=((11,),),
         outcome="match",
+        sqlite_refused=True,
     ),
     Case(
         "epsilon_is_negative",

@@ -12,24 +12,29 @@ privdb.sql.spend and privdb.sql.charge (docs/architecture.md).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from privdb import deadline
 from privdb.database import Database
 from privdb.errors import InternalError, PrivdbError, QueryFailed
 from privdb.result import Result
 from privdb.sql.access import check_analyst
+from privdb.sql.answer.noise import NoisyAnswer
 from privdb.sql.charge import charged
 from privdb.sql.explain import explain
 from privdb.sql.front.bigquery.report import as_reports
 from privdb.sql.front.dpselect.parse import parse_dp_select
 from privdb.sql.front.query import Report
+from privdb.sql.implicit import answer_staged, staged
 from privdb.sql.plan.personal import personal_table
 from privdb.sql.plan.types import Plan
 from privdb.sql.prepare import Exact, prepare
 from privdb.sql.public.answer import answer_public, is_plain_select
 from privdb.sql.public.wrapped import Session, answer_wrapped, granted_session, is_wrapped
+from privdb.sql.release.plan import ReleasePlan
 from privdb.sql.respond import responder
-from privdb.sql.run.read import reader
-from privdb.sql.spend import base_table, spend_of
+from privdb.sql.run.read import Read, reader
+from privdb.sql.spend import Spend, base_table, spend_of
 
 __all__ = ["Session", "explain", "prepare", "run"]
 
@@ -97,9 +102,28 @@ def _run(db: Database, analyst: str, text: str) -> Result:
             plan, sql = prepare(db, text, analyst, exact=True)
         except Exact as answered:
             return as_reports(answered.result, reports)
-        aggregates = plan if isinstance(plan, Plan) else None
-        read = reader(db, aggregates, base_table(plan), sql)  # every query bound before any spend
-        personal = personal_table(db, aggregates.relation if aggregates is not None else None)
-    respond = responder(plan, personal is not None, db.noise_source)
-    answer = charged(db, analyst, read=read, respond=respond, **vars(spend_of(plan, personal)))
-    return as_reports(answer, reports)
+        stage = staged(db, analyst, text, plan) if isinstance(plan, Plan) else None
+        bound = _bound(db, plan, sql) if stage is None else None
+    if stage is not None:  # ZetaSQL's implicit bounds: found from the data first (privdb.sql.implicit)
+        answer, bounding = answer_staged(
+            db, analyst, stage, lambda p, s: _charge(db, analyst, _bound(db, p, s))
+        )
+        return as_reports(answer, reports, bounding)
+    assert bound is not None
+    return as_reports(_charge(db, analyst, bound), reports)
+
+
+_Bound = tuple[Callable[[], Read], Callable[[Read], NoisyAnswer], Spend]
+
+
+def _bound(db: Database, plan: Plan | ReleasePlan, sql: str) -> _Bound:
+    """A prepared plan's read (every engine query bound now, before any spend), noise and spend."""
+    aggregates = plan if isinstance(plan, Plan) else None
+    read = reader(db, aggregates, base_table(plan), sql)
+    personal = personal_table(db, aggregates.relation if aggregates is not None else None)
+    return read, responder(plan, personal is not None, db.noise_source), spend_of(plan, personal)
+
+
+def _charge(db: Database, analyst: str, bound: _Bound) -> Result:
+    read, respond, spend = bound
+    return charged(db, analyst, read=read, respond=respond, **vars(spend))

@@ -22,7 +22,7 @@ from privdb.sql.release.bind import prepare_release
 from privdb.sql.release.plan import ReleasePlan, is_record_release
 from privdb.sql.run.targets import DatabaseTables, statistics_sql
 
-__all__ = ["Exact", "prepare"]
+__all__ = ["Exact", "prepare", "prepare_query"]
 
 
 class Exact(Exception):
@@ -62,6 +62,16 @@ def prepare(
     if before is not None and shape is not None:
         keep(db, text, analyst, plan, shape, before, tables.read)
     return plan, sql
+
+
+def prepare_query(db: Database, query: DPQuery, analyst: str | None = None) -> tuple[Plan, str]:
+    """:func:`prepare` of a query already parsed (and maybe changed: privdb.sql.implicit writes the bounds
+    it found into one); never kept as a shape, never answered exactly."""
+    tables = DatabaseTables(db, analyst)
+    if query.bigquery is not None:
+        query = translate(query, tables)
+    plan, _ = _plan(db, query, tables, False)
+    return plan, statistics_sql(db, plan)
 
 
 def _plan(db: Database, query: DPQuery, tables: DatabaseTables, exact: bool) -> tuple[Plan, Shape | None]:

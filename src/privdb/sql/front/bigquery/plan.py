@@ -37,7 +37,7 @@ from privdb.sql.front.bigquery.unnest import split_unnest
 from privdb.sql.front.query import Bounds, DPQuery, Options
 from privdb.sql.front.relation.model import Relation, Tables
 
-__all__ = ["dp_select_text", "tighten", "translate"]
+__all__ = ["dp_select_text", "tighten", "translate", "value_range"]
 
 _GROUPED = (exp.Count, exp.Sum, exp.Avg)  # BigQuery aggregates each privacy unit first
 _ROWS = (exp.PercentileCont, exp.VariancePop, exp.StddevPop)  # clamped per row
@@ -204,7 +204,7 @@ def _item(i: int, node: exp.Expression, options: Options) -> Item:
     return node, inner, bounds
 
 
-def _range(agg: exp.Expression, meta: TableMeta, per_unit: bool) -> tuple[float, float]:
+def value_range(agg: exp.Expression, meta: TableMeta, per_unit: bool) -> tuple[float, float]:
     """The values the clamped quantity can take by the metadata alone: a row's value, or (``per_unit``) a
     unit's COUNT [0, m], SUM m·[min(L, 0), max(U, 0)] or AVG [L, U] in a group."""
     m = meta.max_contributions
@@ -260,7 +260,9 @@ def _per_row(select: exp.Select, items: list[Item], meta: TableMeta) -> exp.Sele
         if isinstance(agg, exp.Count):
             _count_bounds(bounds, agg)
             continue
-        inner.set("this", _clamp(inner.this, bounds, _range(agg, meta, False), agg.sql(dialect="duckdb")))
+        inner.set(
+            "this", _clamp(inner.this, bounds, value_range(agg, meta, False), agg.sql(dialect="duckdb"))
+        )
     return out
 
 
@@ -304,7 +306,7 @@ def _per_unit(select: exp.Select, items: list[Item], meta: TableMeta, table: exp
             continue
         name = node.alias or f"{type(agg).__name__.lower()}_{n + 1}"
         inner_items.append(exp.alias_(agg.copy(), name))
-        value = _clamp(exp.column(name), bounds, _range(agg, meta, True), agg.sql(dialect="duckdb"))
+        value = _clamp(exp.column(name), bounds, value_range(agg, meta, True), agg.sql(dialect="duckdb"))
         if join is not None:
             middle_items.append(exp.alias_(value, name))
             value = exp.column(name, table=PER_UNIT)

@@ -7,8 +7,8 @@ The report is a released value with its interval, written as ZetaSQL writes it::
                 {"lower_bound": 10.97, "upper_bound": 11.03, "confidence_level": 0.95}}}
 
 built after the noise from the answer's own value and its stated 95% interval (post-processing: no more is
-released). ZetaSQL's ``bounding_report`` (the bounds it finds from the data when none are given) has no
-counterpart: privdb's bounds are the owner's and the query's, never the data's.
+released). An aggregate whose bounds were found from the data (privdb.sql.implicit) adds ZetaSQL's
+``bounding_report``: the bounds found and the histogram's noisy counts, released by that step.
 
 A PROTO report is ZetaSQL's ``AnonOutputWithReport`` message written as JSON text with the message's field
 names, ``{"value": {"int_value": 8, "noise_confidence_interval": {…}}}`` (``float_value`` unless the answer
@@ -36,9 +36,26 @@ CONFIDENCE = 0.95
 FORMATS = ("JSON", "PROTO")
 _INTERVAL = {"lower_bound": None, "upper_bound": None, "confidence_level": None}
 # each format's fields (ZetaSQL's JSON report, and its AnonOutputWithReport message's fields as JSON)
+_VALUE = {"int_value": None, "float_value": None}
 _LAYOUT: dict[str, dict[str, Any]] = {
-    "JSON": {"result": {"value": None, "noise_confidence_interval": _INTERVAL}},
-    "PROTO": {"value": {"int_value": None, "float_value": None, "noise_confidence_interval": _INTERVAL}},
+    "JSON": {
+        "result": {"value": None, "noise_confidence_interval": _INTERVAL},
+        "bounding_report": {
+            "lower_bound": None,
+            "upper_bound": None,
+            "num_inputs": None,
+            "num_outside": None,
+        },
+    },
+    "PROTO": {
+        "value": {**_VALUE, "noise_confidence_interval": _INTERVAL},
+        "bounding_report": {
+            "lower_bound": _VALUE,
+            "upper_bound": _VALUE,
+            "num_inputs": None,
+            "num_outside": None,
+        },
+    },
 }
 
 
@@ -106,6 +123,18 @@ def _number(x: Any) -> Any:
     return float(x)
 
 
+def _bounding(found: dict[str, Any], form: str, whole: bool) -> dict[str, Any]:
+    """ZetaSQL's bounding report of bounds found from the data (PROTO: each bound a typed value)."""
+    lower, upper = found["lower_bound"], found["upper_bound"]
+    if form == "PROTO":
+        kind = "int_value" if whole else "float_value"
+        lower, upper = ({kind: int(b) if whole else float(b)} for b in (lower, upper))
+    elif whole:
+        lower, upper = int(lower), int(upper)
+    return {"lower_bound": lower, "upper_bound": upper, "num_inputs": _number(found["num_inputs"]),
+            "num_outside": _number(found["num_outside"])}  # fmt: skip
+
+
 def _report(value: Any, interval: Any, form: str) -> dict[str, Any]:
     lower, upper = (value, value) if interval is None else (interval[0], interval[1])
     noise = {
@@ -127,9 +156,12 @@ def _read(report: dict[str, Any], path: tuple[str, ...]) -> Any:
     return node
 
 
-def as_reports(result: Result, reports: tuple[Report, ...]) -> Result:
+def as_reports(
+    result: Result, reports: tuple[Report, ...], bounding: dict[int, dict[str, Any]] | None = None
+) -> Result:
     """``result`` with each report's column written as ZetaSQL's report (JSON text, the PROTO message's
-    fields too), or as the fields the query reads from it."""
+    fields too), or as the fields the query reads from it; ``bounding``: by item, the bounds found from the
+    data for it (privdb.sql.implicit), its report's ``bounding_report``."""
     if not reports:
         return result
     intervals: dict[int, list[Any]] = {}
@@ -143,6 +175,10 @@ def as_reports(result: Result, reports: tuple[Report, ...]) -> Result:
         for report in reports:
             i = report.item
             interval = intervals.get(i, [None] * len(rows))[r]
-            read = _read(_report(row[i], interval, report.format), report.path)
+            whole = isinstance(row[i], int) and not isinstance(row[i], bool)
+            made = _report(row[i], interval, report.format)
+            if bounding and i in bounding:
+                made["bounding_report"] = _bounding(bounding[i], report.format, whole)
+            read = _read(made, report.path)
             row[i] = json.dumps(read) if isinstance(read, dict) else read
     return replace(result, rows=rows)
