@@ -61,6 +61,20 @@ def test_the_threshold_is_raised_to_m(db: Database) -> None:
     assert tau("delta=1e-3, min_privacy_units_per_group=1") == pytest.approx(base, rel=1e-3)
 
 
+def test_a_threshold_raised_by_m_spends_only_the_delta_it_needs(db: Database) -> None:
+    """At δ = 1 with M = 3, τ = 3 bounds a one-unit group's release probability by q²/(1 + q) per group:
+    that is charged (far below any budget's δ at this ε), not δ = 1; M = 1 bounds nothing (refused)."""
+    query = NEW.format(options="delta=1, min_privacy_units_per_group=3", select=GROUPED) + " GROUP BY ival"
+    answer = engine.run(db, "a", query)
+    assert sorted(row[0] for row in answer.rows) == [1, 2]
+    assert 0 < answer.delta_spent < 1e-30
+    with pytest.raises(PrivdbError) as refused:
+        engine.run(db, "a", query.replace("group=3", "group=1"))
+    assert refused.value.code == "budget_exhausted"
+    plain = engine.run(db, "a", NEW.format(options="delta=1e-3", select=GROUPED) + " GROUP BY ival")
+    assert plain.delta_spent == 1e-3  # δ's own τ: δ itself
+
+
 @pytest.mark.parametrize(
     ("spelling", "options", "rows"),
     [

@@ -106,7 +106,7 @@ def _expected(text: str) -> tuple[tuple[tuple[Any, ...], ...] | None, str]:
     text = text.strip().split("\n\nNOTE")[0].strip()
     if text.startswith("ERROR:"):
         return None, re.sub(r"^generic::\w+:\s*", "", text.splitlines()[0][6:].strip())[:70]
-    match = re.match(r"ARRAY<STRUCT<(.*?)>>\[(.*)\]\s*$", text, re.S)
+    match = re.match(r"ARRAY<STRUCT<(.*?)>>\s*\[(.*)\]\s*$", text, re.S)
     if not match:
         return None, ""
     body = re.sub(r"^(unknown|known) order:", "", match.group(2).strip()).strip()

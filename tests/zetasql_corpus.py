@@ -1900,6 +1900,34 @@ CASES: list[Case] = [
             "  FROM units_shared\n"
             ");"
         ),
+        rows=(
+            (
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+            ),
+        ),
         outcome="refused",
         why="report",
         needle="unsupported_query: the select list: anon_result[OFFSET(0)].",
@@ -1939,6 +1967,34 @@ CASES: list[Case] = [
             " AS anon_result\n"
             "  FROM units_shared\n"
             ");"
+        ),
+        rows=(
+            (
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+            ),
         ),
         outcome="refused",
         why="report",
@@ -2032,6 +2088,34 @@ CASES: list[Case] = [
             "  FROM units_shared\n"
             ");"
         ),
+        rows=(
+            (
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+            ),
+        ),
         outcome="refused",
         why="report",
         needle="unsupported_query: the select list: DOUBLE(anon_result[OFFS",
@@ -2071,6 +2155,34 @@ CASES: list[Case] = [
             " anon_result\n"
             "  FROM units_shared\n"
             ");"
+        ),
+        rows=(
+            (
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+            ),
         ),
         outcome="refused",
         why="report",
@@ -2353,9 +2465,7 @@ CASES: list[Case] = [
             "GROUP BY ival;"
         ),
         rows=((1, 3), (None, 2), (2, 3)),
-        outcome="refused",
-        why="min_units",
-        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        outcome="match",
         sqlite_refused=True,
     ),
     Case(
@@ -2367,9 +2477,7 @@ CASES: list[Case] = [
             "GROUP BY ival;"
         ),
         rows=((1, 3), (2, 3)),
-        outcome="refused",
-        why="min_units",
-        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        outcome="match",
         sqlite_refused=True,
     ),
     Case(
@@ -2382,9 +2490,7 @@ CASES: list[Case] = [
             "GROUP BY ival;"
         ),
         rows=((1, 3), (2, 3)),
-        outcome="refused",
-        why="min_units",
-        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        outcome="match",
         sqlite_refused=True,
     ),
     Case(
@@ -2396,9 +2502,7 @@ CASES: list[Case] = [
             "GROUP BY ival;"
         ),
         rows=(),
-        outcome="refused",
-        why="min_units",
-        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        outcome="match",
         sqlite_refused=True,
     ),
     Case(
@@ -2461,9 +2565,7 @@ CASES: list[Case] = [
                 },
             ),
         ),
-        outcome="refused",
-        why="report",
-        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        outcome="match",
         sqlite_refused=True,
     ),
     Case(
@@ -2474,9 +2576,35 @@ CASES: list[Case] = [
             "FROM units\n"
             "GROUP BY ival;"
         ),
-        outcome="refused",
-        why="report",
-        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        rows=(
+            (
+                1,
+                {
+                    "value": {
+                        "int_value": 3,
+                        "noise_confidence_interval": {
+                            "lower_bound": -5.99146454710798e-20,
+                            "upper_bound": 5.99146454710798e-20,
+                            "confidence_level": 0.95,
+                        },
+                    }
+                },
+            ),
+            (
+                2,
+                {
+                    "value": {
+                        "int_value": 3,
+                        "noise_confidence_interval": {
+                            "lower_bound": -5.99146454710798e-20,
+                            "upper_bound": 5.99146454710798e-20,
+                            "confidence_level": 0.95,
+                        },
+                    }
+                },
+            ),
+        ),
+        outcome="match",
         sqlite_refused=True,
     ),
     Case(
@@ -2492,8 +2620,7 @@ CASES: list[Case] = [
             "GROUP BY ival;"
         ),
         rows=((9999, None),),
-        outcome="differs",
-        why="empty_group",
+        outcome="match",
         sqlite_refused=True,
     ),
     Case(
@@ -3773,6 +3900,34 @@ CASES: list[Case] = [
             "  FROM units_shared\n"
             ");"
         ),
+        rows=(
+            (
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+            ),
+        ),
         outcome="refused",
         why="report",
         needle="unsupported_query: the select list: dp_result[OFFSET(0)].fl",
@@ -3812,6 +3967,34 @@ CASES: list[Case] = [
             ' "PROTO").values.values AS dp_result\n'
             "  FROM units_shared\n"
             ");"
+        ),
+        rows=(
+            (
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+            ),
         ),
         outcome="refused",
         why="report",
@@ -3905,6 +4088,34 @@ CASES: list[Case] = [
             "  FROM units_shared\n"
             ");"
         ),
+        rows=(
+            (
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+            ),
+        ),
         outcome="refused",
         why="report",
         needle="unsupported_query: the select list: DOUBLE(dp_result[OFFSET",
@@ -3944,6 +4155,34 @@ CASES: list[Case] = [
             ' "JSON").result) AS dp_result\n'
             "  FROM units_shared\n"
             ");"
+        ),
+        rows=(
+            (
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+                True,
+            ),
         ),
         outcome="refused",
         why="report",
@@ -4118,9 +4357,7 @@ CASES: list[Case] = [
             "GROUP BY ival;"
         ),
         rows=((1, 3), (None, 2), (2, 3)),
-        outcome="refused",
-        why="min_units",
-        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        outcome="match",
         sqlite_refused=True,
     ),
     Case(
@@ -4133,9 +4370,7 @@ CASES: list[Case] = [
             "GROUP BY ival;"
         ),
         rows=((1, 3), (2, 3)),
-        outcome="refused",
-        why="min_units",
-        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        outcome="match",
         sqlite_refused=True,
     ),
     Case(
@@ -4149,9 +4384,7 @@ CASES: list[Case] = [
             "GROUP BY ival;"
         ),
         rows=((1, 3), (2, 3)),
-        outcome="refused",
-        why="min_units",
-        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        outcome="match",
         sqlite_refused=True,
     ),
     Case(
@@ -4164,9 +4397,7 @@ CASES: list[Case] = [
             "GROUP BY ival;"
         ),
         rows=(),
-        outcome="refused",
-        why="min_units",
-        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        outcome="match",
         sqlite_refused=True,
     ),
     Case(
@@ -4219,9 +4450,7 @@ CASES: list[Case] = [
                 },
             ),
         ),
-        outcome="refused",
-        why="report",
-        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        outcome="match",
         sqlite_refused=True,
     ),
     Case(
@@ -4233,9 +4462,35 @@ CASES: list[Case] = [
             "FROM units\n"
             "GROUP BY ival;"
         ),
-        outcome="refused",
-        why="report",
-        needle="budget_exhausted: this answer spends δ = 1 (a release thre",
+        rows=(
+            (
+                1,
+                {
+                    "value": {
+                        "int_value": 3,
+                        "noise_confidence_interval": {
+                            "lower_bound": -5.99146454710798e-20,
+                            "upper_bound": 5.99146454710798e-20,
+                            "confidence_level": 0.95,
+                        },
+                    }
+                },
+            ),
+            (
+                2,
+                {
+                    "value": {
+                        "int_value": 3,
+                        "noise_confidence_interval": {
+                            "lower_bound": -5.99146454710798e-20,
+                            "upper_bound": 5.99146454710798e-20,
+                            "confidence_level": 0.95,
+                        },
+                    }
+                },
+            ),
+        ),
+        outcome="match",
         sqlite_refused=True,
     ),
     Case(
@@ -4251,8 +4506,7 @@ CASES: list[Case] = [
             "GROUP BY ival;"
         ),
         rows=((9999, None),),
-        outcome="differs",
-        why="empty_group",
+        outcome="match",
         sqlite_refused=True,
     ),
     Case(

@@ -14,9 +14,13 @@ import math
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from adversarial.neighbours import neighbours
+from conftest import seeded
+from privdb.mechanisms.laplace import Geometric
 from privdb.sql import engine
+from privdb.sql.plan.selection import spent_delta
 
 RUNS = 400
 EPSILON = 0.5
@@ -54,3 +58,17 @@ def test_the_release_of_a_total_is_as_private_as_its_noisy_count(tmp_path: Path)
     q = math.exp(-share)
     assert abs(without - q / (1 + q)) < 5 * error and abs(with_ - 1 / (1 + q)) < 5 * error, rates
     assert with_ <= math.exp(share) * without + 5 * error * (1 + math.exp(share)), rates
+
+
+def test_a_threshold_raised_by_m_releases_a_lone_unit_no_more_often_than_its_delta() -> None:
+    """The δ charged for a τ raised by min_privacy_units_per_group (privdb.sql.plan.selection.spent_delta) is
+    the probability that a group one neighbour lacks (one unit) passes τ: measured on 20,000 noisy counts
+    at rate 1 and τ = 3 it is q²/(1 + q) ≈ 0.0996; the check allows 5 standard errors (false failure
+    ≤ 6e-7)."""
+    draws = 20_000
+    mech = Geometric(epsilon=1.0, sensitivity=1, rng=seeded(5))
+    passed = float(((1 + mech.noise(draws)) >= 3).mean())
+    claimed = spent_delta(mech, reach=1, changed=1, tau=3.0, delta=1.0)
+    q = math.exp(-1.0)
+    assert claimed == pytest.approx(q**2 / (1 + q))
+    assert abs(passed - claimed) < 5 * math.sqrt(claimed * (1 - claimed) / draws), (passed, claimed)

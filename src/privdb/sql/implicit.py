@@ -4,13 +4,14 @@ answered with them, each step charged in the one order privacy allows.
 
     prepare (with the owner's bounds: every refusal, free) → bins queries bound → enough budget for both
     steps? → charge the bounds' ε, read the bins, noise them, find the bounds (a stored answer on a repeat)
-    → no bounds: refused, the bounds' ε spent → the query with the bounds written in, prepared and answered
-    at the rest of ε
+    → no bounds: a total refused (the bounds' ε spent), a grouped aggregate NULL in every group, as
+    ZetaSQL's → the query with the bounds written in, prepared and answered at the rest of ε
 
 Each aggregate with implicit bounds spends half of its equal share ``ε/n`` (``n`` aggregates in the query)
 on its bounds, as ZetaSQL's ``BoundedSum`` does; the answer states both spends as one, and lists the bounds
 (``implicit_bounds``) for ZetaSQL's ``bounding_report``. Whether bounds were found depends on the noisy
-histogram alone, so refusing when none were is post-processing (DESIGN.md, the outcome rule).
+histogram alone, so refusing (or a NULL) when none were is post-processing (DESIGN.md, the outcome rule).
+The bounds are found once per aggregate over all its groups (privdb.sql.front.bigquery.implicit).
 """
 
 from __future__ import annotations
@@ -83,6 +84,17 @@ def staged(db: Database, analyst: str, text: str, plan: Plan) -> Staged | None:
     return Staged(query, items, share, bins, plan)
 
 
+def _without(result: Result, items: list[int]) -> Result:
+    """``result`` with the columns of ``items`` NULL in every group (ZetaSQL's answer where no bounds were
+    found: a group's aggregate without bounds is NULL), their intervals dropped."""
+    if not items:
+        return result
+    names = {result.columns[i] for i in items}
+    result.rows = [[None if c in items else v for c, v in enumerate(row)] for row in result.rows]
+    result.accuracy = [a for a in result.accuracy if a.get("column") not in names]
+    return result
+
+
 def answer_staged(
     db: Database, analyst: str, stage: Staged, answer: Callable[[Plan, str], Result]
 ) -> tuple[Result, dict[int, dict[str, Any]]]:
@@ -122,7 +134,8 @@ def answer_staged(
     )  # fmt: skip
     reports = {int(row[0]): dict(zip(_COLUMNS[1:], row[1:], strict=True)) for row in bounds.rows}
     missing = [i for i in stage.items if reports[i.item]["lower_bound"] is None]
-    if missing:
+    grouped = query.select.args.get("group") is not None
+    if missing and not grouped:
         what = ", ".join(query.select.expressions[i.item].unalias().sql(dialect="bigquery") for i in missing)
         raise InvalidParameter(
             f"no bounds were found from the data for {what}: no bin of the privacy units' values passed the "
@@ -130,9 +143,13 @@ def answer_staged(
             f"= {spent:g} was spent. Give contribution_bounds_per_group => (lower, upper), or query more "
             "units"
         )
-    found = {i: (float(r["lower_bound"]), float(r["upper_bound"])) for i, r in reports.items()}
+    found = {
+        i.item: i.placeholder() if i in missing else (float(reports[i.item]["lower_bound"]),
+                                                       float(reports[i.item]["upper_bound"]))
+        for i in stage.items
+    }  # fmt: skip
     final, sql = prepare_query(db, with_found(query, found, query.epsilon - spent), analyst)
-    result = answer(final, sql)
+    result = _without(answer(final, sql), [i.item for i in missing])
     result.epsilon_spent += bounds.epsilon_spent
     result.extra = dict(result.extra or {}) | {
         "implicit_bounds": [{"item": i, **r, "epsilon": stage.share} for i, r in sorted(reports.items())]

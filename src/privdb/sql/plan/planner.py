@@ -29,7 +29,7 @@ from privdb.sql.front.checks.validate import resolve
 from privdb.sql.front.query import DPQuery
 from privdb.sql.plan.gaussian import gaussian_statistics
 from privdb.sql.plan.order import check_calibration
-from privdb.sql.plan.selection import selects_total, threshold_tau
+from privdb.sql.plan.selection import selects_total, spent_delta, threshold_tau
 from privdb.sql.plan.sensitivity import (
     make_histogram,
     make_statistic,
@@ -231,8 +231,10 @@ def plan_query(
         stat = next(s for s in statistics if s.name == stat_name)
         # a key present in one neighbour only has true count ≤ m (1 for distinct units) in ≤ G groups (2G
         # under substitution): τ keeps the sum of their release probabilities ≤ δ (privdb.sql.plan.selection)
-        spent = threshold_delta if needs_threshold else 0.0  # a total's threshold reveals no key: no δ
-        tau = threshold_tau(query, stat.laplace(), 1 if by_units else m, changed, threshold_delta)
+        reach = 1 if by_units else m
+        tau = threshold_tau(query, stat.laplace(), reach, changed, threshold_delta)
+        # a total's threshold reveals no key: no δ; a τ raised by k or M spends less than δ
+        spent = spent_delta(stat.laplace(), reach, changed, tau, threshold_delta) if needs_threshold else 0.0
         threshold = Threshold(stat_name, tau, spent)
 
     for s in statistics:
@@ -245,8 +247,18 @@ def plan_query(
         domains=None if domains is None else tuple(domains),
         threshold=threshold,
         epsilon=query.epsilon,
-        delta=query.delta if needs_threshold or query.noise in ("gaussian", "smooth") else 0.0,
+        delta=_charged_delta(query, threshold, needs_threshold, threshold_delta),
         histograms=tuple(histograms),
         relation=relation,
         truncation_epsilon=eps_truncation,
     )
+
+
+def _charged_delta(query: DPQuery, threshold: Threshold | None, needs: bool, threshold_delta: float) -> float:
+    """The plan's δ: the query's, less what a threshold raised by k or M does not spend; 0 without a key
+    threshold or a δ-using noise."""
+    if not needs and query.noise not in ("gaussian", "smooth"):
+        return 0.0
+    if needs and threshold is not None and threshold.delta < threshold_delta:
+        return query.delta - threshold_delta + threshold.delta
+    return query.delta

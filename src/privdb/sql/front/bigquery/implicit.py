@@ -61,7 +61,7 @@ def implicit_items(query: DPQuery, meta: TableMeta) -> tuple[Implicit, ...]:
     options = query.bigquery
     if options is None or meta.privacy_unit is None or options.max_rows is not None:
         return ()
-    if any(split_unnest(query.select)):  # UNNEST or public groups: the owner's bounds
+    if split_unnest(query.select)[0]:  # CROSS JOIN UNNEST: the owner's bounds
         return ()
     out = []
     for n, node in enumerate(query.select.expressions):
