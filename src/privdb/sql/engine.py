@@ -25,7 +25,8 @@ from privdb.sql.explain import explain
 from privdb.sql.front.bigquery.report import as_reports
 from privdb.sql.front.dpselect.parse import parse_dp_select
 from privdb.sql.front.query import Report
-from privdb.sql.implicit import answer_staged, staged
+from privdb.sql.implicit import staged
+from privdb.sql.implicit_run import answer_staged
 from privdb.sql.plan.personal import personal_table
 from privdb.sql.plan.types import Plan
 from privdb.sql.prepare import Exact, prepare

@@ -15,6 +15,7 @@ from privdb.accounting.disclosure import presence_disclosure
 from privdb.database import Database
 from privdb.sql.accuracy import first as accuracy_first
 from privdb.sql.answer.predict import columns_of
+from privdb.sql.implicit import staged
 from privdb.sql.plan import truncation
 from privdb.sql.plan.gaussian import zcdp_cost
 from privdb.sql.plan.personal import personal_table, summary
@@ -152,6 +153,14 @@ def _explain(db: Database, text: str, analyst: str | None) -> dict[str, Any]:
         described = describe(plan, [sql, *histogram_queries(db, plan).values()])
         if (personal := personal_table(db, plan.relation)) is not None:
             described["personalised"] = summary(personal, plan.epsilon)
+    if isinstance(plan, Plan) and (stage := staged(db, analyst, text, plan, budget=False)) is not None:
+        described["implicit_bounds"] = {
+            "items": [i.item for i in stage.items],
+            "epsilon_each": stage.share,
+            "note": "these aggregates' bounds are found from the data first (ZetaSQL's approximate "
+            "bounds) at epsilon_each each; the plan above shows the owner's bounds, and the answer runs "
+            "with the bounds found at the rest of epsilon (docs/answers.md)",
+        }
     if plan.query.accuracy is not None:
         half, confidence, most = plan.query.accuracy
         described["accuracy_request"] = {"half_width": half, "confidence": confidence, "max_epsilon": most}
