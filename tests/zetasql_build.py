@@ -106,7 +106,7 @@ def _expected(text: str) -> tuple[tuple[tuple[Any, ...], ...] | None, str]:
     text = text.strip().split("\n\nNOTE")[0].strip()
     if text.startswith("ERROR:"):
         return None, re.sub(r"^generic::\w+:\s*", "", text.splitlines()[0][6:].strip())[:70]
-    match = re.match(r"ARRAY<STRUCT<(.*?)>>\[(.*)\]\s*$", text, re.S)
+    match = re.match(r"ARRAY<STRUCT<(.*?)>>\s*\[(.*)\]\s*$", text, re.S)
     if not match:
         return None, ""
     body = re.sub(r"^(unknown|known) order:", "", match.group(2).strip()).strip()
@@ -184,6 +184,7 @@ def _why(query: str, name: str, detail: str, status: str, error: str) -> str:
         (bool(re.search("QUANTILES|APPROX_QUANTILE", query, re.I)), "quantiles"),
         ("not public" in detail, "plain_over_private"),
         ("cannot be read" in detail, "nested_cte"),
+        ("@" in query, "params"),
         (bool(re.search(r"(ABS|IF)\s*\(", query)), "expression"),
     )
     return next((key for fits, key in rules if fits), "other")

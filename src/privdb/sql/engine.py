@@ -19,9 +19,10 @@ from privdb.result import Result
 from privdb.sql.access import check_analyst
 from privdb.sql.charge import charged
 from privdb.sql.explain import explain
+from privdb.sql.front.bigquery.quantiles import as_arrays
 from privdb.sql.front.bigquery.report import as_reports
 from privdb.sql.front.dpselect.parse import parse_dp_select
-from privdb.sql.front.query import Report
+from privdb.sql.front.query import Options
 from privdb.sql.plan.personal import personal_table
 from privdb.sql.plan.types import Plan
 from privdb.sql.prepare import Exact, prepare
@@ -79,27 +80,32 @@ def _check(db: Database, analyst: str, text: str) -> None:
         prepare(db, text, analyst)
 
 
-def _reports(text: str) -> tuple[Report, ...]:
-    """The select items of BigQuery's spelling that ask ZetaSQL's report (the text alone, free)."""
-    if not isinstance(text, str) or "report" not in text.lower():
-        return ()
+def _bigquery(text: str) -> Options:
+    """The options of BigQuery's spelling that shape the answer: the select items asking ZetaSQL's report
+    and those that are arrays of quantiles (the text alone, free)."""
+    if not isinstance(text, str) or not any(w in text.lower() for w in ("report", "quantiles")):
+        return Options()
     try:
         query = parse_dp_select(text)
     except PrivdbError:  # prepare refuses it, with its reason
-        return ()
-    return query.bigquery.reports if query.bigquery is not None else ()
+        return Options()
+    return query.bigquery if query.bigquery is not None else Options()
+
+
+def _shaped(answer: Result, options: Options) -> Result:
+    return as_reports(as_arrays(answer, options.arrays), options.reports)
 
 
 def _run(db: Database, analyst: str, text: str) -> Result:
-    reports = _reports(text)
+    shape = _bigquery(text)
     with deadline.limit(db.query_timeout):  # planning: under the query's limit, refused free past it
         try:
             plan, sql = prepare(db, text, analyst, exact=True)
         except Exact as answered:
-            return as_reports(answered.result, reports)
+            return _shaped(answered.result, shape)
         aggregates = plan if isinstance(plan, Plan) else None
         read = reader(db, aggregates, base_table(plan), sql)  # every query bound before any spend
         personal = personal_table(db, aggregates.relation if aggregates is not None else None)
     respond = responder(plan, personal is not None, db.noise_source)
     answer = charged(db, analyst, read=read, respond=respond, **vars(spend_of(plan, personal)))
-    return as_reports(answer, reports)
+    return _shaped(answer, shape)

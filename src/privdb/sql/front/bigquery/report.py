@@ -15,6 +15,8 @@ names, ``{"value": {"int_value": 8, "noise_confidence_interval": {…}}}`` (``fl
 is a whole-number count): privdb's answers travel as JSON, Arrow and PostgreSQL rows, none of which carries
 a protocol buffer. Fields read in the query (``ANON_SUM(… WITH REPORT(FORMAT=PROTO)).value
 .noise_confidence_interval``) make the column that field (JSON text for a message, the number for a leaf).
+An array of quantiles' report is one per element (``….values.values`` in PROTO, ``….result`` in JSON):
+a list of the elements' fields, which the plain query around it reads as ``r[OFFSET(0)].float_value``.
 """
 
 from __future__ import annotations
@@ -38,7 +40,10 @@ _INTERVAL = {"lower_bound": None, "upper_bound": None, "confidence_level": None}
 # each format's fields (ZetaSQL's JSON report, and its AnonOutputWithReport message's fields as JSON)
 _LAYOUT: dict[str, dict[str, Any]] = {
     "JSON": {"result": {"value": None, "noise_confidence_interval": _INTERVAL}},
-    "PROTO": {"value": {"int_value": None, "float_value": None, "noise_confidence_interval": _INTERVAL}},
+    "PROTO": {
+        "value": {"int_value": None, "float_value": None, "noise_confidence_interval": _INTERVAL},
+        "values": {"values": None},  # an array of quantiles' elements (privdb.sql.front.bigquery.quantiles)
+    },
 }
 
 
@@ -120,6 +125,15 @@ def _report(value: Any, interval: Any, form: str) -> dict[str, Any]:
     return {"value": {**held, "noise_confidence_interval": noise}}
 
 
+def _array_report(values: list[Any], intervals: list[Any] | None, form: str) -> dict[str, Any]:
+    """The report of an array of quantiles: each element's value and interval, in ZetaSQL's layout
+    (JSON ``{"result": [{"value": …, …}, …]}``, PROTO ``{"values": {"values": [{"float_value": …}]}}``)."""
+    key = "result" if form == "JSON" else "value"
+    given = intervals if intervals is not None else [None] * len(values)
+    elements = [_report(v, i, form)[key] for v, i in zip(values, given, strict=True)]
+    return {"result": elements} if form == "JSON" else {"values": {"values": elements}}
+
+
 def _read(report: dict[str, Any], path: tuple[str, ...]) -> Any:
     node: Any = report
     for name in path:
@@ -137,12 +151,19 @@ def as_reports(result: Result, reports: tuple[Report, ...]) -> Result:
         if entry.get("column") not in result.columns:
             continue
         i = result.columns.index(entry["column"])
-        intervals[i] = entry.get("ci95_rows") or [entry.get("ci95")] * len(result.rows)
+        per_row = entry.get("elements_ci95_rows") or entry.get("ci95_rows")  # an array's: by element
+        intervals[i] = per_row or [entry.get("ci95")] * len(result.rows)
     rows = [list(row) for row in result.rows]
     for r, row in enumerate(rows):
         for report in reports:
             i = report.item
             interval = intervals.get(i, [None] * len(rows))[r]
-            read = _read(_report(row[i], interval, report.format), report.path)
+            value = row[i]
+            made = (
+                _array_report(value, interval, report.format)
+                if isinstance(value, list)
+                else _report(value, interval, report.format)
+            )
+            read = _read(made, report.path)
             row[i] = json.dumps(read) if isinstance(read, dict) else read
     return replace(result, rows=rows)
