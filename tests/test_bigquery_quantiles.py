@@ -92,3 +92,22 @@ def test_refusals_are_free(db: Database, item: str, error: type[Exception], word
         engine.run(db, "a", OLDER.format(item))
     assert words in str(err.value)
     assert db.budget("a") == before
+
+
+def test_the_http_answer_carries_the_array_as_a_json_list(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from privdb.server.app import create_app
+
+    database = corpus_database(tmp_path / "db")
+    token = database.grant("b", epsilon=100.0, delta=0.5)
+    database.close()
+    query = OLDER.format(f"{ARRAY} AS q")
+    with TestClient(create_app(tmp_path / "db")) as client:
+        answer = client.post("/v1/query", json={"sql": query}, headers={"Authorization": f"Bearer {token}"})
+        assert answer.status_code == 200, answer.text
+        (values,) = answer.json()["rows"][0]
+        assert isinstance(values, list) and len(values) == 5
+        outer = f"SELECT ARRAY_LENGTH(q), q[ORDINAL(1)] FROM ({query})"  # the stored answer, free
+        again = client.post("/v1/query", json={"sql": outer}, headers={"Authorization": f"Bearer {token}"})
+        assert again.json()["rows"] == [[5, values[0]]] and again.json()["epsilon_spent"] == 0.0
