@@ -184,6 +184,7 @@ def _why(query: str, name: str, detail: str, status: str, error: str) -> str:
         (bool(re.search("QUANTILES|APPROX_QUANTILE", query, re.I)), "quantiles"),
         ("not public" in detail, "plain_over_private"),
         ("cannot be read" in detail, "nested_cte"),
+        ("@" in query, "params"),
         (bool(re.search(r"(ABS|IF)\s*\(", query)), "expression"),
     )
     return next((key for fits, key in rules if fits), "other")

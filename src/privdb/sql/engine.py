@@ -13,6 +13,7 @@ privdb.sql.spend and privdb.sql.charge (docs/architecture.md).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from privdb import deadline
 from privdb.database import Database
@@ -22,9 +23,10 @@ from privdb.sql.access import check_analyst
 from privdb.sql.answer.noise import NoisyAnswer
 from privdb.sql.charge import charged
 from privdb.sql.explain import explain
+from privdb.sql.front.bigquery.quantiles import as_arrays
 from privdb.sql.front.bigquery.report import as_reports
 from privdb.sql.front.dpselect.parse import parse_dp_select
-from privdb.sql.front.query import Report
+from privdb.sql.front.query import Options
 from privdb.sql.implicit import staged
 from privdb.sql.implicit_run import answer_staged
 from privdb.sql.plan.personal import personal_table
@@ -85,33 +87,40 @@ def _check(db: Database, analyst: str, text: str) -> None:
         prepare(db, text, analyst)
 
 
-def _reports(text: str) -> tuple[Report, ...]:
-    """The select items of BigQuery's spelling that ask ZetaSQL's report (the text alone, free)."""
-    if not isinstance(text, str) or "report" not in text.lower():
-        return ()
+def _bigquery(text: str) -> Options:
+    """The options of BigQuery's spelling that shape the answer: the select items asking ZetaSQL's report
+    and those that are arrays of quantiles (the text alone, free)."""
+    if not isinstance(text, str) or not any(w in text.lower() for w in ("report", "quantiles")):
+        return Options()
     try:
         query = parse_dp_select(text)
     except PrivdbError:  # prepare refuses it, with its reason
-        return ()
-    return query.bigquery.reports if query.bigquery is not None else ()
+        return Options()
+    return query.bigquery if query.bigquery is not None else Options()
+
+
+def _shaped(answer: Result, options: Options, bounding: dict[int, dict[str, Any]] | None = None) -> Result:
+    """The answer as BigQuery's spelling shapes it: arrays of quantiles, reports (``bounding``: the bounds
+    found from the data, by item: privdb.sql.implicit_run)."""
+    return as_reports(as_arrays(answer, options.arrays), options.reports, bounding)
 
 
 def _run(db: Database, analyst: str, text: str) -> Result:
-    reports = _reports(text)
+    shape = _bigquery(text)
     with deadline.limit(db.query_timeout):  # planning: under the query's limit, refused free past it
         try:
             plan, sql = prepare(db, text, analyst, exact=True)
         except Exact as answered:
-            return as_reports(answered.result, reports)
+            return _shaped(answered.result, shape)
         stage = staged(db, analyst, text, plan) if isinstance(plan, Plan) else None
         bound = _bound(db, plan, sql) if stage is None else None
     if stage is not None:  # ZetaSQL's implicit bounds: found from the data first (privdb.sql.implicit)
         answer, bounding = answer_staged(
             db, analyst, stage, lambda p, s: _charge(db, analyst, _bound(db, p, s))
         )
-        return as_reports(answer, reports, bounding)
+        return _shaped(answer, shape, bounding)
     assert bound is not None
-    return as_reports(_charge(db, analyst, bound), reports)
+    return _shaped(_charge(db, analyst, bound), shape)
 
 
 _Bound = tuple[Callable[[], Read], Callable[[Read], NoisyAnswer], Spend]

@@ -12,7 +12,7 @@ from sqlglot import exp
 from privdb.errors import InvalidParameter
 from privdb.sql.front.limits import DIALECT
 
-__all__ = ["MAX_EPSILON", "Bounds", "DPQuery", "Options", "Report", "Selection", "check_epsilon"]
+__all__ = ["MAX_EPSILON", "ArrayItem", "Bounds", "DPQuery", "Options", "Report", "Selection", "check_epsilon"]
 
 MAX_EPSILON = 1000.0  # above this a "private" answer is the raw answer in all but name
 
@@ -38,6 +38,19 @@ class Report:
 
 
 @dataclass(frozen=True)
+class ArrayItem:
+    """A select item that is ZetaSQL's array of quantiles (privdb.sql.front.bigquery.quantiles): its
+    position in the query, the ``count`` released columns from ``start`` its elements are, ``kind``
+    "array" (the list) or "length" (``ARRAY_LENGTH`` of it), and the answer column's name."""
+
+    item: int
+    start: int
+    count: int
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True)
 class Selection:
     """ZetaSQL's group selection, for a query in BigQuery's spelling (privdb.sql.plan.selection): a group,
     or a total's one row, is released when its noisy count of distinct privacy units reaches the threshold
@@ -59,6 +72,7 @@ class Options:
     max_rows: int | None = None  # max_rows_contributed: rows per privacy unit in the whole query
     bounds: tuple[tuple[int, Bounds], ...] = ()
     reports: tuple[Report, ...] = ()  # the select items asking ZetaSQL's report
+    arrays: tuple[ArrayItem, ...] = ()  # the select items that are arrays of quantiles
     selection: Selection = Selection()
 
     def bounds_of(self, item: int) -> Bounds | None:

@@ -11,8 +11,8 @@ constant-state aggregates in ``AGGREGATES``, and columns of any table in scope. 
 subqueries have no type here (DuckDB types them when it binds; the data is public, so its errors may be
 shown); every other rule of the checker applies as written: the functions, the literal arguments, the
 cast targets, the node limit. Query structure is closed the same way: each clause has a known set of
-arguments; anything else (table functions, RECURSIVE, window functions, LATERAL, PIVOT, QUALIFY, lists,
-structs, …) is refused, naming the form and the allow-list, before anything is read.
+arguments; anything else (table functions, RECURSIVE, window functions, LATERAL, PIVOT, QUALIFY, list and
+struct literals, …) is refused, naming the form and the allow-list, before anything is read.
 
 Text that a function can make longer than its input (``||``, CONCAT, REPLACE) is cut to
 ``MAX_RESULT_LENGTH`` characters, REPLACE's input too, as the DP path cuts it (docs/proofs/sql.md,
@@ -257,6 +257,7 @@ class _PlainChecker(Checker):
             return self.aggregate
         plain: dict[type[exp.Expr], Any] = {
             exp.Column: self.column, exp.Subquery: self.subquery, exp.Exists: self.exists, exp.In: self.in_,
+            exp.Bracket: self.element, exp.Dot: self.field, exp.ArraySize: self.array_length,
         }  # fmt: skip
         return plain.get(type(node)) or super().dispatch(node)
 
@@ -272,6 +273,30 @@ class _PlainChecker(Checker):
         if not isinstance(node.this, exp.Identifier) or node.args.get("db") or node.args.get("catalog"):
             raise self.refuse(node, "is not a column name; write column or table.column")
         return self.untyped(node)
+
+    def element(self, node: exp.Bracket) -> Expr:
+        """``q[k]``: an element of a released array (privdb.sql.public.arrays), ``k`` a literal."""
+        index = node.expressions[0] if len(node.expressions) == 1 else None
+        if not (isinstance(index, exp.Literal) and not index.is_string and str(index.this).isdigit()):
+            raise self.refuse(node, "reads an array with an index that is not a whole-number literal")
+        if {k for k, v in node.args.items() if _given(v)} - {"this", "expressions", "offset", "safe"}:
+            raise self.refuse(node, "is not an array's element")
+        self.check(node.this)
+        return self.untyped(node)
+
+    def field(self, node: exp.Dot) -> Expr:
+        """``r.value``: a field of a released report's struct."""
+        if not isinstance(node.expression, exp.Identifier):
+            raise self.refuse(node, "is not a field name")
+        self.check(node.this)
+        return self.untyped(node)
+
+    def array_length(self, node: exp.ArraySize) -> Expr:
+        """``ARRAY_LENGTH(q)`` of a released array."""
+        if node.args.get("expression") is not None:
+            raise self.refuse(node, "takes one argument")
+        self.check(node.this)
+        return Expr("untyped", Type.NULL, source=node.sql(dialect="duckdb"))
 
     def subquery(self, node: exp.Subquery) -> Expr:
         self.walker.query(node, self.where)

@@ -42,6 +42,7 @@ from privdb.sql.front.dpselect.hints import check_within_group
 from privdb.sql.front.limits import MAX_QUERY_LENGTH, check_text
 from privdb.sql.front.qualified import unqualify
 from privdb.sql.public.answer import answer_public, run_sandboxed
+from privdb.sql.public.arrays import bigquery_arrays
 from privdb.sql.public.language import plain_sql
 from privdb.sql.public.spans import branches, dp_at, dp_spans, tokens_of
 from privdb.sql.public.union_all import check_widths, concatenated, is_concatenation
@@ -179,7 +180,7 @@ def _parse_outer(text: str) -> exp.Query:
         raise ParseError(f"the plain query around the DP query cannot be read: {str(err)[:200]}") from None
     if len(trees) != 1 or not isinstance(trees[0], exp.Query):
         raise UnsupportedQuery("a plain query around DP queries is one SELECT")
-    tree = unqualify(trees[0])
+    tree = bigquery_arrays(unqualify(trees[0]))  # q[OFFSET(k)] as DuckDB's q[k + 1]
     assert isinstance(tree, exp.Query)
     return tree
 

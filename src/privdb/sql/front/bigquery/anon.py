@@ -4,8 +4,9 @@ the newer one (privdb.sql.front.bigquery.syntax) so that both become the same DP
 - ``ANON_COUNT``, ``ANON_SUM``, ``ANON_AVG`` are COUNT, SUM, AVG (each privacy unit aggregated first), and
   ``x CLAMPED BETWEEN lo AND hi`` is their ``contribution_bounds_per_group => (lo, hi)``: each unit's
   count, sum or average in a group clamped;
-- ``ANON_VAR_POP``, ``ANON_STDDEV_POP``, ``ANON_PERCENTILE_CONT(x, p)`` are VAR_POP, STDDEV_POP,
-  PERCENTILE_CONT, and their ``CLAMPED BETWEEN`` is ``contribution_bounds_per_row``: each row clamped;
+- ``ANON_VAR_POP``, ``ANON_STDDEV_POP``, ``ANON_PERCENTILE_CONT(x, p)``, ``ANON_QUANTILES(x, n)`` are
+  VAR_POP, STDDEV_POP, PERCENTILE_CONT, APPROX_QUANTILES (privdb.sql.front.bigquery.quantiles), and their
+  ``CLAMPED BETWEEN`` is ``contribution_bounds_per_row``: each row clamped;
 - ``kappa`` is ``max_groups_contributed``; ``k_threshold`` is read and checked but releases nothing more:
   privdb releases the groups its own rule releases (the keys the metadata declares, others only past the
   noisy threshold δ sets), which is what the budget records.
@@ -31,6 +32,7 @@ ANON_FUNCTIONS = {
     "ANON_VAR_POP": ("VAR_POP", "row"),
     "ANON_STDDEV_POP": ("STDDEV_POP", "row"),
     "ANON_PERCENTILE_CONT": ("PERCENTILE_CONT", "row"),
+    "ANON_QUANTILES": ("APPROX_QUANTILES", "row"),
 }
 
 
@@ -43,11 +45,6 @@ def anon_name(token: Token, where: str, older: bool) -> tuple[str, str]:
         raise UnsupportedQuery(
             f"{token.text}{where}: the ANON_ aggregates go with SELECT WITH ANONYMIZATION; under "
             f"WITH DIFFERENTIAL_PRIVACY write {newer}(…) with contribution_bounds_per_group => (lower, upper)"
-        )
-    if name == "ANON_QUANTILES":
-        raise UnsupportedQuery(
-            f"{token.text}{where}: an array of quantiles is not one of privdb's answers; ask "
-            "ANON_PERCENTILE_CONT(x, p CLAMPED BETWEEN lower AND upper) once per p"
         )
     if name not in ANON_FUNCTIONS:
         raise UnsupportedQuery(

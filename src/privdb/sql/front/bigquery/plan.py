@@ -177,11 +177,12 @@ def _item(i: int, node: exp.Expression, options: Options) -> Item:
         found = list(inner.find_all(exp.AggFunc))
         if bounds is None and not found:
             return node, None, None
-        if len(found) != 1 or not isinstance(found[0], _ROWS):
+        over_units = bool(found) and all(isinstance(f, _GROUPED) for f in found) and bounds is None
+        if not over_units and (len(found) != 1 or not isinstance(found[0], _ROWS)):
             raise UnsupportedQuery(
                 f"{inner.sql(dialect='duckdb')}: BigQuery's spelling takes keys and aggregates as they are "
-                f"({_FUNCTIONS}), and expressions over one PERCENTILE_CONT, VAR_POP or STDDEV_POP; write "
-                "DP-SELECT ε … for others"
+                f"({_FUNCTIONS}), and expressions over one PERCENTILE_CONT, VAR_POP or STDDEV_POP or over "
+                "COUNT, SUM and AVG without bounds; write DP-SELECT ε … for others"
             )
         inner = found[0]
     if not isinstance(inner, _GROUPED + _ROWS):
@@ -278,6 +279,39 @@ def _count_bounds(bounds: Bounds, agg: exp.Expression) -> None:
         )
 
 
+class _UnitValues:
+    """The per-unit subquery's columns of the aggregates (``inner``, ``middle`` with public groups) and
+    the outer aggregate of each unit's clamped value."""
+
+    def __init__(self, meta: TableMeta, joined: bool, inner: list[Any], middle: list[Any]) -> None:
+        self.meta, self.joined, self.inner, self.middle = meta, joined, inner, middle
+
+    def combined(self, agg: exp.Expression, name: str, bounds: Bounds | None) -> exp.Expr:
+        """``SUM`` (``AVG``) of each unit's clamped ``agg``, a count cast to BIGINT as BigQuery's INT64
+        (the noisy sum rounded: post-processing)."""
+        self.inner.append(exp.alias_(agg.copy(), name))
+        value = _clamp(exp.column(name), bounds, value_range(agg, self.meta, True), agg.sql(dialect="duckdb"))
+        if self.joined:
+            self.middle.append(exp.alias_(value, name))
+            value = exp.column(name, table=PER_UNIT)
+        combined: exp.Expression = exp.Avg(this=value) if isinstance(agg, exp.Avg) else exp.Sum(this=value)
+        if isinstance(agg, exp.Count):
+            combined = exp.Cast(this=combined, to=exp.DataType.build("BIGINT"))
+        return combined
+
+    def expression(self, node: exp.Expression, name: str) -> exp.Expr:
+        """``IF(COUNT(*) > 0, COUNT(*), …)``: each distinct aggregate a per-unit column once (the same
+        aggregate twice is one release), the expression over their outer aggregates."""
+        written = node.unalias().copy()
+        seen: dict[str, exp.Expr] = {}
+        for found in list(written.find_all(exp.AggFunc)):
+            key = found.sql(dialect="duckdb")
+            if key not in seen and isinstance(found, exp.Expression):
+                seen[key] = self.combined(found, f"{name}_{len(seen) + 1}", None)
+            found.replace(seen[key].copy())
+        return exp.alias_(written, node.alias) if node.alias else written
+
+
 def _per_unit(select: exp.Select, items: list[Item], meta: TableMeta, table: exp.Table) -> exp.Select:
     """``SELECT keys, OUTER(clamp(v)) FROM (SELECT unit, keys, AGG(x) AS v FROM t WHERE … GROUP BY unit,
     keys) GROUP BY keys``: each unit's COUNT, SUM or AVG per group, clamped, then summed or averaged."""
@@ -297,6 +331,7 @@ def _per_unit(select: exp.Select, items: list[Item], meta: TableMeta, table: exp
     inner_items += [exp.alias_(k.copy(), k.name) for k in keys]
     middle_items: list[Any] = [exp.column(unit)] + [exp.column(k.name) for k in keys]
     outer_items: list[Any] = []
+    per_unit = _UnitValues(meta, join is not None, inner_items, middle_items)
     for n, (node, agg, bounds) in enumerate(items):
         if agg is None:
             table_of = GROUPS if join is not None else None
@@ -305,17 +340,10 @@ def _per_unit(select: exp.Select, items: list[Item], meta: TableMeta, table: exp
             )
             continue
         name = node.alias or f"{type(agg).__name__.lower()}_{n + 1}"
-        inner_items.append(exp.alias_(agg.copy(), name))
-        value = _clamp(exp.column(name), bounds, value_range(agg, meta, True), agg.sql(dialect="duckdb"))
-        if join is not None:
-            middle_items.append(exp.alias_(value, name))
-            value = exp.column(name, table=PER_UNIT)
-        combined: exp.Expression = exp.Avg(this=value) if isinstance(agg, exp.Avg) else exp.Sum(this=value)
-        if isinstance(
-            agg, exp.Count
-        ):  # a count, as BigQuery's INT64: the noisy sum rounded (post-processing)
-            combined = exp.Cast(this=combined, to=exp.DataType.build("BIGINT"))
-        outer_items.append(exp.alias_(combined, name))
+        if node.unalias() is not agg:  # an expression over several: post-processing of their noisy values
+            outer_items.append(per_unit.expression(node, node.alias or f"expr_{n + 1}"))
+            continue
+        outer_items.append(exp.alias_(per_unit.combined(agg, name, bounds), name))
     inner = exp.select(*inner_items).from_(table.copy())
     for array in split_unnest(select)[0]:  # each unit's rows joined with the array (bigquery.unnest)
         inner.append("joins", array.copy())

@@ -15,6 +15,8 @@ names, ``{"value": {"int_value": 8, "noise_confidence_interval": {…}}}`` (``fl
 is a whole-number count): privdb's answers travel as JSON, Arrow and PostgreSQL rows, none of which carries
 a protocol buffer. Fields read in the query (``ANON_SUM(… WITH REPORT(FORMAT=PROTO)).value
 .noise_confidence_interval``) make the column that field (JSON text for a message, the number for a leaf).
+An array of quantiles' report is one per element (``….values.values`` in PROTO, ``….result`` in JSON):
+a list of the elements' fields, which the plain query around it reads as ``r[OFFSET(0)].float_value``.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ _LAYOUT: dict[str, dict[str, Any]] = {
     },
     "PROTO": {
         "value": {**_VALUE, "noise_confidence_interval": _INTERVAL},
+        "values": {"values": None},  # an array of quantiles' elements (privdb.sql.front.bigquery.quantiles)
         "bounding_report": {
             "lower_bound": _VALUE,
             "upper_bound": _VALUE,
@@ -149,6 +152,15 @@ def _report(value: Any, interval: Any, form: str) -> dict[str, Any]:
     return {"value": {**held, "noise_confidence_interval": noise}}
 
 
+def _array_report(values: list[Any], intervals: list[Any] | None, form: str) -> dict[str, Any]:
+    """The report of an array of quantiles: each element's value and interval, in ZetaSQL's layout
+    (JSON ``{"result": [{"value": …, …}, …]}``, PROTO ``{"values": {"values": [{"float_value": …}]}}``)."""
+    key = "result" if form == "JSON" else "value"
+    given = intervals if intervals is not None else [None] * len(values)
+    elements = [_report(v, i, form)[key] for v, i in zip(values, given, strict=True)]
+    return {"result": elements} if form == "JSON" else {"values": {"values": elements}}
+
+
 def _read(report: dict[str, Any], path: tuple[str, ...]) -> Any:
     node: Any = report
     for name in path:
@@ -169,14 +181,20 @@ def as_reports(
         if entry.get("column") not in result.columns:
             continue
         i = result.columns.index(entry["column"])
-        intervals[i] = entry.get("ci95_rows") or [entry.get("ci95")] * len(result.rows)
+        per_row = entry.get("elements_ci95_rows") or entry.get("ci95_rows")  # an array's: by element
+        intervals[i] = per_row or [entry.get("ci95")] * len(result.rows)
     rows = [list(row) for row in result.rows]
     for r, row in enumerate(rows):
         for report in reports:
             i = report.item
             interval = intervals.get(i, [None] * len(rows))[r]
-            whole = isinstance(row[i], int) and not isinstance(row[i], bool)
-            made = _report(row[i], interval, report.format)
+            value = row[i]
+            whole = isinstance(value, int) and not isinstance(value, bool)
+            made = (
+                _array_report(value, interval, report.format)
+                if isinstance(value, list)
+                else _report(value, interval, report.format)
+            )
             if bounding and i in bounding:
                 made["bounding_report"] = _bounding(bounding[i], report.format, whole)
             read = _read(made, report.path)

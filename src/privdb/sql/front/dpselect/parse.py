@@ -17,6 +17,7 @@ from sqlglot.errors import SqlglotError, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from privdb.errors import InvalidParameter, ParseError, RawAccessDenied, UnsupportedQuery
+from privdb.sql.front.bigquery.quantiles import expand as expand_quantiles
 from privdb.sql.front.bigquery.syntax import is_bigquery, read_header
 from privdb.sql.front.dpselect.hints import check_within_group, reserved_word, set_operation
 from privdb.sql.front.limits import DIALECT, MAX_DEPTH, check_depth, check_text, nesting, too_deep
@@ -111,7 +112,8 @@ def _parse(text: str) -> DPQuery:
         header = read_header(text, tokens)
         select = _select(text, "SELECT " + header.body, header.offset)
         check_depth(select)
-        return DPQuery(header.epsilon, header.delta, select, text, bigquery=header.options)
+        select, options = expand_quantiles(select, header.options)  # arrays as their elements
+        return DPQuery(header.epsilon, header.delta, select, text, bigquery=options)
     cte_text, tokens = _leading_with(text, tokens)
     first = tokens[0]
     is_dp = (
