@@ -66,8 +66,9 @@ def _metric(case: ArxCase) -> tuple[str, float]:
 
 def java_subset(size: int) -> list[int]:
     """The rows ARX's subset suite draws: ``size`` calls of ``java.util.Random(0xDEADBEEF).nextInt(size)``
-    (Java's 48-bit linear congruential generator), as a sorted set."""
-    mask, seed, out = (1 << 48) - 1, (0xDEADBEEF ^ 0x5DEECE66D) & ((1 << 48) - 1), set()
+    (Java's 48-bit linear congruential generator), as a sorted set. Java's literal 0xDEADBEEF is the int
+    −559038737, which the long seed sign-extends."""
+    mask, seed, out = (1 << 48) - 1, (-0x21524111 ^ 0x5DEECE66D) & ((1 << 48) - 1), set()
     for _ in range(size):
         while True:
             seed = (seed * 0x5DEECE66D + 0xB) & mask
@@ -100,6 +101,8 @@ def translate(case: ArxCase) -> dict[str, Any]:
             kw |= {"l": float(args[1]), "diversity": "distinct"}
         elif name == "EqualDistanceTCloseness":
             kw["t"] = float(args[1])
+        elif name == "OrderedDistanceTCloseness":  # ARX orders a string attribute by its text
+            kw |= {"t": float(args[1]), "t_distance": "ordered"}
         elif (
             name == "HierarchicalDistanceTCloseness" and args[2] == f"hierarchy:adult_hierarchy_{args[0]}.csv"
         ):
@@ -119,7 +122,7 @@ def translate(case: ArxCase) -> dict[str, Any]:
             models |= {"k_map": int(args[0]), "significance": float(args[1])}
             models["k_map_estimator"] = "zero-truncated-poisson"
             kw["sampling_fraction"] = len(adult()) / USA
-        elif name == "Inclusion":
+        elif name == "Inclusion":  # ARX counts classes, metric and references over the subset's rows only
             kw["rows"] = java_subset(int(str(args[0]).split(":")[1]))
         elif name == "AverageReidentificationRisk":
             models["average_risk"] = float(args[0])
