@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from arx_corpus import COLUMNS, ArxCase
-from privdb.anonymize import Models, anonymize, load_hierarchies
+from privdb.anonymize import Models, Search, anonymize, load_hierarchies
 from privdb.anonymize.hierarchy import Hierarchy
 
 ADULT = Path(__file__).resolve().parents[1] / "data" / "adult"
@@ -128,11 +128,24 @@ def translate(case: ArxCase) -> dict[str, Any]:
             models["average_risk"] = float(args[0])
         elif name == "SampleUniqueness":
             models["sample_uniqueness"] = float(args[0])
+        elif name == "PopulationUniqueness" and args[2:] == ("population:USA",):
+            models |= {"population_uniqueness": float(args[0]), "estimator": str(args[1])[6:].lower()}
+            kw["sampling_fraction"] = len(adult()) / USA
         else:
             raise NotExpressible(f"model {name}{args}")
     if models:
         kw["models"] = Models(**models)
     return kw
+
+
+def _search(case: ArxCase) -> Search | str:
+    """The optimal search, or for ARX's ``Heuristic`` and ``HeuristicTopDown`` suites their heuristic:
+    Lightning (ARX's best-effort bottom-up search) or its top-down variant, stopped after ARX's 1,000 steps
+    (node evaluations), with no time limit to speak of."""
+    heuristic = {"Heuristic": "lightning", "HeuristicTopDown": "lightning-top-down"}.get(case.suite)
+    if heuristic is not None:
+        return Search(heuristic, time_limit=3600.0, max_evaluations=1000)
+    return "optimal"
 
 
 def replay(case: ArxCase) -> Outcome:
@@ -145,7 +158,7 @@ def replay(case: ArxCase) -> Outcome:
     hier = _hierarchies()
     done = anonymize(
         df, qi, algorithm="lattice", hierarchies={c: hier[c] for c in qi},
-        suppression_limit=case.suppression, search="optimal", **kw,
+        suppression_limit=case.suppression, search=_search(case), **kw,
     )  # fmt: skip
     assert done.node is not None
     return Outcome(tuple(done.node[c] for c in qi), float(done.params["metric_value"]))

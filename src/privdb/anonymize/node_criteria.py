@@ -17,8 +17,8 @@ per-class sensitive condition (``sensitive_condition``).
   (#classes / records), sample uniqueness (share of records alone in their class), population uniqueness
   (``uniqueness``'s estimate, π the kept records' share of the population N = n/π). Classes generalised to
   ``*`` everywhere are no class (the release shows them as suppressed). As in ARX
-  (``RiskBasedCriterion.enforce``), when a threshold fails, the smallest classes (ties: lower loss, then
-  earlier first record) are suppressed, the number found by ARX's binary search, until it holds; the
+  (``RiskBasedCriterion.enforce``), when a threshold fails, the smallest classes (ties as ARX orders
+  them, ``Lattice.class_order``) are suppressed, the number found by ARX's binary search, until it holds; the
   node is anonymous only if every threshold then holds and the suppression limit is kept.
 
 Monotone with suppression (a failing node makes every specialisation fail, which prunes the lattice): k-map,
@@ -27,6 +27,7 @@ average risk and sample uniqueness (ARX's flags); δ-presence and population uni
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -221,6 +222,7 @@ class NodeCriteria:
         order = kept[lat.class_order(levels, cls, len(sizes))[kept].argsort(kind="stable")]
         ordered = sizes[order]
 
+        @functools.cache  # the binary search and the final check ask some m twice (an estimate each)
         def fulfilled(m: int) -> bool:
             return thresholds_hold(self.models, ordered[m:], lat.n, self.sampling_fraction)
 

@@ -51,7 +51,7 @@ Metric = Literal[
     "loss", "geometric-loss", "entropy", "monotonic-entropy", "precision", "height", "discernibility",
     "dm-star", "aecs",
 ]  # fmt: skip
-SearchName = Literal["optimal", "lightning", "genetic"]
+SearchName = Literal["optimal", "lightning", "lightning-top-down", "genetic"]
 TDistance = Literal["auto", "equal", "ordered", "hierarchical"]
 
 
@@ -88,11 +88,12 @@ def anonymize(
     search: Annotated[
         SearchName | None,
         typer.Option(
-            help="the full-domain search: optimal (up to 2,000,000 nodes), lightning or genetic (heuristic, "
-            "within --time-limit); default: optimal, or lightning when the lattice is larger"
+            help="the full-domain search: optimal (up to 2,000,000 nodes), lightning, lightning-top-down "
+            "or genetic (heuristic, within --time-limit); default: optimal, or lightning when the lattice is "
+            "larger"
         ),
     ] = None,
-    time_limit: Annotated[float, typer.Option(help="seconds a lightning or genetic search may take")] = 10.0,
+    time_limit: Annotated[float, typer.Option(help="seconds a heuristic search may take")] = 10.0,
     max_evaluations: Annotated[
         int | None, typer.Option(help="stop a heuristic search after this many nodes (reproducible runs)")
     ] = None,
