@@ -16,9 +16,9 @@ from arx_corpus import CASES, ArxCase
 from arx_replay import NotExpressible, replay, translate
 
 _HEURISTIC = (
-    "ARX's genetic search (randomised by Java's generator, which privdb's genetic search does not replay) "
-    "stops at a node of higher loss; privdb's optimal search finds a node of lower loss that passes ARX's "
-    "model"
+    "ARX's genetic search (deterministic: Java's generator with a fixed seed, 1,000 steps; privdb's genetic "
+    "search draws other random numbers, so it is not replayed) stops at a node of higher loss; privdb's "
+    "optimal search finds a node of lower loss that passes ARX's model"
 )
 _PRACTICAL = (
     "ARX runs this case with practical monotonicity (it assumes t-closeness monotone and prunes by it), "
