@@ -318,3 +318,6 @@ def test_ordered_t_closeness_of_a_category_from_the_command_line(tmp_path: Path)
     assert body["diversity"]["distance"] == "ordered" and body["achieved"]["t"] <= 0.1 + 1e-12
     code, text = _run(*base, "--t-distance", "hierarchical")
     assert code == 2 and "Traceback" not in text and "--t-distance hierarchical needs" in text
+    no_t = [a for a in base if a not in ("--t", "0.1")]
+    code, text = _run(*no_t, "--t-distance", "ordered")
+    assert code == 2 and "give --t as well" in text

@@ -249,7 +249,7 @@ def anonymize(
         split = None if target is None else split_rows(whole, holdout, unit=unit)
         frame = whole if split is None else split.train
         loaded = hierarchy_frames(hierarchies, [*columns, *([sensitive] if sensitive else [])], fix_labels)
-        t_tree = _t_hierarchy(t_distance, sensitive, loaded)
+        t_tree = _t_hierarchy(t_distance, t, sensitive, loaded)
         steps.next(f"anonymising {len(frame):,} records ({algorithm}, k = {k})")
         started = time.perf_counter()
         result = run(
@@ -267,8 +267,8 @@ def anonymize(
             suppression_limit=suppression_limit,
             metric=metric or "loss",
             gs_factor=gs_factor,
-            t_distance=t_distance if t is not None else "auto",
-            t_hierarchy=t_tree if t is not None else None,
+            t_distance=t_distance,
+            t_hierarchy=t_tree,
             search=Search(search or "auto", time_limit, max_evaluations, search_seed),
             weights=weight_map or None,
             local_recoding=local_recoding,
@@ -345,8 +345,12 @@ def anonymize(
         print_held_out(split, body["classifier"], "anonymised")
 
 
-def _t_hierarchy(t_distance: str, sensitive: str | None, loaded: dict[str, Any] | None) -> Any:
+def _t_hierarchy(
+    t_distance: str, t: float | None, sensitive: str | None, loaded: dict[str, Any] | None
+) -> Any:
     """The sensitive column's hierarchy for ``--t-distance hierarchical`` (else None), or the refusal."""
+    if t_distance != "auto" and t is None:
+        raise InvalidParameter("--t-distance chooses t-closeness's distance: give --t as well")
     if t_distance != "hierarchical":
         return None
     if sensitive is None or not loaded or sensitive not in loaded:
