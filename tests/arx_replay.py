@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from arx_corpus import COLUMNS, ArxCase
-from privdb.anonymize import Models, anonymize, load_hierarchies
+from privdb.anonymize import Models, Search, anonymize, load_hierarchies
 from privdb.anonymize.hierarchy import Hierarchy
 
 ADULT = Path(__file__).resolve().parents[1] / "data" / "adult"
@@ -66,8 +66,9 @@ def _metric(case: ArxCase) -> tuple[str, float]:
 
 def java_subset(size: int) -> list[int]:
     """The rows ARX's subset suite draws: ``size`` calls of ``java.util.Random(0xDEADBEEF).nextInt(size)``
-    (Java's 48-bit linear congruential generator), as a sorted set."""
-    mask, seed, out = (1 << 48) - 1, (0xDEADBEEF ^ 0x5DEECE66D) & ((1 << 48) - 1), set()
+    (Java's 48-bit linear congruential generator), as a sorted set. Java's literal 0xDEADBEEF is the int
+    −559038737, which the long seed sign-extends."""
+    mask, seed, out = (1 << 48) - 1, (-0x21524111 ^ 0x5DEECE66D) & ((1 << 48) - 1), set()
     for _ in range(size):
         while True:
             seed = (seed * 0x5DEECE66D + 0xB) & mask
@@ -100,6 +101,8 @@ def translate(case: ArxCase) -> dict[str, Any]:
             kw |= {"l": float(args[1]), "diversity": "distinct"}
         elif name == "EqualDistanceTCloseness":
             kw["t"] = float(args[1])
+        elif name == "OrderedDistanceTCloseness":  # ARX orders a string attribute by its text
+            kw |= {"t": float(args[1]), "t_distance": "ordered"}
         elif (
             name == "HierarchicalDistanceTCloseness" and args[2] == f"hierarchy:adult_hierarchy_{args[0]}.csv"
         ):
@@ -119,17 +122,30 @@ def translate(case: ArxCase) -> dict[str, Any]:
             models |= {"k_map": int(args[0]), "significance": float(args[1])}
             models["k_map_estimator"] = "zero-truncated-poisson"
             kw["sampling_fraction"] = len(adult()) / USA
-        elif name == "Inclusion":
+        elif name == "Inclusion":  # ARX counts classes, metric and references over the subset's rows only
             kw["rows"] = java_subset(int(str(args[0]).split(":")[1]))
         elif name == "AverageReidentificationRisk":
             models["average_risk"] = float(args[0])
         elif name == "SampleUniqueness":
             models["sample_uniqueness"] = float(args[0])
+        elif name == "PopulationUniqueness" and args[2:] == ("population:USA",):
+            models |= {"population_uniqueness": float(args[0]), "estimator": str(args[1])[6:].lower()}
+            kw["sampling_fraction"] = len(adult()) / USA
         else:
             raise NotExpressible(f"model {name}{args}")
     if models:
         kw["models"] = Models(**models)
     return kw
+
+
+def _search(case: ArxCase) -> Search | str:
+    """The optimal search, or for ARX's ``Heuristic`` and ``HeuristicTopDown`` suites their heuristic:
+    Lightning (ARX's best-effort bottom-up search) or its top-down variant, stopped after ARX's 1,000 steps
+    (node evaluations), with no time limit to speak of."""
+    heuristic = {"Heuristic": "lightning", "HeuristicTopDown": "lightning-top-down"}.get(case.suite)
+    if heuristic is not None:
+        return Search(heuristic, time_limit=3600.0, max_evaluations=1000)
+    return "optimal"
 
 
 def replay(case: ArxCase) -> Outcome:
@@ -142,7 +158,7 @@ def replay(case: ArxCase) -> Outcome:
     hier = _hierarchies()
     done = anonymize(
         df, qi, algorithm="lattice", hierarchies={c: hier[c] for c in qi},
-        suppression_limit=case.suppression, search="optimal", **kw,
+        suppression_limit=case.suppression, search=_search(case), **kw,
     )  # fmt: skip
     assert done.node is not None
     return Outcome(tuple(done.node[c] for c in qi), float(done.params["metric_value"]))

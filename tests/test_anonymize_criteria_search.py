@@ -313,3 +313,24 @@ def test_cli(tmp_path: Path) -> None:
         assert res.exit_code != 0
         assert message in res.output, (extra, res.output)
         assert "Traceback" not in res.output
+
+
+@pytest.mark.parametrize(
+    ("coverage", "sized", "passes"),
+    [(True, False, False), (False, False, False), (False, True, True), (True, True, False)],
+)
+def test_arx_presence_rule_for_a_class_of_population_records_only(
+    coverage: bool, sized: bool, passes: bool
+) -> None:
+    """δmin > 0 and a population class no sample record shares (zip C): ARX's rule
+    (``presence_coverage=False``) fails the raw node unless k ≥ 2 or l-diversity is asked (``sized``: ARX
+    checks the class size first, which the empty class fails); privdb's rule fails it either way."""
+    sample = pd.DataFrame({"zip": ["A", "A", "B", "B"]})
+    others = pd.DataFrame({"zip": ["A"] * 10 + ["B"] * 10 + ["C"] * 5})
+    people = pd.concat([sample, others], ignore_index=True)
+    models = Models(delta_presence=(0.05, 0.5), presence_coverage=coverage)
+    crit = NodeCriteria(models, population=people, sized=sized)
+    lat = Lattice(sample, ["zip"], resolve(sample, ["zip"], None), 1, suppression_limit=0.0, criteria=crit)
+    assert lat.evaluate((0,))[0].anonymous is passes
+    if not coverage:  # one class, δ = 4/29 (privdb's rule shows an all-'*' class as suppressed)
+        assert lat.evaluate((int(lat.heights[0]),))[0].anonymous

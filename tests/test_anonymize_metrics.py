@@ -11,7 +11,7 @@ from privdb.anonymize import anonymize
 from privdb.anonymize.hierarchy import TaxonomyHierarchy
 from privdb.anonymize.lattice import Lattice
 from privdb.anonymize.lattice_metrics import aggregate, factors
-from privdb.anonymize.sensitive_condition import _grassberger, grassberger_diverse
+from privdb.anonymize.sensitive_condition import SensitiveCondition, _grassberger, grassberger_diverse
 from privdb.errors import InvalidParameter
 
 
@@ -50,6 +50,19 @@ def test_each_metric_at_a_node_counted_by_hand() -> None:
     assert values["dm-star"] == 4 + 1 + 1 and values["discernibility"] == 4 + 2 * 4
 
 
+def test_precision_and_height_as_arx_defines_them() -> None:
+    """ARX's precision: a kept cell h/H, a suppressed one 1, columns averaged; height: Σ levels."""
+    df, hier = _table()
+    # node (0, 1), k = 2: y and z suppressed; a: 2 kept cells at 0/1, 2 suppressed → 0.5; b: all 1 → 1
+    prec = Lattice(df, ["a", "b"], hier, 2, metric="precision", suppression_limit=0.5)
+    assert prec.evaluate([0, 1])[0].value == pytest.approx(0.75)
+    height = Lattice(df, ["a", "b"], hier, 2, metric="height", suppression_limit=0.5)
+    assert height.evaluate([0, 1])[0].value == pytest.approx(1.0)
+    assert height.evaluate([1, 1])[0].value == pytest.approx(2.0)
+    with pytest.raises(InvalidParameter, match="no gs factor"):
+        Lattice(df, ["a", "b"], hier, 2, metric="precision", gs_factor=0.3)
+
+
 def test_the_gs_factor_weighs_suppression() -> None:
     df, hier = _table()
     lat = Lattice(df, ["a", "b"], hier, 2, metric="loss", suppression_limit=0.5, gs_factor=0.25)
@@ -71,3 +84,20 @@ def test_grassberger_matches_arx_table_and_check() -> None:
     hist = np.array([[5, 5], [9, 1]])
     expected = [10 * g[4] <= 10 * (g[10] - np.log(2)), 9 * g[9] + g[1] <= 10 * (g[10] - np.log(2))]
     assert list(grassberger_diverse(hist, 2.0)) == expected == [True, False]
+
+
+def test_ordered_distance_of_text_follows_the_sorted_values() -> None:
+    """``t_distance="ordered"`` on a category (ARX's ``OrderedDistanceTCloseness`` of a string attribute):
+    the values in sorted order, b between a and c; a class of a's is 1 step from P = (⅓, ⅓, ⅓) at a and 1/3
+    more at b: (2/3 + 1/3)/2 = 0.5; the equal distance says 2/3."""
+    col = pd.Series(list("cab"), name="s")
+    ordered = SensitiveCondition.build(col, t=0.5, t_distance="ordered")
+    equal = SensitiveCondition.build(col, t=0.5)
+    hist = np.array([[3, 0, 0]])
+    assert ordered.emd(hist)[0] == pytest.approx(0.5) and equal.emd(hist)[0] == pytest.approx(2 / 3)
+    with pytest.raises(InvalidParameter, match="t_hierarchy"):
+        SensitiveCondition.build(col, t=0.5, t_distance="hierarchical")
+    with pytest.raises(InvalidParameter, match="numbers read as text"):  # '10' would sort before '9'
+        SensitiveCondition.build(pd.Series(["10", "9", "9"], name="s"), t=0.5, t_distance="ordered")
+    with pytest.raises(InvalidParameter, match="unknown t-closeness distance"):
+        SensitiveCondition.build(col, t=0.5, t_distance="manhattan")

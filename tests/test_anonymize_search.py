@@ -1,6 +1,6 @@
-"""Heuristic full-domain search (Lightning, genetic) and attribute weights: optimality where the lattice can
-be searched exhaustively, a valid release under any budget, the automatic switch above the lattice's limit,
-and weights that move the chosen node."""
+"""Heuristic full-domain search (Lightning bottom-up and top-down, genetic) and attribute weights:
+optimality where the lattice can be searched exhaustively, a valid release under any budget, the automatic
+switch above the lattice's limit, and weights that move the chosen node."""
 
 from __future__ import annotations
 
@@ -42,13 +42,14 @@ def k_holds(res: object, k: int) -> bool:
     return bool(kept.empty or kept.astype(str).groupby(list(res.qi), sort=False).size().min() >= k)  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("method", ["lightning", "lightning-top-down"])
 @pytest.mark.parametrize(("seed", "k", "limit"), [(2, 2, 0.0), (3, 3, 0.05), (5, 5, 0.1), (8, 8, 0.02)])
-def test_lightning_finds_the_optimum_when_it_finishes(seed: int, k: int, limit: float) -> None:
+def test_lightning_finds_the_optimum_when_it_finishes(seed: int, k: int, limit: float, method: str) -> None:
     df = small_table(seed)
     qi = ["age", "zip", "sex", "score"]
     optimal = anonymize(df, qi, k=k, algorithm="lattice", suppression_limit=limit, search="optimal")
     light = anonymize(
-        df, qi, k=k, algorithm="lattice", suppression_limit=limit, search=Search("lightning", time_limit=120)
+        df, qi, k=k, algorithm="lattice", suppression_limit=limit, search=Search(method, time_limit=120)
     )
     assert light.params["complete"] is True  # the queue emptied: the result is the optimum
     assert light.ncp == pytest.approx(optimal.ncp, abs=1e-12)
@@ -78,7 +79,7 @@ def test_adult_lightning_matches_the_optimal_node_given_time() -> None:
     assert light.params["complete"] is True
 
 
-@pytest.mark.parametrize("method", ["lightning", "genetic"])
+@pytest.mark.parametrize("method", ["lightning", "lightning-top-down", "genetic"])
 @pytest.mark.parametrize("budget", [{"time_limit": 1e-9}, {"max_evaluations": 1}])
 def test_a_tiny_budget_still_returns_a_valid_release(method: str, budget: dict[str, float]) -> None:
     df = small_table(4)

@@ -295,3 +295,29 @@ def test_arx_metrics_from_the_command_line(tmp_path: Path) -> None:
     assert [node[c] for c in [*arx_order, "occupation", "salary-class"]] == [1, 2, 1, 1, 3, 2, 2, 1, 1]
     code, text = _run(*base, "--metric", "entropy", "--gs-factor", "2")
     assert code == 2 and "Traceback" not in text and "gs_factor" in text
+
+
+def test_ordered_t_closeness_of_a_category_from_the_command_line(tmp_path: Path) -> None:
+    """--t-distance ordered on occupation (text, in sorted order) is ARX's OrderedDistanceTCloseness: its case
+    OrderedDistanceTCloseness[2] (k = 5, t = 0.1, no suppression, DM*) gives ARX's node and 97868020; the
+    report measures t with the same distance. --t-distance hierarchical without the sensitive column's
+    hierarchy is refused."""
+    out, report = tmp_path / "t.csv", tmp_path / "t.json"
+    qi = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "salary-class"]
+    base = [
+        "anonymize", str(ADULT / "adult.csv"), "--qi", ",".join(qi), "--k", "5", "--t", "0.1", "--sensitive",
+        "occupation", "--algorithm", "lattice", "--suppression-limit", "0", "-o", str(out), "--report",
+        str(report),
+    ]  # fmt: skip
+    hier = ["--hierarchies", str(ADULT / "hierarchies"), "--fix-labels", "--metric", "dm-star"]
+    code, text = _run(*base, *hier, "--t-distance", "ordered")
+    assert code == 0, text
+    body = json.loads(report.read_text())
+    assert body["parameters"]["metric_value"] == 97868020
+    assert [body["parameters"]["lattice_node"][c] for c in qi] == [1, 1, 1, 2, 3, 2, 2, 1]
+    assert body["diversity"]["distance"] == "ordered" and body["achieved"]["t"] <= 0.1 + 1e-12
+    code, text = _run(*base, "--t-distance", "hierarchical")
+    assert code == 2 and "Traceback" not in text and "--t-distance hierarchical needs" in text
+    no_t = [a for a in base if a not in ("--t", "0.1")]
+    code, text = _run(*no_t, "--t-distance", "ordered")
+    assert code == 2 and "give --t as well" in text

@@ -71,6 +71,7 @@ def _models(
     population: pd.DataFrame | None,
     sampling_fraction: float | None,
     aggregated: bool,
+    diverse: bool = False,
 ) -> tuple[int, NodeCriteria | None, dict[str, Any]]:
     """k with k-map's estimate folded in, the node criteria, and the parameters to record; refuse what
     cannot be honoured."""
@@ -83,6 +84,7 @@ def _models(
         models,
         population=population,
         sampling_fraction=sampling_fraction,
+        sized=k > 1 or diverse,  # ARX's minimal class size (its δ-presence rule depends on it)
     )
     if criteria.active and algorithm != "lattice":
         raise InvalidParameter(MONDRIAN_REFUSAL)
@@ -148,6 +150,7 @@ def anonymize(
     metric: str = "loss",
     gs_factor: float = 0.5,
     t_hierarchy: HierarchyLike | None = None,
+    t_distance: str = "auto",
     strict: bool = True,
     categorical: str = "auto",
     search: Search | str = "auto",
@@ -169,7 +172,8 @@ def anonymize(
     (intervals, mask, date, flat), or is a directory of ``<column>.csv`` files; the rest are automatic. A
     file's ``lo-hi`` labels must hold the numbers under them; ``fix_labels`` renames those that do not.
     ``l`` (with ``diversity`` distinct/entropy/recursive and ``c``) and ``t`` need ``sensitive``; with
-    ``t_hierarchy`` (the sensitive attribute's hierarchy, ARX layout) t is the hierarchical distance.
+    ``t_hierarchy`` (the sensitive attribute's hierarchy, ARX layout) t is the hierarchical distance;
+    ``t_distance`` chooses it (auto, equal, ordered: numbers by value, text in sorted order; hierarchical).
 
     Full-domain only: ``search`` (a ``Search`` or its method: auto, optimal, lightning, genetic; auto is
     optimal up to ``lattice.MAX_NODES`` nodes, Lightning beyond), ``weights`` (column → weight in the loss),
@@ -186,12 +190,12 @@ def anonymize(
     _check(df, qi, k, sensitive, algorithm, l is not None or t is not None)
     k_eff, criteria, model_params = _models(
         df, qi, k, models, sensitive=sensitive, algorithm=algorithm, population=population,
-        sampling_fraction=sampling_fraction, aggregated=bool(microaggregate),
+        sampling_fraction=sampling_fraction, aggregated=bool(microaggregate), diverse=l is not None,
     )  # fmt: skip
     if algorithm == "lattice" and metric not in METRICS:
         raise InvalidParameter(f"unknown metric '{metric}': use one of {', '.join(METRICS)}")
-    if t_hierarchy is not None and t is None:
-        raise InvalidParameter("t_hierarchy is the taxonomy of t-closeness's distance: give t as well")
+    if (t_hierarchy is not None or t_distance != "auto") and t is None:
+        raise InvalidParameter("t_hierarchy and t_distance choose t-closeness's distance: give t as well")
     if algorithm != "lattice" and gs_factor != 0.5:
         raise InvalidParameter("gs_factor weighs the lattice search's metric: algorithm='lattice'")
     plan = Search(search) if isinstance(search, str) else search
@@ -218,8 +222,9 @@ def anonymize(
     }
     if sensitive is not None and (l is not None or t is not None or any(likeness.values())):
         condition = SensitiveCondition.build(
-            df[sensitive], l=l, diversity=diversity, c=c, t=t, t_hierarchy=t_hierarchy, **likeness
-        )
+            df[sensitive], l=l, diversity=diversity, c=c, t=t, t_hierarchy=t_hierarchy,
+            t_distance=t_distance, **likeness,
+        )  # fmt: skip
         whole = condition.histogram(np.zeros(len(df), dtype=np.int64), 1)
         if not condition.ok(whole)[0]:
             raise InvalidParameter(

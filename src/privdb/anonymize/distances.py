@@ -5,7 +5,8 @@ A distance compares a class's sensitive distribution Q with the whole table's P 
 included: their sensitive values are published too) (Li, Li, Venkatasubramanian, ICDE 2007):
 
 * Earth Mover's with equal ground distance, ½Σ|q−p| (equal to the variational distance of the course notes);
-* ordered distance for numbers, (1/(m−1))Σᵢ|Σ_{j≤i}(q_j−p_j)| over the table's m sorted values;
+* ordered distance, (1/(m−1))Σᵢ|Σ_{j≤i}(q_j−p_j)| over the table's m sorted values (numbers by value,
+  text in sorted order, as ARX orders a string attribute; ``auto`` chooses it for numbers only);
 * hierarchical distance for a taxonomy: ground distance = height of the lowest common ancestor / H;
 * the notes' Kullback–Leibler divergence D(Q‖P) = Σ q ln(q/p), which is not bounded by 1.
 
@@ -33,7 +34,7 @@ from privdb.anonymize._classes import (
 )
 from privdb.errors import InvalidParameter
 
-__all__ = ["DISTANCES", "Sensitive", "class_distances", "distance", "row_distances"]
+__all__ = ["DISTANCES", "Sensitive", "class_distances", "distance", "refuse_numbers_as_text", "row_distances"]
 
 DISTANCES = ("auto", "equal", "variational", "ordered", "hierarchical", "kl")
 
@@ -89,12 +90,9 @@ class Sensitive:
                     "row for each value"
                 )
             m = len(leaves)
-        elif distance == "ordered":
+        elif distance == "ordered":  # numbers by value, text in sorted order (as ARX orders strings)
             if not numeric:
-                raise InvalidParameter(
-                    f"the ordered distance needs a numeric sensitive attribute and '{name}' is not numeric: "
-                    "use distance='equal', or 'hierarchical' with a hierarchy"
-                )
+                refuse_numbers_as_text(col, name)
             codes, uniques = pd.factorize(col, sort=True, use_na_sentinel=False)
             m = len(uniques)
         else:
@@ -103,6 +101,15 @@ class Sensitive:
         codes = np.asarray(codes, dtype=np.int64)
         p = np.bincount(codes, minlength=m) / len(codes) if len(codes) else np.zeros(m)
         return cls(name, codes, m, p.astype(np.float64), distance, tree)
+
+
+def refuse_numbers_as_text(col: pd.Series, name: str) -> None:
+    """Refuse the ordered distance over text that is all numbers: sorted as text, '10' precedes '9'."""
+    if len(col) and pd.to_numeric(col, errors="coerce").notna().all():
+        raise InvalidParameter(
+            f"'{name}' holds numbers read as text (not numeric), which the ordered distance would sort as "
+            "text ('10' before '9'): convert the column to numbers first"
+        )
 
 
 def _tree(frame: pd.DataFrame, name: str) -> tuple[_Tree, pd.Index]:

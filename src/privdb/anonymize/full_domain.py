@@ -1,6 +1,7 @@
 """Full-domain generalisation end to end: choose the search, run it, recode suppressed records locally.
 
-* The search: ``optimal`` (``lattice.Lattice.search``), ``lightning`` or ``genetic`` (``heuristic``), or
+* The search: ``optimal`` (``lattice.Lattice.search``), ``lightning``, ``lightning-top-down`` or
+  ``genetic`` (``heuristic``), or
   ``auto``: optimal while the lattice has at most ``lattice.MAX_NODES`` nodes, Lightning beyond (and the
   reason is returned, for the CLI to print).
 * Attribute weights (ARX's weighted loss, Σ wⱼ·lossⱼ / Σ wⱼ) steer the search; the published ``ncp`` is
@@ -27,7 +28,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from privdb.anonymize.heuristic import SEARCHES, Budget, genetic, lightning
+from privdb.anonymize.heuristic import SEARCHES, Budget, genetic, lightning, lightning_top_down
 from privdb.anonymize.hierarchy import Hierarchy, lattice_size
 from privdb.anonymize.lattice import MAX_NODES, Lattice, NodeResult
 from privdb.anonymize.node_criteria import NodeCriteria
@@ -51,7 +52,9 @@ class Search:
 
     def __post_init__(self) -> None:
         if self.method not in ("auto", *SEARCHES):
-            raise InvalidParameter(f"unknown search '{self.method}': use auto, optimal, lightning or genetic")
+            raise InvalidParameter(
+                f"unknown search '{self.method}': use auto, optimal, lightning, lightning-top-down or genetic"
+            )
         Budget(self.time_limit, self.max_evaluations)
 
 
@@ -131,8 +134,8 @@ def full_domain(
         budget = Budget(search.time_limit, search.max_evaluations)
         if method == "optimal":
             return lat, lat.search(), True
-        if method == "lightning":
-            best, finished = lightning(lat, budget)
+        if method in ("lightning", "lightning-top-down"):
+            best, finished = (lightning if method == "lightning" else lightning_top_down)(lat, budget)
             return lat, best, finished
         return lat, genetic(lat, budget, seed=search.seed), False
 

@@ -9,6 +9,9 @@ Both walk the same nodes as ``lattice.Lattice`` (one level per quasi-identifier)
   depth-first climb without backtracking (always to the best successor), which reaches anonymous nodes
   early. A node whose lower bound (its loss without suppression, which only grows upwards) is no better
   than the best anonymous node found is not expanded. When the queue empties the result is optimal.
+* ``lightning-top-down`` (ARX's "best-effort top-down", ``BEST_EFFORT_TOP_DOWN``): best-first search down
+  from the top node by the metric, each popped node's predecessors evaluated and queued, no bound pruning
+  and no depth-first climbs; it stops when the budget is spent or the queue is empty (then optimal).
 * ``genetic`` (ARX 3.9's genetic algorithm, after Wirth et al.): two sub-populations of ``d + size``
   nodes, the first seeded with the "triangle" (the first i quasi-identifiers at the top, the rest at the
   bottom), the rest at random; each generation keeps an elite, breeds children by uniform crossover of
@@ -33,9 +36,9 @@ import numpy as np
 from privdb.anonymize.lattice import Lattice, NodeResult
 from privdb.errors import InvalidParameter
 
-__all__ = ["SEARCHES", "Budget", "Walk", "genetic", "lightning"]
+__all__ = ["SEARCHES", "Budget", "Walk", "genetic", "lightning", "lightning_top_down"]
 
-SEARCHES = ("optimal", "lightning", "genetic")
+SEARCHES = ("optimal", "lightning", "lightning-top-down", "genetic")
 Levels = tuple[int, ...]
 
 
@@ -80,6 +83,9 @@ class Walk:
 
     def successors(self, levels: Levels) -> list[Levels]:
         return [(*levels[:j], v + 1, *levels[j + 1 :]) for j, v in enumerate(levels) if v < self.top[j]]
+
+    def predecessors(self, levels: Levels) -> list[Levels]:
+        return [(*levels[:j], v - 1, *levels[j + 1 :]) for j, v in enumerate(levels) if v > 0]
 
     def worse_than_best(self, res: NodeResult) -> bool:
         """Whether nothing at or above ``res`` can beat the best anonymous node (the bound only grows)."""
@@ -151,6 +157,27 @@ def lightning(lattice: Lattice, budget: Budget) -> tuple[NodeResult, bool]:
             nxt = expand(nxt)
     finished = not queue
     return walk.result(), finished
+
+
+def lightning_top_down(lattice: Lattice, budget: Budget) -> tuple[NodeResult, bool]:
+    """The top-down search's node and whether it finished (then the node is optimal)."""
+    walk = Walk(lattice, budget)
+    expanded: set[Levels] = set()
+    queue: list[tuple[float, int, Levels]] = [(walk.node(walk.top).value, 0, walk.top)]
+    tick = 1
+    while queue and not walk.spent():
+        levels = heapq.heappop(queue)[2]
+        if levels in expanded:
+            continue
+        for down in walk.predecessors(levels):
+            if down not in expanded:
+                heapq.heappush(queue, (walk.node(down).value, tick, down))
+                tick += 1
+            if walk.spent():
+                break
+        else:
+            expanded.add(levels)
+    return walk.result(), not queue
 
 
 def genetic(

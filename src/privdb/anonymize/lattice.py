@@ -210,12 +210,17 @@ class Lattice:
         return out
 
     def class_order(self, levels: Sequence[int], cls: IntArray, n_cls: int) -> IntArray:
-        """Rank of each class in ARX's suppression order: size, then the loss of its values, then its
-        first record."""
-        cost = np.zeros(len(self.weight))
-        for q, tg, lv, f in zip(self.qis, self._tg, levels, self.scale, strict=True):
-            cost += f * q.cost[lv][tg[lv]]
+        """Rank of each class in ARX's suppression order (``HashGroupifyDistribution``): size, then, for
+        the loss metrics, ARX's class-based loss (its values' domain shares s = leaves / domain, aggregated
+        as the metric aggregates columns: Σ s, or Π (1 + |E|·s) for the geometric loss), then its first
+        record; the other metrics have no class-based loss in ARX."""
         size = np.bincount(cls, weights=self.weight, minlength=n_cls)
+        geometric = self.metric == "geometric-loss"
+        cost = np.full(len(self.weight), 1.0 if geometric else 0.0)
+        if self.metric in ("loss", "geometric-loss"):
+            for q, tg, lv, f in zip(self.qis, self._tg, levels, self.scale, strict=True):
+                share = (q.cost[lv][tg[lv]] * (q.leaves - 1) + 1) / q.leaves
+                cost = cost * (1 + size[cls] * share) if geometric else cost + f * share
         loss = np.zeros(n_cls)
         loss[cls] = cost
         first = np.full(n_cls, self.n, dtype=np.int64)

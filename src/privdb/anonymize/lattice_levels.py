@@ -32,6 +32,7 @@ class QiLevels:
         uniq_arr = np.asarray(uniq, dtype=object)
         table = hierarchy.table()
         dom = max(len(table) - 1, 1)
+        self.leaves = max(len(table), 1)  # ARX's domain share of a label: its leaves / this (cost·dom + 1)
         self.height = hierarchy.height
         self.groups: list[IntArray] = []
         self.labels: list[NDArray[np.object_]] = []

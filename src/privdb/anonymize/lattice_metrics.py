@@ -12,11 +12,15 @@ Cell metrics add up a cost per record and quasi-identifier, then aggregate the c
   values g they had at the node (c of them, S suppressed in all); columns summed.
 * ``monotonic-entropy``: the same without the suppression term (ARX's
   ``createPrecomputedEntropyMetric(…, true)``): suppression costs nothing more than the node's generalisation.
+* ``precision`` (Sweeney 2002; ARX's ``createPrecisionMetric``): a kept cell at level h of a hierarchy of
+  height H costs h/H, a suppressed one 1; per column the mean over records, the columns' arithmetic mean.
+* ``height`` (ARX's ``createHeightMetric``): the sum of the node's levels; suppression costs nothing.
 
 The generalisation/suppression factor gs ∈ [0, 1] (ARX's gsFactor, default 0.5: both weigh alike) weighs
 the two: generalisation by g = 1 if gs ≤ 0.5 else 1 − 2(gs − 0.5), suppression by s = 2·gs if gs < 0.5
 else 1. For the loss a kept cell costs g·cost, a suppressed one 1 when s = 1, else cost + s·(1 − cost); for
-the entropy metrics the generalisation term is multiplied by g and the suppression term by s.
+the entropy metrics the generalisation term is multiplied by g and the suppression term by s. Precision and
+height take ARX's default 0.5 only (``GS_FREE``).
 
 Class metrics: ``discernibility`` (Bayardo, Agrawal 2005; ARX's non-monotonic DM): Σ|E|² over kept
 classes + n·|suppressed|; ``dm-star`` (ARX's ``createDiscernabilityMetric(true)``, DM*): Σ|E|² over all
@@ -39,9 +43,13 @@ from privdb.errors import InvalidParameter
 
 __all__ = ["AGGREGATES", "CELL_METRICS", "METRICS", "aggregate", "factors", "tuple_costs"]
 
-AGGREGATES = {"loss": "mean", "geometric-loss": "geometric", "entropy": "sum", "monotonic-entropy": "sum"}
+AGGREGATES = {
+    "loss": "mean", "geometric-loss": "geometric", "entropy": "sum", "monotonic-entropy": "sum",
+    "precision": "mean", "height": "sum",
+}  # fmt: skip
 CELL_METRICS = tuple(AGGREGATES)
 METRICS = (*CELL_METRICS, "discernibility", "dm-star", "aecs")
+GS_FREE = ("precision", "height")  # metrics without a gs factor (ARX's default 0.5 only)
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
@@ -53,6 +61,11 @@ def check_metric(metric: str, gs_factor: float) -> None:
     if isinstance(gs_factor, bool) or not isinstance(gs_factor, (int, float)) or not 0 <= gs_factor <= 1:
         raise InvalidParameter(
             f"gs_factor weighs generalisation against suppression in 0..1 (got {gs_factor!r})"
+        )
+    if metric in GS_FREE and gs_factor != 0.5:
+        raise InvalidParameter(
+            f"the {metric} metric has no gs factor (ARX defines it at 0.5): leave gs_factor at 0.5, or use "
+            "metric='loss'"
         )
 
 
@@ -80,6 +93,10 @@ def tuple_costs(
     """Per quasi-identifier and level, the cost of one cell of each distinct tuple (before g)."""
     out: list[list[FloatArray]] = []
     for q, t in zip(qis, tup, strict=True):
+        if metric in GS_FREE:  # one cost per level: h/H (precision) or h (height)
+            scale = max(q.height, 1) if metric == "precision" else 1
+            out.append([np.full(len(t), lv / scale) for lv in range(q.height + 1)])
+            continue
         if metric not in ("entropy", "monotonic-entropy"):  # the loss (the class metrics order by it)
             out.append([q.cost[lv][q.groups[lv][t]] for lv in range(q.height + 1)])
             continue
@@ -103,7 +120,7 @@ def suppression_terms(
 ) -> FloatArray:
     """Per column, what the suppressed tuples add to the generalisation term g·Σ cost (in records)."""
     d = len(cell_costs)
-    if not supp.any() or metric == "monotonic-entropy":
+    if not supp.any() or metric in ("monotonic-entropy", "height"):
         return np.zeros(d)
     w = weight[supp].astype(np.float64)
     out = np.zeros(d)

@@ -34,8 +34,10 @@ class Models:
     ``beta`` / ``enhanced_beta``: β-likeness; ``delta_disclosure``: δ; ``delta_presence``: (δmin, δmax);
     ``k_map``: k (with ``k_map_estimator`` and ``significance`` when only π is known); ``average_risk``,
     ``sample_uniqueness``, ``population_uniqueness``: thresholds in (0, 1] (the last with ``estimator``).
-    ``presence_coverage=False`` checks δ-presence as ARX does: only δ of each class, not privdb's rule that
-    with δmin > 0 every population record must fall in a released class.
+    ``presence_coverage=False`` checks δ-presence as ARX does, not by privdb's rule that with δmin > 0
+    every population record must fall in a released class: δ of each class holding sample records, and a
+    class of population records only fails the node unless k ≥ 2 or l-diversity is asked
+    (``node_criteria``).
     """
 
     beta: float | None = None

@@ -8,13 +8,17 @@ per-class sensitive condition (``sensitive_condition``).
   (its tuple holds no sample record, or its class is suppressed or generalised to ``*`` everywhere) has
   δ = 0, so with δmin > 0 such a record makes the node fail, as ``criteria.evaluate`` judges the release.
   (ARX lets suppressed classes' population records go unchecked; privdb does not, so with δmin > 0 a
-  node may suppress only classes no population record shares.)
+  node may suppress only classes no population record shares.) ``Models.presence_coverage=False`` is
+  ARX's rule (``HashGroupify.analyze``): δ of each class holding sample records, a failing one suppressed;
+  a class of population records only has δ = 0 and, with δmin > 0, makes the node fail, since it holds
+  nothing to suppress; but when k ≥ 2 or l-diversity is asked (``sized``: ARX's minimal class size) such a
+  class fails that size first and is passed over.
 * Table-level thresholds (ARX's risk-based, "sample-based" criteria): average re-identification risk
   (#classes / records), sample uniqueness (share of records alone in their class), population uniqueness
   (``uniqueness``'s estimate, π the kept records' share of the population N = n/π). Classes generalised to
   ``*`` everywhere are no class (the release shows them as suppressed). As in ARX
-  (``RiskBasedCriterion.enforce``), when a threshold fails, the smallest classes (ties: lower loss, then
-  earlier first record) are suppressed, the number found by ARX's binary search, until it holds; the
+  (``RiskBasedCriterion.enforce``), when a threshold fails, the smallest classes (ties as ARX orders
+  them, ``Lattice.class_order``) are suppressed, the number found by ARX's binary search, until it holds; the
   node is anonymous only if every threshold then holds and the suppression limit is kept.
 
 Monotone with suppression (a failing node makes every specialisation fail, which prunes the lattice): k-map,
@@ -23,6 +27,7 @@ average risk and sample uniqueness (ARX's flags); δ-presence and population uni
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -100,7 +105,8 @@ class _Population:
 
 
 class NodeCriteria:
-    """The models of ``models`` that a node must meet beyond k and the per-class sensitive condition."""
+    """The models of ``models`` that a node must meet beyond k and the per-class sensitive condition;
+    ``sized``: k ≥ 2 or l-diversity is asked (see ARX's δ-presence rule in the module docstring)."""
 
     def __init__(
         self,
@@ -108,8 +114,10 @@ class NodeCriteria:
         *,
         population: pd.DataFrame | None = None,
         sampling_fraction: float | None = None,
+        sized: bool = False,
     ) -> None:
         self.models = models
+        self.sized = sized
         self.population = population
         self.sampling_fraction = sampling_fraction
         self.k_map = models.k_map if population is not None else None
@@ -190,12 +198,14 @@ class NodeCriteria:
         if self.risk:
             out, ok = self._enforce(lat, levels, cls, sizes, fail | star)
             fail = np.where(star, fail, out)  # a class all '*' is no class: never suppressed for risk
-        coverage = self.presence is not None and self.presence[0] > 0 and self.models.presence_coverage
-        if pop_cls is not None and coverage:
-            released = ~fail & ~star
-            covered = np.zeros(len(pop_cls), dtype=bool)
-            covered[pop_cls >= 0] = released[pop_cls[pop_cls >= 0]]
-            ok &= bool(covered.all())
+        if pop_cls is not None and self.presence is not None and self.presence[0] > 0:
+            if self.models.presence_coverage:
+                released = ~fail & ~star
+                covered = np.zeros(len(pop_cls), dtype=bool)
+                covered[pop_cls >= 0] = released[pop_cls[pop_cls >= 0]]
+                ok &= bool(covered.all())
+            elif not self.sized:  # ARX: a class of population records only fails the node
+                ok &= bool((pop_cls >= 0).all())
         return fail, ok
 
     def _enforce(
@@ -212,6 +222,7 @@ class NodeCriteria:
         order = kept[lat.class_order(levels, cls, len(sizes))[kept].argsort(kind="stable")]
         ordered = sizes[order]
 
+        @functools.cache  # the binary search and the final check ask some m twice (an estimate each)
         def fulfilled(m: int) -> bool:
             return thresholds_hold(self.models, ordered[m:], lat.n, self.sampling_fraction)
 

@@ -77,16 +77,20 @@ def release_report(
     suppression: dict[str, Any],
     hierarchies: Mapping[str, Any] | None = None,
     search_loss: Mapping[str, float] | None = None,
+    distance: str = "auto",
 ) -> dict[str, Any]:
     """DESIGN.md's report: parameters, achieved k / l / t, utility, risk, seconds (and coverage, which must
     hold: a range never excludes a value of its class). The release is grouped once for all of them.
 
     ``search_loss`` (a full-domain release: the search's loss per quasi-identifier) becomes ``utility.ncp``
     and ``ncp_by_column``, the loss the search minimised; the measure of the released labels (a number's
-    range width over its span) is then reported beside it as ``ncp_ranges`` and ``ncp_ranges_by_column``."""
+    range width over its span) is then reported beside it as ``ncp_ranges`` and ``ncp_ranges_by_column``.
+    ``distance``: t-closeness's, as ``models.check`` takes it (auto: hierarchical when ``hierarchies`` hold
+    the sensitive column's)."""
     sens_hierarchy = (hierarchies or {}).get(sensitive) if sensitive else None
     released, original = _encoded(released, qi), _encoded(original, qi)
-    achieved, classes = _measures(released, qi, sensitive, "auto", sens_hierarchy, original, hierarchies)
+    tree = sens_hierarchy if distance in ("auto", "hierarchical") else None
+    achieved, classes = _measures(released, qi, sensitive, distance, tree, original, hierarchies)
     k = parameters.get("k")
     loss = utility(original, released, qi, hierarchies, k=k if isinstance(k, int) else None, classes=classes)
     return {

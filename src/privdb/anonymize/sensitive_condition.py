@@ -20,7 +20,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from privdb.anonymize._classes import HierarchyLike
-from privdb.anonymize.distances import Sensitive, row_distances
+from privdb.anonymize.distances import Sensitive, refuse_numbers_as_text, row_distances
 from privdb.errors import InvalidParameter
 
 __all__ = ["SensitiveCondition"]
@@ -58,7 +58,20 @@ class SensitiveCondition:
         enhanced_beta: float | None = None,
         delta_disclosure: float | None = None,
         t_hierarchy: HierarchyLike | None = None,
+        t_distance: str = "auto",
     ) -> SensitiveCondition:
+        """``t_distance``: auto (hierarchical with ``t_hierarchy``, ordered for numbers, else equal),
+        equal, ordered (numbers by value, text in sorted order, as ARX orders a string attribute) or
+        hierarchical (needs ``t_hierarchy``)."""
+        if t_distance not in ("auto", "equal", "ordered", "hierarchical"):
+            raise InvalidParameter(
+                f"unknown t-closeness distance '{t_distance}': use auto, equal, ordered or hierarchical"
+            )
+        if (t_distance == "hierarchical") != (t_hierarchy is not None) and t_distance != "auto":
+            raise InvalidParameter(
+                "the hierarchical distance is the one over t_hierarchy (the sensitive attribute's taxonomy): "
+                "give both, or another distance without t_hierarchy"
+            )
         if diversity not in ("distinct", "entropy", "grassberger", "recursive"):
             raise InvalidParameter(
                 f"unknown l-diversity '{diversity}': use distinct, entropy, grassberger or recursive (with c)"
@@ -74,7 +87,10 @@ class SensitiveCondition:
                 f"sensitive attribute '{column.name}' has {int(column.isna().sum())} missing value(s): "
                 "fill or drop them first"
             )
-        ordered = bool(pd.api.types.is_numeric_dtype(column)) and not pd.api.types.is_bool_dtype(column)
+        numeric = bool(pd.api.types.is_numeric_dtype(column)) and not pd.api.types.is_bool_dtype(column)
+        ordered = t_distance == "ordered" or (t_distance == "auto" and numeric)
+        if ordered and not numeric:
+            refuse_numbers_as_text(column, str(column.name))
         if t_hierarchy is not None:  # codes are the taxonomy's leaves, in its order
             sens = Sensitive.encode(column.to_frame(), str(column.name), "hierarchical", t_hierarchy)
             return cls(

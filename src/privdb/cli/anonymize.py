@@ -48,9 +48,11 @@ from privdb.cli.table_options import (
 from privdb.errors import InvalidParameter
 
 Metric = Literal[
-    "loss", "geometric-loss", "entropy", "monotonic-entropy", "discernibility", "dm-star", "aecs"
-]
-SearchName = Literal["optimal", "lightning", "genetic"]
+    "loss", "geometric-loss", "entropy", "monotonic-entropy", "precision", "height", "discernibility",
+    "dm-star", "aecs",
+]  # fmt: skip
+SearchName = Literal["optimal", "lightning", "lightning-top-down", "genetic"]
+TDistance = Literal["auto", "equal", "ordered", "hierarchical"]
 
 
 @app.command()
@@ -65,7 +67,17 @@ def anonymize(
     l_div: Annotated[float | None, typer.Option("--l", help="l-diversity of --sensitive")] = None,
     t: Annotated[float | None, typer.Option("--t", help="t-closeness of --sensitive")] = None,
     sensitive: SensitiveOption = None,
-    diversity: Annotated[str, typer.Option(help="distinct, entropy or recursive (with --c)")] = "distinct",
+    diversity: Annotated[
+        str,
+        typer.Option(help="distinct, entropy, grassberger (entropy, Grassberger's estimator) or recursive"),
+    ] = "distinct",
+    t_distance: Annotated[
+        TDistance,
+        typer.Option(
+            help="t-closeness's distance: auto (ordered for numbers, else equal), equal, ordered (text in "
+            "sorted order) or hierarchical (over --sensitive's hierarchy in --hierarchies)"
+        ),
+    ] = "auto",
     c: Annotated[float | None, typer.Option("--c", help="c of recursive (c, l)-diversity")] = None,
     algorithm: Annotated[
         Literal["mondrian", "lattice"] | None,
@@ -76,11 +88,12 @@ def anonymize(
     search: Annotated[
         SearchName | None,
         typer.Option(
-            help="the full-domain search: optimal (up to 2,000,000 nodes), lightning or genetic (heuristic, "
-            "within --time-limit); default: optimal, or lightning when the lattice is larger"
+            help="the full-domain search: optimal (up to 2,000,000 nodes), lightning, lightning-top-down "
+            "or genetic (heuristic, within --time-limit); default: optimal, or lightning when the lattice is "
+            "larger"
         ),
     ] = None,
-    time_limit: Annotated[float, typer.Option(help="seconds a lightning or genetic search may take")] = 10.0,
+    time_limit: Annotated[float, typer.Option(help="seconds a heuristic search may take")] = 10.0,
     max_evaluations: Annotated[
         int | None, typer.Option(help="stop a heuristic search after this many nodes (reproducible runs)")
     ] = None,
@@ -133,8 +146,9 @@ def anonymize(
         typer.Option(
             help="what the lattice search minimises: loss (ARX's information loss, the default), "
             "geometric-loss (ARX's Loss: geometric mean of the columns), entropy or monotonic-entropy "
-            "(non-uniform entropy, with or without the suppressed records' term), discernibility (sum of "
-            "squared class sizes, n per suppressed record), dm-star (no penalty) or aecs (records per class)"
+            "(non-uniform entropy, with or without the suppressed records' term), precision (level ÷ "
+            "height per cell, 1 suppressed), height (sum of the levels), discernibility (sum of squared "
+            "class sizes, n per suppressed record), dm-star (no penalty) or aecs (records per class)"
         ),
     ] = None,
     gs_factor: Annotated[
@@ -235,6 +249,7 @@ def anonymize(
         split = None if target is None else split_rows(whole, holdout, unit=unit)
         frame = whole if split is None else split.train
         loaded = hierarchy_frames(hierarchies, [*columns, *([sensitive] if sensitive else [])], fix_labels)
+        t_tree = _t_hierarchy(t_distance, t, sensitive, loaded)
         steps.next(f"anonymising {len(frame):,} records ({algorithm}, k = {k})")
         started = time.perf_counter()
         result = run(
@@ -252,6 +267,8 @@ def anonymize(
             suppression_limit=suppression_limit,
             metric=metric or "loss",
             gs_factor=gs_factor,
+            t_distance=t_distance,
+            t_hierarchy=t_tree,
             search=Search(search or "auto", time_limit, max_evaluations, search_seed),
             weights=weight_map or None,
             local_recoding=local_recoding,
@@ -294,6 +311,7 @@ def anonymize(
             suppression={"records": result.n_suppressed, "reason": result.suppression_reason},
             hierarchies=loaded,
             search_loss=result.ncp_by_column or None,
+            distance=t_distance,
         )
         if split is not None and target is not None:
             body["classifier"] = classifier(result, split, written, target, loaded)
@@ -325,3 +343,19 @@ def anonymize(
     )
     if split is not None:
         print_held_out(split, body["classifier"], "anonymised")
+
+
+def _t_hierarchy(
+    t_distance: str, t: float | None, sensitive: str | None, loaded: dict[str, Any] | None
+) -> Any:
+    """The sensitive column's hierarchy for ``--t-distance hierarchical`` (else None), or the refusal."""
+    if t_distance != "auto" and t is None:
+        raise InvalidParameter("--t-distance chooses t-closeness's distance: give --t as well")
+    if t_distance != "hierarchical":
+        return None
+    if sensitive is None or not loaded or sensitive not in loaded:
+        raise InvalidParameter(
+            "--t-distance hierarchical needs --sensitive's hierarchy: put <sensitive>.csv (ARX layout) in "
+            "the --hierarchies directory"
+        )
+    return loaded[sensitive]
