@@ -147,6 +147,7 @@ def read_cases(git_dir: str) -> list[dict[str, Any]]:
                 continue
             cut = lines.index("--")
             names = [m.group(1) for line in lines[:cut] if (m := re.match(r"\[name=(.*)\]", line))]
+            given = [m.group(1) for line in lines[:cut] if (m := re.match(r"\[parameters=(.*)\]", line))]
             query = [line for line in lines[:cut] if not line.startswith(("[", "#"))]
             if names:
                 rows, error = _expected("\n".join(lines[cut + 1 :]).split("\n--\n")[0])
@@ -156,9 +157,16 @@ def read_cases(git_dir: str) -> list[dict[str, Any]]:
                         "query": _rewrite("\n".join(query).strip()),
                         "rows": rows,
                         "error": error,
+                        "parameters": _parameters(given[0]) if given else (),
                     }
                 )
     return cases
+
+
+def _parameters(text: str) -> tuple[tuple[str, Any], ...]:
+    """ZetaSQL's ``[parameters=1 as lower,3 as upper]``: (name, value) pairs."""
+    pairs = (re.fullmatch(r"\s*(.+?)\s+as\s+(\w+)\s*", part) for part in _split(text))
+    return tuple((m.group(2), _value(m.group(1))) for m in pairs if m is not None)
 
 
 def _why(query: str, name: str, detail: str, status: str, error: str) -> str:
@@ -222,6 +230,7 @@ def write(cases: list[dict[str, Any]], out: Path, header: str) -> None:
     for c in cases:
         lines += ["    Case(", f"        {c['name']!r},", *_query_lines(c["query"])]
         lines += [f"        rows={c['rows']!r},"] if c["rows"] is not None else []
+        lines += [f"        parameters={c['parameters']!r},"] if c.get("parameters") else []
         fields = (("error", c["error"]), ("outcome", c.get("outcome", "refused")))
         fields += (("why", c.get("why")), ("needle", c.get("needle")), ("sqlite_refused", c.get("sqlite")))
         lines += [f"        {key}={value!r}," for key, value in fields if value]

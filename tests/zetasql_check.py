@@ -155,7 +155,7 @@ def outcome(db: Database, case: Case) -> tuple[str, str]:
     if not db.ledger.has_budget(analyst, db.name):
         db.grant(analyst, epsilon=1e15, delta=0.999)
     try:
-        result = engine.run(db, analyst, case.query)
+        result = engine.run(db, analyst, case.query, parameters=dict(case.parameters) or None)
     except PrivdbError as err:
         return "refused", f"{err.code}: {err.message}"
     except Exception as err:  # the corpus counts internal errors, never hides them

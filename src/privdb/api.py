@@ -7,7 +7,7 @@ Both return a :class:`Connection` with the same query methods; owner-only method
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack, overload
 
@@ -52,9 +52,12 @@ class Connection:
         self.close()
 
     # ---- analysts (and the owner, for checking what analysts see)
-    def sql(self, query: str, session: Session | None = None) -> Result:
+    def sql(
+        self, query: str, session: Session | None = None, parameters: Mapping[str, Any] | None = None
+    ) -> Result:
         """Answer a DP-SELECT, paid from this analyst's budget (``session``: settings for plain SQL
-        around DP queries, e.g. the ε plain aggregates are answered at; privdb.sql.public.wrapped)."""
+        around DP queries, e.g. the ε plain aggregates are answered at; privdb.sql.public.wrapped;
+        ``parameters``: the values of its ``@name`` parameters)."""
         if self.analyst is None:
             raise RawAccessDenied(
                 "the owner's connection has no budget; connect as an analyst "
@@ -63,7 +66,7 @@ class Connection:
         # optional: the SQL engine (sqlglot, NumPy, DuckDB) loads for a query, not for a budget or a grant
         from privdb.sql import engine
 
-        return engine.run(self._db, self.analyst, query, session)
+        return engine.run(self._db, self.analyst, query, session, parameters)
 
     def explain(self, query: str) -> dict[str, Any]:
         """The plan and cost of a DP-SELECT, without reading data or spending budget."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
@@ -116,11 +116,13 @@ class RemoteConnection:
         raise _BY_CODE.get(code, errors.InvalidParameter)(message)
 
     # ---- analysts
-    def sql(self, query: str) -> Result:
-        """Answer a DP-SELECT, paid from this token's budget; read from the server's Arrow stream when
-        ``arrow`` (the default), the same Result as from its JSON."""
+    def sql(self, query: str, parameters: Mapping[str, Any] | None = None) -> Result:
+        """Answer a DP-SELECT, paid from this token's budget (``parameters``: the values of its ``@name``
+        parameters); read from the server's Arrow stream when ``arrow`` (the default), the same Result as
+        from its JSON."""
         accept = {"Accept": f"{MEDIA_TYPE}, application/json;q=0.5"} if self.arrow else {}
-        response = self._send("POST", "/v1/query", json={"sql": query}, headers=accept)
+        body: dict[str, Any] = {"sql": query} | ({"parameters": dict(parameters)} if parameters else {})
+        response = self._send("POST", "/v1/query", json=body, headers=accept)
         if not response.is_success or response.headers.get("content-type", "") != MEDIA_TYPE:
             return Result.from_dict(self._json(response))  # errors are JSON whatever was asked for
         import pyarrow as pa  # type: ignore[import-untyped]  # an Arrow answer: read by Arrow (and its errors)

@@ -33,12 +33,17 @@ def query(
     token: TokenOption = None,
     ledger: LedgerOption = None,
     output_format: FormatOption = "table",
+    param: Annotated[
+        list[str] | None,
+        typer.Option(help="a value of the query's @name parameter, as name=value (repeat for each)"),
+    ] = None,
 ) -> None:
     """Answer a DP-SELECT with differential privacy, paid from the analyst's budget."""
     if url is None and analyst is None and token is None:
         raise InvalidParameter("say who asks: --analyst NAME (with --db) or --token T (with --url)")
+    parameters = _parameters(param or [])
     with open_connection(db, url, token, analyst, ledger) as conn:
-        result = conn.sql(sql)
+        result = conn.sql(sql, parameters=parameters) if parameters else conn.sql(sql)
     if output_format == "json":
         sys.stdout.write(json.dumps(result.to_dict()) + "\n")
     elif output_format == "csv":
@@ -238,3 +243,18 @@ def budget(
     for row in ("total", "spent", "remaining"):
         table.add_row(row, f"{info['epsilon_' + row]:g}", f"{info['delta_' + row]:g}")
     console().print(table)
+
+
+def _parameters(given: list[str]) -> dict[str, Any]:
+    """``--param name=value`` options: a value is read as JSON (a number, true, false, null or a quoted
+    string), else taken as text."""
+    out: dict[str, Any] = {}
+    for item in given:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip().lstrip("@"):
+            raise InvalidParameter(f"--param {item!r}: write --param name=value (e.g. --param lower=0)")
+        try:
+            out[name.strip().lstrip("@")] = json.loads(value)
+        except ValueError:
+            out[name.strip().lstrip("@")] = value
+    return out

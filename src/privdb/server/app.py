@@ -197,7 +197,8 @@ def create_app(
         responses=ARROW_RESPONSE,
     )
     def query(body: QueryIn, who: Analyst, request: Request) -> Response:
-        return answer_response(engine.run(db, who.name, body.sql), request.headers.get("accept"))
+        answer = engine.run(db, who.name, body.sql, parameters=body.parameters)
+        return answer_response(answer, request.headers.get("accept"))
 
     @app.post("/v1/explain", summary="The plan and cost of a DP-SELECT; spends nothing")
     def explain(body: QueryIn, who: Who) -> dict[str, Any]:

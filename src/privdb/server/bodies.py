@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, StrictBool, StrictFloat, StrictInt, model_validator
 
 from privdb.sql.front.limits import MAX_DEPTH, MAX_QUERY_LENGTH
 from privdb.text import not_unicode
@@ -47,6 +47,11 @@ class QueryIn(BaseModel):
     # gives
     sql: str = Field(
         description=f"a DP-SELECT, at most {MAX_QUERY_LENGTH:,} characters, nested at most {MAX_DEPTH} levels"
+    )
+    parameters: dict[str, StrictInt | StrictFloat | StrictBool | str | None] | None = Field(
+        default=None,
+        max_length=100,
+        description="values of the query's @name parameters (BigQuery's), written in as literals",
     )
 
 

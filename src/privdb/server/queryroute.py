@@ -106,4 +106,5 @@ def _answer(db: Database, raw: bytes, headers: Headers) -> Response:
         body = QueryIn.model_validate(data)
     except ValidationError as err:
         raise InvalidParameter(invalid_body(err.errors())) from None
-    return answer_response(engine.run(db, who.name, body.sql), headers.get("accept"))
+    answer = engine.run(db, who.name, body.sql, parameters=body.parameters)
+    return answer_response(answer, headers.get("accept"))

@@ -12,7 +12,7 @@ privdb.sql.spend and privdb.sql.charge (docs/architecture.md).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from privdb import deadline
@@ -26,6 +26,7 @@ from privdb.sql.explain import explain
 from privdb.sql.front.bigquery.quantiles import as_arrays
 from privdb.sql.front.bigquery.report import as_reports
 from privdb.sql.front.dpselect.parse import parse_dp_select
+from privdb.sql.front.parameters import Value, bind_parameters
 from privdb.sql.front.query import Options
 from privdb.sql.implicit import staged
 from privdb.sql.implicit_run import answer_staged
@@ -45,13 +46,23 @@ __all__ = ["Session", "explain", "prepare", "run"]
 _ANY_EPSILON = Session(epsilon=1.0)  # is_wrapped with it: whether a text is plain SQL (not a DP query)
 
 
-def run(db: Database, analyst: str, text: str, session: Session | None = None) -> Result:
-    """Answer ``text`` for ``analyst`` with differential privacy, paid from their budget.
+def run(
+    db: Database,
+    analyst: str,
+    text: str,
+    session: Session | None = None,
+    parameters: Mapping[str, Value] | None = None,
+) -> Result:
+    """Answer ``text`` for ``analyst`` with differential privacy, paid from their budget; ``parameters``:
+    the values of its ``@name`` parameters, written in as literals first (privdb.sql.front.parameters).
 
     A plain SELECT reads public tables only, free (privdb.sql.public); one holding DP queries (or, with
     ``session``'s ε, aggregates of private tables) is post-processing of their released rows
     (privdb.sql.public.wrapped). A refusal is written to the catalog's log of refused queries; answers
     are in the ledger's spends."""
+    if parameters:
+        check_analyst(db, analyst)
+        text = bind_parameters(text, parameters)
     with db.catalog.snapshot():  # one catalog for the whole query, read once
         return _answer(db, analyst, text, session)
 

@@ -81,10 +81,13 @@ def _number(text: str, tokens: list[Token], i: int, what: str) -> tuple[float, i
         sign, i = (-1.0 if tokens[i].token_type == TokenType.DASH else 1.0), i + 1
     if i + 1 < len(tokens) and tokens[i].token_type == TokenType.DOT and tokens[i + 1].text.isdigit():
         return sign * float("." + tokens[i + 1].text), i + 2
-    if i < len(tokens) and tokens[i].text == "@":  # ZetaSQL's query parameter: no door takes its value
+    if (
+        i < len(tokens) and tokens[i].text == "@"
+    ):  # a query parameter given no value (bound ones are literals)
         raise InvalidParameter(
-            f"{what} is a query parameter{_at(text, tokens[i])}; privdb reads the query's text only, so "
-            "write the number itself"
+            f"{what} is a query parameter{_at(text, tokens[i])} with no value: give it beside the query "
+            '(parameters= in Python, "parameters" over HTTP, --param name=value on the CLI), or write the '
+            "number"
         )
     if i >= len(tokens) or tokens[i].token_type != TokenType.NUMBER:
         got = repr(tokens[i].text) + _at(text, tokens[i]) if i < len(tokens) else "nothing"
