@@ -85,46 +85,47 @@ def find_bounds(
         exact[0 if sign >= 0 else 1, min(max(j, low), top) - low] += int(n)
     mechanism = Geometric(epsilon=epsilon, sensitivity=groups, rng=rng)
     noisy = mechanism.release(exact.ravel()).reshape(exact.shape)
+    left, right = _bin_edges(size, low)
     success = _SUCCESS
     for _ in range(_ATTEMPTS):
         threshold = _threshold(groups / epsilon, 2 * size, success)
-        edges = _edges(noisy, threshold, low)
+        edges = _edges(noisy, threshold, left, right)
         if edges is not None:
             lower, upper = relaxed(*edges) if symmetric else edges
-            return Found(lower, upper, float(noisy.sum()), _outside(noisy, lower, upper, low))
+            return Found(lower, upper, float(noisy.sum()), _outside(noisy, lower, upper, left, right))
         success = 1 - 10 * (1 - success)
         if not success > _LEAST_SUCCESS:
             break
     return None
 
 
-def _right(j: int, low: int) -> float:
-    return math.ldexp(1.0, j + low) if j + low < 1024 else _FLOAT_MAX
+def _bin_edges(size: int, low: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each positive bin's left and right edge (its negative twin's are their negatives): ``(2^(j−1), 2^j]``
+    from ``[0, 2^low]`` up, the highest right edge, 2^1024, float64's largest value."""
+    j = np.arange(size) + low
+    with np.errstate(over="ignore"):
+        right = np.minimum(np.ldexp(1.0, j), _FLOAT_MAX)
+    left = np.concatenate([[0.0], right[:-1]])
+    return left, right
 
 
-def _left(j: int, low: int) -> float:
-    return 0.0 if j == 0 else math.ldexp(1.0, j - 1 + low)
-
-
-def _edges(noisy: np.ndarray, threshold: float, low: int) -> tuple[float, float] | None:
+def _edges(
+    noisy: np.ndarray, threshold: float, left: np.ndarray, right: np.ndarray
+) -> tuple[float, float] | None:
     """(lower, upper) from the bins passing ``threshold``: the lowest bin's left edge and the highest's
     right edge (a negative bin's edges mirrored)."""
     positive = np.flatnonzero(noisy[0] >= threshold)
     negative = np.flatnonzero(noisy[1] >= threshold)
     if positive.size == 0 and negative.size == 0:
         return None
-    lower = -_right(int(negative[-1]), low) if negative.size else _left(int(positive[0]), low)
-    upper = _right(int(positive[-1]), low) if positive.size else -_left(int(negative[0]), low)
-    return lower, upper
+    lower = -right[negative[-1]] if negative.size else left[positive[0]]
+    upper = right[positive[-1]] if positive.size else -left[negative[0]]
+    return float(lower), float(upper)
 
 
-def _outside(noisy: np.ndarray, lower: float, upper: float, low: int) -> float:
+def _outside(noisy: np.ndarray, lower: float, upper: float, left: np.ndarray, right: np.ndarray) -> float:
     """The noisy count of the bins lying wholly outside ``[lower, upper]`` (a positive bin covers
     ``[left, right]``, its negative twin ``[−right, −left]``)."""
-    j = np.arange(noisy.shape[1])
-    with np.errstate(over="ignore"):  # the highest float bin's edge, 2^1024, is float64's largest value
-        right = np.minimum(np.ldexp(1.0, j + low), _FLOAT_MAX)
-    left = np.where(j == 0, 0.0, np.ldexp(1.0, j - 1 + low))
     positive = (left >= upper) | (right <= lower)
     negative = (-right >= upper) | (-left <= lower)
     return float(noisy[0][positive].sum() + noisy[1][negative].sum())

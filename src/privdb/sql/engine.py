@@ -25,7 +25,7 @@ from privdb.sql.charge import charged
 from privdb.sql.explain import explain
 from privdb.sql.front.bigquery.quantiles import as_arrays
 from privdb.sql.front.bigquery.report import as_reports
-from privdb.sql.front.dpselect.parse import parse_dp_select
+from privdb.sql.front.dpselect.parse import parse_bigquery
 from privdb.sql.front.parameters import Value, bind_parameters
 from privdb.sql.front.query import Options
 from privdb.sql.implicit import staged
@@ -98,18 +98,6 @@ def _check(db: Database, analyst: str, text: str) -> None:
         prepare(db, text, analyst)
 
 
-def _bigquery(text: str) -> Options:
-    """The options of BigQuery's spelling that shape the answer: the select items asking ZetaSQL's report
-    and those that are arrays of quantiles (the text alone, free)."""
-    if not isinstance(text, str) or not any(w in text.lower() for w in ("report", "quantiles")):
-        return Options()
-    try:
-        query = parse_dp_select(text)
-    except PrivdbError:  # prepare refuses it, with its reason
-        return Options()
-    return query.bigquery if query.bigquery is not None else Options()
-
-
 def _shaped(answer: Result, options: Options, bounding: dict[int, dict[str, Any]] | None = None) -> Result:
     """The answer as BigQuery's spelling shapes it: arrays of quantiles, reports (``bounding``: the bounds
     found from the data, by item: privdb.sql.implicit_run)."""
@@ -117,13 +105,14 @@ def _shaped(answer: Result, options: Options, bounding: dict[int, dict[str, Any]
 
 
 def _run(db: Database, analyst: str, text: str) -> Result:
-    shape = _bigquery(text)
+    parsed = parse_bigquery(text)  # BigQuery's spelling, parsed once: its answer's shape, its implicit bounds
+    shape = parsed.bigquery if parsed is not None and parsed.bigquery is not None else Options()
     with deadline.limit(db.query_timeout):  # planning: under the query's limit, refused free past it
         try:
             plan, sql = prepare(db, text, analyst, exact=True)
         except Exact as answered:
             return _shaped(answered.result, shape)
-        stage = staged(db, analyst, text, plan) if isinstance(plan, Plan) else None
+        stage = staged(db, analyst, parsed, plan) if isinstance(plan, Plan) else None
         bound = _bound(db, plan, sql) if stage is None else None
     if stage is not None:  # ZetaSQL's implicit bounds: found from the data first (privdb.sql.implicit)
         answer, bounding = answer_staged(

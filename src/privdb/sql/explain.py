@@ -15,6 +15,7 @@ from privdb.accounting.disclosure import presence_disclosure
 from privdb.database import Database
 from privdb.sql.accuracy import first as accuracy_first
 from privdb.sql.answer.predict import columns_of
+from privdb.sql.front.dpselect.parse import parse_bigquery
 from privdb.sql.implicit import staged
 from privdb.sql.plan import truncation
 from privdb.sql.plan.gaussian import zcdp_cost
@@ -153,7 +154,10 @@ def _explain(db: Database, text: str, analyst: str | None) -> dict[str, Any]:
         described = describe(plan, [sql, *histogram_queries(db, plan).values()])
         if (personal := personal_table(db, plan.relation)) is not None:
             described["personalised"] = summary(personal, plan.epsilon)
-    if isinstance(plan, Plan) and (stage := staged(db, analyst, text, plan, budget=False)) is not None:
+    if (
+        isinstance(plan, Plan)
+        and (stage := staged(db, analyst, parse_bigquery(text), plan, budget=False)) is not None
+    ):
         described["implicit_bounds"] = {
             "items": [i.item for i in stage.items],
             "epsilon_each": stage.share,

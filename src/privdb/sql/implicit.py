@@ -22,9 +22,8 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from privdb.database import Database
-from privdb.errors import BudgetExhausted, PrivdbError
+from privdb.errors import BudgetExhausted
 from privdb.sql.front.bigquery.implicit import Implicit, aggregates, implicit_items, with_found
-from privdb.sql.front.dpselect.parse import parse_dp_select
 from privdb.sql.front.query import DPQuery
 from privdb.sql.plan.types import Plan
 from privdb.sql.prepare import prepare_query
@@ -39,7 +38,7 @@ COLUMNS = ["item", "lower_bound", "upper_bound", "num_inputs", "num_outside"]
 @dataclass(frozen=True)
 class Staged:
     """A query whose bounds are found first: the parsed query, its aggregates with implicit bounds, the ε
-    each spends on its bounds, their bound bins queries, and the plan's table and G."""
+    each spends on its bounds, their bound bins queries, and its plan with the owner's bounds."""
 
     query: DPQuery
     items: tuple[Implicit, ...]
@@ -48,18 +47,16 @@ class Staged:
     plan: Plan
 
 
-def staged(db: Database, analyst: str | None, text: str, plan: Plan, *, budget: bool = True) -> Staged | None:
-    """The two-step answer of ``text`` (prepared as ``plan`` with the owner's bounds), or None when no
-    aggregate has implicit bounds. Binds the bins queries and (``budget``) checks the analyst's budget:
-    refused here, free."""
-    if plan.relation is None or plan.delta >= 1 or "with" not in text.lower():
+def staged(
+    db: Database, analyst: str | None, query: DPQuery | None, plan: Plan, *, budget: bool = True
+) -> Staged | None:
+    """The two-step answer of ``query`` (BigQuery's spelling as parsed, None for any other; prepared as
+    ``plan`` with the owner's bounds), or None when no aggregate has implicit bounds. Binds the bins
+    queries and (``budget``) checks the analyst's budget: refused here, free."""
+    if query is None or query.bigquery is None or query.accuracy is not None:
+        return None
+    if plan.relation is None or plan.delta >= 1:
         return None  # δ ≥ 1: the ledger's refusal, free, as without implicit bounds
-    try:
-        query = parse_dp_select(text)
-    except PrivdbError:
-        return None
-    if query.bigquery is None or query.accuracy is not None:
-        return None
     source = query.select.args.get("from_") or query.select.args.get("from")
     if source is None or not isinstance(source.this, exp.Table):
         return None

@@ -16,7 +16,7 @@ from sqlglot.errors import ParseError as SqlglotParseError
 from sqlglot.errors import SqlglotError, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
-from privdb.errors import InvalidParameter, ParseError, RawAccessDenied, UnsupportedQuery
+from privdb.errors import InvalidParameter, ParseError, PrivdbError, RawAccessDenied, UnsupportedQuery
 from privdb.sql.front.bigquery.quantiles import expand as expand_quantiles
 from privdb.sql.front.bigquery.syntax import is_bigquery, read_header
 from privdb.sql.front.dpselect.hints import check_within_group, reserved_word, set_operation
@@ -24,7 +24,7 @@ from privdb.sql.front.limits import DIALECT, MAX_DEPTH, check_depth, check_text,
 from privdb.sql.front.qualified import unqualify
 from privdb.sql.front.query import MAX_EPSILON, DPQuery, check_epsilon
 
-__all__ = ["parse_dp_select"]
+__all__ = ["parse_bigquery", "parse_dp_select"]
 
 SYNTAX = (
     "DP-SELECT <epsilon> [DELTA <delta>] <aggregates> FROM <table> [WHERE …] [GROUP BY …] "
@@ -86,6 +86,20 @@ def _number(text: str, tokens: list[Token], i: int, what: str) -> tuple[float, i
     except ValueError:
         raise ParseError(f"{tok.text!r} is not a number{_where(text, tok)}") from None
     return value, i + 1
+
+
+def parse_bigquery(text: object) -> DPQuery | None:
+    """``text`` parsed when it is in BigQuery's spelling (its option words tested first, so a DP-SELECT is
+    not parsed for this), else None; a text that does not parse is None too (prepare refuses it, with its
+    reason)."""
+    upper = text.upper() if isinstance(text, str) else ""
+    if "DIFFERENTIAL_PRIVACY" not in upper and "ANONYMIZATION" not in upper:
+        return None
+    try:
+        query = parse_dp_select(str(text))
+    except PrivdbError:
+        return None
+    return query if query.bigquery is not None else None
 
 
 def parse_dp_select(text: str) -> DPQuery:
