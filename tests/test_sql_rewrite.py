@@ -115,7 +115,7 @@ def test_hidden_count_is_neither_metadata_nor_queryable(db: Database) -> None:
 
 
 def test_owner_writes_rebuild_the_counts(db: Database) -> None:
-    db.owner_sql("INSERT INTO people SELECT 0 AS pid, 1.0, 30, 'A', NULL FROM range(50)")
+    db.owner_sql("INSERT INTO people (pid, income, age, state) SELECT 0, 1.0, 30, 'A' FROM range(50)")
     sizes = db.backend.raw(
         f"SELECT pid, MIN({HIDDEN}) AS lo, MAX({HIDDEN}) AS hi, COUNT(*) AS n FROM people GROUP BY pid"
     )
@@ -129,7 +129,9 @@ def test_stale_counts_from_outside_privdb_are_not_trusted(tmp_path: Path) -> Non
         db.backend.load_frame("people", _people(500, seed=1))
         db.set_metadata("people", _metadata(1, 1))
     con = duckdb.connect(str(path / "data.duckdb"))  # another tool writes while privdb is closed
-    con.execute("INSERT INTO people SELECT 7, 1.0, 30, 'A', 1 FROM range(40)")  # unit 7 claims 1 row each
+    con.execute(  # unit 7's rows claim to be 1 row each, its kept state 1 row
+        f"INSERT INTO people (pid, income, age, state, {HIDDEN}) SELECT 7, 1.0, 30, 'A', 1 FROM range(40)"
+    )
     con.close()
     with Database(path) as db:
         assert db.backend.unit_rows("people", "pid") is None

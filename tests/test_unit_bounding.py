@@ -17,6 +17,7 @@ import pytest
 from scipy import stats
 
 from conftest import ALPHA, seeded
+from privdb.catalog.layout import layout_of
 from privdb.database import Database
 from privdb.sql import engine
 from privdb.sql.plan.truncation import COLUMN as T_COLUMN
@@ -75,20 +76,30 @@ def _db(path: Path, frame: pd.DataFrame, m: int, g: int) -> Database:
 
 def test_one_group_per_unit_is_one_aggregate_without_a_window(tmp_path: Path) -> None:
     with _db(tmp_path / "db", _light(), 3, 1) as db:
-        plan, sql = engine.prepare(db, "DP-SELECT 1 kind, COUNT(*), SUM(cost) FROM visits GROUP BY kind")
-        assert isinstance(plan, Plan)
+        query = "DP-SELECT 1 kind, COUNT(*), SUM(cost) FROM visits{} GROUP BY kind"
+        _, sql = engine.prepare(db, query.format(" WHERE cost > 1"))  # the WHERE comes before the bound
         assert "arg_max" in sql.lower() and " OVER " not in sql.upper()
+        _, sql = engine.prepare(db, query.format(""))  # the whole table: the group drawn at load
+        assert "arg_max" not in sql.lower() and " OVER " not in sql.upper() and "__privdb_kept_" in sql
 
 
-def test_the_kept_group_is_uniform_among_a_units_groups(tmp_path: Path) -> None:
+@pytest.mark.parametrize("drawn", ["by the query", "at load"])
+def test_the_kept_group_is_uniform_among_a_units_groups(tmp_path: Path, drawn: str) -> None:
     """Each unit has 4 groups of 1–4 rows; ``m`` is large, so the engine's count of a kind is its size times
     the units that kept it. Those numbers must look Multinomial(UNITS, 1/4): a chi-square with 3 degrees of
     freedom above its 1 − 1e-6 quantile fails (a rule keeping the first group, or weighting by rows, fails
-    with certainty at 4,000 units). The engine's ``random()`` is seeded (``setseed``) on the connection."""
+    with certainty at 4,000 units). The group is drawn by the query where it has a WHERE (the bound comes
+    after it), else once when the table is written (privdb.backends.duckdb_layout); the engine's
+    ``random()`` is seeded (``setseed``) on the connection that draws it."""
     with _db(tmp_path / "db", _heavy(), 100, 1) as db:
-        plan, sql = engine.prepare(db, "DP-SELECT 1 kind, COUNT(*) FROM visits GROUP BY kind")
-        assert isinstance(plan, Plan)
-        db.backend.fetch("SELECT setseed(0.125)")  # this thread's cursor, which runs the next query too
+        where = " WHERE kind IS NOT NULL" if drawn == "by the query" else ""
+        plan, sql = engine.prepare(db, f"DP-SELECT 1 kind, COUNT(*) FROM visits{where} GROUP BY kind")
+        assert isinstance(plan, Plan) and ("__privdb_kept_" in sql) == (not where)
+        if where:
+            db.backend.fetch("SELECT setseed(0.125)")  # this thread's cursor, which runs the next query too
+        else:  # the layout drawn again on the connection that writes it
+            db.backend._con.execute("SELECT setseed(0.125)")
+            db.backend.write_layout("visits", layout_of(db.metadata("visits")))
         frame = db.backend.fetch(sql)
         counts = {row.k0: row.s0 / SIZES[row.k0] for row in frame.itertuples()}
         assert all(float(v).is_integer() for v in counts.values())  # a unit's whole group, never a mix

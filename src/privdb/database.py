@@ -23,6 +23,7 @@ from privdb.accounting.sqlstore import store_for
 from privdb.backends.base import is_read_only
 from privdb.backends.names import check_name, is_reserved
 from privdb.backends.urls import open_engine
+from privdb.catalog.layout import layout_of
 from privdb.catalog.loads import recover
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.catalog.metadata_file import load_metadata
@@ -130,11 +131,11 @@ class Database(TableLoads):
     def _recount_units(self) -> None:
         for name in self.backend.tables():
             try:
-                unit = self.metadata(name).privacy_unit
+                layout = layout_of(self.metadata(name))
             except PrivdbError:
                 continue  # the statement broke this table's metadata: its queries are refused anyway
-            if unit is not None:
-                self.backend.count_unit_rows(name, unit)
+            if layout is not None:
+                self.backend.write_layout(name, layout)
 
     def _writable(self, what: str) -> None:
         if self.read_only:
@@ -144,7 +145,7 @@ class Database(TableLoads):
             )
 
     def _store_metadata(self, meta: TableMeta) -> TableMeta:
-        self.backend.count_unit_rows(meta.name, meta.privacy_unit)
+        self.backend.write_layout(meta.name, layout_of(meta))
         self.catalog.set_metadata(meta.name, meta.to_dict())
         return meta
 

@@ -17,6 +17,7 @@ from privdb.accounting.ledger import Ledger
 from privdb.backends.names import HIDDEN_PREFIX, check_name, quote_table
 from privdb.catalog.conformance import Finding, check_conformance
 from privdb.catalog.contributions import contributions
+from privdb.catalog.layout import layout_of
 from privdb.catalog.loads import load_table
 from privdb.catalog.metadata import TableMeta
 from privdb.catalog.metadata_file import load_budgets, load_metadata
@@ -124,7 +125,7 @@ class TableLoads:
         committed in one transaction, are never visible without matching metadata."""
         meta = self.check_append(table)
         self.catalog.forget_answers(meta.name)  # none stored from now on outlives the change (sql/charge.py)
-        loaded = self.backend.append(meta.name, source, options, meta.privacy_unit)
+        loaded = self.backend.append(meta.name, source, options, layout_of(meta))
         self.catalog.forget_answers(meta.name)
         self.load_notes[meta.name] = loaded
         return meta

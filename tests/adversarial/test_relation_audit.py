@@ -75,6 +75,9 @@ CASES: dict[str, tuple[str, float, list[float]]] = {
         [5000.0],
     ),
     "distinct units": ("DP-SELECT 1 COUNT(DISTINCT pid) FROM visits", 1.0, [1.0]),
+    # the whole table: one weighted scan over its stored layout (privdb.sql.run.layout)
+    "one-scan count": ("DP-SELECT 1 COUNT(*) FROM visits", 1.0, [5.0]),
+    "one-scan sum": ("DP-SELECT 1 SUM(cost) FROM visits", 1.0, [5000.0]),
     "per-unit sum": (f"DP-SELECT 1 SUM(n) FROM {PER_UNIT} AS u", 1.0, [5.0]),
     "per-unit average": (f"DP-SELECT 1 AVG(n) FROM {PER_UNIT} AS u", 1.0, [5.0, 1.0]),
     "per-unit filter": (f"DP-SELECT 1 COUNT(*) FROM {PER_UNIT} AS u WHERE n > 2", 1.0, [1.0]),

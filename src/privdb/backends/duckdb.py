@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import duckdb
 
 from privdb.backends.base import find_table
+from privdb.backends.duckdb_layout import write_layout
 from privdb.backends.duckdb_open import first_line, no_progress_bar, open_data
 from privdb.backends.duckdb_tables import (
     VISIBLE_COLUMNS,
@@ -29,11 +30,11 @@ from privdb.backends.duckdb_tables import (
     engine_type,
     load_in_transaction,
     pending_loads,
-    write_unit_rows,
 )
-from privdb.backends.names import HIDDEN_PREFIX, check_name, quote, unit_rows_column
+from privdb.backends.names import HIDDEN_PREFIX, check_name, quote, unit_choice_column, unit_rows_column
 from privdb.backends.watchdog import WATCHDOG
 from privdb.catalog.files import ReadOptions, release
+from privdb.catalog.layout import Layout
 from privdb.errors import InvalidParameter, ParseError
 from privdb.perthread import PerThread
 
@@ -194,18 +195,16 @@ class DuckDBBackend:
         name = self.resolve(table)
         return {c: t for c, (t, _) in self._describe()[name].items() if not c.startswith(HIDDEN_PREFIX)}
 
-    # ---- per-unit row counts (user-level bounding reads them to skip units that need no bounding)
-    def count_unit_rows(self, table: str, unit: str | None) -> None:
-        """Store on every row of ``table`` its unit's row count in the whole table (``unit=None``: drop).
-
-        The count is written by an ``UPDATE`` (row order kept), with the table's row count as the column's
-        comment, so that a later session can check it is still current (``unit_rows``).
-        """
+    # ---- the hidden per-unit layout (privdb.backends.duckdb_layout: user-level bounding reads it)
+    def write_layout(self, table: str, layout: Layout | None) -> None:
+        """Store on every row of ``table`` the hidden columns of ``layout`` (None: drop them all), each
+        written by an ``UPDATE`` (row order kept) with the table's row count as its comment, so that a later
+        session can check it is still current (``unit_rows``, ``unit_choice``)."""
         name = self.resolve(table)
         columns = list(self._describe()[name])
         try:
             with self._lock:
-                write_unit_rows(self._con, name, unit, columns)
+                write_layout(self._con, name, layout, columns)
         finally:
             self._invalidate()
 
@@ -213,8 +212,14 @@ class DuckDBBackend:
         """The hidden unit-count column of ``table`` if it is current, else None (callers then bound every
         unit). Current means: present, and written when the table had its present number of rows — checked
         once per session, since while this connection is open only privdb writes the file."""
-        name = self.resolve(table)
-        column = unit_rows_column(unit)
+        return self._current(self.resolve(table), unit_rows_column(unit))
+
+    def unit_choice(self, table: str, unit: str, column: str) -> str | None:
+        """The hidden column of each unit's drawn group in ``column`` (its rows there, 0 elsewhere) if it is
+        current, as ``unit_rows`` checks it, else None."""
+        return self._current(self.resolve(table), unit_choice_column(unit, column))
+
+    def _current(self, name: str, column: str) -> str | None:
         info = self._describe()[name].get(column)
         if info is None:
             return None
@@ -239,16 +244,16 @@ class DuckDBBackend:
         table: str,
         source: str | Path,
         options: ReadOptions | None = None,
-        check: Callable[[dict[str, str]], str | None] | None = None,
+        check: Callable[[dict[str, str]], Layout | None] | None = None,
         record: Callable[[], str] | None = None,
     ) -> Loaded:
         """Create or replace ``table`` from a file read as ``options`` say (privdb.catalog.files: CSV with
         its delimiter and header detected unless given, Parquet, JSON, Excel), atomically: the new rows, the
-        checks and the hidden per-unit counts happen in one DuckDB transaction, and the old table stays until
+        checks and the hidden per-unit columns happen in one DuckDB transaction, and the old table stays until
         it commits (a failure, an interrupt or a killed process leaves it as it was). The file is staged as
         a temporary view of a connection of its own, closed at the end: nothing of it outlives the load.
         ``check`` gets the new table's columns (name → privdb type), raises to refuse them, and returns the
-        privacy unit whose counts to build (None: none). ``record``: the table commits marked as an
+        layout to write (privdb.catalog.layout; None: none). ``record``: the table commits marked as an
         unfinished load holding that text, and stays unlisted until :meth:`finish_load` (privdb.backends.
         duckdb_tables). Returns the rows loaded, the CSV lines skipped as malformed
         (``options.skip_bad_lines``; without it they are refused) and the text columns of mostly numbers."""
@@ -257,13 +262,15 @@ class DuckDBBackend:
             reader, table, Path(source), options or ReadOptions(), check, record
         ))  # fmt: skip
 
-    def append(self, table: str, source: str | Path, options: ReadOptions | None, unit: str | None) -> Loaded:
+    def append(
+        self, table: str, source: str | Path, options: ReadOptions | None, layout: Layout | None
+    ) -> Loaded:
         """Add a file's rows to ``table`` atomically, as a load replaces one: its columns must be the
-        table's, read as the table's types; the counts of ``unit`` (the privacy unit, or None) are brought up
-        to date in the same transaction. A failure leaves the table as it was."""
+        table's, read as the table's types; its ``layout`` (privdb.catalog.layout, or None) is brought up to
+        date in the same transaction. A failure leaves the table as it was."""
         name = self.resolve(table)
         return self._write(source, lambda reader: append_in_transaction(
-            reader, name, Path(source), options or ReadOptions(), unit
+            reader, name, Path(source), options or ReadOptions(), layout
         ))  # fmt: skip
 
     def _write(self, source: str | Path, work: Callable[[duckdb.DuckDBPyConnection], Loaded]) -> Loaded:

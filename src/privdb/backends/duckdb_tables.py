@@ -1,6 +1,6 @@
 """DuckDB tables as privdb writes them: a file loaded in one transaction (its rows, the load-time checks and
-the hidden per-unit row counts commit together or not at all), rows added to a table the same way, and those
-hidden counts (user-level bounding reads them to skip units that need no bounding). Apart from
+the hidden per-unit columns commit together or not at all), rows added to a table the same way (the hidden
+columns, privdb.backends.duckdb_layout, are what user-level bounding reads to be one scan). Apart from
 privdb.backends.duckdb, which holds the connection and runs queries.
 
 A load's table commits with its privacy metadata written into it, as the table's comment (:data:`PENDING`
@@ -20,8 +20,10 @@ from pathlib import Path
 
 import duckdb
 
-from privdb.backends.names import HIDDEN_PREFIX, RESERVED_PREFIX, quote, unit_rows_column
+from privdb.backends.duckdb_layout import add_layout, hidden_columns, write_layout
+from privdb.backends.names import HIDDEN_PREFIX, RESERVED_PREFIX, quote
 from privdb.catalog.files import ReadOptions, bad_lines, read_relation
+from privdb.catalog.layout import Layout
 from privdb.catalog.mixed import MixedColumn, mixed_columns
 from privdb.catalog.typed import append_columns, engine_type
 from privdb.crashpoint import crash_point
@@ -36,7 +38,6 @@ __all__ = [
     "engine_type",
     "load_in_transaction",
     "pending_loads",
-    "write_unit_rows",
 ]
 
 PENDING = "privdb: load not finished: "  # a table comment beginning so marks a load whose metadata is due
@@ -68,7 +69,7 @@ def load_in_transaction(
     table: str,
     source: Path,
     options: ReadOptions,
-    check: Callable[[dict[str, str]], str | None] | None,
+    check: Callable[[dict[str, str]], Layout | None] | None,
     record: Callable[[], str] | None = None,
 ) -> Loaded:
     """The new table, checked and counted, committed in one transaction (rolled back on any failure,
@@ -92,8 +93,8 @@ def load_in_transaction(
                 "rename the column in the file"
             )
         columns = {str(r[0]): engine_type(str(r[1])) for r in described}
-        unit = check(columns) if check is not None else None
-        write_unit_rows(reader, table, unit, list(columns))
+        layout = check(columns) if check is not None else None
+        write_layout(reader, table, layout, list(columns))
         typed = {name for name, _ in options.declared}
         mixed = () if options.types else tuple(mixed_columns(reader, quote(table), source, options, typed))
         if record is not None:
@@ -109,9 +110,9 @@ def load_in_transaction(
 
 
 def append_in_transaction(
-    reader: duckdb.DuckDBPyConnection, table: str, source: Path, options: ReadOptions, unit: str | None
+    reader: duckdb.DuckDBPyConnection, table: str, source: Path, options: ReadOptions, layout: Layout | None
 ) -> Loaded:
-    """The file's rows added to ``table`` in one transaction with the unit counts brought up to date, or
+    """The file's rows added to ``table`` in one transaction with its layout brought up to date, or
     nothing changed. The file must have the table's columns (any order) and is read as their types, so a
     value that does not fit is a bad line named by line and column (or left out with ``skip_bad_lines``)."""
     described = reader.execute(f"DESCRIBE {quote(table)}").fetchall()
@@ -126,18 +127,18 @@ def append_in_transaction(
         table,
     )
     before = _count(reader, table)
-    counts = unit_rows_column(unit) if unit else None
-    current = counts is not None and _comment(reader, table, counts) == str(before)
+    hidden = hidden_columns(layout)
+    current = bool(hidden) and all(_comment(reader, table, c) == str(before) for c in hidden)
     reader.execute("BEGIN TRANSACTION")
     try:
         targets = ", ".join(quote(matched[c]) for c in file_types)
         sources = ", ".join(quote(c) for c in file_types)
         reader.execute(f"INSERT INTO {quote(table)} ({targets}) SELECT {sources} FROM {view}")
         skipped = bad_lines(reader, source, options, file_types, _count(reader, table) - before)
-        if unit is not None and current:
-            _add_unit_rows(reader, table, unit)
-        else:  # no counts yet, or stale ones: all of them written afresh
-            write_unit_rows(reader, table, unit, [str(r[0]) for r in described])
+        if layout is not None and current:
+            add_layout(reader, table, layout)
+        else:  # no layout yet, or a stale one: all of it written afresh
+            write_layout(reader, table, layout, [str(r[0]) for r in described])
         rows = _count(reader, table)
         reader.execute("COMMIT")
     except BaseException:
@@ -158,38 +159,6 @@ def _comment(con: duckdb.DuckDBPyConnection, table: str, column: str) -> str | N
         [table, column],
     ).fetchone()
     return None if row is None or row[0] is None else str(row[0])
-
-
-def _add_unit_rows(con: duckdb.DuckDBPyConnection, table: str, unit: str) -> None:
-    """After rows were added (their count column still NULL): the counts of the units they belong to
-    written again on all of those units' rows, old and new, and the table's new row count as the column's
-    comment. The other units' counts are unchanged."""
-    t, u, c = quote(table), quote(unit), quote(unit_rows_column(unit))
-    con.execute(
-        f"UPDATE {t} SET {c} = n.rows FROM (SELECT {u} AS unit, COUNT(*) AS rows FROM {t} WHERE {u} IN "
-        f"(SELECT {u} FROM {t} WHERE {c} IS NULL) OR ({u} IS NULL AND EXISTS (SELECT 1 FROM {t} WHERE "
-        f"{u} IS NULL AND {c} IS NULL)) GROUP BY {u}) AS n WHERE {t}.{u} IS NOT DISTINCT FROM n.unit"
-    )
-    con.execute(f"COMMENT ON COLUMN {t}.{c} IS '{_count(con, table)}'")
-
-
-def write_unit_rows(con: duckdb.DuckDBPyConnection, name: str, unit: str | None, columns: list[str]) -> None:
-    """On ``con``: drop the hidden unit-count columns of ``name`` (of its ``columns``) but ``unit``'s, and
-    write that one (see ``DuckDBBackend.count_unit_rows``)."""
-    keep = unit_rows_column(unit) if unit else None
-    for column in columns:
-        if column.startswith(f"{HIDDEN_PREFIX}rows_per_") and column != keep:
-            con.execute(f"ALTER TABLE {quote(name)} DROP COLUMN {quote(column)}")
-    if unit is None or keep is None:
-        return
-    t, u, c = quote(name), quote(unit), quote(keep)
-    con.execute(f"ALTER TABLE {t} ADD COLUMN IF NOT EXISTS {c} BIGINT")
-    con.execute(
-        f"UPDATE {t} SET {c} = n.rows FROM (SELECT {u} AS unit, COUNT(*) AS rows FROM {t} "
-        f"GROUP BY {u}) AS n WHERE {t}.{u} IS NOT DISTINCT FROM n.unit"
-    )
-    row = con.execute(f"SELECT COUNT(*) FROM {t}").fetchone()
-    con.execute(f"COMMENT ON COLUMN {t}.{c} IS '{int(row[0]) if row else 0}'")
 
 
 def _literal(text: str) -> str:

@@ -21,6 +21,7 @@ __all__ = [
     "quote",
     "quote_table",
     "refuse_reserved",
+    "unit_choice_column",
     "unit_rows_column",
 ]
 
@@ -32,6 +33,12 @@ RESERVED_PREFIX = "__privdb"  # no table an owner or analyst names may begin so 
 def unit_rows_column(unit: str) -> str:
     """The hidden column holding, on each row, how many rows its privacy unit has in the whole table."""
     return f"{HIDDEN_PREFIX}rows_per_{unit}"
+
+
+def unit_choice_column(unit: str, column: str) -> str:
+    """The hidden column holding, on each row, how many rows its unit has in the value of ``column`` drawn
+    for it (privdb.backends.duckdb_layout), 0 where the row holds another value."""
+    return f"{HIDDEN_PREFIX}kept_{unit}__{column}"
 
 
 def is_reserved(name: str) -> bool:

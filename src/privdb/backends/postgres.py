@@ -113,6 +113,9 @@ class PostgresBackend:
     def unit_rows(self, table: str, unit: str) -> str | None:
         return None  # the owner's database is never written: every unit goes through bounding
 
+    def unit_choice(self, table: str, unit: str, column: str) -> str | None:
+        return None  # no layout kept (unit_rows): every unit's group is drawn by the query
+
     def bind(self, sql: str) -> list[str]:
         """Plan ``sql`` without running it (EXPLAIN)."""
         try:

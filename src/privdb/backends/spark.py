@@ -161,6 +161,9 @@ class SparkBackend:
     def unit_rows(self, table: str, unit: str) -> str | None:
         return None  # the owner's data is never written: every unit goes through bounding
 
+    def unit_choice(self, table: str, unit: str, column: str) -> str | None:
+        return None  # no layout kept (unit_rows): every unit's group is drawn by the query
+
     def bind(self, sql: str) -> list[str]:
         """Analyse ``sql`` without running it (building a DataFrame resolves names and types)."""
         spark = self._live()  # outside the try: a session that cannot start is engine_unavailable

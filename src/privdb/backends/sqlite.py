@@ -137,6 +137,9 @@ class SQLiteBackend:
     def unit_rows(self, table: str, unit: str) -> str | None:
         return None  # the owner's file is never written: every unit goes through bounding
 
+    def unit_choice(self, table: str, unit: str, column: str) -> str | None:
+        return None  # no layout kept (unit_rows): every unit's group is drawn by the query
+
     def bind(self, sql: str) -> list[str]:
         """Compile ``sql`` without running it (SQLite's EXPLAIN prepares the statement)."""
         with self._lock:

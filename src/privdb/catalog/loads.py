@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from privdb.accounting.ledger import Ledger
 from privdb.accounting.renewal import parse_period
 from privdb.backends.names import RESERVED_PREFIX
+from privdb.catalog.layout import Layout, layout_of
 from privdb.catalog.metadata import TableMeta
 from privdb.catalog.metadata_spec import metadata_from_dict
 from privdb.catalog.reading import ReadOptions
@@ -55,9 +56,9 @@ def load_table(
     (rows, lines skipped, columns of mostly numbers: privdb.backends.duckdb_tables.Loaded)."""
     checked: list[TableMeta] = []
 
-    def check(columns: dict[str, str]) -> str | None:
+    def check(columns: dict[str, str]) -> Layout | None:
         checked.append(metadata_from_dict(table, spec, columns))
-        return checked[-1].privacy_unit
+        return layout_of(checked[-1])
 
     def record() -> str:  # what the table commits with, to finish the load from
         return json.dumps({"metadata": checked[-1].to_dict(), "budgets": budgets})

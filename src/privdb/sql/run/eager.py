@@ -25,7 +25,8 @@ from collections.abc import Iterator, Mapping
 from privdb.backends.names import quote
 from privdb.sql.front.expr import Expr, render
 from privdb.sql.front.relation.model import Eager, Relation
-from privdb.sql.plan.types import Plan
+from privdb.sql.plan.types import Plan, Statistic
+from privdb.sql.run.layout import row_values, weighted_terms
 from privdb.sql.run.rewrite import ARG_MAX_DIALECTS, aggregate_sql, bound_parts, computed_stats, positions
 
 __all__ = ["eager_sql"]
@@ -54,10 +55,14 @@ def _where(conditions: list[Expr]) -> str:
 
 
 def eager_sql(
-    plan: Plan, sources: Mapping[str, str], dialect: str, one_rows: str | None = None
+    plan: Plan,
+    sources: Mapping[str, str],
+    dialect: str,
+    one_rows: str | None = None,
+    many_rows: str | None = None,
 ) -> str | None:
     """The statistics query in the eager form (module doc), or None when the plan is not of that form.
-    ``one_rows``: the `one` table's hidden per-unit row count column, when current (DuckDB)."""
+    ``one_rows``, ``many_rows``: each side's hidden per-unit row count column, when current (DuckDB)."""
     eager: Eager | None = plan.relation.eager if plan.relation is not None else None
     computed, _ = computed_stats(plan.statistics)
     if eager is None or plan.table.privacy_unit is None or plan.resolved.computed or not computed:
@@ -79,10 +84,6 @@ def eager_sql(
         else:
             return None
     aggregates = "".join(f", {aggregate_sql(s)} AS {s.name}" for s in computed)
-    per_unit = (
-        f"SELECT {quote(eager.many_unit)} AS u, COUNT(*) AS r{aggregates} FROM "
-        f"({_rows(eager.many, eager.many_names, sources)}) AS _m{_where(conditions[False])} GROUP BY 1"
-    )
     keys = [k.sql for k in plan.resolved.keys]
     key_select = "".join(f", {k} AS k{i}" for i, k in enumerate(keys))
     size = f", {quote(one_rows)} AS _n" if one_rows else ""
@@ -90,9 +91,23 @@ def eager_sql(
         f"SELECT {quote(eager.one_unit)} AS u{key_select}{size} FROM "
         f"({_rows(eager.one, eager.one_names, sources, one_rows)}) AS _o{_where(conditions[True])}"
     )
-    joined = f"({rows}) AS o JOIN ({per_unit}) AS m ON o.u = m.u"
     key_cols = [f"k{i}" for i in range(len(keys))]
     stats = [s.name for s in computed]
+    many_where = _where(conditions[False])
+    weighted = None
+    if one_rows and many_rows and not conditions[False] and (not keys or plan.table.max_groups == 1):
+        # units of one `one` row, the many side unfiltered: one weighted scan of the join (layout.py), and
+        # the many side aggregated for the other units only
+        weighted = _weighted(plan, rows, eager, sources, many_rows, computed, key_cols)
+        many_where = f" WHERE {quote(eager.many_unit)} IN (SELECT u FROM ({rows}) AS _s WHERE _n > 1)"
+    per_unit = (
+        f"SELECT {quote(eager.many_unit)} AS u, COUNT(*) AS r{aggregates} FROM "
+        f"({_rows(eager.many, eager.many_names, sources)}) AS _m{many_where} GROUP BY 1"
+    )
+    joined = f"({rows}) AS o JOIN ({per_unit}) AS m ON o.u = m.u"
+    if weighted is not None:
+        pick = _pick(joined, key_cols, stats, "o._n > 1")
+        return bound_parts(plan, pick, len(keys), dialect, weighted, one_each=True)
     if one_rows and (not keys or plan.table.max_groups == 1):
         # units with one `one` row in the whole table: that row is their one part, as it stands; the others
         # go through the choice below (a unit's parts are the same either way: module doc)
@@ -113,6 +128,36 @@ def eager_sql(
         f"SELECT o.u AS u{outer_keys}, SUM(m.r) AS r{sums} FROM {joined} GROUP BY {positions(1 + len(keys))}"
     )
     return bound_parts(plan, parts, len(keys), dialect)
+
+
+def _weighted(
+    plan: Plan,
+    rows: str,
+    eager: Eager,
+    sources: Mapping[str, str],
+    many_rows: str,
+    computed: list[Statistic],
+    key_cols: list[str],
+) -> str:
+    """The per-group weighted aggregates of the join's rows of units with one `one` row (``rows``, with
+    ``_n``), each many row weighed by its unit's many rows (privdb.sql.run.layout): ``k0 …``, the
+    statistics by name and the units over the bound."""
+    values = row_values(computed)
+    inner = "".join(f", {value} AS _v{i}" for i, (_, value, _) in enumerate(values) if value != "*")
+    many = (
+        f"SELECT {quote(eager.many_unit)} AS u, {quote(many_rows)} AS _w{inner} FROM "
+        f"({_rows(eager.many, eager.many_names, sources, many_rows)}) AS _m"
+    )
+    outer = [
+        (name, value if value == "*" else f"m._v{i}", counted)
+        for i, (name, value, counted) in enumerate(values)
+    ]
+    keys = "".join(f"o.{c} AS {c}, " for c in key_cols)
+    by = f" GROUP BY {positions(len(key_cols))}" if key_cols else ""
+    return (
+        f"SELECT {keys}{weighted_terms(plan, outer, 'm._w', None)} FROM ({rows}) AS o JOIN ({many}) AS m "
+        f"ON o.u = m.u WHERE o._n <= 1{by}"
+    )
 
 
 def _pick(joined: str, key_cols: list[str], stats: list[str], condition: str | None = None) -> str:

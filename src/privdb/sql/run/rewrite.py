@@ -45,6 +45,7 @@ __all__ = [
     "keys_of",
     "positions",
     "ranked",
+    "row_value",
     "truncation_sql",
     "where_of",
 ]
@@ -86,23 +87,30 @@ def keys_of(plan: Plan) -> list[str]:
     return [k.sql for k in plan.resolved.keys]
 
 
-def aggregate_sql(stat: Statistic) -> str:
-    """The engine aggregate of one statistic over a set of rows (a group, or one unit's rows in it)."""
+def row_value(stat: Statistic) -> tuple[str, bool]:
+    """What a statistic aggregates on each row, and whether it counts the rows where that is not NULL
+    (``*``: every row) rather than summing it."""
     if stat.kind == "rows":
-        return "COUNT(*)"
+        return "*", True
     assert stat.column is not None
     if stat.kind == "nonnull":
-        return f"COUNT({quote(stat.column.name)})"
+        return quote(stat.column.name), True
     value = clamped(stat.column)
     if stat.column2 is not None:  # two-column statistics: over rows where both values are present
         other = clamped(stat.column2)
         if stat.kind == "pn":
-            return f"COUNT({value} + {other})"
+            return f"{value} + {other}", True
         if stat.kind == "pprod":
-            return f"COALESCE(SUM({value} * {other}), 0)"
+            return f"{value} * {other}", False
         power = value if stat.kind == "psum" else f"POWER({value}, 2)"
-        return f"COALESCE(SUM(CASE WHEN {other} IS NOT NULL THEN {power} END), 0)"
-    return f"COALESCE(SUM({value if stat.kind == 'sum' else f'POWER({value}, 2)'}), 0)"
+        return f"CASE WHEN {other} IS NOT NULL THEN {power} END", False
+    return (value if stat.kind == "sum" else f"POWER({value}, 2)"), False
+
+
+def aggregate_sql(stat: Statistic) -> str:
+    """The engine aggregate of one statistic over a set of rows (a group, or one unit's rows in it)."""
+    value, counted = row_value(stat)
+    return f"COUNT({value})" if counted else f"COALESCE(SUM({value}), 0)"
 
 
 def ranked(rows: str, rank: str) -> str:
@@ -139,7 +147,7 @@ def engine_sql(
     """The one SQL statement that computes every statistic per group.
 
     ``unit_rows`` names the hidden column holding each row's unit size in the whole table (see
-    ``DuckDBBackend.count_unit_rows``): units with at most ``min(m, G)`` rows can exceed neither bound,
+    ``DuckDBBackend.write_layout``): units with at most ``min(m, G)`` rows can exceed neither bound,
     so their rows take the plain aggregate, and only larger units go through bounding. ``dialect``: the
     engine the SQL is for (transpiled later, ``for_engine``); where it has ``arg_max`` (DuckDB, Spark's
     ``max_by``) a grouped query with ``G = 1`` keeps each unit's group with one aggregate, no window.

@@ -26,7 +26,8 @@ from privdb.sql.plan.truncation import QUERY as TRUNCATION_QUERY
 from privdb.sql.plan.types import Plan
 from privdb.sql.run.counts import distinct_sql, histogram_sql
 from privdb.sql.run.eager import eager_sql
-from privdb.sql.run.rewrite import engine_sql, truncation_sql
+from privdb.sql.run.layout import chosen_column, layout_sql
+from privdb.sql.run.rewrite import computed_stats, engine_sql, truncation_sql
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -147,14 +148,42 @@ def statistics_sql(db: Database, plan: Plan) -> str:
     backend, source, unit_rows, from_ = plan_target(db, plan)
     eager = None
     if plan.relation is not None and (join := plan.relation.eager) is not None:  # a join on the unit
-        one_rows = None  # the one-row side's hidden per-unit row count, when current (a stored table)
-        if join.one.plain and join.one.meta.privacy_unit and personal_table(db, plan.relation) is None:
-            one_rows = backend.unit_rows(db.backend_for(join.one.base)[1], join.one.meta.privacy_unit)
-        eager = eager_sql(plan, _sources(db, plan, plan.relation)[1], backend.dialect, one_rows)
-    sql = for_engine(backend, plan, eager or engine_sql(plan, source, unit_rows, from_, backend.dialect))
+        # each side's hidden per-unit row count, when current (a stored table, read whole)
+        one_rows, many_rows = (
+            backend.unit_rows(db.backend_for(side.base)[1], side.meta.privacy_unit)
+            if side.plain and side.meta.privacy_unit and personal_table(db, plan.relation) is None
+            else None
+            for side in (join.one, join.many)
+        )
+        eager = eager_sql(plan, _sources(db, plan, plan.relation)[1], backend.dialect, one_rows, many_rows)
+    sql = for_engine(
+        backend,
+        plan,
+        eager
+        or _over_layout(backend, plan, source, unit_rows, from_)
+        or engine_sql(plan, source, unit_rows, from_, backend.dialect),
+    )
     if sql:
         backend.bind(sql)
     return sql
+
+
+def _over_layout(
+    backend: Engine, plan: Plan, source: str, unit_rows: str | None, from_: str | None
+) -> str | None:
+    """The one-scan form over a table's current layout (privdb.sql.run.layout), where it applies: a plain
+    table of privdb's DuckDB with its unit sizes current, no WHERE, and no GROUP BY or one bare column whose
+    stored choice is current."""
+    unit = plan.table.privacy_unit
+    if unit is None or unit_rows is None or from_ is not None or backend.dialect != "duckdb":
+        return None
+    if plan.resolved.where is not None or not computed_stats(plan.statistics)[0]:
+        return None
+    if not plan.resolved.keys:
+        return layout_sql(plan, source, unit_rows, None)
+    column = chosen_column(plan)
+    kept = backend.unit_choice(source, unit, column) if column is not None else None
+    return layout_sql(plan, source, unit_rows, kept) if kept is not None else None
 
 
 _ENGINE_NAMES = {"postgres": "PostgreSQL", "sqlite": "SQLite", "spark": "Spark"}
