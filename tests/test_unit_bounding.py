@@ -17,7 +17,7 @@ import pytest
 from scipy import stats
 
 from conftest import ALPHA, seeded
-from privdb.catalog.layout import layout_of
+from privdb.backends.names import layout_of
 from privdb.database import Database
 from privdb.sql import engine
 from privdb.sql.plan.truncation import COLUMN as T_COLUMN

@@ -21,9 +21,8 @@ from privdb.accounting.ledger import Budget, Ledger
 from privdb.accounting.renewal import parse_period, shared_figures
 from privdb.accounting.sqlstore import store_for
 from privdb.backends.base import is_read_only
-from privdb.backends.names import check_name, is_reserved
+from privdb.backends.names import check_name, is_reserved, layout_of
 from privdb.backends.urls import open_engine
-from privdb.catalog.layout import layout_of
 from privdb.catalog.loads import recover
 from privdb.catalog.metadata import ColumnMeta, TableMeta
 from privdb.catalog.metadata_file import load_metadata

@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from privdb.accounting.ledger import Ledger
-from privdb.backends.names import HIDDEN_PREFIX, check_name, quote_table
+from privdb.backends.names import HIDDEN_PREFIX, check_name, layout_of, quote_table, reserved_column
 from privdb.catalog.conformance import Finding, check_conformance
 from privdb.catalog.contributions import contributions
-from privdb.catalog.layout import layout_of
 from privdb.catalog.loads import load_table
 from privdb.catalog.metadata import TableMeta
 from privdb.catalog.metadata_file import load_budgets, load_metadata
@@ -88,10 +87,7 @@ class TableLoads:
         check_name(table)
         clash = [c for c in columns if c.startswith(HIDDEN_PREFIX)]
         if clash:
-            raise InvalidParameter(
-                f"column {clash[0]!r}: names starting with {HIDDEN_PREFIX!r} are reserved for privdb; "
-                "rename the column in the file"
-            )
+            raise reserved_column(clash[0])
         return metadata_from_dict(table, spec, {c: engine_type(t) for c, t in columns.items()})
 
     def check_append(self, table: str, columns: Collection[str] | None = None) -> TableMeta:

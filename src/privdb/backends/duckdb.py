@@ -31,10 +31,17 @@ from privdb.backends.duckdb_tables import (
     load_in_transaction,
     pending_loads,
 )
-from privdb.backends.names import HIDDEN_PREFIX, check_name, quote, unit_choice_column, unit_rows_column
+from privdb.backends.names import (
+    HIDDEN_PREFIX,
+    Layout,
+    check_name,
+    quote,
+    reserved_column,
+    unit_choice_column,
+    unit_rows_column,
+)
 from privdb.backends.watchdog import WATCHDOG
 from privdb.catalog.files import ReadOptions, release
-from privdb.catalog.layout import Layout
 from privdb.errors import InvalidParameter, ParseError
 from privdb.perthread import PerThread
 
@@ -67,8 +74,8 @@ class DuckDBBackend:
 
     The schema (tables, column types, comments) and the queries known to bind are cached in memory: a
     DuckDB file has one writer at a time, so while this connection is open only this object changes the
-    schema, and every method that may change it (``load``, ``load_frame``, ``raw``, unit counts) clears
-    the cache.
+    schema, and every method that may change it (``load``, ``load_frame``, ``raw``, ``write_layout``)
+    clears the cache.
     """
 
     dialect = "duckdb"
@@ -79,7 +86,7 @@ class DuckDBBackend:
         self._lock = threading.Lock()
         self._schema: dict[str, dict[str, tuple[str, str | None]]] | None = None
         self._bound: dict[str, list[str]] = {}
-        self._verified: set[tuple[str, str]] = set()  # unit counts checked against the table this session
+        self._verified: set[tuple[str, str]] = set()  # layout columns found current this session
         # counts the changes of the schema or of any table's rows made here (the only writer while this
         # connection is open): what was planned from them stays valid while it stands
         # (privdb.sql.plan.prepared)
@@ -197,11 +204,9 @@ class DuckDBBackend:
 
     # ---- the hidden per-unit layout (privdb.backends.duckdb_layout: user-level bounding reads it)
     def write_layout(self, table: str, layout: Layout | None) -> None:
-        """Store on every row of ``table`` the hidden columns of ``layout`` (None: drop them all), each
-        written by an ``UPDATE`` (row order kept) with the table's row count as its comment, so that a later
-        session can check it is still current (``unit_rows``, ``unit_choice``)."""
+        """Write ``layout``'s hidden columns on every row of ``table`` (None: drop them all)."""
         name = self.resolve(table)
-        columns = list(self._describe()[name])
+        columns = list(self._describe()[name])  # before the lock: describing takes it
         try:
             with self._lock:
                 write_layout(self._con, name, layout, columns)
@@ -209,17 +214,16 @@ class DuckDBBackend:
             self._invalidate()
 
     def unit_rows(self, table: str, unit: str) -> str | None:
-        """The hidden unit-count column of ``table`` if it is current, else None (callers then bound every
-        unit). Current means: present, and written when the table had its present number of rows — checked
-        once per session, since while this connection is open only privdb writes the file."""
+        """The hidden unit-count column of ``table`` if current, else None (every unit is then bounded)."""
         return self._current(self.resolve(table), unit_rows_column(unit))
 
     def unit_choice(self, table: str, unit: str, column: str) -> str | None:
-        """The hidden column of each unit's drawn group in ``column`` (its rows there, 0 elsewhere) if it is
-        current, as ``unit_rows`` checks it, else None."""
+        """The hidden column of each unit's drawn group in ``column`` if current, else None."""
         return self._current(self.resolve(table), unit_choice_column(unit, column))
 
     def _current(self, name: str, column: str) -> str | None:
+        """``column`` if present and stamped with the table's row count, checked once per session (while
+        this connection is open only privdb writes the file)."""
         info = self._describe()[name].get(column)
         if info is None:
             return None
@@ -253,9 +257,9 @@ class DuckDBBackend:
         it commits (a failure, an interrupt or a killed process leaves it as it was). The file is staged as
         a temporary view of a connection of its own, closed at the end: nothing of it outlives the load.
         ``check`` gets the new table's columns (name → privdb type), raises to refuse them, and returns the
-        layout to write (privdb.catalog.layout; None: none). ``record``: the table commits marked as an
-        unfinished load holding that text, and stays unlisted until :meth:`finish_load` (privdb.backends.
-        duckdb_tables). Returns the rows loaded, the CSV lines skipped as malformed
+        layout to write (privdb.backends.duckdb_layout; None: none). ``record``: the table commits marked as
+        an unfinished load holding that text, and stays unlisted until :meth:`finish_load` (privdb.
+        backends.duckdb_tables). Returns the rows loaded, the CSV lines skipped as malformed
         (``options.skip_bad_lines``; without it they are refused) and the text columns of mostly numbers."""
         check_name(table)
         return self._write(source, lambda reader: load_in_transaction(
@@ -266,8 +270,8 @@ class DuckDBBackend:
         self, table: str, source: str | Path, options: ReadOptions | None, layout: Layout | None
     ) -> Loaded:
         """Add a file's rows to ``table`` atomically, as a load replaces one: its columns must be the
-        table's, read as the table's types; its ``layout`` (privdb.catalog.layout, or None) is brought up to
-        date in the same transaction. A failure leaves the table as it was."""
+        table's, read as the table's types; its ``layout`` (privdb.backends.duckdb_layout, or None) is
+        brought up to date in the same transaction. A failure leaves the table as it was."""
         name = self.resolve(table)
         return self._write(source, lambda reader: append_in_transaction(
             reader, name, Path(source), options or ReadOptions(), layout
@@ -306,16 +310,12 @@ class DuckDBBackend:
         self._refuse_hidden(table)
         return len(frame)
 
-    def _refuse_hidden(self, table: str) -> None:
-        """A loaded file may not bring columns named like privdb's hidden ones."""
+    def _refuse_hidden(self, table: str) -> None:  # a frame may not bring columns named like privdb's
         clash = [c for c in self._describe()[table] if c.startswith(HIDDEN_PREFIX)]
         if clash:
             self._execute(f"DROP TABLE {quote(table)}")
             self._invalidate()
-            raise InvalidParameter(
-                f"column {clash[0]!r}: names starting with {HIDDEN_PREFIX!r} are reserved for privdb; "
-                "rename the column in the file"
-            )
+            raise reserved_column(clash[0])
 
     def bind(self, sql: str) -> list[str]:
         """Check that ``sql`` binds (names and types) without reading any data; returns column names."""

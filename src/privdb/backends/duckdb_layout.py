@@ -1,5 +1,6 @@
-"""The hidden per-unit columns of a DuckDB table privdb writes (privdb.catalog.layout): each row's unit
-size in the whole table, and for each choice column the rows its unit has in the group drawn for it.
+"""The hidden per-unit columns of a DuckDB table privdb writes, for user-level bounding to be one scan
+(privdb.sql.run.layout): each row's unit size in the whole table, and for each choice column the rows its
+unit has in the group drawn for it (which columns: privdb.backends.names.layout_of).
 
 Written in the transaction of the load or append that changes the rows, and again whenever the owner's
 metadata or SQL may have changed them (privdb.database); each column's comment is the table's row count
@@ -15,10 +16,16 @@ from collections.abc import Sequence
 
 import duckdb
 
-from privdb.backends.names import HIDDEN_PREFIX, quote, unit_choice_column, unit_rows_column
-from privdb.catalog.layout import Layout
+from privdb.backends.names import (
+    HIDDEN_PREFIX,
+    Layout,
+    hidden_columns,
+    quote,
+    unit_choice_column,
+    unit_rows_column,
+)
 
-__all__ = ["add_layout", "hidden_columns", "write_layout"]
+__all__ = ["add_layout", "write_layout"]
 
 _ROWS, _KEPT = f"{HIDDEN_PREFIX}rows_per_", f"{HIDDEN_PREFIX}kept_"
 
@@ -63,13 +70,6 @@ def _write_choice(con: duckdb.DuckDBPyConnection, table: str, unit: str, column:
         f"UPDATE {t} SET {k} = CASE WHEN {t}.{v} IS NOT DISTINCT FROM ch.kp.v THEN ch.kp.r ELSE 0 END "
         f"FROM ({chosen}) AS ch WHERE {t}.{u} IS NOT DISTINCT FROM ch.u"
     )
-
-
-def hidden_columns(layout: Layout | None) -> list[str]:
-    """The hidden columns ``layout`` keeps on a table."""
-    if layout is None:
-        return []
-    return [unit_rows_column(layout.unit), *(unit_choice_column(layout.unit, c) for c in layout.choices)]
 
 
 def write_layout(

@@ -20,14 +20,19 @@ from pathlib import Path
 
 import duckdb
 
-from privdb.backends.duckdb_layout import add_layout, hidden_columns, write_layout
-from privdb.backends.names import HIDDEN_PREFIX, RESERVED_PREFIX, quote
+from privdb.backends.duckdb_layout import add_layout, write_layout
+from privdb.backends.names import (
+    HIDDEN_PREFIX,
+    RESERVED_PREFIX,
+    Layout,
+    hidden_columns,
+    quote,
+    reserved_column,
+)
 from privdb.catalog.files import ReadOptions, bad_lines, read_relation
-from privdb.catalog.layout import Layout
 from privdb.catalog.mixed import MixedColumn, mixed_columns
 from privdb.catalog.typed import append_columns, engine_type
 from privdb.crashpoint import crash_point
-from privdb.errors import InvalidParameter
 
 __all__ = [
     "PENDING",
@@ -88,10 +93,7 @@ def load_in_transaction(
         skipped = bad_lines(reader, source, options, read_as, _count(reader, table))
         clash = [str(r[0]) for r in described if str(r[0]).startswith(HIDDEN_PREFIX)]
         if clash:
-            raise InvalidParameter(
-                f"column {clash[0]!r}: names starting with {HIDDEN_PREFIX!r} are reserved for privdb; "
-                "rename the column in the file"
-            )
+            raise reserved_column(clash[0])
         columns = {str(r[0]): engine_type(str(r[1])) for r in described}
         layout = check(columns) if check is not None else None
         write_layout(reader, table, layout, list(columns))

@@ -10,17 +10,24 @@ so named in a data file — an earlier privdb's staging left by a crash — is n
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
+from privdb.catalog.metadata import TableMeta
 from privdb.errors import InvalidParameter
 
 __all__ = [
     "HIDDEN_PREFIX",
+    "MAX_CHOICES",
     "RESERVED_PREFIX",
+    "Layout",
     "check_name",
+    "hidden_columns",
     "is_reserved",
+    "layout_of",
     "quote",
     "quote_table",
     "refuse_reserved",
+    "reserved_column",
     "unit_choice_column",
     "unit_rows_column",
 ]
@@ -28,6 +35,14 @@ __all__ = [
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 HIDDEN_PREFIX = "__privdb_"  # columns privdb keeps for itself: never in metadata, never in analysts' view
 RESERVED_PREFIX = "__privdb"  # no table an owner or analyst names may begin so (module doc)
+
+
+def reserved_column(column: str) -> InvalidParameter:
+    """The refusal of a file bringing a column named like privdb's hidden ones."""
+    return InvalidParameter(
+        f"column {column!r}: names starting with {HIDDEN_PREFIX!r} are reserved for privdb; rename the "
+        "column in the file"
+    )
 
 
 def unit_rows_column(unit: str) -> str:
@@ -76,3 +91,38 @@ def quote_table(table: str) -> str:
     from sqlglot import exp  # sqlglot where a name is quoted for SQL, not where a name is checked
 
     return exp.to_table(table).sql(dialect="duckdb", identify=True)
+
+
+MAX_CHOICES = 16  # columns with a kept choice per table: each costs one pass over the table when written
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The hidden per-unit columns of a table: each row's unit size, and per column in ``choices`` the
+    rows its unit has in the group chosen for it (0 on the unit's other rows)."""
+
+    unit: str
+    choices: tuple[str, ...] = ()
+
+
+def layout_of(meta: TableMeta) -> Layout | None:
+    """The layout a table with this metadata keeps (None without a privacy unit): the choice columns are
+    those an analyst can group by with public keys (declared ``values``, or booleans) but the unit and
+    private identifiers, which are never keys."""
+    if meta.privacy_unit is None or meta.public:
+        return None
+    choices = [
+        c.name
+        for c in meta.columns.values()
+        if (c.values is not None or c.type == "bool")
+        and not c.private_id
+        and c.name.lower() != meta.privacy_unit.lower()
+    ]
+    return Layout(meta.privacy_unit, tuple(choices[:MAX_CHOICES]))
+
+
+def hidden_columns(layout: Layout | None) -> list[str]:
+    """The hidden columns ``layout`` keeps on a table."""
+    if layout is None:
+        return []
+    return [unit_rows_column(layout.unit), *(unit_choice_column(layout.unit, c) for c in layout.choices)]

@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from privdb.accounting.ledger import Ledger
 from privdb.accounting.renewal import parse_period
-from privdb.backends.names import RESERVED_PREFIX
-from privdb.catalog.layout import Layout, layout_of
+from privdb.backends.names import RESERVED_PREFIX, Layout, layout_of
 from privdb.catalog.metadata import TableMeta
 from privdb.catalog.metadata_spec import metadata_from_dict
 from privdb.catalog.reading import ReadOptions
