@@ -12,6 +12,7 @@ import pytest
 
 from conftest import seeded
 from privdb.database import Database
+from privdb.errors import InvalidParameter
 from privdb.sql import engine
 from test_engines import DIALECTS, META, QUERIES, _people, engine_statistics
 
@@ -51,6 +52,18 @@ def test_spark_refuses_what_it_cannot_run_safely(spark_db: Database) -> None:
     with pytest.raises(Exception, match="cannot run"):
         engine.run(spark_db, "eve", "DP-SELECT 1 COUNT(*) FROM big WHERE 1 / (age - 37) > 0")
     assert spark_db.budget("eve").epsilon_spent == 2  # only the two answered queries above were charged
+
+
+def test_a_second_spark_master_in_the_same_process_is_refused(spark_db: Database, tmp_path: Path) -> None:
+    """Spark runs one session per process and getOrCreate hands back the running one whatever master is
+    asked: a table attached to a cluster would silently be read from local[2]. privdb refuses it (and the
+    local tables keep answering); tests/test_engines_spark_cluster.py checks the other way round."""
+    _people(10, seed=1).to_parquet(tmp_path / "far.parquet")
+    with pytest.raises(InvalidParameter, match=r"already drives a Spark session on 'local\[2\]'"):
+        spark_db.attach("far", "spark://127.0.0.1:7077", source=str(tmp_path / "far.parquet"), metadata=META)
+    assert "far" not in spark_db.catalog.attachments()
+    frames = engine_statistics(spark_db, "DP-SELECT 1 COUNT(*) FROM big", "spark")
+    assert frames[0].iloc[0, 0] > 0
 
 
 def test_a_stopped_spark_session_is_started_again_before_anything_is_spent(spark_db: Database) -> None:
