@@ -1,6 +1,7 @@
 """Spark on a real cluster, not only local mode: a standalone master and two workers on loopback
 (tests/sparkcluster.py), and the engine conformance queries of tests/test_engines.py answered there with
-DuckDB's statistics, as tests/test_engines_spark.py checks them on local[2]. Slow (~3 JVMs start).
+DuckDB's statistics, as tests/test_engines_spark.py checks them on local[2]. Slow: about a minute (three
+daemons, two executors and the driver start).
 
 One test item on purpose: pytest-xdist hands a module's tests to either worker process, and each process
 would start its own cluster for the tests it got."""
