@@ -12,6 +12,7 @@ import pytest
 
 from conftest import seeded
 from privdb.database import Database
+from privdb.errors import EngineUnavailable, InvalidParameter
 from privdb.sql import engine
 from test_engines import DIALECTS, META, QUERIES, _people, engine_statistics
 
@@ -48,9 +49,43 @@ def test_dp_select_on_spark_end_to_end(spark_db: Database) -> None:
 
 
 def test_spark_refuses_what_it_cannot_run_safely(spark_db: Database) -> None:
+    spent = spark_db.budget("eve").epsilon_spent  # whatever tests pytest-xdist ran before in this process
     with pytest.raises(Exception, match="cannot run"):
         engine.run(spark_db, "eve", "DP-SELECT 1 COUNT(*) FROM big WHERE 1 / (age - 37) > 0")
-    assert spark_db.budget("eve").epsilon_spent == 2  # only the two answered queries above were charged
+    assert spark_db.budget("eve").epsilon_spent == spent  # refused: nothing charged
+
+
+def test_a_second_spark_master_in_the_same_process_is_refused(spark_db: Database, tmp_path: Path) -> None:
+    """Spark runs one session per process and getOrCreate hands back the running one whatever master is
+    asked: a table attached to a cluster would silently be read from local[2]. privdb refuses it (and the
+    local tables keep answering); tests/test_engines_spark_cluster.py checks the other way round."""
+    _people(10, seed=1).to_parquet(tmp_path / "far.parquet")
+    assert engine_statistics(spark_db, "DP-SELECT 1 COUNT(*) FROM big", "spark")  # local[2] runs
+    with pytest.raises(InvalidParameter, match=r"already drives a Spark session on 'local\[2\]'"):
+        spark_db.attach("far", "spark://127.0.0.1:7077", source=str(tmp_path / "far.parquet"), metadata=META)
+    assert "far" not in spark_db.catalog.attachments()
+    assert engine_statistics(spark_db, "DP-SELECT 1 COUNT(*) FROM big", "spark")  # and still answers
+
+
+def test_a_session_of_another_master_found_on_restart_refuses_the_query_free(spark_db: Database) -> None:
+    """privdb's session stopped and someone started one on another master (local[1]) in the process: the
+    query is refused as engine_unavailable, nothing spent, and answers again once that session is gone."""
+    from pyspark.sql import SparkSession
+
+    engine.run(spark_db, "eve", "DP-SELECT 1 COUNT(*) FROM big")
+    active = SparkSession.getActiveSession()
+    assert active is not None
+    active.stop()
+    other = SparkSession.builder.master("local[1]").appName("someone else").getOrCreate()
+    spent = spark_db.budget("eve").epsilon_spent
+    query = "DP-SELECT 1 AVG(age) FROM big"  # asked nowhere else: no stored answer could reply
+    try:
+        with pytest.raises(EngineUnavailable, match=r"already drives a Spark session on 'local\[1\]'"):
+            engine.run(spark_db, "eve", query)
+        assert spark_db.budget("eve").epsilon_spent == spent
+    finally:
+        other.stop()
+    assert engine.run(spark_db, "eve", query).epsilon_spent == 1
 
 
 def test_a_stopped_spark_session_is_started_again_before_anything_is_spent(spark_db: Database) -> None:

@@ -61,13 +61,22 @@ class SparkBackend:
 
     def _start(self) -> Any:
         try:
+            from pyspark import SparkContext
             from pyspark.sql import SparkSession
         except ImportError:
             raise EngineUnavailable(
                 f"Spark needs PySpark: {install_hint('spark')} (nothing was spent)"
             ) from None
+        # Spark runs one SparkContext per driver process, and getOrCreate returns the running one whatever
+        # master it is asked for: a table attached to a cluster would silently be read from local[2] (or
+        # the other cluster). Stopping the running session to honour the new master would fail the
+        # queries other tables have in flight on it, and charge their analysts (query_failed), so a second
+        # master is refused instead: one privdb process drives one Spark master; tables on the same master
+        # share its session. The active context is read before (no configuration pushed onto another
+        # session) and the session's master after (two attaches racing both to create one).
+        self._refuse_other_master(SparkContext._active_spark_context)
         try:
-            return (
+            session = (
                 SparkSession.builder.master(self._master)
                 .appName("privdb")
                 .config("spark.ui.enabled", "false")
@@ -82,6 +91,18 @@ class SparkBackend:
                 f"cannot start Spark on {self._master!r} ({type(err).__name__}); check the master URL and "
                 "that Java 17 is installed"
             ) from None
+        self._refuse_other_master(session.sparkContext)
+        return session
+
+    def _refuse_other_master(self, context: Any) -> None:
+        """Refuses when ``context`` (a running SparkContext, or None) runs on another master than ours."""
+        running = None if context is None else str(context.master)
+        if running is not None and running != self._master:
+            raise InvalidParameter(
+                f"this process already drives a Spark session on {running!r}, and Spark runs one per "
+                f"process: cannot also use {self._master!r}. Attach every Spark table from one master, or "
+                "serve the other master's tables from a second privdb process"
+            )
 
     def _live(self) -> Any:
         """The session, started again if it stopped (the cluster went away, or someone stopped it), with
@@ -103,9 +124,10 @@ class SparkBackend:
                         fresh.read.parquet(source).createOrReplaceTempView(view)
                 self._spark = fresh  # only whole: a view that failed would otherwise stay missing
             except Exception as err:
+                why = str(err) if isinstance(err, InvalidParameter) else type(err).__name__
                 raise EngineUnavailable(
                     f"the Spark session on {self._master!r} stopped and could not be started again "
-                    f"({type(err).__name__}); nothing was spent: try again when the cluster is back"
+                    f"({why}); nothing was spent: try again when the cluster is back"
                 ) from None
         return self._spark
 
