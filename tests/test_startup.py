@@ -59,8 +59,10 @@ def _heavy(modules: set[str]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """200 rows (an identifier and a bounded age) and an analyst with a large budget."""
+    """200 rows (an identifier and a bounded age) and an analyst with a large budget who has asked once (so
+    the log has an entry whichever of this module's tests pytest-xdist runs in this process)."""
     from privdb.database import Database
+    from privdb.sql import engine
 
     where = tmp_path_factory.mktemp("startup")
     data = where / "people.csv"
@@ -75,6 +77,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     try:
         database.load("people", data, meta)
         database.grant("alice", epsilon=1000)
+        engine.run(database, "alice", "DP-SELECT 0.5 COUNT(*) FROM people")
     finally:
         database.close()
     return where / "db"
