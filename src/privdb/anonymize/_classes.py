@@ -246,12 +246,15 @@ class CellPairs:
 
 
 def cell_pairs(raw: pd.Series, released: pd.Series) -> CellPairs:
-    """Factorise both columns (hash-based), then the pair of codes: text is made for distinct values only."""
+    """Factorise both columns (hash-based), then the pair of codes (``_numbered``): text is made for distinct
+    values only. Pairs are numbered in no particular order."""
     rc, ru = pd.factorize(raw, use_na_sentinel=False)
     lc, lu = pd.factorize(released, use_na_sentinel=False)
-    labels = pd.Series(np.asarray(lu, dtype=object), dtype=object).astype(str).to_numpy(dtype=object)
+    labels = np.asarray(lu, dtype=object)
+    if not _all_text(labels):
+        labels = pd.Series(labels, dtype=object).astype(str).to_numpy(dtype=object)
     m = max(len(labels), 1)
-    pair, uniq = pd.factorize(rc.astype(np.int64) * m + lc)
+    pair, uniq = _numbered(rc.astype(np.int64) * m + lc, len(ru) * m)
     raw_text = text(np.asarray(ru))
     r_code, r_text = pd.factorize(raw_text)  # two values may share a text (1 and 1.0): numbered once
     l_code, l_text = pd.factorize(labels)
@@ -265,6 +268,23 @@ def cell_pairs(raw: pd.Series, released: pd.Series) -> CellPairs:
         label_code=l_code.astype(np.int64)[uniq % m],
         labels=np.asarray(l_text, dtype=object),
     )
+
+
+def _numbered(key: IntArray, space: int) -> tuple[IntArray, IntArray]:
+    """``pd.factorize(key)`` for keys below ``space``, but numbered in key order: through a lookup table when
+    the space is small enough (a flag per key, then a number per key seen), else by hash."""
+    if space > _DENSE_KEYS or not len(key):
+        pair, uniq = pd.factorize(key)
+        return np.asarray(pair, dtype=np.int64), np.asarray(uniq, dtype=np.int64)
+    seen = np.zeros(space, dtype=bool)
+    seen[key] = True
+    uniq = np.flatnonzero(seen)
+    lookup = np.empty(space, dtype=np.int32)
+    lookup[uniq] = np.arange(len(uniq), dtype=np.int32)
+    return lookup[key].astype(np.int64), uniq.astype(np.int64)
+
+
+_DENSE_KEYS = 1 << 24  # 80 MB of lookup at most
 
 
 def covered(
