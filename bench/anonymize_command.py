@@ -9,8 +9,11 @@ the report states (the library call alone, measured by the command). Best of ``-
 Variants: Mondrian, k = 10, sensitive salary-class, with ``--report R.json``; the same with the HTML page
 and the PNG histogram too; the full-domain search (lattice) with the shipped hierarchies (``--fix-labels``);
 Mondrian as the first on the harder table (``replicate_adult(..., harder=True)``: for half the records one
-categorical quasi-identifier redrawn from its Adult marginal; issue 30's target). ``--only KEY`` runs some
-variants (keys: plain, html, lattice, harder) and writes them to their own subsection. Besides wall and
+categorical quasi-identifier redrawn from its Adult marginal; issue 30's target) and on the hardest
+(``replicate_adult(..., hardest=True)``: the harder table with ages in tenths of a year and each category
+split into up to 12 variants drawn from a Zipf law, ``bench.harness.data.spread_adult``; issue 40's target).
+``--only KEY`` runs some variants (keys: plain, html, lattice, harder, hardest) and writes them to their own
+subsection. Besides wall and
 algorithm seconds, each run's CPU seconds (user + system of the child process) are noted: on a loaded
 machine they move less than wall time.
 
@@ -56,12 +59,17 @@ class Variant:
     name: str
     args: tuple[str, ...]
     fix_labels: bool = False
-    harder: bool = False
+    table: str = "plain"  # plain, harder or hardest (``big_table``)
     target: tuple[float, float] = (TARGET_S, float("inf"))  # wall, algorithm seconds
 
 
 VARIANTS = (
-    Variant("plain", "Mondrian, k = 10, --report", ("--sensitive", "salary-class", "--k", "10")),
+    Variant(
+        "plain",
+        "Mondrian, k = 10, --report",
+        ("--sensitive", "salary-class", "--k", "10"),
+        target=(TARGET_S, 2.0),
+    ),
     Variant(
         "html",
         "Mondrian, k = 10, --report, --report-html, --report-png",
@@ -86,15 +94,24 @@ VARIANTS = (
         "harder",
         "Mondrian, k = 10, --report, harder table",
         ("--sensitive", "salary-class", "--k", "10"),
-        harder=True,
+        table="harder",
         target=(4.0, 2.0),
+    ),
+    Variant(
+        "hardest",
+        "Mondrian, k = 10, --report, hardest table",
+        ("--sensitive", "salary-class", "--k", "10"),
+        table="hardest",
+        target=(TARGET_S, 2.0),
     ),
 )
 
 
-def big_table(path: Path, rows: int, harder: bool = False) -> None:
-    """The 1,000,000-row table of ``bench.anonymize`` (``replicate_adult``, ``harder`` or not), as CSV."""
-    replicate_adult(load_adult(), rows, SEED, harder=harder).to_csv(path, sep=";", index=False)
+def big_table(path: Path, rows: int, table: str = "plain") -> None:
+    """The 1,000,000-row table of ``bench.anonymize`` (``replicate_adult``: plain, harder or hardest), as
+    CSV."""
+    frame = replicate_adult(load_adult(), rows, SEED, harder=table == "harder", hardest=table == "hardest")
+    frame.to_csv(path, sep=";", index=False)
 
 
 def _child_cpu() -> float:
@@ -132,15 +149,15 @@ def measure(
     out["load_start"] = machine.load(", ")
     with tempfile.TemporaryDirectory(prefix="privdb-bench-") as tmp:
         work = Path(tmp)
-        tables = {h: work / f"big{'-harder' if h else ''}.csv" for h in {v.harder for v in variants}}
-        for harder, path in tables.items():
-            big_table(path, rows, harder)
+        tables = {t: work / f"big-{t}.csv" for t in dict.fromkeys(v.table for v in variants)}
+        for table, path in tables.items():
+            big_table(path, rows, table)
         for variant in variants:
             got: dict[str, list[tuple[float, float, float]]] = {side: [] for side in sides}
             for _ in range(repeats):
                 for side, src in sides.items():
                     new = side == "now" or _knows_fix_labels(src)
-                    got[side].append(run_once(src, variant, tables[variant.harder], work, new))
+                    got[side].append(run_once(src, variant, tables[variant.table], work, new))
             out["runs"][variant.name] = {side: _summary(runs) for side, runs in got.items()}
             out["runs"][variant.name]["target"] = list(variant.target)
     out["load_end"] = machine.load(", ")
@@ -204,7 +221,10 @@ def markdown(result: dict[str, Any], command: str, name: str = NAME) -> str:
         f"anonymize big.csv --qi {QI} … -o out.csv --report r.json`) on a {result['rows']:,}-row Adult-like "
         f"table (Adult tiled, age + U{{-2..2}} clipped to 17..90, seed {SEED}; the harder table also "
         "redraws, "
-        "for half the records, one categorical quasi-identifier from its Adult marginal), in a temporary "
+        "for half the records, one categorical quasi-identifier from its Adult marginal; the hardest table "
+        "is the harder one with ages in tenths of a year, age + U{0..9}/10, and each category split into up "
+        "to 12 variants drawn from a Zipf law of exponent 1.2, `bench.harness.data.spread_adult`: 740 ages "
+        "and 6 to 488 values per category), in a temporary "
         "directory. Wall: the process from start to exit (interpreter start and imports included). "
         "Algorithm: the `seconds` of its report, the library call alone. CPU: user + system seconds of the "
         "process (less sensitive to other work on the machine than wall time). The rest is reading the CSV "

@@ -1,6 +1,8 @@
 """``privdb anonymize --algorithm mondrian`` writes byte for byte the release it wrote before issue 30's
 speed-up, on Adult and on the first 100,000 rows of the harder 1,000,000-row Adult variant of
-``bench.anonymize`` (the speed-up changed how partitions are computed and written, never which).
+``bench.anonymize`` (the speed-up changed how partitions are computed and written, never which); and, since
+issue 40's, the release and the report it wrote before on the first 100,000 rows of the hardest variant
+(``replicate_adult(..., hardest=True)``; digests computed with commit 674344b the same way).
 
 The expected SHA-256 digests were computed with the code before the change (commit d9a2f28)::
 
@@ -17,6 +19,7 @@ index=False)``; the partitions' digests (ids and sizes, as int64 bytes) likewise
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
@@ -40,23 +43,36 @@ SEED = 20261123  # bench.anonymize.spec.SEED
 # written as above: the table the harder variant's digests were computed on
 HARDER_100K = "602691d3086719155ced8cb6da17fa2c0a583fb64c8c052af4d747c46af5b694"
 
+# likewise for replicate_adult(adult, 1_000_000, SEED, hardest=True)
+HARDEST_100K = "f07c69f4aa4d3e1c3c2e4fede340f1f464881c62206d9e11cfe7fe2f536c42ff"
+
 runner = CliRunner()
+
+
+def _first_rows(tmp_path_factory: pytest.TempPathFactory, name: str, digest: str, **variant: bool) -> Path:
+    """A variant's first 100,000 rows as CSV, checked against its digest first: a change to the generator
+    fails here, by name, rather than as a changed release."""
+    path = tmp_path_factory.mktemp(name) / f"{name}100k.csv"
+    replicate_adult(load_adult(), 1_000_000, SEED, **variant).iloc[:100_000].to_csv(
+        path, sep=";", index=False
+    )
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == digest, (
+        f"bench.harness.data.replicate_adult({variant}) no longer writes the table the {name} variant's "
+        "digests were computed on; restore it (the digests pin the release, not the generator)"
+    )
+    return path
 
 
 @pytest.fixture(scope="module")
 def harder_100k(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The harder variant's first 100,000 rows as CSV, checked against HARDER_100K first: a change to the
-    generator fails here, by name, rather than as a changed release below."""
-    path = tmp_path_factory.mktemp("harder") / "harder100k.csv"
-    replicate_adult(load_adult(), 1_000_000, SEED, harder=True).iloc[:100_000].to_csv(
-        path, sep=";", index=False
-    )
-    got = hashlib.sha256(path.read_bytes()).hexdigest()
-    assert got == HARDER_100K, (
-        "bench.harness.data.replicate_adult(harder=True) no longer writes the table the harder variant's "
-        "digests were computed on; restore it (the digests pin the release, not the generator)"
-    )
-    return path
+    """The harder variant's first 100,000 rows as CSV (checked against HARDER_100K)."""
+    return _first_rows(tmp_path_factory, "harder", HARDER_100K, harder=True)
+
+
+@pytest.fixture(scope="module")
+def hardest_100k(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The hardest variant's first 100,000 rows as CSV (checked against HARDEST_100K)."""
+    return _first_rows(tmp_path_factory, "hardest", HARDEST_100K, hardest=True)
 
 
 def _release_digest(table: Path, out: Path, *options: str) -> str:
@@ -94,6 +110,33 @@ def test_adult_release_is_byte_identical_to_before(
 def test_harder_variant_release_is_byte_identical_to_before(harder_100k: Path, tmp_path: Path) -> None:
     got = _release_digest(harder_100k, tmp_path / "out.csv", "--k", "10", "--seed", "1")
     assert got == "0eb75263a25af1e58137d07dc0c104dd6bb74201663f43b5dfca940f60473762"
+
+
+@pytest.mark.parametrize(
+    ("options", "release", "report"),
+    [
+        (
+            ("--k", "10", "--seed", "1"),
+            "5a98760999f703c9524b5c679eb7703e1d510984788bf41489fb52666d2e3d56",
+            "f3279e07eafc592ebeac0c9ded8d4c0baa8cd44c6c37a70085dc865dc9292453",
+        ),
+        (
+            ("--k", "5", "--l", "2", "--seed", "2"),
+            "3c99eb659f77b43e6b01200a59a4d02f11374a7bb5f6b8236f787b3254b1d3bf",
+            None,
+        ),
+    ],
+    ids=["k10", "k5-l2"],
+)
+def test_hardest_variant_release_and_report_are_as_before(
+    hardest_100k: Path, tmp_path: Path, options: tuple[str, ...], release: str, report: str | None
+) -> None:
+    """The report's digest: its JSON without ``seconds``, keys sorted (``json.dumps(sort_keys=True)``)."""
+    assert _release_digest(hardest_100k, tmp_path / "out.csv", *options) == release
+    if report is not None:
+        body = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
+        body.pop("seconds")
+        assert hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest() == report
 
 
 @pytest.mark.parametrize(

@@ -62,9 +62,14 @@ def load_adult(directory: Path = ADULT) -> pd.DataFrame:
     return pd.read_csv(directory / "adult.csv", sep=";")
 
 
-def replicate_adult(adult: pd.DataFrame, n: int, seed: int, *, harder: bool = False) -> pd.DataFrame:
+def replicate_adult(
+    adult: pd.DataFrame, n: int, seed: int, *, harder: bool = False, hardest: bool = False
+) -> pd.DataFrame:
     """Adult tiled to ``n`` records, age + U{-2..2} clipped to 17..90; ``harder``: for half the records one
-    categorical quasi-identifier (uniformly chosen) redrawn from its marginal in Adult."""
+    categorical quasi-identifier (uniformly chosen) redrawn from its marginal in Adult; ``hardest``: the
+    harder table with more distinct, skewed values per quasi-identifier (``spread_adult``)."""
+    if hardest:
+        return spread_adult(replicate_adult(adult, n, seed, harder=True), seed)
     import numpy as np
     import pandas as pd
 
@@ -81,3 +86,37 @@ def replicate_adult(adult: pd.DataFrame, n: int, seed: int, *, harder: bool = Fa
             values[picked] = adult[c].to_numpy(dtype=object)[rng.integers(0, len(adult), len(picked))]
             big[c] = pd.Series(values, index=big.index).astype(adult[c].dtype)
     return big
+
+
+# ``spread_adult``: how many variants of each value of a categorical quasi-identifier (issue 40)
+SPREAD = {
+    "workclass": 12,
+    "education": 12,
+    "marital-status": 12,
+    "occupation": 12,
+    "race": 12,
+    "sex": 3,
+    "native-country": 12,
+}
+
+
+def spread_adult(big: pd.DataFrame, seed: int, zipf: float = 1.2) -> pd.DataFrame:
+    """More distinct values per quasi-identifier, skewed (issue 40's hardest table): age in tenths of a year
+    (age + U{0..9}/10, ten times the values), and each value ``v`` of a categorical quasi-identifier ``c``
+    split into ``v~1`` .. ``v~m`` (``m = SPREAD[c]``) drawn from a Zipf law (weight ∝ 1/rank^zipf), so a
+    column has up to ``m`` times Adult's values, a few common and many rare. Seeded: the same table every
+    time."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng([seed, 40])
+    n = len(big)
+    out = big.copy()
+    out["age"] = np.round(big["age"].to_numpy() + rng.integers(0, 10, n) / 10, 1)
+    for c, m in SPREAD.items():
+        weights = 1.0 / np.arange(1, m + 1) ** zipf
+        rank = rng.choice(m, n, p=weights / weights.sum()) + 1
+        out[c] = pd.Series(big[c].astype(str).to_numpy(dtype=object) + "~", index=big.index) + pd.Series(
+            rank, index=big.index
+        ).astype(str)
+    return out

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from privdb.anonymize._classes import STAR, HierarchyLike
 from privdb.anonymize.full_domain import Search, full_domain
@@ -36,7 +37,7 @@ from privdb.anonymize.mondrian_codes import encode
 from privdb.anonymize.mondrian_labels import generalize
 from privdb.anonymize.node_criteria import NodeCriteria
 from privdb.anonymize.population import check_population
-from privdb.anonymize.release import Anonymized, build_release, class_ids
+from privdb.anonymize.release import Anonymized, GeneralizedColumn, build_release, class_ids
 from privdb.anonymize.resolve import automatic, load_hierarchies, resolve
 from privdb.anonymize.sensitive_condition import SensitiveCondition
 from privdb.errors import InvalidParameter, UnknownColumn
@@ -130,6 +131,14 @@ def _check(
         raise InvalidParameter(
             f"k = {k} is larger than the table ({len(df)} rows): no class can hold k records; lower k"
         )
+
+
+def _all_starred(columns: Sequence[GeneralizedColumn], n: int) -> NDArray[np.bool_]:
+    """Per record: whether its label is ``*`` in every column (read from the labels, once each)."""
+    out = np.ones(n, dtype=bool)
+    for col in columns:
+        out &= (np.asarray(col.labels, dtype=object) == STAR)[col.codes]
+    return out
 
 
 def anonymize(
@@ -277,7 +286,7 @@ def anonymize(
     ids_cls = class_ids(cols, suppressed)
     n_parts = n_parts or (int(ids_cls.max()) + 1 if len(ids_cls) else 0)
     table = build_release(df, qi, cols, suppressed)
-    starred = int(((table[list(qi)] == STAR).all(axis=1).to_numpy() & ~suppressed).sum())
+    starred = int((_all_starred(cols, len(df)) & ~suppressed).sum())
     if starred:  # shown as suppressed, so the reason is owed (the top node: no less general one passed)
         reason = "; ".join(
             [

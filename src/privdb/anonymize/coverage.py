@@ -16,6 +16,7 @@ import pandas as pd
 
 from privdb.anonymize._classes import (
     BoolArray,
+    CellPairs,
     HierarchyLike,
     IntArray,
     covered,
@@ -47,12 +48,15 @@ def covers(
     released: pd.DataFrame,
     qi: Sequence[str],
     hierarchies: Mapping[str, HierarchyLike] | None = None,
+    *,
+    pairs: Mapping[str, CellPairs] | None = None,
 ) -> Coverage:
     """Check that every generalised value covers its record (same row order in both tables).
 
     A ``lo-hi`` range must include the number, a ``|`` set or hierarchy label must contain the value, a
     masked code must share its prefix; ``*`` covers everything. Counts violating cells per column and
-    lists the violating rows (positions, never values).
+    lists the violating rows (positions, never values). ``pairs``: ``cell_pairs`` of some columns, made
+    already.
     """
     require_release_of(original, released, qi)
     hierarchies = hierarchies or {}
@@ -60,7 +64,7 @@ def covers(
     by_column: dict[str, int] = {}
     for c in qi:
         h = hierarchy_frame(hierarchies[c], c) if c in hierarchies else None
-        miss: BoolArray = ~covered(original[c], released[c], h)
+        miss: BoolArray = ~covered(original[c], released[c], h, (pairs or {}).get(c))
         by_column[c] = int(miss.sum())
         bad |= miss
     return Coverage(int(sum(by_column.values())), by_column, np.flatnonzero(bad).astype(np.int64))

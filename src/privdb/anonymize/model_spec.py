@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import poisson
 
 from privdb.anonymize.uniqueness import check_estimator
 from privdb.errors import InvalidParameter
@@ -155,6 +154,8 @@ MONDRIAN_REFUSAL = (
 
 def derived_k(k: int, sampling_fraction: float, significance: float, estimator: str, n: int) -> int:
     """ARX's k-anonymity equivalent of k-map when only π is known (see the module docstring)."""
+    from scipy.stats import poisson  # heavy (about a second to import), and only k-map's estimate needs it
+
     lam = sampling_fraction * k
     if estimator == "poisson":
         counter, value = 0, 0.0

@@ -8,7 +8,6 @@ from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import polygamma
 
 __all__ = ["ACCURACY", "GRID", "Arr", "Equations", "newton", "trigamma"]
 
@@ -85,6 +84,8 @@ def _first_root(
 def trigamma(x: Arr) -> Arr:
     """ψ₁(x), accurate; below 0 by the reflection ψ₁(x) = π²/sin²(πx) − ψ₁(1 − x), since SciPy's Hurwitz zeta
     takes time linear in |x| there (seconds per call once a diverging Newton iterate reaches −10⁸)."""
+    from scipy.special import polygamma  # heavy (SciPy's special functions): only the estimators need it
+
     x = np.asarray(x, dtype=np.float64)
     negative = x < 0
     with np.errstate(all="ignore"):

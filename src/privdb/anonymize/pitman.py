@@ -27,7 +27,6 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy.special import digamma, gamma, gammaln
 
 from privdb.anonymize.newton import ACCURACY, GRID, Arr, newton, trigamma
 
@@ -112,6 +111,8 @@ def term_sums(t: Arr, a: Arr, m: int, power: Arr | None = None) -> tuple[Arr, Ar
     """Σ_{i=1..m} of 1/(t+ia), i/(t+ia), 1/(t+ia)², i/(t+ia)², i²/(t+ia)² for each (t, a), without summing m
     terms: with x = t/a, by ψ(x+m+1) − ψ(x+1) and ψ₁(x+1) − ψ₁(x+m+1); where |a|·m ≤ |t|/2 (the ψ difference
     would cancel) by the series 1/(1+ρq) = Σ(−ρq)ᵏ, ρ = ma/t, q = i/m, over the power sums ``power``."""
+    from scipy.special import digamma  # heavy (SciPy's special functions): only the estimators need it
+
     zeros = np.zeros_like(np.asarray(t, dtype=np.float64))
     if m == 0:
         return zeros, zeros, zeros, zeros, zeros
@@ -170,6 +171,8 @@ def _closed(
 def _terms(t: Arr, a: Arr, u: float, n: float, big: Arr, big_counts: Arr, power: Arr) -> Fn:
     """The same equations and Jacobian term by term (ARX's ``getMasterFunctionIterative``): sums over the
     classes i < u, the records i < n and, per class of size s > 1, j < s."""
+    from scipy.special import digamma  # heavy (SciPy's special functions): only the estimators need it
+
     o1, o3, d1, d5, d3 = term_sums(t, a, int(u) - 1, power)
     col = a[:, None]
     with np.errstate(all="ignore"):
@@ -228,6 +231,8 @@ def pitman(
 def _result(t: float, a: float, population: float) -> float:
     """ARX's ``getResult``: Γ(θ+1)/Γ(θ+α)·N^α by log-gamma and by the gamma ratio, each kept only within
     0..N (ARX's log-gamma is NaN at or below 0), the larger of the two."""
+    from scipy.special import gamma, gammaln  # heavy (SciPy's special functions): only the estimators need it
+
     if not (math.isfinite(t) and math.isfinite(a)) or a == 0:
         return math.nan
     values = []

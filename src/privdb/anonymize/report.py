@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privdb.anonymize._classes import Classes
+from privdb.anonymize._classes import CellPairs, Classes, cell_pairs, require_release_of
 from privdb.anonymize.coverage import covers
 from privdb.anonymize.models import check
 from privdb.anonymize.report_page import histogram_png, render_html, render_png
@@ -56,12 +56,14 @@ def _measures(
     hierarchy: Any,
     original: pd.DataFrame | None,
     hierarchies: Mapping[str, Any] | None,
+    pairs: Mapping[str, CellPairs] | None = None,
 ) -> tuple[dict[str, Any], Classes]:
-    """``table_report``'s dict and the one grouping of ``table`` every measure used."""
+    """``table_report``'s dict and the one grouping of ``table`` every measure used (``pairs``: the
+    columns' ``cell_pairs`` against ``original``, made already)."""
     achieved = check(table, qi, sensitive, distance=distance, hierarchy=hierarchy)
     out = achieved.to_dict() | {"risk": risk(table, qi, classes=achieved.classes).to_dict()}
     if original is not None:
-        out["coverage"] = covers(original, table, qi, hierarchies).to_dict()
+        out["coverage"] = covers(original, table, qi, hierarchies, pairs=pairs).to_dict()
     out["class_sizes"] = _size_counts(achieved.class_sizes)
     return out, achieved.classes
 
@@ -90,9 +92,13 @@ def release_report(
     sens_hierarchy = (hierarchies or {}).get(sensitive) if sensitive else None
     released, original = _encoded(released, qi), _encoded(original, qi)
     tree = sens_hierarchy if distance in ("auto", "hierarchical") else None
-    achieved, classes = _measures(released, qi, sensitive, distance, tree, original, hierarchies)
+    require_release_of(original, released, qi)
+    pairs = {c: cell_pairs(original[c], released[c]) for c in qi}  # shared by coverage and utility
+    achieved, classes = _measures(released, qi, sensitive, distance, tree, original, hierarchies, pairs)
     k = parameters.get("k")
-    loss = utility(original, released, qi, hierarchies, k=k if isinstance(k, int) else None, classes=classes)
+    loss = utility(
+        original, released, qi, hierarchies, k=k if isinstance(k, int) else None, classes=classes, pairs=pairs
+    )
     return {
         "parameters": parameters,
         "achieved": achieved.pop("achieved"),

@@ -119,8 +119,9 @@ def _as_arrow(frame: pd.DataFrame, delimiter: str) -> pa.Table | None:
         if kind == "f":
             spelt = values.astype(np.float64).astype(str)  # repr, as pandas writes floats
         elif all(isinstance(v, str) for v in values):
-            spelt = values.astype(str)
-            if any(any(s in v for s in special) for v in spelt):
+            joined = "".join(values.tolist())  # a character in any value is in their concatenation
+            spelt = values.astype(str) if "\x00" in joined else values  # (NumPy's text drops a last NUL)
+            if any(s in joined for s in special) and any(any(s in v for s in special) for v in spelt):
                 return None
         else:
             return None  # booleans, dates, mixed objects: pandas' own spelling

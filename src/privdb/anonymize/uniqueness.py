@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import gammaln
 
 from privdb.anonymize.newton import GRID, Arr, newton
 from privdb.anonymize.pitman import pitman
@@ -44,6 +43,8 @@ ESTIMATORS = ("pitman", "zayatz", "snb", "dankar")
 
 def _hypergeom_one(population: int, size: np.ndarray, n: int) -> np.ndarray:
     """P(exactly one of a class's ``size`` population records is among ``n`` drawn from ``population``)."""
+    from scipy.special import gammaln  # heavy (SciPy's special functions): only the estimators need it
+
     size = size.astype(np.float64)
     log = (
         np.log(size)

@@ -14,6 +14,7 @@ Costs are computed once per distinct released label and gathered per record.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ import pandas as pd
 
 from privdb.anonymize._classes import (
     STAR,
+    CellPairs,
     Classes,
     FloatArray,
     HierarchyLike,
@@ -45,11 +47,16 @@ def _is_numeric(col: pd.Series) -> bool:
     return bool(pd.api.types.is_numeric_dtype(col)) and not pd.api.types.is_bool_dtype(col)
 
 
-def _column_loss(orig: pd.Series, rel: pd.Series, hierarchy: pd.DataFrame | None) -> FloatArray:
-    """NCP of each cell of one quasi-identifier."""
-    codes, labels = pd.factorize(rel, use_na_sentinel=False)
-    lab = pd.Series(np.asarray(labels, dtype=object), dtype=object).astype(str).to_numpy(dtype=object)
-    raw_text = pd.Index(pd.unique(text(np.asarray(pd.unique(orig)))))
+def _column_loss(
+    orig: pd.Series, rel: pd.Series, hierarchy: pd.DataFrame | None, pairs: CellPairs | None = None
+) -> FloatArray:
+    """NCP of each cell of one quasi-identifier (``pairs``: the column's ``cell_pairs``, if made already)."""
+    if pairs is None:
+        codes, labels = pd.factorize(rel, use_na_sentinel=False)
+        lab = pd.Series(np.asarray(labels, dtype=object), dtype=object).astype(str).to_numpy(dtype=object)
+        raw_text = pd.Index(pd.unique(text(np.asarray(pd.unique(orig)))))
+    else:  # the labels' texts without repeats: a cost depends on the text alone
+        codes, lab, raw_text = pairs.label_code[pairs.of_record], pairs.labels, pd.Index(pairs.raws)
     cost = np.full(len(lab), np.nan)
     cost[lab == STAR] = 1.0
     cost[pd.Index(lab).isin(raw_text)] = 0.0
@@ -69,7 +76,7 @@ def _column_loss(orig: pd.Series, rel: pd.Series, hierarchy: pd.DataFrame | None
             counted = pd.Series(lab).map(leaves).to_numpy(dtype=np.float64)
         else:
             domain = int(orig.nunique(dropna=False))
-            counted = np.array([_leaves_of(str(x), raw_text) for x in lab], dtype=np.float64)
+            counted = _leaf_sets(lab, raw_text)
         todo = np.isnan(cost) & ~np.isnan(counted)
         cost[todo] = (counted[todo] - 1) / (domain - 1) if domain > 1 else 0.0
     if np.isnan(cost).any():
@@ -92,6 +99,24 @@ def _other_ranges(lab: Any, lo: FloatArray, hi: FloatArray) -> None:
             stars = len(label) - len(label.rstrip(STAR))
             base = int(label.rstrip(STAR) or 0) * 10**stars
             lo[i], hi[i] = float(base), float(base + 10**stars - 1)
+
+
+def _leaf_sets(lab: Any, raw_text: pd.Index) -> FloatArray:
+    """``_leaves_of`` of each label; the ``|`` sets counted at once (their members split in one go, the
+    distinct members of each set counted by hash)."""
+    labels = [str(x) for x in lab]
+    out = np.full(len(labels), np.nan)
+    barred = np.fromiter(map(operator.methodcaller("__contains__", "|"), labels), bool, len(labels))
+    sets = [label for label, bar in zip(labels, barred, strict=True) if bar]
+    if sets:
+        sizes = np.fromiter(map(operator.methodcaller("count", "|"), sets), np.int64, len(sets)) + 1
+        member = pd.factorize(np.asarray("|".join(sets).split("|"), dtype=object))[0].astype(np.int64)
+        owner = np.repeat(np.arange(len(sets)), sizes)
+        again = pd.Series(owner * (int(member.max()) + 1) + member).duplicated().to_numpy()
+        out[barred] = np.bincount(owner[~again], minlength=len(sets)).astype(np.float64)
+    for i in np.flatnonzero(~barred):
+        out[i] = _leaves_of(labels[i], raw_text)
+    return out
 
 
 def _leaves_of(label: str, raw_text: pd.Index) -> float:
@@ -127,14 +152,17 @@ def ncp(
     released: pd.DataFrame,
     qi: Sequence[str],
     hierarchies: Mapping[str, HierarchyLike] | None = None,
+    *,
+    pairs: Mapping[str, CellPairs] | None = None,
 ) -> dict[str, float]:
-    """NCP per quasi-identifier (mean over records), each a fraction 0..1."""
+    """NCP per quasi-identifier (mean over records), each a fraction 0..1 (``pairs``: ``cell_pairs`` of
+    some columns, made already)."""
     require_release_of(original, released, qi)
     hierarchies = hierarchies or {}
     out: dict[str, float] = {}
     for c in qi:
         h = hierarchy_frame(hierarchies[c], c) if c in hierarchies else None
-        out[c] = float(_column_loss(original[c], released[c], h).mean())
+        out[c] = float(_column_loss(original[c], released[c], h, (pairs or {}).get(c)).mean())
     return out
 
 
@@ -179,13 +207,16 @@ def utility(
     *,
     k: int | None = None,
     classes: Classes | None = None,
+    pairs: Mapping[str, CellPairs] | None = None,
 ) -> Utility:
     """All information-loss measures of ``released`` against ``original`` (same rows, same order).
 
     ``k`` is the k asked for, used by C_avg; without it the achieved k is used. ``classes`` reuses a
-    grouping of ``released`` already made by ``_classes.group``.
+    grouping of ``released`` already made by ``_classes.group``, ``pairs`` the columns' ``cell_pairs``.
     """
-    by_col = ncp(original, released, qi, hierarchies)
+    require_release_of(original, released, qi)
+    pairs = {c: (pairs or {}).get(c) or cell_pairs(original[c], released[c]) for c in qi}
+    by_col = ncp(original, released, qi, hierarchies, pairs=pairs)
     cl = classes if classes is not None else group(released, qi)
     if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1):
         raise InvalidParameter(f"k must be a whole number of at least 1 (got {k!r})")
@@ -193,8 +224,7 @@ def utility(
     in_classes = cl.n - cl.n_suppressed
     avg = in_classes / cl.n_classes if cl.n_classes else 0.0
     changed = 0
-    for c in qi:
-        cp = cell_pairs(original[c], released[c])
+    for cp in pairs.values():
         changed += int(cp.count[cp.raw != cp.label].sum())
     return Utility(
         ncp=float(np.mean(list(by_col.values()))),

@@ -207,7 +207,6 @@ def anonymize(
         render_png,
         write_table,
     )
-    from privdb.publish.evaluation import split_rows
 
     columns = qi_columns(qi)
     kept = qi_columns(keep, "--keep") if keep is not None else []
@@ -246,7 +245,11 @@ def anonymize(
         )  # fmt: skip
         people = read_table(population)[0] if population is not None else None
         check_written(whole, written, kept, columns, sensitive)
-        split = None if target is None else split_rows(whole, holdout, unit=unit)
+        split = None
+        if target is not None:
+            from privdb.publish.evaluation import split_rows  # only --target holds rows out
+
+            split = split_rows(whole, holdout, unit=unit)
         frame = whole if split is None else split.train
         loaded = hierarchy_frames(hierarchies, [*columns, *([sensitive] if sensitive else [])], fix_labels)
         t_tree = _t_hierarchy(t_distance, t, sensitive, loaded)

@@ -1,0 +1,148 @@
+"""The vectorised paths of issue 40 answer as the rules they replace: coverage decided per distinct text
+(``_classes._texts_covered``) as pair by pair, Mondrian's ordered-category labels from bit-mask words as
+from sorted pairs, the leaves of ``|`` sets counted at once as one by one, and the CSV writer's quick test
+for text that needs quoting."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privdb.anonymize import _classes, mondrian_labels
+from privdb.anonymize._classes import STAR, covered, hierarchy_frame, pair_covered
+from privdb.anonymize.mondrian import partition
+from privdb.anonymize.mondrian_codes import encode
+from privdb.anonymize.tables import write_table
+from privdb.anonymize.utility import _leaf_sets, _leaves_of
+
+_INTERVAL = re.compile(r"^\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*-\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*$")
+
+
+def _one_pair(raw: str, label: str, pairs: set[str]) -> bool:
+    """The rules of ``covered`` for one pair, written out plainly."""
+    if label in (STAR, raw) or f"{raw}\x1f{label}" in pairs:
+        return True
+    found = _INTERVAL.match(label)
+    if found is not None:
+        try:
+            if float(found[1]) <= float(raw) <= float(found[2]):
+                return True
+        except ValueError:
+            pass
+    if "|" in label:
+        return raw in label.split("|")
+    return label.endswith(STAR) and len(label) == len(raw) and raw.startswith(label.rstrip(STAR))
+
+
+def _random_pairs(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    words = np.array(["a", "b", "c", "ab", "3", "31", "32", "12", "7.5", "-2", "x y", ""], dtype=object)
+    raw = words[rng.integers(0, len(words), n)]
+    labels = []
+    for i in range(n):
+        kind = rng.integers(0, 6)
+        if kind == 0:
+            labels.append(STAR)
+        elif kind == 1:
+            labels.append(str(raw[i]))
+        elif kind == 2:
+            lo = int(rng.integers(-5, 30))
+            labels.append(f"{lo}-{lo + int(rng.integers(0, 10))}")
+        elif kind == 3:
+            labels.append("|".join(words[rng.integers(0, len(words), rng.integers(1, 5))]))
+        elif kind == 4:
+            labels.append(["3*", "1*", "**", "a*", "*b"][int(rng.integers(0, 5))])
+        else:
+            labels.append(str(words[rng.integers(0, len(words))]))
+    return raw, np.asarray(labels, dtype=object)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_text_pairs_are_covered_as_pair_by_pair(seed: int) -> None:
+    raw, label = _random_pairs(3000, seed)
+    hierarchy = hierarchy_frame(
+        pd.DataFrame({0: ["a", "b", "ab"], 1: ["ab", "ab", "ab"], 2: ["x", "x", "x"]}), "c"
+    )
+    pairs = set(_classes.hierarchy_pairs(hierarchy))
+    for h, known in ((None, set()), (hierarchy, pairs)):
+        expected = np.array([_one_pair(r, lab, known) for r, lab in zip(raw, label, strict=True)])
+        assert np.array_equal(pair_covered(raw, label, h), expected)
+
+
+def test_values_that_are_not_text_keep_the_pair_by_pair_path() -> None:
+    raw = np.array([1, "1", 2.5, "x"], dtype=object)
+    label = np.array(["1", 1, "2-3", "x|y"], dtype=object)
+    assert pair_covered(raw, label).tolist() == [False, False, True, True]
+
+
+def test_covered_reads_numbers_and_sets_per_record() -> None:
+    raw = pd.Series([17, 30, 45, 30], name="age")
+    released = pd.Series(["17-30", "17-30", "40-44", "30|45"], name="age")
+    assert covered(raw, released).tolist() == [True, True, False, True]
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_ordered_labels_from_words_are_those_from_sorted_pairs(
+    strict: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(11)
+    n = 20_000
+    frame = pd.DataFrame(
+        {
+            "a": rng.integers(0, 50, n),
+            "c": [f"v{int(x)}" for x in rng.zipf(1.3, n) % 300],  # > 63 values: several words per mask
+            "d": [f"w{int(x)}" for x in rng.integers(0, 70, n)],
+        }
+    )
+    dims = [encode(frame[c], None) for c in frame.columns]
+    ids, sizes = partition(dims, 5, strict=strict)
+    words, loss = mondrian_labels.generalize(dims, ids, sizes)
+    monkeypatch.setattr(mondrian_labels, "_MAX_WORDS", 0)  # every set through the sorted-pairs path
+    monkeypatch.setattr(mondrian_labels, "_MAX_BITS", 64)
+    pairs, loss_pairs = mondrian_labels.generalize(dims, ids, sizes)
+    assert loss == loss_pairs
+    for x, y in zip(words, pairs, strict=True):
+        assert np.array_equal(x.codes, y.codes) and x.labels.tolist() == y.labels.tolist()
+
+
+def test_word_sets_read_back_in_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    xs = np.array([0, 64, 200, 0, 64, 5, 199], dtype=np.int64)
+    pid = np.array([0, 0, 0, 1, 1, 2, 2], dtype=np.int64)
+    monkeypatch.setattr(mondrian_labels, "_MAX_BITS", 64)
+    inv, row, code = mondrian_labels._word_sets(xs, pid, 3, 201)
+    assert inv.tolist() == [0, 1, 2]
+    assert list(zip(row.tolist(), code.tolist(), strict=True)) == [
+        (0, 0),
+        (0, 64),
+        (0, 200),
+        (1, 0),
+        (1, 64),
+        (2, 5),
+        (2, 199),
+    ]
+
+
+def test_leaves_of_sets_counted_at_once_as_one_by_one() -> None:
+    labels = np.array(["a|b", "a|a|b", "*", "3*", "x", "|", "b|c|b|c", "33|3"], dtype=object)
+    raw_text = pd.Index(["a", "b", "30", "31", "4"])
+    expected = [_leaves_of(str(x), raw_text) for x in labels]
+    assert np.array_equal(_leaf_sets(labels, raw_text), np.array(expected), equal_nan=True)
+
+
+@pytest.mark.parametrize("values", [["a", "b|c", "d"], ["a;b", "c", "d"], ['say "hi"', "b", "c"]])
+def test_written_text_matches_pandas_whatever_it_holds(tmp_path: Path, values: list[str]) -> None:
+    frame = pd.DataFrame({"x": pd.Series(values * 3, dtype=object), "n": range(9)})
+    write_table(frame, tmp_path / "t.csv", ";")
+    assert (tmp_path / "t.csv").read_bytes() == frame.to_csv(index=False, sep=";").encode("utf-8")
+
+
+def test_a_last_nul_is_still_dropped_as_before(tmp_path: Path) -> None:
+    """Text went through NumPy's fixed-width strings, which drop a last NUL: kept, so releases stay the
+    same bytes."""
+    frame = pd.DataFrame({"x": pd.Series(["a\x00", "b"], dtype=object), "n": [0, 1]})
+    write_table(frame, tmp_path / "t.csv", ";")
+    assert (tmp_path / "t.csv").read_bytes() == b"x;n\na;0\nb;1\n"
