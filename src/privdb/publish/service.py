@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from privdb.anonymize.hierarchy import Hierarchy, TaxonomyHierarchy
-from privdb.backends.names import quote
+from privdb.backends.names import HIDDEN_PREFIX, quote
 from privdb.catalog.metadata import TableMeta
 from privdb.database import Database
 from privdb.errors import InvalidParameter
@@ -158,8 +158,9 @@ def table_rows(db: Database, table: str) -> pd.DataFrame:
     """Every row of a table of the database (the owner's read: what a release is computed from), from
     the engine that holds it: DuckDB, or the SQLite file, PostgreSQL database or Spark it is attached from."""
     engine, source = db.backend_for(table)
-    if engine is db.backend:
-        return db.owner_sql(f"SELECT * FROM {quote(table)}")
+    if engine is db.backend:  # privdb's hidden per-unit columns are no part of the table's rows
+        rows = db.owner_sql(f"SELECT * FROM {quote(table)}")
+        return rows[[c for c in rows.columns if not str(c).startswith(HIDDEN_PREFIX)]]
     return engine.fetch(for_engine(engine, None, f"SELECT * FROM {quote(source)}"), timeout=db.query_timeout)
 
 
