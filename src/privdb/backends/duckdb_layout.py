@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import duckdb
 
 from privdb.backends.names import (
-    HIDDEN_PREFIX,
+    LAYOUT_PREFIXES,
     Layout,
     hidden_columns,
     quote,
@@ -26,8 +26,6 @@ from privdb.backends.names import (
 )
 
 __all__ = ["add_layout", "write_layout"]
-
-_ROWS, _KEPT = f"{HIDDEN_PREFIX}rows_per_", f"{HIDDEN_PREFIX}kept_"
 
 
 def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:
@@ -79,7 +77,7 @@ def write_layout(
     not name, and write those it names afresh on every row."""
     keep = hidden_columns(layout)
     for column in columns:
-        if column.startswith((_ROWS, _KEPT)) and column not in keep:
+        if column.startswith(LAYOUT_PREFIXES) and column not in keep:
             con.execute(f"ALTER TABLE {quote(table)} DROP COLUMN {quote(column)}")
     if layout is None:
         return

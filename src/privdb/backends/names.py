@@ -17,6 +17,7 @@ from privdb.errors import InvalidParameter
 
 __all__ = [
     "HIDDEN_PREFIX",
+    "LAYOUT_PREFIXES",
     "MAX_CHOICES",
     "RESERVED_PREFIX",
     "Layout",
@@ -34,6 +35,7 @@ __all__ = [
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 HIDDEN_PREFIX = "__privdb_"  # columns privdb keeps for itself: never in metadata, never in analysts' view
+LAYOUT_PREFIXES = (f"{HIDDEN_PREFIX}rows_per_", f"{HIDDEN_PREFIX}kept_")  # layout columns (duckdb_layout)
 RESERVED_PREFIX = "__privdb"  # no table an owner or analyst names may begin so (module doc)
 
 
@@ -47,13 +49,13 @@ def reserved_column(column: str) -> InvalidParameter:
 
 def unit_rows_column(unit: str) -> str:
     """The hidden column holding, on each row, how many rows its privacy unit has in the whole table."""
-    return f"{HIDDEN_PREFIX}rows_per_{unit}"
+    return f"{LAYOUT_PREFIXES[0]}{unit}"
 
 
 def unit_choice_column(unit: str, column: str) -> str:
     """The hidden column holding, on each row, how many rows its unit has in the value of ``column`` drawn
     for it (privdb.backends.duckdb_layout), 0 where the row holds another value."""
-    return f"{HIDDEN_PREFIX}kept_{unit}__{column}"
+    return f"{LAYOUT_PREFIXES[1]}{unit}__{column}"
 
 
 def is_reserved(name: str) -> bool:
