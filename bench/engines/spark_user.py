@@ -23,6 +23,7 @@ import duckdb
 
 from bench.harness.query import ANALYST, Query
 from privdb.database import Database
+from privdb.engine_loads import load_engine
 from privdb.sql import engine
 from privdb.sql.run import targets
 
@@ -82,12 +83,19 @@ def write_parquet(rows: int, out: Path) -> dict[str, Path]:
     return paths
 
 
-def run(rows: int, repeats: int, work: Path) -> list[dict[str, Any]]:
-    """Check the engine SQL of each query, then time privdb and Spark's own SQL interleaved."""
+def run(rows: int, repeats: int, work: Path, loaded: bool = False) -> list[dict[str, Any]]:
+    """Check the engine SQL of each query, then time privdb and Spark's own SQL interleaved. ``loaded``:
+    the tables written by privdb (``privdb load --engine``, with the per-unit layout) instead of attached;
+    Spark's own SQL then reads privdb's files too."""
     paths = write_parquet(rows, work)
     db = Database(work / "db")
     for name, path in paths.items():
-        db.attach(name, "spark://local[2]", source=str(path), metadata=META[name])
+        if loaded:
+            t0 = time.perf_counter()
+            load_engine(db, name, str(path), "spark://local[2]", META[name])
+            print(f"loaded {name} in {time.perf_counter() - t0:.1f} s")
+        else:
+            db.attach(name, "spark://local[2]", source=str(path), metadata=META[name])
     db.grant(ANALYST, epsilon=1e9, delta=1e-3)
     backend, _ = db.backend_for("events")
     views = {name: db.backend_for(name)[1] for name in paths}  # Spark's names of the Parquet views
@@ -121,10 +129,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="User-level DP-SELECTs on Spark local[2] against Spark SQL.")
     parser.add_argument("--rows", type=int, default=10_000_000, help="events rows (default 10M)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs of each side (default 3)")
+    parser.add_argument("--loaded", action="store_true", help="tables privdb writes (with the layout)")
     args = parser.parse_args()
     print(f"rows {args.rows:,} ({args.rows // PER_PERSON:,} persons); load {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
-        for r in run(args.rows, args.repeats, Path(tmp)):
+        for r in run(args.rows, args.repeats, Path(tmp), args.loaded):
             print(
                 f"{r['key']} {r['label']}: privdb {r['privdb']:.2f} s, Spark SQL {r['spark']:.2f} s "
                 f"({r['privdb'] / r['spark']:.1f}x); {r['queries']} engine queries, {r['returned']} rows to "

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from privdb.accounting.ledger import Budget, Ledger
 from privdb.accounting.renewal import parse_period, shared_figures
 from privdb.accounting.sqlstore import store_for
-from privdb.backends.base import is_read_only
+from privdb.backends.base import WritesTables, is_read_only
 from privdb.backends.names import check_name, is_reserved, layout_of
 from privdb.backends.urls import open_engine
 from privdb.catalog.loads import recover
@@ -217,7 +217,10 @@ class Database(TableLoads):
         if attached is None:
             return self.backend, table
         engine = self._open_engine(attached[0])
-        return engine, engine.resolve(attached[1])  # Spark: a view over a Parquet path
+        name = engine.resolve(attached[1])  # Spark: a view over a Parquet path
+        if isinstance(engine, WritesTables):  # what privdb wrote there, if it loaded the table
+            engine.adopt_layout(attached[1], self.catalog.layout(table))
+        return engine, name
 
     def _open_engine(self, url: str) -> Engine:
         with self._backend_lock:

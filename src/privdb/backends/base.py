@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from privdb.backends.names import RESERVED_PREFIX, is_reserved
 from privdb.errors import Forbidden, UnknownTable
@@ -12,7 +12,7 @@ from privdb.suggest import did_you_mean
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Engine", "find_table", "is_read_only", "not_granted"]
+__all__ = ["Engine", "WritesTables", "find_table", "is_read_only", "not_granted"]
 
 
 def find_table(
@@ -75,6 +75,17 @@ class Engine(Protocol):
     ) -> pd.DataFrame: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class WritesTables(Protocol):
+    """An attached engine privdb can also write tables into (Spark: privdb.backends.spark_layout), with
+    the layout it wrote kept beside the table in the catalog and handed back here on each use."""
+
+    @property
+    def session(self) -> Any: ...
+
+    def adopt_layout(self, source: str, stamp: dict[str, Any] | None) -> None: ...
 
 
 def is_read_only(sql: str) -> bool:

@@ -19,22 +19,11 @@ from typing import Any
 import pandas as pd
 
 from privdb.backends.base import find_table
+from privdb.backends.names import HIDDEN_PREFIX
+from privdb.backends.spark_layout import SparkLayout, file_names, spark_type
 from privdb.errors import EngineUnavailable, InvalidParameter, ParseError, UnknownTable, install_hint
 
 __all__ = ["SparkBackend", "spark_type"]
-
-
-def spark_type(data_type: str) -> str:
-    t = data_type.lower()
-    if t == "boolean":
-        return "bool"
-    if t in ("tinyint", "smallint", "int", "integer", "bigint", "long", "short", "byte"):
-        return "int"
-    if t in ("float", "double", "real") or t.startswith("decimal"):
-        return "float"
-    if t.startswith(("date", "timestamp")):
-        return "date"
-    return "text"
 
 
 def _is_path(source: str) -> bool:
@@ -57,6 +46,8 @@ class SparkBackend:
         self._spark = self._start()
         self._views: dict[str, str] = {}  # source (Parquet path or catalog name) → the name to query
         self._schemas: dict[str, dict[str, str]] = {}
+        self._files: dict[str, tuple[str, ...]] = {}  # view over a Parquet path → the files it reads
+        self._layouts: dict[str, SparkLayout] = {}  # Parquet path privdb wrote → what it wrote there
         self._lock = threading.Lock()
 
     def _start(self) -> Any:
@@ -82,6 +73,9 @@ class SparkBackend:
                 .config("spark.ui.enabled", "false")
                 .config("spark.sql.shuffle.partitions", "8")
                 .config("spark.sql.ansi.enabled", "false")  # NULL, not an error, on a bad cast
+                .config("spark.ui.showConsoleProgress", "false")  # no stage bars over privdb's own output
+                # the tables privdb writes (privdb.backends.spark_layout): the owner's rows, owner-only
+                .config("spark.hadoop.fs.permissions.umask-mode", "077")
                 # privdb reads views over Parquet only: no empty spark-warehouse folder in the user's cwd
                 .config("spark.sql.warehouse.dir", str(Path(tempfile.gettempdir()) / "privdb-spark"))
                 .getOrCreate()
@@ -119,10 +113,14 @@ class SparkBackend:
         with self._lock:
             try:
                 fresh = self._start()
+                files = {}
                 for source, view in self._views.items():
                     if _is_path(source):  # a view privdb made over a Parquet path (catalog tables stay)
-                        fresh.read.parquet(source).createOrReplaceTempView(view)
-                self._spark = fresh  # only whole: a view that failed would otherwise stay missing
+                        frame = fresh.read.parquet(source)
+                        frame.createOrReplaceTempView(view)
+                        files[view] = file_names(frame)
+                self._spark = fresh
+                self._files.update(files)  # only whole: a view that failed would otherwise stay missing
             except Exception as err:
                 why = str(err) if isinstance(err, InvalidParameter) else type(err).__name__
                 raise EngineUnavailable(
@@ -146,7 +144,10 @@ class SparkBackend:
                     stem = re.sub(r"\W", "_", table.rsplit("/", 1)[-1])[:40]
                     view = f"privdb_{stem}_{uuid.uuid4().hex[:6]}"
                     try:
-                        spark.read.parquet(table).createOrReplaceTempView(view)
+                        frame = spark.read.parquet(table)
+                        frame.createOrReplaceTempView(view)
+                        # the view reads the files listed now (Spark keeps the listing): the layout check
+                        self._files[view] = file_names(frame)
                     except Exception as err:
                         raise UnknownTable(
                             f"Spark cannot read {table!r} as Parquet ({type(err).__name__}); check the path"
@@ -174,14 +175,41 @@ class SparkBackend:
             cached = self._schemas.get(name)
         if cached is None:
             cached = {
-                f.name: spark_type(f.dataType.simpleString()) for f in self._spark.table(name).schema.fields
+                f.name: spark_type(f.dataType.simpleString())
+                for f in self._spark.table(name).schema.fields
+                if not f.name.lower().startswith(HIDDEN_PREFIX)  # privdb's layout column: never analysts'
             }
             with self._lock:
                 self._schemas[name] = cached
         return dict(cached)
 
+    @property
+    def session(self) -> Any:
+        """The live Spark session (privdb.spark_loads writes tables with it)."""
+        return self._live()
+
+    def adopt_layout(self, source: str, stamp: dict[str, Any] | None) -> None:
+        """Record what privdb wrote at the Parquet path ``source``, as the catalog keeps it
+        (``SparkLayout.to_dict``; None: nothing, an attached table)."""
+        with self._lock:
+            if stamp is None:
+                self._layouts.pop(source, None)
+            else:
+                self._layouts[source] = SparkLayout.from_dict(stamp)
+
     def unit_rows(self, table: str, unit: str) -> str | None:
-        return None  # the owner's data is never written: every unit goes through bounding
+        """The hidden unit-size column of a table privdb wrote (privdb.backends.spark_layout), while the view
+        ``table`` reads exactly the files written with it; None for attached tables (never written: every
+        unit goes through bounding) and for a table whose files changed since."""
+        with self._lock:
+            source = next((s for s, v in self._views.items() if v == table), None)
+            layout = self._layouts.get(source) if source is not None else None
+            files = self._files.get(table)
+        if layout is None or layout.unit is None or layout.unit.lower() != unit.lower():
+            return None
+        if files != layout.files:
+            return None
+        return layout.column
 
     def unit_choice(self, table: str, unit: str, column: str) -> str | None:
         return None  # no layout kept (unit_rows): every unit's group is drawn by the query

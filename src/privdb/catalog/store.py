@@ -49,6 +49,8 @@ _ADDED = (
     # JSON {"epsilon": ε, "delta": δ}: what plain aggregate SQL is answered at by default (NULL: refused)
     ("analysts", "plain_sql", "TEXT"),
     ("answers", "tbls", "TEXT"),  # every table an answer read, lower-cased, each between newlines
+    # JSON: what privdb wrote for a table it loaded into another engine (privdb.backends.spark_layout)
+    ("attachments", "layout", "TEXT"),
     *SURVEY_ADDED,
 )
 
@@ -264,14 +266,23 @@ class Catalog(SurveyRecords):
         ]
 
     # ---- tables that stay in another engine
-    def attach(self, name: str, engine: str, source: str, metadata: dict[str, Any] | None = None) -> None:
+    def attach(
+        self,
+        name: str,
+        engine: str,
+        source: str,
+        metadata: dict[str, Any] | None = None,
+        layout: dict[str, Any] | None = None,
+    ) -> None:
         """Register an attached table and, if given, its metadata, in one transaction: a crash leaves both
-        or neither (never an attached table without metadata, read as one row per person)."""
+        or neither (never an attached table without metadata, read as one row per person). ``layout``: what
+        privdb wrote there, for a table it loaded into that engine (None: the owner's table, only read)."""
         with self._store.transaction(durable=metadata is not None) as cur:
             cur.execute(
-                "INSERT INTO attachments VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
-                "engine = excluded.engine, source = excluded.source",
-                (name, engine, source),
+                "INSERT INTO attachments (name, engine, source, layout) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(name) DO UPDATE SET engine = excluded.engine, source = excluded.source, "
+                "layout = excluded.layout",
+                (name, engine, source, None if layout is None else json.dumps(layout)),
             )
             crash_point("attach-writing")
             if metadata is not None:
@@ -281,6 +292,11 @@ class Catalog(SurveyRecords):
         """Attached table name → (engine URL, the table's name in that engine)."""
         rows = self._read("SELECT name, engine, source FROM attachments ORDER BY name")
         return {str(r[0]): (str(r[1]), str(r[2])) for r in rows}
+
+    def layout(self, name: str) -> dict[str, Any] | None:
+        """What privdb wrote for the attached table ``name`` (None: an owner's table privdb only reads)."""
+        rows = self._read("SELECT layout FROM attachments WHERE name = ?", (name,))
+        return json.loads(rows[0][0]) if rows and rows[0][0] is not None else None
 
     # ---- the query log: refused queries here, spends in the ledger's table beside them (same file)
     def log_refusal(self, analyst: str, query: str, code: str) -> None:

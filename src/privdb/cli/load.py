@@ -86,11 +86,35 @@ Append = Annotated[
 ]
 
 
+Engine = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        help="write the table into this engine instead of the embedded one: spark://local[2] or "
+        "spark://HOST:7077 (FILE then is a path Spark reads: Parquet, or CSV with a header)",
+    ),
+]
+Into = Annotated[
+    str | None,
+    typer.Option(
+        "--into",
+        help="with --engine: the directory the table's Parquet files go to (default: DIR/spark; on a "
+        "cluster, one every worker can read and write)",
+    ),
+]
+
+
 @app.command()
 @friendly
 def load(
     table: Annotated[str, typer.Argument(help="name of the table to create or replace (or add rows to)")],
-    file: FileArgument,
+    file: Annotated[
+        str,
+        typer.Argument(
+            help="CSV (any delimiter; header detected), Parquet, JSON or Excel (.xlsx) file; with --engine, "
+            "a path Spark reads (hdfs://…, s3a://…)"
+        ),
+    ],
     db: Annotated[Path | None, typer.Option("--db", help="database directory (created on first use)")] = None,
     metadata: Annotated[Path | None, typer.Option(help="privacy metadata YAML (docs/metadata.md)")] = None,
     no_header: NoHeader = False,
@@ -101,6 +125,8 @@ def load(
     file_format: Format = None,
     skip_bad_lines: SkipBadLines = False,
     append: Append = False,
+    engine: Engine = None,
+    into: Into = None,
     url: UrlOption = None,
     token: TokenOption = None,
     ledger: LedgerOption = None,
@@ -119,19 +145,33 @@ def load(
     if url is not None:
         from privdb.cli.options import open_connection
 
-        with open_connection(db, url, token) as remote, _Sending(file.name) as bar:
-            answer = remote.load(table, file, metadata, options, append=append, progress=bar)
+        if engine is not None:
+            raise InvalidParameter(
+                "--engine loads into another engine from this machine: give --db DIR, not --url"
+            )
+        with open_connection(db, url, token) as remote, _Sending(Path(file).name) as bar:
+            answer = remote.load(table, Path(file), metadata, options, append=append, progress=bar)
         _report(answer["name"], answer.get("rows"), answer, answer.get("conformance", []))
         return
     if db is None:
         raise InvalidParameter("give --db DIR (a local database) or --url URL --token T (a server)")
     from privdb.database import Database
 
+    if engine is not None:
+        from privdb.engine_loads import load_engine
+
+        with Database(db, ledger=ledger) as database:
+            meta, rows = load_engine(database, table, file, engine, metadata, into=into, append=append)
+        _report(meta.name, rows, meta.to_dict(), [])
+        return
+    if into is not None:
+        raise InvalidParameter("--into names where a table goes in another engine: give --engine too")
+
     with Database(db, ledger=ledger) as database:
         if append:
-            meta = database.append(table, file, options)
+            meta = database.append(table, Path(file), options)
         else:
-            meta = database.load(table, file, metadata, options)
+            meta = database.load(table, Path(file), metadata, options)
         answer = database.loaded(meta)
         for notice in database.notices:  # what opening the data found a crash had left, put right
             errors().print(f"notice: {notice}", highlight=False)

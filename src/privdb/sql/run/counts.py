@@ -123,7 +123,12 @@ def histogram_sql(
 
 
 def distinct_sql(
-    plan: Plan, stat: Statistic, table: str, source: str | None = None, dialect: str = "duckdb"
+    plan: Plan,
+    stat: Statistic,
+    table: str,
+    unit_rows: str | None = None,
+    source: str | None = None,
+    dialect: str = "duckdb",
 ) -> str:
     """Per group, the number of distinct non-null values of a column: ``k0 …, n``.
 
@@ -131,7 +136,11 @@ def distinct_sql(
     ``COUNT(DISTINCT v)``. With one, each unit's distinct (group, value) pairs are sampled first: at most
     ``G`` of its groups, chosen at random, and at most ``m`` pairs in them, at random; a unit then adds at
     most ``m`` values over at most ``G`` groups, whatever the others hold (docs/proofs/sql.md, "Distinct
-    counts"). ``COUNT(DISTINCT unit)`` is the same with the unit as the value: one per group it reaches."""
+    counts"). ``COUNT(DISTINCT unit)`` is the same with the unit as the value: one per group it reaches.
+
+    ``unit_rows`` (the hidden per-unit row count, where current): a unit with at most ``min(m, G)`` rows
+    (``m`` ungrouped) has at most that many pairs and groups, so sampling keeps all of them; its rows give
+    their values directly, and only larger units' pairs are drawn (the same answer, less work)."""
     assert stat.column is not None
     keys = keys_of(plan)
     key_cols = [f"k{i}" for i in range(len(keys))]
@@ -149,7 +158,9 @@ def distinct_sql(
         by_position = f" GROUP BY {positions(len(keys))}" if keys else ""
         return f"SELECT {key_select}COUNT(DISTINCT {value}) AS n FROM {src} WHERE {where}{by_position}"
     m, g = plan.table.max_contributions, plan.table.max_groups
-    pairs = f"SELECT DISTINCT {quote(unit)} AS u, {key_select}{value} AS v FROM {src} WHERE {where}"
+    small = min(m, g) if key_cols else m
+    big = f" AND {quote(unit_rows)} > {small}" if unit_rows else ""
+    pairs = f"SELECT DISTINCT {quote(unit)} AS u, {key_select}{value} AS v FROM {src} WHERE ({where}){big}"
     chosen = "pairs"
     ctes = [f"pairs AS ({pairs})"]
     if key_cols:
@@ -162,4 +173,10 @@ def distinct_sql(
         chosen = "pairs_g"
     shuffled = f"SELECT *, random() AS rnd FROM {chosen}"
     ctes.append(f"kept AS (SELECT * FROM ({ranked(shuffled, 'pr')}) WHERE pr <= {m})")
-    return f"WITH {', '.join(ctes)} SELECT {outer}COUNT(DISTINCT v) AS n FROM kept{by}"
+    values = "kept"
+    if unit_rows:  # the small units' values, each kept
+        plain = (
+            f"SELECT {key_select}{value} AS v FROM {src} WHERE ({where}) AND {quote(unit_rows)} <= {small}"
+        )
+        values = f"(SELECT {outer}v FROM kept UNION ALL {plain}) AS _v"
+    return f"WITH {', '.join(ctes)} SELECT {outer}COUNT(DISTINCT v) AS n FROM {values}{by}"

@@ -256,7 +256,7 @@ def histogram_queries(db: Database, plan: Plan) -> dict[str, str]:
     for stat in plan.statistics:
         if stat.kind in DISTINCT_KINDS:
             out[stat.name] = for_engine(
-                backend, plan, distinct_sql(plan, stat, source, from_, backend.dialect)
+                backend, plan, distinct_sql(plan, stat, source, unit_rows, from_, backend.dialect)
             )
             backend.bind(out[stat.name])
     if over := truncation_sql(plan, source, unit_rows, from_):  # the statistics query has no place for it

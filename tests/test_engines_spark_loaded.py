@@ -1,0 +1,174 @@
+"""Spark tables privdb writes (``privdb load --engine spark://…``, privdb.engine_loads): the per-unit layout
+beside the rows, used while the files are the ones written, and the same statistics as DuckDB's for every
+DP-SELECT form of tests/test_engines.py. Slow (Spark local[2], one session for the module)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from privdb.backends.names import unit_rows_column
+from privdb.cli import app
+from privdb.database import Database
+from privdb.engine_loads import load_engine, written_layout
+from privdb.errors import InvalidParameter, PrivdbError
+from privdb.sql import engine
+from privdb.sql.run import targets
+from test_engines import META, QUERIES, _people, engine_statistics
+
+pytestmark = pytest.mark.slow
+SPARK = "spark://local[2]"
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("spark_loaded")
+
+
+@pytest.fixture(scope="module")
+def db(work: Path) -> Iterator[Database]:
+    frame = _people(400, seed=3)
+    frame.to_parquet(work / "people.parquet")
+    database = Database(work / "db")
+    home = frame.city[frame.pid == 0].iloc[0]  # a unit in one city: the group it keeps is not drawn
+    more = pd.DataFrame({"pid": [0, 0, 0, 10_000], "age": [30, 31, 32, 33], "income": [1.0, 2, 3, 4],
+                         "city": [home] * 3 + ["Chur"]})  # fmt: skip
+    more.to_parquet(work / "more.parquet")
+    # DuckDB's tables first (the Spark tests compare with them): as loaded, with m = 4, and appended to
+    for name, rows, meta in (("duck", frame, META), ("duck4", frame, META | {"max_contributions": 4}),
+                             ("duck2", pd.concat([frame, more], ignore_index=True), META)):  # fmt: skip
+        database.backend.load_frame(name, rows)
+        database.set_metadata(name, meta)
+    load_engine(database, "loaded", str(work / "people.parquet"), SPARK, META)
+    yield database
+    database.close()
+
+
+def _sent(db: Database, query: str) -> list[str]:
+    plan, sql = engine.prepare(db, query)
+    return [s for s in (sql, *targets.histogram_queries(db, plan).values()) if s]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_a_loaded_spark_table_returns_duckdbs_statistics(db: Database, query: str) -> None:
+    frames = [
+        engine_statistics(db, query.format(t=t), d) for t, d in (("duck", "duckdb"), ("loaded", "spark"))
+    ]
+    for duck, spark in zip(*frames, strict=True):
+        pd.testing.assert_frame_equal(duck, spark, check_dtype=False, rtol=1e-9)
+    # the layout is used: units within the bound take the plain aggregate, read through the hidden column
+    assert all(unit_rows_column("pid") in sql for sql in _sent(db, query.format(t="loaded")))
+
+
+def test_distinct_counts_keep_every_value_of_units_within_the_bound(db: Database, work: Path) -> None:
+    """With m = 4 every unit (1–4 rows) is within the bound: its values are all kept, read through the
+    layout without the per-unit draw, and the counts are plain SQL's on both engines."""
+    wide = META | {"max_contributions": 4}
+    load_engine(db, "loaded4", str(work / "people.parquet"), SPARK, wide)
+    frame = _people(400, seed=3)
+    for query, expected in (
+        ("DP-SELECT 1 COUNT(DISTINCT age) FROM {t}", [frame.age.nunique()]),
+        ("DP-SELECT 1 city, COUNT(DISTINCT age) FROM {t} GROUP BY city",
+         list(frame.groupby("city").age.nunique().sort_index())),
+    ):  # fmt: skip
+        for t, d in (("duck4", "duckdb"), ("loaded4", "spark")):
+            (counts,) = [f for f in engine_statistics(db, query.format(t=t), d) if "n" in f.columns]
+            assert sorted(counts.n) == sorted(expected), (t, query)
+        sent = _sent(db, query.format(t="loaded4"))
+        assert all(unit_rows_column("pid") in sql for sql in sent)
+
+
+def test_the_layout_column_is_hidden_and_the_files_owner_only(db: Database) -> None:
+    assert unit_rows_column("pid") not in db.metadata("loaded").columns
+    db.grant("ann", epsilon=10, delta=1e-3)
+    with pytest.raises(PrivdbError, match="__privdb_rows_per_pid"):
+        engine.run(db, "ann", "DP-SELECT 1 SUM(__privdb_rows_per_pid) FROM loaded")
+    assert db.budget("ann").epsilon_spent == 0
+    _, source = db.catalog.attachments()["loaded"]
+    folder = Path(source)
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert folder.parent == db.path / "spark"
+    assert all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in folder.iterdir())
+
+
+def test_files_changed_outside_privdb_lose_the_layout(db: Database, work: Path) -> None:
+    """A Parquet file copied into the table's folder: a fresh view reads it too, so the stored unit sizes no
+    longer count every row, and the queries bound every unit (today's plan for attached tables)."""
+    backend, view = db.backend_for("loaded")
+    assert backend.unit_rows(view, "pid") == unit_rows_column("pid")
+    copy = work / "copied"
+    shutil.copytree(db.catalog.attachments()["loaded"][1], copy)
+    parts = sorted(copy.glob("part-*.parquet"))
+    shutil.copy(parts[0], copy / "part-99999-extra.parquet")
+    layout = written_layout(db, "loaded")
+    assert layout is not None
+    backend.adopt_layout(str(copy), layout.to_dict())  # what privdb wrote, but the folder now holds one file more
+    extra = backend.resolve(str(copy))
+    assert backend.unit_rows(extra, "pid") is None
+    shutil.rmtree(copy / "part-99999-extra.parquet", ignore_errors=True)
+    backend.adopt_layout(str(copy), None)
+
+
+def test_append_recounts_units_and_replaces_the_folder(db: Database, work: Path) -> None:
+    before = db.catalog.attachments()["loaded"][1]
+    frame = pd.concat([_people(400, seed=3), pd.read_parquet(work / "more.parquet")], ignore_index=True)
+    load_engine(db, "loaded2", str(work / "people.parquet"), SPARK, META)
+    first = db.catalog.attachments()["loaded2"][1]
+    _, rows = load_engine(db, "loaded2", str(work / "more.parquet"), SPARK, append=True)
+    assert rows == len(frame)
+    assert not Path(first).exists() and Path(db.catalog.attachments()["loaded2"][1]).exists()
+    assert Path(before).exists()  # another table's folder untouched
+    for query in (
+        "DP-SELECT 1 COUNT(*), SUM(income) FROM {t}",
+        "DP-SELECT 1 city, COUNT(*) FROM {t} GROUP BY city",
+    ):
+        duck, spark = (
+            engine_statistics(db, query.format(t=t), d)
+            for t, d in (("duck2", "duckdb"), ("loaded2", "spark"))
+        )
+        for a, b in zip(duck, spark, strict=True):
+            pd.testing.assert_frame_equal(a, b, check_dtype=False, rtol=1e-9)
+    backend, view = db.backend_for("loaded2")
+    counts = backend.fetch(f"SELECT MAX(`{unit_rows_column('pid')}`) AS n FROM {view} WHERE pid = 0")
+    assert int(counts.n[0]) == int((frame.pid == 0).sum())
+
+
+def test_a_refused_load_changes_nothing(db: Database, work: Path) -> None:
+    before = db.catalog.attachments()["loaded"]
+    folders = set((db.path / "spark").iterdir())
+    bad = {**META, "columns": {**META["columns"], "salary": {"type": "float", "lower": 0, "upper": 1}}}
+    with pytest.raises(PrivdbError, match="salary"):
+        load_engine(db, "loaded", str(work / "people.parquet"), SPARK, bad)
+    with pytest.raises(InvalidParameter, match="needs its metadata"):
+        load_engine(db, "loaded", str(work / "people.parquet"), SPARK)
+    with pytest.raises(InvalidParameter, match="Spark only"):
+        load_engine(db, "loaded", str(work / "people.parquet"), "sqlite:///nowhere.db", META)
+    (work / "odd.parquet").write_bytes(b"not parquet")
+    with pytest.raises(InvalidParameter, match="cannot read"):
+        load_engine(db, "loaded", str(work / "odd.parquet"), SPARK, META)
+    with pytest.raises(InvalidParameter, match="no table 'nothere' that privdb wrote"):
+        load_engine(db, "nothere", str(work / "people.parquet"), SPARK, append=True)
+    assert db.catalog.attachments()["loaded"] == before
+    assert set((db.path / "spark").iterdir()) == folders
+
+
+def test_privdb_load_engine_on_the_command_line(db: Database, work: Path) -> None:
+    meta = work / "people.yaml"
+    meta.write_text(json.dumps({"tables": {"cli": META}}))  # YAML is a superset of JSON
+    db.close()  # the command opens the database itself
+    result = CliRunner().invoke(
+        app, ["load", "cli", str(work / "people.parquet"), "--db", str(work / "db"), "--metadata", str(meta),
+              "--engine", SPARK],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "loaded cli" in result.output and "privacy unit: pid" in result.output
+    wrong = CliRunner().invoke(app, ["load", "cli", str(work / "people.parquet"), "--db", str(work / "db"),
+                                     "--into", str(work)])  # fmt: skip
+    assert wrong.exit_code == 2 and "--engine" in wrong.output
