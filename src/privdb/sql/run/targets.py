@@ -148,10 +148,14 @@ def statistics_sql(db: Database, plan: Plan) -> str:
     backend, source, unit_rows, from_ = plan_target(db, plan)
     eager = None
     if plan.relation is not None and (join := plan.relation.eager) is not None:  # a join on the unit
-        # each side's hidden per-unit row count, when current (a stored table, read whole)
+        # each side's hidden per-unit row count, when current (a stored table, read whole); the weighted
+        # join they allow (privdb.sql.run.eager) is written with DuckDB's fsum, so on DuckDB only
         one_rows, many_rows = (
             backend.unit_rows(db.backend_for(side.base)[1], side.meta.privacy_unit)
-            if side.plain and side.meta.privacy_unit and personal_table(db, plan.relation) is None
+            if side.plain
+            and side.meta.privacy_unit
+            and personal_table(db, plan.relation) is None
+            and backend.dialect == "duckdb"
             else None
             for side in (join.one, join.many)
         )
