@@ -59,7 +59,8 @@ def _run(app: typer.Typer) -> int:
     """The command's exit status; Ctrl-C outside a command (while Typer parses) is "interrupted" too."""
     import typer
 
-    from privdb.cli.core import only, stop_interrupted, widen_help
+    from privdb.cli.core import INTERRUPTED, only, stop_interrupted, widen_help
+    from privdb.interrupt import interrupted
 
     widen_help(app, sys.argv[1:])
     try:
@@ -84,4 +85,6 @@ def _run(app: typer.Typer) -> int:
             )
             sys.stderr.write(f"error [invalid_parameter]: {message}{where}\n")
         return int(getattr(err, "exit_code", 2))
+    if interrupted() and code != INTERRUPTED:  # a Ctrl-C some library swallowed is never lost:
+        stop_interrupted()  # the command still ends "interrupted", 130
     return code if isinstance(code, int) else 0
