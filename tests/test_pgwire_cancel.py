@@ -33,8 +33,13 @@ _ROWS = 20_000_000
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgServed]:
     path = tmp_path_factory.mktemp("pgcancel") / "db"
     tokens = make_server_db(path)
-    with Database(path) as db:  # a table large enough that reading it takes seconds (alice may query it)
-        db.backend.raw(f"CREATE TABLE big AS SELECT range AS pid, range % 97 AS age FROM range({_ROWS})")
+    # a table whose DP-SELECT reads for seconds (alice may query it): each person has 200 rows, past the
+    # bound, so the per-person draw runs (with one row each the plain aggregate answered in under 1 s, and a
+    # loaded CI machine once finished it before the cancel came)
+    with Database(path) as db:
+        db.backend.raw(
+            f"CREATE TABLE big AS SELECT range % 100000 AS pid, range % 97 AS age FROM range({_ROWS})"
+        )
         age = {"type": "int", "lower": 0, "upper": 100}
         columns = {"pid": {"type": "int", "private_id": True}, "age": age}
         db.set_metadata("big", {"privacy_unit": "pid", "columns": columns})
@@ -106,7 +111,7 @@ def test_a_cancelled_dp_select_that_read_is_57014_and_charged(served: PgServed) 
     query = "DP-SELECT 0.5 QUANTILE(age, 0.5) AS m, COUNT(DISTINCT age) AS k FROM big"
     with psycopg.connect(served.url("alice"), autocommit=True) as conn:
         started = time.monotonic()
-        thread = _cancel_after(conn, 0.5)  # uncancelled it reads for ~4 s on 2 cores
+        thread = _cancel_after(conn, 0.5)  # uncancelled it reads for ~9 s on 2 cores
         with pytest.raises(psycopg.Error) as raised:
             conn.execute(query)
         thread.join()
