@@ -41,24 +41,27 @@ def _excl_cumsum(x: IntArray) -> IntArray:
 
 
 def _binary_cut(
-    c: IntArray, pl: IntArray, size: IntArray, ncodes: IntArray, relaxed: NDArray[np.bool_]
+    c: IntArray, pl: IntArray, size: IntArray, lo: IntArray, hi: IntArray, relaxed: NDArray[np.bool_]
 ) -> tuple[IntArray, IntArray]:
     """Two-way cuts of many partitions at once (numbers and ordered categories).
 
     ``pl`` (non-decreasing) is each record's partition, ``c`` its code on that partition's dimension,
-    ``ncodes`` the code count of each partition's dimension. Returns each record's side (0 left, 1 right)
-    and the left count per partition. Strict cuts fall between distinct values, nearest the median;
-    relaxed cuts put the lower half left, sharing the median's ties.
+    ``lo``/``hi`` the least and greatest such code in each partition. Returns each record's side (0 left,
+    1 right) and the left count per partition. Strict cuts fall between distinct values, nearest the
+    median; relaxed cuts put the lower half left, sharing the median's ties. The medians come from one
+    histogram over every partition's own code range [lo, hi] (codes are ranks, so a counting pass), or from
+    one sort when those ranges together are much longer than the records.
     """
     q = len(size)
-    off = _excl_cumsum(ncodes)
-    flat = off[pl] + c
+    span = hi - lo + 1
+    off = _excl_cumsum(span)
+    flat = (off - lo)[pl] + c  # the bin of the record's code in its partition's range
     target = size // 2
-    total = int(off[-1] + ncodes[-1])
-    if total <= max(2 * len(c), 1 << 16):
+    total = int(off[-1] + span[-1])
+    if total <= max(4 * len(c), 1 << 16):
         h = np.bincount(flat, minlength=total)
         cf = np.cumsum(h)
-        seg = np.repeat(np.arange(q), ncodes)
+        seg = np.repeat(np.arange(q), span)
         cum = cf - (cf[off] - h[off])[seg]
         sz = size[seg]
         score = np.abs(2 * cum - sz)
@@ -69,15 +72,16 @@ def _binary_cut(
         v = np.add.reduceat((cum < target[seg]).astype(np.int64), off)
         below = np.where(v > 0, cum[off + np.maximum(v - 1, 0)], 0)
     else:
-        ks = np.sort(flat)
+        ks = np.sort(flat.astype(np.int32) if total < 1 << 31 else flat)
         start = _excl_cumsum(size)
         med = ks[start + size // 2] - off
-        lo = np.searchsorted(ks, off + med, "left") - start
-        hi = np.searchsorted(ks, off + med, "right") - start
-        use_hi = (lo == 0) | ((hi < size) & (np.abs(2 * hi - size) < np.abs(2 * lo - size)))
-        thr, left = np.where(use_hi, med, med - 1), np.where(use_hi, hi, lo)
+        lo_n = np.searchsorted(ks, off + med, "left") - start
+        hi_n = np.searchsorted(ks, off + med, "right") - start
+        use_hi = (lo_n == 0) | ((hi_n < size) & (np.abs(2 * hi_n - size) < np.abs(2 * lo_n - size)))
+        thr, left = np.where(use_hi, med, med - 1), np.where(use_hi, hi_n, lo_n)
         v = ks[start + target - 1] - off
         below = np.searchsorted(ks, off + v, "left") - start
+    thr, v = thr + lo, v + lo  # back from positions in the range to codes
     side = c > thr[pl]
     if relaxed.any():
         tie = c == v[pl]
@@ -121,7 +125,6 @@ def partition(
     out_sizes: list[IntArray] = []
     is_tree = np.array([dm.kind == "tree" for dm in dims])
     is_num = np.array([dm.kind == "num" for dm in dims])
-    ncodes = np.array([dm.ncodes for dm in dims], dtype=np.int64)
     while len(sizes):
         p = len(sizes)
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
@@ -135,6 +138,7 @@ def partition(
         done = np.zeros(p, dtype=bool)
         slot = np.zeros(len(pid), dtype=np.int64)
         nslots = np.zeros(p, dtype=np.int64)
+        won_counts: list[tuple[IntArray, IntArray, IntArray]] = []  # the cuts made: partitions, slots, counts
         for r in range(d):
             dimsel = rank[:, r]
             cand = ~done & (wid[np.arange(p), dimsel] > 0)
@@ -161,10 +165,11 @@ def partition(
                     ok = np.minimum.reduceat(gsize, gfirst) >= k
                 else:
                     relaxed = np.zeros(len(qs), dtype=bool) if strict else is_num[dq]
-                    s, left = _binary_cut(c, pl, sizes[qs], ncodes[dq], relaxed)
+                    s, left = _binary_cut(c, pl, sizes[qs], mins[qs, dq], maxs[qs, dq], relaxed)
                     ns = np.full(len(qs), 2, dtype=np.int64)
                     ok = (left >= k) & (sizes[qs] - left >= k)
                     gfirst = 2 * np.arange(len(qs))
+                    gsize = np.stack([left, sizes[qs] - left], axis=1).ravel()
                 if condition is not None or allowed is not None:
                     gid = gfirst[pl] + s  # each record's child, numbered across the group
                     if condition is not None:
@@ -175,6 +180,7 @@ def partition(
                 won = qs[ok]
                 done[won] = True
                 nslots[won] = ns[ok]
+                won_counts.append(_slot_counts(won, ns[ok], gsize, gfirst[ok]))
                 if ok.all():
                     slot[recs] = s
                 else:
@@ -187,7 +193,10 @@ def partition(
         if width == 0:
             break
         alive = np.flatnonzero(~fin)
-        order, cnt = _regroup(pid[alive], slot[alive], width, p)
+        cnt = np.zeros(p * width, dtype=np.int64)
+        for won, sv, counts in won_counts:
+            cnt[won * width + sv] = counts
+        order = _regroup(slot[alive], width, cnt)
         order = alive[order]
         xa, ida, sizes = _take_rows(xa, order), ida[order], cnt[cnt > 0]
     return np.concatenate(out_ids), np.concatenate(out_sizes)
@@ -210,22 +219,29 @@ def _take_rows(xa: NDArray[np.unsignedinteger], rows: IntArray) -> NDArray[np.un
     return np.take(xa.view(whole).ravel(), rows).view(xa.dtype).reshape(len(rows), xa.shape[1])
 
 
-def _regroup(pid: IntArray, slot: IntArray, width: int, p: int) -> tuple[IntArray, IntArray]:
-    """The stable order of records by (partition, slot) and the count of each (partition, slot) pair.
+def _slot_counts(won: IntArray, ns: IntArray, gsize: IntArray, gfirst: IntArray) -> tuple[IntArray, ...]:
+    """Per child of the partitions ``won`` (``ns`` children each, their sizes at ``gsize[gfirst:]``): its
+    partition, its slot and its size, so the regrouping need not count the records again."""
+    part = np.repeat(won, ns)
+    sv = np.arange(len(part)) - np.repeat(_excl_cumsum(ns), ns)
+    return part, sv, gsize[np.repeat(gfirst, ns) + sv]
 
-    ``pid`` is non-decreasing, so the records of one slot value, in their order, are already grouped by
-    partition: the j-th of them goes to j plus the records of the other slots placed before its partition's
+
+def _regroup(slot: IntArray, width: int, cnt: IntArray) -> IntArray:
+    """The stable order of records by (partition, slot), given the count of each (partition, slot) pair.
+
+    The records come grouped by partition, so those of one slot value, in their order, are too: the j-th
+    of them goes to j plus the records of the other slots placed before its partition's
     block of this slot (a counting sort, no per-partition loop, no per-record lookup of its partition).
     """
-    cnt = np.bincount(pid * width + slot, minlength=p * width)
-    offset = _excl_cumsum(cnt).reshape(p, width)
-    per_slot = cnt.reshape(p, width)
-    order = np.empty(len(pid), dtype=np.int64)
+    offset = _excl_cumsum(cnt).reshape(-1, width)
+    per_slot = cnt.reshape(-1, width)
+    order = np.empty(len(slot), dtype=np.int64)
     for sv in range(width):
         idx = np.flatnonzero(slot == sv)  # grouped by partition, per_slot[:, sv] records each
         shift = offset[:, sv] - _excl_cumsum(per_slot[:, sv])
         order[np.arange(len(idx)) + np.repeat(shift, per_slot[:, sv])] = idx
-    return order, cnt
+    return order
 
 
 def _call_allowed(
