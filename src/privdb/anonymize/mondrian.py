@@ -219,7 +219,9 @@ def _take_rows(xa: NDArray[np.unsignedinteger], rows: IntArray) -> NDArray[np.un
     return np.take(xa.view(whole).ravel(), rows).view(xa.dtype).reshape(len(rows), xa.shape[1])
 
 
-def _slot_counts(won: IntArray, ns: IntArray, gsize: IntArray, gfirst: IntArray) -> tuple[IntArray, ...]:
+def _slot_counts(
+    won: IntArray, ns: IntArray, gsize: IntArray, gfirst: IntArray
+) -> tuple[IntArray, IntArray, IntArray]:
     """Per child of the partitions ``won`` (``ns`` children each, their sizes at ``gsize[gfirst:]``): its
     partition, its slot and its size, so the regrouping need not count the records again."""
     part = np.repeat(won, ns)
