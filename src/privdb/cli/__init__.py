@@ -36,15 +36,21 @@ def main() -> None:
 
         sys.stdout.write(f"privdb {__version__}\n")
         sys.exit(0)
-    try:  # the imports take a moment: Ctrl-C then ends the command as it does later
+    from privdb.interrupt import install, interrupted
+
+    # first, before the imports that take a moment: a Ctrl-C while they run is noted even where a library's
+    # bare ``except:`` swallows its KeyboardInterrupt (CI saw such a command run on and exit 0)
+    install()
+    try:
         import typer
 
         from privdb.cli.commands import app
-        from privdb.interrupt import install
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         sys.exit(130)
-    install()
+    if interrupted():  # the KeyboardInterrupt was swallowed: still "interrupted", 130, before any work
+        sys.stderr.write("interrupted\n")
+        sys.exit(130)
     for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show ε gets \u03b5, not a lost answer
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
