@@ -321,3 +321,23 @@ def test_ordered_t_closeness_of_a_category_from_the_command_line(tmp_path: Path)
     no_t = [a for a in base if a not in ("--t", "0.1")]
     code, text = _run(*no_t, "--t-distance", "ordered")
     assert code == 2 and "give --t as well" in text
+
+
+def test_mondrian_on_whole_and_fractional_numbers_reports_its_own_release(tmp_path: Path) -> None:
+    """A column of whole numbers and fractions: a class of only 20.0 is labelled "20", and the report's
+    coverage reads the raw 20.0 by the same one-rule-per-value text (it once said "20.0" there, because
+    other records held fractions, and refused the command's own release)."""
+    rows = [(v, s) for v in (20.0, 20.5, 21.25, 22.0, 23.75, 30.0) for s in ("a", "b", "c", "a")]
+    src = tmp_path / "t.csv"
+    pd.DataFrame(rows, columns=["score", "diag"]).to_csv(src, index=False)
+    out, report = tmp_path / "out.csv", tmp_path / "r.json"
+    code, text = _run(
+        "anonymize", str(src), "--qi", "score", "--sensitive", "diag", "--k", "4", "-o", str(out),
+        "--report", str(report),
+    )  # fmt: skip
+    assert code == 0, text
+    body = json.loads(report.read_text())
+    assert body["coverage"]["ok"], body["coverage"]
+    labels = set(pd.read_csv(out, dtype=str)["score"])
+    assert "20" in labels and "20.0" not in labels  # single-value classes, each labelled by its value
+    assert "20.5" in labels

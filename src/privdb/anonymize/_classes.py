@@ -89,12 +89,28 @@ def require_release_of(original: pd.DataFrame, released: pd.DataFrame, qi: Seque
 
 
 def text(values: Any) -> ObjArray:
-    """Canonical text of values: integers (also integral floats) without ``.0``, the rest ``str``."""
+    """The canonical text of raw values: integers without ``.0``, everything else ``str``.
+
+    One rule per value, whatever else the array holds (a label must not depend on other records): whole
+    floats below 2^53 (exact) without ``.0``, other floats their shortest positional form. Hierarchy files
+    hold text, data frames hold typed values; this is the one bridge between them.
+    """
     arr = np.asarray(values)
-    if arr.dtype.kind in "iub":
+    if arr.dtype.kind == "u":
+        return arr.astype(str).astype(object)  # uint64 past 2^63 would wrap through int64
+    if arr.dtype.kind in "ib":
         return arr.astype(np.int64).astype(str).astype(object)
-    if arr.dtype.kind == "f" and np.isfinite(arr).all() and np.all(arr == np.round(arr)):
-        return arr.astype(np.int64).astype(str).astype(object)
+    if arr.dtype.kind == "f":
+        exact = np.isfinite(arr) & (arr == np.round(arr)) & (np.abs(arr) < 2.0**53)
+        if exact.all():
+            return arr.astype(np.int64).astype(str).astype(object)
+        return np.array(
+            [
+                str(int(x)) if ok else np.format_float_positional(x, trim="-")
+                for x, ok in zip(arr.tolist(), exact.tolist(), strict=True)
+            ],
+            dtype=object,
+        )
     return np.array([str(x) for x in arr.tolist()], dtype=object)
 
 

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from privdb.anonymize._classes import text
 from privdb.anonymize.labels import contradictions, describe, relabelled
 from privdb.errors import InvalidParameter
 
@@ -60,29 +61,8 @@ def lattice_size(heights: Iterable[int]) -> int:
 
 
 def raw_strings(values: Any) -> ObjArray:
-    """The canonical text of raw values: integers without ``.0``, everything else ``str``.
-
-    Hierarchy files hold text, data frames hold typed values; this is the one bridge between them.
-    """
-    arr = np.asarray(values)
-    if arr.dtype.kind == "u":
-        return arr.astype(str).astype(object)  # uint64 past 2^63 would wrap through int64
-    if arr.dtype.kind in "ib":
-        return arr.astype(np.int64).astype(str).astype(object)
-    if arr.dtype.kind == "f":
-        # one rule per value, whatever else the array holds (the map must not depend on other records):
-        # whole numbers below 2^53 (exact) without ".0", everything else its shortest positional form
-        exact = np.isfinite(arr) & (arr == np.round(arr)) & (np.abs(arr) < 2.0**53)
-        if exact.all():
-            return arr.astype(np.int64).astype(str).astype(object)
-        return np.array(
-            [
-                str(int(x)) if ok else np.format_float_positional(x, trim="-")
-                for x, ok in zip(arr.tolist(), exact.tolist(), strict=True)
-            ],
-            dtype=object,
-        )
-    return np.array([str(x) for x in arr.tolist()], dtype=object)
+    """The canonical text of raw values (``_classes.text``: the one rule every part of anonymize uses)."""
+    return text(values)
 
 
 def _fmt(x: float, integer: bool) -> str:
