@@ -16,8 +16,10 @@ import duckdb
 import pytest
 
 from privdb.database import Database
+from slowpeople import SLOW as SLOW_AT
+from slowpeople import slow_people
 
-SLOW = "DP-SELECT 0.25 COUNT(*) FROM people WHERE md5(md5(md5(CAST(income + age AS VARCHAR)))) LIKE 'a%'"
+SLOW = SLOW_AT.format(0.25)
 
 
 def _start(*args: str) -> subprocess.Popen[str]:
@@ -44,17 +46,7 @@ def _reserved(db: Path) -> int:
 @pytest.fixture(scope="module")
 def slow_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Four million people and an analyst: SLOW reads for seconds."""
-    path = tmp_path_factory.mktemp("slow") / "db"
-    with Database(path) as db:
-        db.backend.raw(
-            "CREATE TABLE people AS SELECT range AS pid, (range * 7919) % 90 AS age, "
-            "(range * 104729) % 100000 AS income FROM range(4000000)"
-        )
-        columns = {"age": {"type": "int", "lower": 0, "upper": 100},
-                   "income": {"type": "int", "lower": 0, "upper": 100000}}  # fmt: skip
-        db.set_metadata("people", {"columns": columns})
-        db.grant("eve", epsilon=10)
-    return path
+    return slow_people(tmp_path_factory.mktemp("slow") / "db", 4_000_000, epsilon=10)
 
 
 def test_ctrl_c_while_the_engine_reads_is_interrupted_charged_and_logged(slow_db: Path) -> None:

@@ -1,8 +1,9 @@
 """The ``privdb`` command: a thin face over the library (Typer + Rich).
 
 ``privdb --version`` answers before Typer and the command modules are imported (they take most of a start);
-every other invocation assembles the application (privdb.cli.commands), whose modules import the engine only
-inside the commands that use it, so ``privdb --help`` starts in a fraction of a second.
+every other invocation goes to the user's warm process where there is one (privdb.cli.warm: it has imported
+all that once), else assembles the application here (privdb.cli.entry, privdb.cli.commands), whose modules
+import the engine only inside the commands that use it.
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    import typer
-
     from privdb.cli.commands import app
 
 __all__ = ["app", "main"]
@@ -30,67 +29,17 @@ def __getattr__(name: str) -> object:
 def main() -> None:
     """Console-script entry point. A usage error (an unknown option, a value not among the choices) is one
     line on stderr and exit status 2, like every other user error (the exit statuses of cli/core.py); Ctrl-C
-    is "interrupted" and exit status 130, wherever it lands."""
-    if sys.argv[1:] == ["--version"]:
+    is "interrupted" and exit status 130, wherever it lands. The command runs in the user's warm process
+    where there is one to use (privdb.cli.warm), else here."""
+    argv = sys.argv[1:]
+    if argv == ["--version"]:
         from privdb import __version__
 
         sys.stdout.write(f"privdb {__version__}\n")
         sys.exit(0)
-    from privdb.interrupt import install, interrupted
+    from privdb.cli.warm import hand_over
 
-    # first, before the imports that take a moment: a Ctrl-C while they run is noted even where a library's
-    # bare ``except:`` swallows its KeyboardInterrupt (CI saw such a command run on and exit 0)
-    install()
-    try:
-        import typer
+    hand_over(argv)  # returns only where the command is to run in this process
+    from privdb.cli.entry import run_cold
 
-        from privdb.cli.commands import app
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
-        sys.exit(130)
-    if interrupted():  # the KeyboardInterrupt was swallowed: still "interrupted", 130, before any work
-        sys.stderr.write("interrupted\n")
-        sys.exit(130)
-    for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show ε gets \u03b5, not a lost answer
-        if hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors="backslashreplace")
-    try:
-        code = _run(app)
-    except typer.Exit as done:  # only from stop_interrupted(): the commands' own exits return a code
-        sys.exit(done.exit_code)
-    sys.exit(code)
-
-
-def _run(app: typer.Typer) -> int:
-    """The command's exit status; Ctrl-C outside a command (while Typer parses) is "interrupted" too."""
-    import typer
-
-    from privdb.cli.core import INTERRUPTED, only, stop_interrupted, widen_help
-    from privdb.interrupt import interrupted
-
-    widen_help(app, sys.argv[1:])
-    try:
-        code = only(app, sys.argv[1:])(standalone_mode=False, prog_name="privdb")
-    except KeyboardInterrupt:
-        stop_interrupted()
-    except typer.Abort as err:
-        if isinstance(err.__context__, KeyboardInterrupt):  # click's own word for Ctrl-C at a prompt
-            stop_interrupted()
-        sys.stderr.write("aborted\n")
-        return 1
-    except typer.TyperException as err:  # Typer's parser errors (its vendored click's ClickException)
-        if type(err).__name__ == "NoArgsIsHelpError":  # `privdb` alone: the help
-            from typer import rich_utils
-
-            rich_utils.rich_format_error(err)  # type: ignore[arg-type]
-        else:
-            ctx = getattr(err, "ctx", None)
-            where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-            message = " ".join(str(getattr(err, "format_message", err.__str__)()).split()).replace(
-                "Value error, ", ""
-            )
-            sys.stderr.write(f"error [invalid_parameter]: {message}{where}\n")
-        return int(getattr(err, "exit_code", 2))
-    if interrupted() and code != INTERRUPTED:  # a Ctrl-C some library swallowed is never lost:
-        stop_interrupted()  # the command still ends "interrupted", 130
-    return code if isinstance(code, int) else 0
+    run_cold()

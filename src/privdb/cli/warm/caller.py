@@ -1,0 +1,169 @@
+"""The ``privdb`` side of a warm start: hand the command over, relay signals, end as the command ended."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import signal
+import socket
+import struct
+import sys
+from typing import Any
+
+from privdb.cli.warm import address, wire
+
+__all__ = ["hand_over"]
+
+# commands that always start cold: a server belongs to the service (its cgroup, its supervisor) that ran it;
+# a load holds the database's write lock for its whole run, and a caller's kill -9 must free it at once
+COLD_COMMANDS = frozenset({"serve", "load"})
+_RELAYED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+_LIMITS = (
+    "RLIMIT_AS",
+    "RLIMIT_CPU",
+    "RLIMIT_DATA",
+    "RLIMIT_FSIZE",
+    "RLIMIT_NOFILE",
+    "RLIMIT_STACK",
+    "RLIMIT_CORE",
+)
+
+
+def hand_over(argv: list[str]) -> None:
+    """Run ``argv`` in the user's warm process and exit as it ended; return (doing nothing visible) where
+    there is none to use, after starting one for the next command."""
+    if address.disabled() or (argv and argv[0] in COLD_COMMANDS):
+        return
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the working directory was removed: the cold start reports it as usual
+        return
+    path = address.socket_path(cwd)
+    if path is None:
+        return
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+        if _peer_uid(sock) != os.getuid():
+            raise ConnectionRefusedError(path)
+    except OSError:
+        sock.close()
+        _start_warm_process(path, cwd)
+        return
+    pending: list[int] = []
+    previous = {sig: signal.signal(sig, _relay(sock, pending)) for sig in _RELAYED}
+    fds, opened = _streams()
+    try:
+        wire.send_request(sock, _request(argv, cwd), fds)
+        answer = sock.recv(1)
+    except OSError:
+        answer = b""
+    finally:
+        for fd in opened:
+            os.close(fd)
+    if answer != wire.GO:  # stale or refused: this command runs cold, and starts the next warm process
+        sock.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if pending:  # Ctrl-C before anything started
+            sys.stderr.write("interrupted\n")
+            os._exit(130)
+        _start_warm_process(path, cwd)
+        return
+    status = wire.read_status(sock)
+    _end_as(status)
+
+
+def _peer_uid(sock: socket.socket) -> int:
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return int(struct.unpack("3i", creds)[1])
+
+
+def _relay(sock: socket.socket, pending: list[int]) -> Any:
+    def relay(signum: int, _frame: object) -> None:
+        pending.append(signum)
+        with contextlib.suppress(OSError):
+            sock.send(bytes([signum]))
+
+    return relay
+
+
+def _streams() -> tuple[list[int], list[int]]:
+    """Descriptors 0, 1, 2 (a closed one replaced by /dev/null) and those opened here to be closed."""
+    fds, opened = [], []
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+            fds.append(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            fds.append(null)
+            opened.append(null)
+    return fds, opened
+
+
+def _request(argv: list[str], cwd: str) -> dict[str, Any]:
+    umask = os.umask(0o022)
+    os.umask(umask)
+    limits = {}
+    for name in _LIMITS:
+        if hasattr(resource, name):
+            limits[name] = list(resource.getrlimit(getattr(resource, name)))
+    streams = [_shape(s) for s in (sys.stdin, sys.stdout, sys.stderr)]
+    return {
+        "argv": argv,
+        "cwd": cwd,
+        "env": dict(os.environ),
+        "umask": umask,
+        "limits": limits,
+        "path": address.search_path(cwd),
+        "streams": streams,
+    }
+
+
+def _shape(stream: Any) -> list[Any]:
+    """How this interpreter made a standard stream: encoding, errors, line buffering, write-through, and
+    whether its binary layer is raw (``-u``)."""
+    if stream is None:
+        return []
+    buffer = getattr(stream, "buffer", None)
+    return [
+        getattr(stream, "encoding", None),
+        getattr(stream, "errors", None),
+        bool(getattr(stream, "line_buffering", False)),
+        bool(getattr(stream, "write_through", False)),
+        buffer is not None and not hasattr(buffer, "raw"),
+    ]
+
+
+def _end_as(status: int | None) -> None:
+    """Exit with the command's status, or die of the signal that ended it (as a cold command would)."""
+    sys.stdout.flush()
+    if status is None:  # the keeper is gone (the warm process was killed): say so, never a silent 0
+        sys.stderr.write("error [internal]: the warm privdb process ended before the command; run it again\n")
+        os._exit(1)
+    if status < 0:
+        with contextlib.suppress(OSError, ValueError):  # (SIGKILL's disposition cannot be set, nor needs it)
+            signal.signal(-status, signal.SIG_DFL)
+        os.kill(os.getpid(), -status)
+        os._exit(128 - status)
+    os._exit(status)
+
+
+def _start_warm_process(path: str, cwd: str) -> None:
+    """Start the warm process for ``path`` in the background (its own session, no streams of ours)."""
+    import json
+    import subprocess
+
+    flags = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
+    with contextlib.suppress(OSError):
+        subprocess.Popen(
+            [sys.executable, *flags, "-m", "privdb.cli.warm", path, json.dumps(address.search_path(cwd))],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+            start_new_session=True,
+            cwd="/",
+        )
