@@ -310,3 +310,19 @@ def test_the_caller_side_imports_almost_nothing() -> None:
         "privdb", "privdb.errors", "privdb.cli", "privdb.cli.warm", "privdb.cli.warm.caller",
         "privdb.cli.warm.address", "privdb.cli.warm.wire",
     }  # fmt: skip
+
+
+def test_the_callers_niceness_and_cpus_hold_for_its_command(slow_db: Path, env: dict[str, str]) -> None:
+    """``nice -n 7 taskset -c 0 privdb query …``: the command that reads runs at niceness 7 on CPU 0."""
+    warm = _warm(env, slow_db)
+    process = subprocess.Popen(
+        ["nice", "-n", "7", "taskset", "-c", "0", sys.executable, "-m", "privdb", "query",
+         "--db", str(slow_db), "--analyst", "eve", SLOW.format(0.31)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    (reader,) = _reading(warm, slow_db)
+    fields = Path(f"/proc/{reader}/stat").read_text().rsplit(")", 1)[1].split()
+    assert int(fields[16]) == 7  # the 19th field of /proc/PID/stat: nice
+    assert os.sched_getaffinity(reader) == {0}
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=120)

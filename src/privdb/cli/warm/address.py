@@ -2,8 +2,9 @@
 
 Two ``privdb`` commands may share a warm process only if a fresh process of each would have imported the
 same code the same way: the same interpreter and flags, the same module search path, the same privdb, the
-same environment variables that Python or the libraries read as they import, the same user and cgroup (so a
-service's commands stay inside its service's limits). All of that is hashed into the socket's name.
+same environment variables that Python or the libraries read as they import, the same user, groups and
+cgroup (so a service's commands stay inside its service's limits). All of that is hashed into the socket's
+name.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ __all__ = ["HERE", "disabled", "search_path", "socket_path"]
 HERE = "\0cwd"
 # variables read at import time (by Python, NumPy's BLAS, DuckDB): a different value is a different process
 _SUN_PATH = 107
-_IMPORT_ENV = ("PYTHON", "OMP_", "OPENBLAS_", "MKL_", "NUMPY_", "NPY_", "DUCKDB_")
+# (and the locale: Python sets LC_CTYPE from it as it starts, and files opened without an encoding use it)
+_IMPORT_ENV = ("PYTHON", "OMP_", "OPENBLAS_", "MKL_", "NUMPY_", "NPY_", "DUCKDB_", "LANG", "LC_")
 
 
 def disabled() -> bool:
@@ -81,6 +83,8 @@ def socket_path(cwd: str) -> str | None:
             sorted(sys._xoptions.items()),
             os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
             os.getuid(),
+            os.getgid(),
+            sorted(os.getgroups()),
             cgroup,
             sorted((k, v) for k, v in os.environ.items() if k.startswith(_IMPORT_ENV)),
         )

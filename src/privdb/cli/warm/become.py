@@ -1,9 +1,10 @@
 """What a forked copy of the warm process does to become the caller's command, then runs it.
 
-It takes the caller's standard streams (its descriptors, with the caller's encodings and buffering), working
-directory, umask, environment (and time zone), resource limits (lowered to the caller's, never raised) and
-module search path, resets the signal dispositions a fresh interpreter has, and runs ``privdb``'s own entry
-point on the caller's argument list. Its exit, ``atexit`` work included, is the command's.
+It takes the caller's standard streams (its descriptors, shaped as the caller's interpreter made them),
+working directory, umask, environment (and time zone), resource limits (lowered to the caller's, never
+raised), niceness, CPU affinity and module search path, resets the signal dispositions a fresh interpreter
+has, and runs ``privdb``'s own entry point on the caller's argument list. Its exit, ``atexit`` work
+included, is the command's.
 """
 
 from __future__ import annotations
@@ -69,6 +70,10 @@ def _adopt(request: dict[str, Any], fds: list[int]) -> None:
             _, now_hard = resource.getrlimit(which)
             hard = hard if now_hard == resource.RLIM_INFINITY or 0 <= hard <= now_hard else now_hard
             resource.setrlimit(which, (min(soft, hard) if hard != resource.RLIM_INFINITY else soft, hard))
+    with contextlib.suppress(OSError, ValueError, TypeError):  # `nice privdb …`: lowered, never raised
+        os.setpriority(os.PRIO_PROCESS, 0, max(int(request["nice"]), os.getpriority(os.PRIO_PROCESS, 0)))
+    with contextlib.suppress(OSError, ValueError, TypeError, KeyError):  # `taskset -c 0 privdb …`
+        os.sched_setaffinity(0, [int(c) for c in request["cpus"]])
     sys.path[:] = [request["cwd"] if entry == address.HERE else entry for entry in request["path"]]
     sys.argv = ["privdb", *request["argv"]]
     _streams(request.get("streams") or [])

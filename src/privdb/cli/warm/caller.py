@@ -117,6 +117,8 @@ def _request(argv: list[str], cwd: str) -> dict[str, Any]:
         "env": dict(os.environ),
         "umask": umask,
         "limits": limits,
+        "nice": os.getpriority(os.PRIO_PROCESS, 0),
+        "cpus": sorted(os.sched_getaffinity(0)),
         "path": address.search_path(cwd),
         "streams": streams,
     }
