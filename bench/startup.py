@@ -7,7 +7,9 @@ with Ctrl-C). Rounds are interleaved with the raw baseline, so the machine's oth
 them alike; one warm-up round first, which also writes the bytecode caches (the runs drop
 ``PYTHONDONTWRITEBYTECODE``, as an installed package has its ``.pyc`` files). The figure is the best of
 ``--repeats`` rounds. ``--base SRC`` also times another checkout's ``src`` (e.g. the commit before a
-change) in the same rounds. The modules column counts what ``python -X importtime`` lists for one run.
+change) in the same rounds. Each privdb command is timed warm (the default: handed to the user's warm
+process, privdb.cli.warm, which the bench starts first, as a session's first command would) and cold
+(``PRIVDB_WARM=0``). The modules column counts what ``python -X importtime`` lists for one cold run.
 
     .venv/bin/python -m bench.startup [--repeats 5] [--base /tmp/old/src] [--quick]
 
@@ -17,6 +19,7 @@ A full run rewrites the ``startup`` section of docs/benchmarks.md; ``--quick`` (
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import itertools
 import os
@@ -88,13 +91,37 @@ def build(where: Path) -> Path:
     return where / "db"
 
 
-def environment(src: Path | None) -> dict[str, str]:
+def environment(src: Path | None, runtime: Path | None = None, warm: bool = False) -> dict[str, str]:
     """The runs' environment: bytecode written (an installed package's ``.pyc``), ``src`` first on the path
-    (the checkout whose privdb runs; None: the baseline's, which imports no privdb)."""
+    (the checkout whose privdb runs; None: the baseline's, which imports no privdb); warm starts on (in the
+    bench's own runtime directory, so its warm process is its own) or off."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(src), env.get("PYTHONPATH", "")) if p)
+    env["PRIVDB_WARM"] = "1" if warm else "0"
+    if runtime is not None:
+        env["XDG_RUNTIME_DIR"] = str(runtime)
     return env
+
+
+def start_warm(setting: Setting, env: dict[str, str]) -> None:
+    """Run one command (it starts the warm process) and wait until the warm process listens."""
+    run_command(["-m", "privdb", *setting.argv("budget")], env)
+    where = Path(env["XDG_RUNTIME_DIR"]) / "privdb"
+    deadline = time.monotonic() + 120
+    while not list(where.glob("warm-*.sock")):
+        if time.monotonic() > deadline:
+            raise RuntimeError("the warm process did not start")
+        time.sleep(0.05)
+
+
+def stop_warm(runtime: Path) -> None:
+    """End the bench's warm processes (their pids are in the lock files beside the sockets)."""
+    for lock in (runtime / "privdb").glob("*.lock"):
+        pid = lock.read_text().strip()
+        if pid.isdigit():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGTERM)
 
 
 def run_command(argv: list[str], env: dict[str, str], importtime: bool = False) -> str:
@@ -173,12 +200,15 @@ def modules(log: str) -> int:
 
 
 def measure(
-    setting: Setting, src: Path | None, base: Path | None, repeats: int
+    setting: Setting, src: Path | None, base: Path | None, repeats: int, runtime: Path
 ) -> tuple[dict[str, float], dict[str, int]]:
-    """Best wall time of every run (the baseline, each command, each command of ``base``), interleaved, and
-    the modules each imports."""
-    variants = {"": environment(src)} | ({"base ": environment(base)} if base is not None else {})
+    """Best wall time of every run (the baseline, each command warm and cold, each command of ``base``),
+    interleaved, and the modules each imports (cold: ``-X importtime`` never starts warm)."""
+    warm = environment(src, runtime, warm=True)
+    variants = {"": warm, "cold ": environment(src)}
+    variants |= {"base ": environment(base)} if base is not None else {}
     plain = environment(None)
+    start_warm(setting, warm)
     runs: dict[str, Callable[[int], object]] = {
         BASELINE: lambda i: run_command(["-c", BASELINE], plain),
         LIBRARIES: lambda i: run_command(["-c", LIBRARIES], plain),
@@ -186,6 +216,8 @@ def measure(
     counted = {code: modules(run_command(["-c", code], plain, True)) for code in (BASELINE, LIBRARIES)}
     for command in COMMANDS:
         for label, env in variants.items():
+            if command == "serve" and label == "cold ":
+                continue  # serve always starts cold (privdb.cli.warm): its warm row is its cold one
             one = runner(command, setting, env)
             runs[label + command] = lambda i, one=one: one(False)  # type: ignore[misc]
             counted[label + command] = modules(one(True))
@@ -208,13 +240,23 @@ def rows(best: dict[str, float], counted: dict[str, int], base: bool) -> list[li
     for cells in out:
         cells += ["", "", ""] if base else []
     for command in COMMANDS:
-        shown = "privdb serve (to its first answer)" if command == "serve" else f"privdb {command}"
-        cells = [f"`{shown}`", report.secs(best[command]), report.ratio(best[command], raw)]
-        cells += [str(counted[command]), report.OK[best[command] <= TARGET * raw]]
-        if base:
-            old = "base " + command
-            cells += [report.secs(best[old]), report.ratio(best[old], raw), str(counted[old])]
-        out.append(cells)
+        for label in ("", "cold "):
+            if command == "serve" and label:
+                continue
+            shown = (
+                "privdb serve (to its first answer; always cold)"
+                if command == "serve"
+                else f"privdb {command}"
+            )
+            shown += ", cold (PRIVDB_WARM=0)" if label else (", warm" if command != "serve" else "")
+            name = label + command
+            cells = [f"`{shown}`", report.secs(best[name]), report.ratio(best[name], raw)]
+            cells += [str(counted[name]) if label or command == "serve" else "(warm process)"]
+            cells += [report.OK[best[name] <= TARGET * raw]]
+            if base:
+                old = "base " + command
+                cells += [report.secs(best[old]), report.ratio(best[old], raw), str(counted[old])]
+            out.append(cells)
     return out
 
 
@@ -230,8 +272,10 @@ def markdown(table_rows: list[list[str]], base: bool, line: str, repeats: int) -
             f'interleaved with `python -c "{BASELINE}"` in the same rounds, on a database of 200 rows '
             "(`query`: `DP-SELECT ε COUNT(*) FROM p`, ε varied per run so no stored answer is reused; "
             "`explain` as the owner; `serve`: from the start of the process to its first `GET /healthz` "
-            f"answer). The target (issue 40): every command within {TARGET:g}× the baseline. modules: "
-            "what `python -X importtime` lists for one run"
+            f"answer). The target (issue 40): every command within {TARGET:g}× the baseline. 'warm': the "
+            "default, the command handed to the user's warm process (privdb.cli.warm; started before the "
+            "rounds, as the first command of a session starts it); 'cold': `PRIVDB_WARM=0`, a whole fresh "
+            "start. modules: what `python -X importtime` lists for one cold run"
             + (
                 " ('base': the checkout before issue 40's start-up work, in the same rounds)."
                 if base
@@ -254,9 +298,12 @@ def main() -> None:
     args = parser.parse_args()
     repeats = 2 if args.quick else args.repeats
     before = machine.load()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory(prefix="run", dir="/tmp") as run:
         setting = Setting(build(Path(tmp)), itertools.count())
-        best, counted = measure(setting, ROOT / "src", args.base, repeats)
+        try:
+            best, counted = measure(setting, ROOT / "src", args.base, repeats, Path(run))
+        finally:
+            stop_warm(Path(run))
     line = machine.describe(
         f"duckdb {machine.version('duckdb')}, typer {machine.version('typer')}",
         f"load (1/5/15 min) {before} before, {machine.load()} after",
