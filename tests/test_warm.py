@@ -329,3 +329,26 @@ def test_the_callers_niceness_and_cpus_hold_for_its_command(slow_db: Path, env: 
     assert os.sched_getaffinity(reader) == {0}
     process.send_signal(signal.SIGINT)
     process.communicate(timeout=120)
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def test_ctrl_z_stops_the_command_and_fg_continues_it(slow_db: Path, env: dict[str, str]) -> None:
+    warm = _warm(env, slow_db)
+    process = _start(env, "query", "--db", str(slow_db), "--analyst", "eve", SLOW.format(0.32))
+    (reader,) = _reading(warm, slow_db)
+    process.send_signal(signal.SIGTSTP)
+    deadline = time.monotonic() + 30
+    while (_state(reader) != "T" or _state(process.pid) != "T") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert (_state(reader), _state(process.pid)) == ("T", "T")  # both stopped, as one process would be
+    process.send_signal(signal.SIGCONT)
+    deadline = time.monotonic() + 30
+    while _state(reader) == "T" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _state(reader) != "T"
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert (process.returncode, err) == (130, "interrupted\n")

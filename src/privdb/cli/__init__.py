@@ -37,9 +37,13 @@ def main() -> None:
 
         sys.stdout.write(f"privdb {__version__}\n")
         sys.exit(0)
-    from privdb.cli.warm import hand_over
+    try:
+        from privdb.cli.warm import hand_over
 
-    hand_over(argv)  # returns only where the command is to run in this process
+        hand_over(argv)  # returns only where the command is to run in this process
+    except KeyboardInterrupt:  # before the command was handed over (or started here): nothing ran
+        sys.stderr.write("interrupted\n")
+        sys.exit(130)
     from privdb.cli.entry import run_cold
 
     run_cold()

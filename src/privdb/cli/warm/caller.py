@@ -53,6 +53,7 @@ def hand_over(argv: list[str]) -> None:
         return
     pending: list[int] = []
     previous = {sig: signal.signal(sig, _relay(sock, pending)) for sig in _RELAYED}
+    previous[signal.SIGTSTP] = signal.signal(signal.SIGTSTP, _suspend(sock))
     fds, opened = _streams()
     try:
         wire.send_request(sock, _request(argv, cwd), fds)
@@ -62,14 +63,15 @@ def hand_over(argv: list[str]) -> None:
     finally:
         for fd in opened:
             os.close(fd)
-    if answer != wire.GO:  # stale or refused: this command runs cold, and starts the next warm process
+    if answer != wire.GO:  # refused: this command runs cold (and, if the code changed, starts a new warm one)
         sock.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         if pending:  # Ctrl-C before anything started
             sys.stderr.write("interrupted\n")
             os._exit(130)
-        _start_warm_process(path, cwd)
+        if answer in (wire.STALE, b""):
+            _start_warm_process(path, cwd)
         return
     status = wire.read_status(sock)
     _end_as(status)
@@ -87,6 +89,22 @@ def _relay(sock: socket.socket, pending: list[int]) -> Any:
             sock.send(bytes([signum]))
 
     return relay
+
+
+def _suspend(sock: socket.socket) -> Any:
+    """Ctrl-Z: stop the command (SIGSTOP: it runs in another session, where a terminal's SIGTSTP would be
+    ignored), stop here; once continued (``fg``), continue it."""
+
+    def suspend(_signum: int, _frame: object) -> None:
+        with contextlib.suppress(OSError):
+            sock.send(bytes([signal.SIGSTOP]))
+        signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTSTP)  # this process stops here until SIGCONT
+        signal.signal(signal.SIGTSTP, suspend)
+        with contextlib.suppress(OSError):
+            sock.send(bytes([signal.SIGCONT]))
+
+    return suspend
 
 
 def _streams() -> tuple[list[int], list[int]]:

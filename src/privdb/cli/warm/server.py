@@ -19,6 +19,7 @@ import signal
 import socket
 import struct
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any, NoReturn
 
@@ -93,7 +94,21 @@ def serve(path: str, search: list[str]) -> None:
 
 
 def _only_one(path: str) -> int | None:
+    """The lock that makes this the one warm process of ``path`` (its pid written in), or None if another
+    serves it. A warm process that is ending (its code changed) may still hold the lock a moment: wait for
+    it, up to 3 s, unless the socket answers (then another one is serving)."""
     fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    for _ in range(30):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except OSError:
+            if _answers(path):
+                break
+            time.sleep(0.1)
+    else:
+        os.close(fd)
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -102,6 +117,15 @@ def _only_one(path: str) -> int | None:
     os.ftruncate(fd, 0)
     os.write(fd, f"{os.getpid()}\n".encode())
     return fd
+
+
+def _answers(path: str) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(path)
+        except OSError:
+            return False
+    return True
 
 
 def _idle_seconds() -> float:
@@ -201,8 +225,8 @@ def _keeper(conn: socket.socket, files: dict[str, int], shadows: dict[str, str],
     except (OSError, ValueError):
         os._exit(0)
     if _changed(files):  # the code on disk is not what was imported: cold this time, a new warm process next
-        _refuse(conn, fds)
         os.kill(os.getppid(), signal.SIGTERM)
+        _refuse(conn, fds, wire.STALE)
         os._exit(0)
     if _shadowed(request, shadows, start):
         _refuse(conn, fds)
@@ -221,11 +245,11 @@ def _keeper(conn: socket.socket, files: dict[str, int], shadows: dict[str, str],
     os._exit(_relay(conn, pid))
 
 
-def _refuse(conn: socket.socket, fds: list[int]) -> None:
+def _refuse(conn: socket.socket, fds: list[int], answer: bytes = wire.COLD) -> None:
     for fd in fds:
         os.close(fd)
     with contextlib.suppress(OSError):
-        conn.sendall(wire.COLD)
+        conn.sendall(answer)
 
 
 def _relay(conn: socket.socket, pid: int) -> int:

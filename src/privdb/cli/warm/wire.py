@@ -3,7 +3,8 @@
 caller → warm process: one request, a 4-byte length and a JSON object (argument list, working directory,
 environment, umask, resource limits, module search path, the streams' encodings), sent in one ``sendmsg``
 with the caller's standard input, output and error as ``SCM_RIGHTS`` file descriptors.
-warm process → caller: one byte, :data:`GO` (the command starts) or :data:`COLD` (run it yourself).
+warm process → caller: one byte, :data:`GO` (the command starts), :data:`COLD` (run it yourself) or
+:data:`STALE` (run it yourself: the code changed, and this warm process ends; start the next one).
 caller → keeper: one byte per signal the caller received, its number.
 keeper → caller: :data:`DONE` and the command's wait status as a signed 4-byte integer (an exit status, or
 minus the signal that ended it).
@@ -30,7 +31,7 @@ __all__ = [
     "send_status",
 ]
 
-GO, COLD, DONE = b"G", b"C", b"X"
+GO, COLD, STALE, DONE = b"G", b"C", b"S", b"X"
 MAX_REQUEST = 16 << 20  # an environment and an argument list, far below this
 _LENGTH = struct.Struct("!I")
 _STATUS = struct.Struct("!i")
