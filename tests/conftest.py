@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,6 +13,10 @@ from numpy.typing import NDArray
 
 from pgfixture import fresh_database, postgres_cluster
 from privdb.mechanisms.randomness import InsecureRandomWarning, SeededRandom
+
+# The suite's `privdb` subprocesses start warm, as a user's do (privdb.cli.warm); the warm process it leaves
+# behind ends two minutes after the last of them rather than the default ten.
+os.environ.setdefault("PRIVDB_WARM_IDLE", "120")
 
 # Statistical tests in this suite use fixed seeds and a per-test false-failure rate of at most 1e-6.
 ALPHA = 1e-6
