@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -352,3 +353,18 @@ def test_ctrl_z_stops_the_command_and_fg_continues_it(slow_db: Path, env: dict[s
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)
     assert (process.returncode, err) == (130, "interrupted\n")
+
+
+def test_a_malformed_request_ends_its_keeper_not_the_warm_process(slow_db: Path, env: dict[str, str]) -> None:
+    warm = _warm(env, slow_db)
+    (path,) = (Path(env["XDG_RUNTIME_DIR"]) / "privdb").glob("warm-*.sock")
+    for junk in (b"\xff\xff\xff\xff", b"\x00\x00\x00\x05nojson", b"\x00\x00\x00\x02{}", b""):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(str(path))
+            sock.sendall(junk)
+            sock.shutdown(socket.SHUT_WR)
+            sock.settimeout(30)
+            assert sock.recv(16) in (b"", b"C")  # closed, or told to run cold: never a command started
+    done = _privdb(env, "budget", "--db", str(slow_db), "--analyst", "eve", "--format", "json")
+    assert done.returncode == 0 and json.loads(done.stdout)["analyst"] == "eve"
+    assert _warm_pids(env) == [warm] and not _gone(warm)

@@ -86,10 +86,13 @@ def serve(path: str, search: list[str]) -> None:
         except OSError:
             conn.close()
             continue
-        if pid == 0:
-            listener.close()
-            os.close(lock)
-            _keeper(conn, files, shadows, start)
+        if pid == 0:  # the keeper: whatever happens in it, it never returns into this loop
+            try:
+                listener.close()
+                os.close(lock)
+                _keeper(conn, files, shadows, start)
+            finally:
+                os._exit(1)
         conn.close()
 
 
