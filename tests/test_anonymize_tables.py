@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from privdb.anonymize import anonymize
-from privdb.anonymize.tables import read_table, write_table
+from privdb.anonymize.tables import read_table, staged_table, write_table
 
 ADULT = Path(__file__).resolve().parents[1] / "data" / "adult" / "adult.csv"
 AWKWARD = {
@@ -58,3 +58,29 @@ def test_parquet_reads_like_duckdb(tmp_path: Path) -> None:
     con.close()
     assert delimiter == ","
     pd.testing.assert_frame_equal(got, want)
+
+
+def test_a_staged_release_appears_only_when_committed(tmp_path: Path) -> None:
+    """``staged_table`` writes in the background; the file appears (the bytes ``write_table`` writes) only at
+    ``commit()``; leaving without it (the report refused, Ctrl-C) leaves neither the file nor a hidden one."""
+    frame = pd.DataFrame({"age": [f"[{i}-{i + 9}]" for i in range(0, 5000, 10)], "n": range(500)})
+    write_table(frame, tmp_path / "plain.csv", ";")
+    with staged_table(frame, tmp_path / "out.csv", ";") as commit:
+        assert not (tmp_path / "out.csv").exists()
+        commit()
+    assert (tmp_path / "out.csv").read_bytes() == (tmp_path / "plain.csv").read_bytes()
+    with pytest.raises(RuntimeError, match="refused"), staged_table(frame, tmp_path / "never.csv", ";"):
+        raise RuntimeError("the report refused the release")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv", "plain.csv"]
+
+
+def test_a_failed_background_write_is_raised_at_commit(tmp_path: Path) -> None:
+    class Unprintable:
+        def __str__(self) -> str:
+            raise ValueError("cannot be spelt")
+
+    frame = pd.DataFrame({"a": [Unprintable(), Unprintable()], "b": [1, 2]})
+    target = tmp_path / "out.csv"
+    with pytest.raises(ValueError, match="cannot be spelt"), staged_table(frame, target) as commit:
+        commit()
+    assert list(tmp_path.iterdir()) == []

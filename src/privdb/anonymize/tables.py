@@ -9,17 +9,21 @@ format of earlier releases): the header is quoted as pandas quotes it, text colu
 dictionary of their distinct values, numbers with decimals are spelt as pandas spells them. Columns pyarrow
 cannot spell the same way (booleans, dates, mixed objects) or text that needs quoting (the delimiter, a
 quote, a line break) fall back to pandas' writer for the whole table. Either way the file appears all at
-once: a failure leaves no partial file.
+once: a failure leaves no partial file. ``staged_table`` writes it in a background thread while the caller
+measures the release, and moves it into place only when told.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import os
 import tempfile
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import duckdb
 import numpy as np
@@ -29,7 +33,7 @@ import pyarrow.csv as pacsv  # type: ignore[import-untyped]
 
 from privdb.errors import InvalidParameter
 
-__all__ = ["read_table", "write_table"]
+__all__ = ["read_table", "staged_table", "write_table"]
 
 
 def read_table(path: str | Path) -> tuple[pd.DataFrame, str]:
@@ -73,23 +77,56 @@ def _to_pandas(con: duckdb.DuckDBPyConnection, arrow: pa.Table) -> pd.DataFrame:
 
 def write_table(frame: pd.DataFrame, path: str | Path, delimiter: str = ",") -> None:
     """Write ``frame`` as CSV, as ``DataFrame.to_csv(index=False, sep=delimiter)`` would, all at once."""
+    with staged_table(frame, path, delimiter) as commit:
+        commit()
+
+
+@contextlib.contextmanager
+def staged_table(frame: pd.DataFrame, path: str | Path, delimiter: str = ",") -> Iterator[Callable[[], None]]:
+    """Start writing ``frame`` (as ``write_table``) to a hidden file beside ``path`` in a background thread,
+    while the caller goes on (``privdb anonymize`` measures its release meanwhile: pyarrow's writer releases
+    the GIL); ``commit()`` waits for the writer and moves the file into place. Leaving the block without
+    ``commit()`` (an error, Ctrl-C) removes the hidden file at once: no partial or unwanted release."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(
         prefix=".privdb-", suffix=".csv", dir=target.parent if target.parent.exists() else None
     )
-    try:
-        with os.fdopen(fd, "wb") as out:
-            arrow = _as_arrow(frame, delimiter)
-            if arrow is None:
-                out.write(frame.to_csv(index=False, sep=delimiter).encode("utf-8"))
-            else:
-                out.write(_header(frame, delimiter).encode("utf-8"))
-                options = pacsv.WriteOptions(include_header=False, delimiter=delimiter, quoting_style="none")
-                pacsv.write_csv(arrow, out, options)
+    failure: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            with os.fdopen(fd, "wb") as out:
+                _write(frame, out, delimiter)
+        except BaseException as err:  # handed to commit(), which raises it in the caller's thread
+            failure.append(err)
+
+    writer = threading.Thread(target=write, name="privdb-write-release", daemon=True)
+    writer.start()
+    committed = False
+
+    def commit() -> None:
+        nonlocal committed
+        writer.join()
+        if failure:
+            raise failure[0]
         os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        committed = True
+
+    try:
+        yield commit
+    finally:
+        if not committed:
+            Path(tmp).unlink(missing_ok=True)  # a writer still running writes on into a removed file
+
+
+def _write(frame: pd.DataFrame, out: BinaryIO, delimiter: str) -> None:
+    arrow = _as_arrow(frame, delimiter)
+    if arrow is None:
+        out.write(frame.to_csv(index=False, sep=delimiter).encode("utf-8"))
+    else:
+        out.write(_header(frame, delimiter).encode("utf-8"))
+        options = pacsv.WriteOptions(include_header=False, delimiter=delimiter, quoting_style="none")
+        pacsv.write_csv(arrow, out, options)
 
 
 def _header(frame: pd.DataFrame, delimiter: str) -> str:

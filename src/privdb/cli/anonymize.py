@@ -205,8 +205,8 @@ def anonymize(
         release_report,
         render_html,
         render_png,
-        write_table,
     )
+    from privdb.anonymize.tables import staged_table
 
     columns = qi_columns(qi)
     kept = qi_columns(keep, "--keep") if keep is not None else []
@@ -304,28 +304,31 @@ def anonymize(
             parameters |= {key: result.params[key] for key in MODEL_KEYS if key in result.params}
         steps.next("measuring the release")
         coded = result.coded_table()  # the same values, as the codes the algorithm released
-        body = release_report(
-            as_aggregated(frame, coded, aggregates),
-            coded,
-            columns,
-            sensitive=sensitive,
-            parameters=parameters,
-            seconds=seconds,
-            suppression={"records": result.n_suppressed, "reason": result.suppression_reason},
-            hierarchies=loaded,
-            search_loss=result.ncp_by_column or None,
-            distance=t_distance,
-        )
-        if split is not None and target is not None:
-            body["classifier"] = classifier(result, split, written, target, loaded)
-        if models.any:
-            found = evaluate(
-                result.table, columns, models, sensitive=sensitive, population=people,
-                sampling_fraction=sampling_fraction, hierarchies=result.hierarchies,
-            )  # fmt: skip
-            body["models"] = [r.to_dict() for r in found]
-        steps.next(f"writing {output.name}")
-        write_table(publishable(coded, written, shuffler(seed)), output, delimiter)
+        # the release is written in a background thread while it is measured, and moved into place only
+        # once the report holds (a refusal or Ctrl-C on the way leaves no file)
+        with staged_table(publishable(coded, written, shuffler(seed)), output, delimiter) as commit:
+            body = release_report(
+                as_aggregated(frame, coded, aggregates),
+                coded,
+                columns,
+                sensitive=sensitive,
+                parameters=parameters,
+                seconds=seconds,
+                suppression={"records": result.n_suppressed, "reason": result.suppression_reason},
+                hierarchies=loaded,
+                search_loss=result.ncp_by_column or None,
+                distance=t_distance,
+            )
+            if split is not None and target is not None:
+                body["classifier"] = classifier(result, split, written, target, loaded)
+            if models.any:
+                found = evaluate(
+                    result.table, columns, models, sensitive=sensitive, population=people,
+                    sampling_fraction=sampling_fraction, hierarchies=result.hierarchies,
+                )  # fmt: skip
+                body["models"] = [r.to_dict() for r in found]
+            steps.next(f"writing {output.name}")
+            commit()
         if report is not None:
             report.write_text(json.dumps(body, indent=2, default=str) + "\n", encoding="utf-8")
         image = histogram_png(body) if report_html is not None or report_png is not None else None
