@@ -157,6 +157,7 @@ def test_a_warm_command_runs_in_the_warm_process_and_answers_as_a_cold_one(
     assert process.returncode == 0, err
     assert json.loads(out)["epsilon_spent"] == pytest.approx(0.25)
     assert _warm_pids(env) == [warm]  # the same warm process stays for the next command
+    assert len(os.listdir(f"/proc/{warm}/task")) == 1  # one thread: nothing another held is locked in a fork
     where = Path(env["XDG_RUNTIME_DIR"]) / "privdb"
     assert where.stat().st_mode & 0o777 == 0o700
     assert {p.stat().st_mode & 0o777 for p in where.iterdir()} == {0o600}  # the socket and its lock

@@ -19,10 +19,23 @@ __all__ = ["HERE", "disabled", "search_path", "socket_path"]
 #: Marks the working directory in ``sys.path`` (``python -m privdb`` puts it first): the key does not
 #: depend on where a command runs; the warm process refuses a directory that would shadow a loaded module.
 HERE = "\0cwd"
-# variables read at import time (by Python, NumPy's BLAS, DuckDB): a different value is a different process
 _SUN_PATH = 107
+# variables read at import time (by Python, NumPy's BLAS, DuckDB; Arrow and pandas, where a command loads
+# them): another value, another process
 # (and the locale: Python sets LC_CTYPE from it as it starts, and files opened without an encoding use it)
-_IMPORT_ENV = ("PYTHON", "OMP_", "OPENBLAS_", "MKL_", "NUMPY_", "NPY_", "DUCKDB_", "LANG", "LC_")
+_IMPORT_ENV = (
+    "PYTHON",
+    "OMP_",
+    "OPENBLAS_",
+    "MKL_",
+    "NUMPY_",
+    "NPY_",
+    "DUCKDB_",
+    "ARROW_",
+    "PANDAS_",
+    "LANG",
+    "LC_",
+)
 
 
 def disabled() -> bool:

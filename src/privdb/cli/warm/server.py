@@ -28,6 +28,9 @@ from privdb.cli.warm import address, become, wire
 __all__ = ["serve"]
 
 #: What a query, an explanation, a budget or a grant loads before it reads anything: imported once here.
+#: Nothing that starts a thread as it imports (pandas and Arrow start jemalloc's): a fork copies only the
+#: thread that forks, and a lock another thread held stays held in the copy (tests/test_warm.py checks the
+#: warm process has one thread).
 PRELOAD = (
     "privdb.cli.commands",
     "privdb.cli.options",
