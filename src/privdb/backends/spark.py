@@ -26,6 +26,14 @@ from privdb.errors import EngineUnavailable, InvalidParameter, ParseError, Unkno
 __all__ = ["SparkBackend", "spark_type"]
 
 
+def _view_over(spark: Any, source: str, view: str) -> tuple[str, ...]:
+    """Register ``view`` over the Parquet files at ``source``; the files it reads, listed now (Spark keeps
+    the listing: what the layout check compares)."""
+    frame = spark.read.parquet(source)
+    frame.createOrReplaceTempView(view)
+    return file_names(frame)
+
+
 def _is_path(source: str) -> bool:
     """A Parquet file or directory (read as a view), as opposed to a table of Spark's catalog."""
     return "/" in source or source.endswith(".parquet")
@@ -116,9 +124,7 @@ class SparkBackend:
                 files = {}
                 for source, view in self._views.items():
                     if _is_path(source):  # a view privdb made over a Parquet path (catalog tables stay)
-                        frame = fresh.read.parquet(source)
-                        frame.createOrReplaceTempView(view)
-                        files[view] = file_names(frame)
+                        files[view] = _view_over(fresh, source, view)
                 self._spark = fresh
                 self._files.update(files)  # only whole: a view that failed would otherwise stay missing
             except Exception as err:
@@ -144,10 +150,7 @@ class SparkBackend:
                     stem = re.sub(r"\W", "_", table.rsplit("/", 1)[-1])[:40]
                     view = f"privdb_{stem}_{uuid.uuid4().hex[:6]}"
                     try:
-                        frame = spark.read.parquet(table)
-                        frame.createOrReplaceTempView(view)
-                        # the view reads the files listed now (Spark keeps the listing): the layout check
-                        self._files[view] = file_names(frame)
+                        self._files[view] = _view_over(spark, table, view)
                     except Exception as err:
                         raise UnknownTable(
                             f"Spark cannot read {table!r} as Parquet ({type(err).__name__}); check the path"
