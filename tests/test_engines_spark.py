@@ -3,8 +3,10 @@ the same data, for every DP-SELECT form of tests/test_engines.py. Slow (one Spar
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -14,6 +16,8 @@ from conftest import seeded
 from privdb.database import Database
 from privdb.errors import EngineUnavailable, InvalidParameter
 from privdb.sql import engine
+from privdb.sql.plan.types import Plan
+from privdb.sql.run.read import reader
 from test_engines import DIALECTS, META, QUERIES, _people, engine_statistics
 
 pytestmark = pytest.mark.slow
@@ -128,3 +132,42 @@ def test_distinct_counts_on_spark_keep_a_uniform_choice_of_each_units_values(
     spark_db.grant("dee", epsilon=2000, delta=1e-3)
     res = engine.run(spark_db, "dee", "DP-SELECT 1000 COUNT(DISTINCT own), COUNT(DISTINCT shared) FROM once")
     assert res.rows == [[200, 1]]
+
+
+def _spark(db: Database) -> Any:
+    return db.backend_for("big")[0]
+
+
+def test_a_querys_reads_run_side_by_side_and_come_back_by_name(spark_db: Database) -> None:
+    """A DP-SELECT with a median or a distinct count reads two or more queries, at once (fetch_all): each
+    comes back under its own name, as the reads one after another return it."""
+    backend = _spark(spark_db)
+    got = backend.fetch_all(
+        {"b": "SELECT 2 AS x", "a": "SELECT 1 AS x", "c": "SELECT COUNT(*) AS n FROM range(10)"}
+    )
+    assert list(got) == ["b", "a", "c"] and [int(f.iloc[0, 0]) for f in got.values()] == [2, 1, 10]
+    for form in ("MEDIAN(age)", "COUNT(DISTINCT city)", "MEDIAN(income), COUNT(DISTINCT age)"):
+        plan, sql = engine.prepare(spark_db, f"DP-SELECT 1 {form} FROM big")
+        assert isinstance(plan, Plan)
+        frame, histograms = reader(spark_db, plan, "big", sql)()  # what a DP-SELECT reads: side by side
+        together = ([frame] if frame is not None else []) + list(histograms.values())
+        alone = engine_statistics(spark_db, f"DP-SELECT 1 {form} FROM big", "spark")  # one after another
+        assert len(together) == len(alone) >= 2
+        for one, other in zip(together, alone, strict=True):  # the same reads, by name (not by value: a
+            assert list(one.columns) == list(other.columns)  # unit over the bound has its rows chosen afresh)
+    # end to end (the reads side by side, then the noise): at ε = 20 the three cities are counted (the
+    # noise's scale is at most 0.2 here: ±4 fails with probability below 1e-8)
+    res = engine.run(spark_db, "eve", "DP-SELECT 20 COUNT(DISTINCT city), MEDIAN(age) FROM big")
+    assert abs(res.rows[0][0] - 3) <= 4 and 0 <= res.rows[0][1] <= 120
+
+
+def test_one_read_failing_or_past_its_time_cancels_the_others(spark_db: Database) -> None:
+    backend = _spark(spark_db)
+    slow = "SELECT SUM(id * id % 7) AS s FROM range(0, 50000000000)"  # minutes of work on local[2]
+    started = time.monotonic()
+    with pytest.raises(Exception, match=r"nowhere|TABLE_OR_VIEW_NOT_FOUND"):
+        backend.fetch_all({"slow": slow, "bad": "SELECT * FROM nowhere"})
+    with pytest.raises(TimeoutError):
+        backend.fetch_all({"slow": slow, "slower": slow.replace("7", "11")}, timeout=2)
+    assert time.monotonic() - started < 120  # both cancelled, not run to their end
+    assert int(backend.fetch("SELECT 1 AS x").iloc[0, 0]) == 1  # the session goes on

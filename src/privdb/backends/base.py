@@ -88,6 +88,16 @@ class WritesTables(Protocol):
     def adopt_layout(self, source: str, stamp: dict[str, Any] | None) -> None: ...
 
 
+@runtime_checkable
+class ReadsTogether(Protocol):
+    """An engine that runs a query's several reads side by side (Spark: a job group per query, each from
+    its own thread), all or nothing: one failing, or an interrupt, cancels the others."""
+
+    def fetch_all(
+        self, queries: dict[str, str], *, timeout: float | None = None
+    ) -> dict[str, pd.DataFrame]: ...
+
+
 def is_read_only(sql: str) -> bool:
     """Whether ``sql`` is nothing but queries (no statement that could change a table)."""
     import sqlglot  # the parser where the owner's SQL is read, not where an engine is named

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from privdb.backends.base import ReadsTogether
 from privdb.backends.duckdb import DuckDBBackend
 from privdb.database import Database
 from privdb.sql.plan.types import Plan
@@ -22,6 +23,7 @@ __all__ = ["Read", "Statistics", "reader"]
 # written as text, so that pandas is imported where a frame is made (DuckDB's .df()), not by the query path
 Statistics: TypeAlias = "pd.DataFrame | Mapping[str, list[Any]]"
 Read: TypeAlias = "tuple[Statistics | None, dict[str, pd.DataFrame]]"
+STATISTICS = "\0statistics"  # the statistics query's name among the reads (no histogram is named so)
 
 
 def reader(db: Database, plan: Plan | None, base: str, sql: str) -> Callable[[], Read]:
@@ -42,6 +44,10 @@ def reader(db: Database, plan: Plan | None, base: str, sql: str) -> Callable[[],
             return remaining
 
         frame: Statistics | None = None
+        if histograms and isinstance(backend, ReadsTogether):  # Spark: all of them side by side
+            queries = histograms | ({STATISTICS: sql} if sql else {})
+            read = backend.fetch_all(queries, timeout=left())
+            return read.pop(STATISTICS, None), read
         if sql and isinstance(backend, DuckDBBackend) and plan is not None:
             frame = backend.fetch_columns(sql, timeout=left())  # the noise step reads Python values
         elif sql:
