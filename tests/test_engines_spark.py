@@ -156,7 +156,7 @@ def test_a_querys_reads_run_side_by_side_and_come_back_by_name(spark_db: Databas
         for one, other in zip(together, alone, strict=True):  # the same reads, by name (not by value: a
             assert list(one.columns) == list(other.columns)  # unit over the bound has its rows chosen afresh)
     # end to end (the reads side by side, then the noise): at ε = 20 the three cities are counted (the
-    # noise's scale is at most 0.2 here: ±4 fails with probability below 1e-8)
+    # geometric noise's scale is 0.21 here: beyond ±4 with probability below 1e-8)
     res = engine.run(spark_db, "eve", "DP-SELECT 20 COUNT(DISTINCT city), MEDIAN(age) FROM big")
     assert abs(res.rows[0][0] - 3) <= 4 and 0 <= res.rows[0][1] <= 120
 
