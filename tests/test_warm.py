@@ -39,6 +39,7 @@ def env() -> Iterator[dict[str, str]]:
     processes are stopped afterwards."""
     run = Path(tempfile.mkdtemp(prefix="xdg", dir="/tmp"))
     environment = os.environ | {"XDG_RUNTIME_DIR": str(run), "PRIVDB_WARM": "1", "PRIVDB_WARM_IDLE": "120"}
+    environment["PRIVDB_PROBE_SECRET"] = "s3cr3t-of-the-first-caller"  # never kept by the warm process
     yield environment
     for pid in _warm_pids(environment):
         with contextlib.suppress(ProcessLookupError):
@@ -158,6 +159,7 @@ def test_a_warm_command_runs_in_the_warm_process_and_answers_as_a_cold_one(
     assert json.loads(out)["epsilon_spent"] == pytest.approx(0.25)
     assert _warm_pids(env) == [warm]  # the same warm process stays for the next command
     assert len(os.listdir(f"/proc/{warm}/task")) == 1  # one thread: nothing another held is locked in a fork
+    assert b"s3cr3t-of-the-first-caller" not in Path(f"/proc/{warm}/environ").read_bytes()
     where = Path(env["XDG_RUNTIME_DIR"]) / "privdb"
     assert where.stat().st_mode & 0o777 == 0o700
     assert {p.stat().st_mode & 0o777 for p in where.iterdir()} == {0o600}  # the socket and its lock
@@ -318,10 +320,21 @@ def test_the_caller_side_imports_almost_nothing() -> None:
 
 
 def test_the_callers_niceness_and_cpus_hold_for_its_command(slow_db: Path, env: dict[str, str]) -> None:
-    """``nice -n 7 taskset -c 0 privdb query …``: the command that reads runs at niceness 7 on CPU 0."""
-    warm = _warm(env, slow_db)
+    """``nice -n 7 taskset -c 0 privdb query …``: the command that reads runs at niceness 7 (a warm process
+    of callers at 7, started by the first of them) on CPU 0 (the caller's affinity, taken by the fork)."""
+    plain = _warm(env, slow_db)
+    niced = ["nice", "-n", "7"]
+    first = subprocess.run(
+        [*niced, sys.executable, "-m", "privdb", "budget", "--db", str(slow_db), "--analyst", "eve"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    deadline = time.monotonic() + 120
+    while len(_warm_pids(env)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (warm,) = set(_warm_pids(env)) - {plain}
     process = subprocess.Popen(
-        ["nice", "-n", "7", "taskset", "-c", "0", sys.executable, "-m", "privdb", "query",
+        [*niced, "taskset", "-c", "0", sys.executable, "-m", "privdb", "query",
          "--db", str(slow_db), "--analyst", "eve", SLOW.format(0.31)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -369,3 +382,19 @@ def test_a_malformed_request_ends_its_keeper_not_the_warm_process(slow_db: Path,
     done = _privdb(env, "budget", "--db", str(slow_db), "--analyst", "eve", "--format", "json")
     assert done.returncode == 0 and json.loads(done.stdout)["analyst"] == "eve"
     assert _warm_pids(env) == [warm] and not _gone(warm)
+
+
+def test_a_sandboxed_or_niced_caller_is_not_served_by_an_unsandboxed_warm_process(
+    slow_db: Path, env: dict[str, str]
+) -> None:
+    """Another network namespace (``unshare -n``, as a sandbox or a unit's PrivateNetwork makes) or another
+    niceness (which a fork could raise, never lower back) is another warm process."""
+    first = _warm(env, slow_db)
+    budget = [sys.executable, "-m", "privdb", "budget", "--db", str(slow_db), "--analyst", "eve"]
+    for prefix in (["unshare", "-n"], ["nice", "-n", "5"]):
+        done = subprocess.run([*prefix, *budget], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    deadline = time.monotonic() + 120
+    while len(_warm_pids(env)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(set(_warm_pids(env))) == 3 and first in _warm_pids(env)

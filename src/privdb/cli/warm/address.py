@@ -2,15 +2,17 @@
 
 Two ``privdb`` commands may share a warm process only if a fresh process of each would have imported the
 same code the same way: the same interpreter and flags, the same module search path, the same privdb, the
-same environment variables that Python or the libraries read as they import, the same user, groups and
-cgroup (so a service's commands stay inside its service's limits). All of that is hashed into the socket's
-name.
+same environment variables that Python or the libraries read as they import, the same user, groups, cgroup,
+namespaces, seccomp and capabilities (so a service's or a sandbox's commands stay inside it), the same
+niceness and hard resource limits (which a fork could lower, never raise back). All of that is hashed into
+the socket's name.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import resource
 import stat
 import sys
 
@@ -23,19 +25,14 @@ _SUN_PATH = 107
 # variables read at import time (by Python, NumPy's BLAS, DuckDB; Arrow and pandas, where a command loads
 # them): another value, another process
 # (and the locale: Python sets LC_CTYPE from it as it starts, and files opened without an encoding use it)
-_IMPORT_ENV = (
-    "PYTHON",
-    "OMP_",
-    "OPENBLAS_",
-    "MKL_",
-    "NUMPY_",
-    "NPY_",
-    "DUCKDB_",
-    "ARROW_",
-    "PANDAS_",
-    "LANG",
-    "LC_",
-)
+IMPORT_ENV: tuple[str, ...] = ("PYTHON", "OMP_", "OPENBLAS_", "MKL_", "NUMPY_", "NPY_", "DUCKDB_", "ARROW_")
+IMPORT_ENV += ("PANDAS_", "TYPER_", "LANG", "LC_")
+#: The resource limits a command takes from its caller (lowered to them; the hard ones are in the key, so a
+#: warm process started under a lower hard limit never serves a caller with a higher one).
+LIMITS: tuple[str, ...] = ("RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_DATA", "RLIMIT_FSIZE", "RLIMIT_NOFILE")
+LIMITS += ("RLIMIT_STACK", "RLIMIT_CORE")
+_NAMESPACES = ("mnt", "net", "pid", "user", "ipc", "uts", "cgroup")
+_CONFINEMENT = ("NoNewPrivs:", "Seccomp:", "CapEff:", "CapBnd:")
 
 
 def disabled() -> bool:
@@ -77,6 +74,29 @@ def _owned_private(path: str, uid: int) -> bool:
     return stat.S_ISDIR(info.st_mode) and info.st_uid == uid and not info.st_mode & 0o077
 
 
+def _confinement() -> list[str]:
+    """What sandboxes a process (bwrap, firejail, unshare, a unit's PrivateNetwork): its namespaces, and its
+    no-new-privileges, seccomp and capability lines; a sandboxed caller has a warm process inside its own."""
+    found = []
+    for space in _NAMESPACES:
+        try:
+            found.append(os.readlink(f"/proc/self/ns/{space}"))
+        except OSError:
+            found.append("")
+    try:
+        with open("/proc/self/status", encoding="utf-8") as f:
+            found += [line.strip() for line in f if line.startswith(_CONFINEMENT)]
+    except OSError:
+        pass
+    for attr in ("current", "exec"):  # the LSM label (AppArmor, SELinux)
+        try:
+            with open(f"/proc/self/attr/{attr}", encoding="utf-8", errors="replace") as f:
+                found.append(f.read().strip("\0\n"))
+        except OSError:
+            found.append("")
+    return found
+
+
 def socket_path(cwd: str) -> str | None:
     """The socket of the warm process for this interpreter and user; None where there can be none."""
     where = _private_dir()
@@ -99,7 +119,10 @@ def socket_path(cwd: str) -> str | None:
             os.getgid(),
             sorted(os.getgroups()),
             cgroup,
-            sorted((k, v) for k, v in os.environ.items() if k.startswith(_IMPORT_ENV)),
+            _confinement(),
+            os.getpriority(os.PRIO_PROCESS, 0),  # `nice`: a command's niceness can be raised, not lowered
+            [resource.getrlimit(getattr(resource, name))[1] for name in LIMITS if hasattr(resource, name)],
+            sorted((k, v) for k, v in os.environ.items() if k.startswith(IMPORT_ENV)),
         )
     )
     path = os.path.join(where, f"warm-{hashlib.sha256(key.encode()).hexdigest()[:20]}.sock")

@@ -30,8 +30,13 @@ __all__ = ["command"]
 def command(request: dict[str, Any], fds: list[int]) -> NoReturn:
     code = 1
     try:
+        _die_with_keeper()
         _adopt(request, fds)
         code = _run()
+    except KeyboardInterrupt:  # a Ctrl-C before privdb's own handler was installed: as a cold start says it
+        with contextlib.suppress(Exception):
+            sys.stderr.write("interrupted\n")
+        code = 130
     except BaseException:
         with contextlib.suppress(Exception):
             traceback.print_exc()
@@ -41,6 +46,18 @@ def command(request: dict[str, Any], fds: list[int]) -> NoReturn:
         with contextlib.suppress(Exception):
             stream.flush()
     os._exit(code)
+
+
+def _die_with_keeper() -> None:
+    """SIGKILL when the keeper dies (``PR_SET_PDEATHSIG``): a command never runs on with nobody to report
+    its status, nor to relay its caller's signals."""
+    keeper = os.getppid()
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+    if os.getppid() != keeper:  # it died before the request took effect
+        os._exit(1)
 
 
 def _adopt(request: dict[str, Any], fds: list[int]) -> None:

@@ -18,22 +18,18 @@ __all__ = ["hand_over"]
 # commands that always start cold: a server belongs to the service (its cgroup, its supervisor) that ran it;
 # a load holds the database's write lock for its whole run, and a caller's kill -9 must free it at once
 COLD_COMMANDS = frozenset({"serve", "load"})
+_PLAIN_ENV = frozenset({"PATH", "HOME", "TMPDIR", "PRIVDB_WARM_IDLE"})
 _RELAYED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
-_LIMITS = (
-    "RLIMIT_AS",
-    "RLIMIT_CPU",
-    "RLIMIT_DATA",
-    "RLIMIT_FSIZE",
-    "RLIMIT_NOFILE",
-    "RLIMIT_STACK",
-    "RLIMIT_CORE",
-)
+#: How long a caller waits for the warm process to take its command (connect, hand over, the keeper's
+#: checks) before it runs the command itself.
+HAND_OVER_SECONDS = 5.0
 
 
 def hand_over(argv: list[str]) -> None:
     """Run ``argv`` in the user's warm process and exit as it ended; return (doing nothing visible) where
-    there is none to use, after starting one for the next command."""
-    if address.disabled() or (argv and argv[0] in COLD_COMMANDS):
+    there is none to use, after starting one for the next command. Linux only (the peer checks and the
+    keeper's process descriptors are Linux's); elsewhere every command starts cold."""
+    if sys.platform != "linux" or address.disabled() or (argv and argv[0] in COLD_COMMANDS):
         return
     try:
         cwd = os.getcwd()
@@ -43,6 +39,7 @@ def hand_over(argv: list[str]) -> None:
     if path is None:
         return
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(HAND_OVER_SECONDS)  # a stopped or stuck warm process: run cold, never hang
     try:
         sock.connect(path)
         if _peer_uid(sock) != os.getuid():
@@ -51,11 +48,8 @@ def hand_over(argv: list[str]) -> None:
         sock.close()
         _start_warm_process(path, cwd)
         return
-    pending: list[int] = []
-    previous = {sig: signal.signal(sig, _relay(sock, pending)) for sig in _RELAYED}
-    previous[signal.SIGTSTP] = signal.signal(signal.SIGTSTP, _suspend(sock))
     fds, opened = _streams()
-    try:
+    try:  # until the command starts, Ctrl-C is this process's own ("interrupted", 130, by main)
         wire.send_request(sock, _request(argv, cwd), fds)
         answer = sock.recv(1)
     except OSError:
@@ -65,16 +59,14 @@ def hand_over(argv: list[str]) -> None:
             os.close(fd)
     if answer != wire.GO:  # refused: this command runs cold (and, if the code changed, starts a new warm one)
         sock.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if pending:  # Ctrl-C before anything started
-            sys.stderr.write("interrupted\n")
-            os._exit(130)
         if answer in (wire.STALE, b""):
             _start_warm_process(path, cwd)
         return
-    status = wire.read_status(sock)
-    _end_as(status)
+    sock.settimeout(None)  # the command's own time from here
+    for sig in _RELAYED:
+        signal.signal(sig, _relay(sock))
+    signal.signal(signal.SIGTSTP, _suspend(sock))
+    _end_as(wire.read_status(sock))
 
 
 def _peer_uid(sock: socket.socket) -> int:
@@ -82,9 +74,8 @@ def _peer_uid(sock: socket.socket) -> int:
     return int(struct.unpack("3i", creds)[1])
 
 
-def _relay(sock: socket.socket, pending: list[int]) -> Any:
+def _relay(sock: socket.socket) -> Any:
     def relay(signum: int, _frame: object) -> None:
-        pending.append(signum)
         with contextlib.suppress(OSError):
             sock.send(bytes([signum]))
 
@@ -125,7 +116,7 @@ def _request(argv: list[str], cwd: str) -> dict[str, Any]:
     umask = os.umask(0o022)
     os.umask(umask)
     limits = {}
-    for name in _LIMITS:
+    for name in address.LIMITS:
         if hasattr(resource, name):
             limits[name] = list(resource.getrlimit(getattr(resource, name)))
     streams = [_shape(s) for s in (sys.stdin, sys.stdout, sys.stderr)]
@@ -177,6 +168,9 @@ def _start_warm_process(path: str, cwd: str) -> None:
     import subprocess
 
     flags = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
+    # only what its imports read (the key's variables) and where to find things: never the caller's tokens
+    # or passwords, which a process's /proc/PID/environ would show for its whole life
+    env = {k: v for k, v in os.environ.items() if k.startswith(address.IMPORT_ENV) or k in _PLAIN_ENV}
     with contextlib.suppress(OSError):
         subprocess.Popen(
             [sys.executable, *flags, "-m", "privdb.cli.warm", path, json.dumps(address.search_path(cwd))],
@@ -186,4 +180,5 @@ def _start_warm_process(path: str, cwd: str) -> None:
             close_fds=True,
             start_new_session=True,
             cwd="/",
+            env=env,
         )

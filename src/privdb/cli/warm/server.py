@@ -20,7 +20,6 @@ import socket
 import struct
 import sys
 import time
-from collections.abc import Iterator
 from typing import Any, NoReturn
 
 from privdb.cli.warm import address, become, wire
@@ -67,9 +66,10 @@ def serve(path: str, search: list[str]) -> None:
     os.chdir("/")
     os.environ.clear()  # whatever the first caller's environment held is not kept here
     listener = _listen(path)
-    mine = _inode(path)
+    mine, warm = _inode(path), os.getpid()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped by the kernel
-    signal.signal(signal.SIGTERM, lambda *_: _leave(listener, path, mine))
+    # (a keeper forked before it resets this must not leave in the warm process's stead: the pid check)
+    signal.signal(signal.SIGTERM, lambda *_: _leave(listener, path, mine if os.getpid() == warm else None))
     listener.settimeout(idle)
     while True:
         try:
@@ -93,7 +93,7 @@ def serve(path: str, search: list[str]) -> None:
             try:
                 listener.close()
                 os.close(lock)
-                _keeper(conn, files, shadows, start)
+                _keeper(conn, files, shadows, start, warm)
             finally:
                 os._exit(1)
         conn.close()
@@ -222,8 +222,11 @@ def _shadowed(request: dict[str, Any], shadows: dict[str, str], start: str) -> b
     return False
 
 
-def _keeper(conn: socket.socket, files: dict[str, int], shadows: dict[str, str], start: str) -> NoReturn:
-    """Check, fork the command, relay signals to it, report how it ended; always exits."""
+def _keeper(
+    conn: socket.socket, files: dict[str, int], shadows: dict[str, str], start: str, warm: int
+) -> NoReturn:
+    """Check, fork the command, relay signals to it, report how it ended; always exits. ``warm``: the warm
+    process's pid (told to end when the code changed, if it is still this keeper's parent)."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
@@ -231,7 +234,8 @@ def _keeper(conn: socket.socket, files: dict[str, int], shadows: dict[str, str],
     except (OSError, ValueError):
         os._exit(0)
     if _changed(files):  # the code on disk is not what was imported: cold this time, a new warm process next
-        os.kill(os.getppid(), signal.SIGTERM)
+        if os.getppid() == warm:  # (else it has ended already, and this keeper was adopted by another)
+            os.kill(warm, signal.SIGTERM)
         _refuse(conn, fds, wire.STALE)
         os._exit(0)
     if _shadowed(request, shadows, start):
@@ -245,10 +249,18 @@ def _keeper(conn: socket.socket, files: dict[str, int], shadows: dict[str, str],
     if pid == 0:
         conn.close()
         become.command(request, fds)
-    for fd in fds:
-        os.close(fd)
-    conn.sendall(wire.GO)
-    os._exit(_relay(conn, pid))
+    try:  # from here the command runs: whatever fails in this keeper, the command does not run on alone
+        for fd in fds:
+            os.close(fd)
+        ended = _ended(pid)
+        conn.sendall(wire.GO)
+        _relay(conn, pid, ended)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.waitpid(pid, 0)
+    os._exit(0)
 
 
 def _refuse(conn: socket.socket, fds: list[int], answer: bytes = wire.COLD) -> None:
@@ -258,13 +270,21 @@ def _refuse(conn: socket.socket, fds: list[int], answer: bytes = wire.COLD) -> N
         conn.sendall(answer)
 
 
-def _relay(conn: socket.socket, pid: int) -> int:
-    """Forward the caller's signals until the command ends; send its wait status; the keeper's own status."""
-    with _ended(pid) as ended:
-        while True:
-            ready, _, _ = select.select([conn.fileno(), ended], [], [])
-            if ended in ready:
-                break
+def _relay(conn: socket.socket, pid: int, ended: int | None) -> None:
+    """Forward the caller's signals until the command ends, then send its wait status. ``ended``: a pidfd
+    of the command (None where the kernel has none: then its end is looked for every 20 ms)."""
+    watched = [conn.fileno(), *([ended] if ended is not None else [])]
+    status = None
+    try:
+        while status is None:
+            ready, _, _ = select.select(watched, [], [], None if ended is not None else 0.02)
+            if ended is None:
+                done, found = os.waitpid(pid, os.WNOHANG)
+                status = found if done else None
+            elif ended in ready:
+                status = os.waitpid(pid, 0)[1]
+            if status is not None or conn.fileno() not in ready:
+                continue
             try:
                 got = conn.recv(64)
             except OSError:
@@ -272,23 +292,21 @@ def _relay(conn: socket.socket, pid: int) -> int:
             if not got:  # the caller died without a word (SIGKILL): so does its command
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
-                conn.close()
                 os.waitpid(pid, 0)
-                return 0
+                return
             for signum in got:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signum)
-    _, status = os.waitpid(pid, 0)
+    finally:
+        if ended is not None:
+            os.close(ended)
     with contextlib.suppress(OSError):
         wire.send_status(conn, os.waitstatus_to_exitcode(status))
-    return 0
 
 
-@contextlib.contextmanager
-def _ended(pid: int) -> Iterator[int]:
-    """A descriptor that becomes readable when ``pid`` ends (a pidfd)."""
-    fd = os.pidfd_open(pid)
+def _ended(pid: int) -> int | None:
+    """A descriptor that becomes readable when ``pid`` ends (a pidfd; None where the kernel has none)."""
     try:
-        yield fd
-    finally:
-        os.close(fd)
+        return os.pidfd_open(pid)
+    except (OSError, AttributeError):
+        return None
