@@ -89,6 +89,15 @@ def _warm(env: dict[str, str], db: Path) -> int:
     raise AssertionError("the warm process did not start")
 
 
+def _listening(env: dict[str, str], count: int) -> None:
+    """Wait until ``count`` warm processes hold their locks and listen on their sockets."""
+    where = Path(env["XDG_RUNTIME_DIR"]) / "privdb"
+    deadline = time.monotonic() + 120
+    while len(_warm_pids(env)) < count or len(list(where.glob("warm-*.sock"))) < count:
+        assert time.monotonic() < deadline, "the warm processes did not start"
+        time.sleep(0.05)
+
+
 def _gone(pid: int) -> bool:
     """The process has ended (a zombie not yet reaped by whoever adopted it counts as ended)."""
     try:
@@ -329,9 +338,7 @@ def test_the_callers_niceness_and_cpus_hold_for_its_command(slow_db: Path, env: 
         env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert first.returncode == 0, first.stderr
-    deadline = time.monotonic() + 120
-    while len(_warm_pids(env)) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    _listening(env, 2)
     (warm,) = set(_warm_pids(env)) - {plain}
     process = subprocess.Popen(
         [*niced, "taskset", "-c", "0", sys.executable, "-m", "privdb", "query",
@@ -394,7 +401,5 @@ def test_a_sandboxed_or_niced_caller_is_not_served_by_an_unsandboxed_warm_proces
     for prefix in (["unshare", "-n"], ["nice", "-n", "5"]):
         done = subprocess.run([*prefix, *budget], env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
-    deadline = time.monotonic() + 120
-    while len(_warm_pids(env)) < 3 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    _listening(env, 3)
     assert len(set(_warm_pids(env))) == 3 and first in _warm_pids(env)

@@ -49,7 +49,11 @@ def hand_over(argv: list[str]) -> None:
         _start_warm_process(path, cwd)
         return
     fds, opened = _streams()
-    try:  # until the command starts, Ctrl-C is this process's own ("interrupted", 130, by main)
+    # the relayed signals wait (blocked) from the hand-over until the relays are in place: the command may
+    # start before this process reads GO, and a Ctrl-C or Ctrl-Z then must reach it, not only this process
+    held = {*_RELAYED, signal.SIGTSTP}
+    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
         wire.send_request(sock, _request(argv, cwd), fds)
         answer = sock.recv(1)
     except OSError:
@@ -59,6 +63,7 @@ def hand_over(argv: list[str]) -> None:
             os.close(fd)
     if answer != wire.GO:  # refused: this command runs cold (and, if the code changed, starts a new warm one)
         sock.close()
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)  # a Ctrl-C meanwhile: "interrupted", 130 (by main)
         if answer in (wire.STALE, b""):
             _start_warm_process(path, cwd)
         return
@@ -66,6 +71,7 @@ def hand_over(argv: list[str]) -> None:
     for sig in _RELAYED:
         signal.signal(sig, _relay(sock))
     signal.signal(signal.SIGTSTP, _suspend(sock))
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, held)  # what arrived meanwhile is relayed now
     _end_as(wire.read_status(sock))
 
 
