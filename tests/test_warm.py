@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,13 +67,14 @@ def _privdb(
     )  # fmt: skip
 
 
-def _start(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+def _start(env: dict[str, str], *args: str, **popen: Any) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "privdb", *args],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        **popen,
     )
 
 
@@ -354,13 +356,34 @@ def test_the_callers_niceness_and_cpus_hold_for_its_command(slow_db: Path, env: 
 
 
 def _state(pid: int) -> str:
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    """The process's state letter (T: stopped); "gone" once it has ended."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+def _catches(pid: int, sig: int) -> bool:
+    """Whether ``pid`` has a handler for ``sig`` and does not block it (/proc/PID/status)."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+    bit = 1 << (sig - 1)
+    return bool(int(fields["SigCgt"], 16) & bit) and not int(fields["SigBlk"], 16) & bit
 
 
 def test_ctrl_z_stops_the_command_and_fg_continues_it(slow_db: Path, env: dict[str, str]) -> None:
     warm = _warm(env, slow_db)
-    process = _start(env, "query", "--db", str(slow_db), "--analyst", "eve", SLOW.format(0.32))
+    # a process group of its own in this session, as a shell's job is (in an orphaned group the kernel
+    # discards a terminal stop, for a cold command and a warm one alike); a query of many seconds
+    slower = SLOW.replace("md5(md5(md5(", "md5(md5(md5(md5(md5(md5(").replace(")))) LIKE", "))))))) LIKE")
+    process = _start(
+        env, "query", "--db", str(slow_db), "--analyst", "eve", slower.format(0.32), process_group=0
+    )
     (reader,) = _reading(warm, slow_db)
+    deadline = time.monotonic() + 30
+    while (
+        not _catches(process.pid, signal.SIGTSTP) and time.monotonic() < deadline
+    ):  # its relays are in place
+        time.sleep(0.01)
     process.send_signal(signal.SIGTSTP)
     deadline = time.monotonic() + 30
     while (_state(reader) != "T" or _state(process.pid) != "T") and time.monotonic() < deadline:
