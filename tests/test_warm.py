@@ -363,11 +363,15 @@ def _state(pid: int) -> str:
         return "gone"
 
 
-def _catches(pid: int, sig: int) -> bool:
-    """Whether ``pid`` has a handler for ``sig`` and does not block it (/proc/PID/status)."""
+def _signals(pid: int, field: str, sig: int) -> bool:
+    """Whether ``sig`` is in the signal set ``field`` (SigCgt, SigBlk, ShdPnd, …) of /proc/PID/status."""
     fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
-    bit = 1 << (sig - 1)
-    return bool(int(fields["SigCgt"], 16) & bit) and not int(fields["SigBlk"], 16) & bit
+    return bool(int(fields[field], 16) & 1 << (sig - 1))
+
+
+def _catches(pid: int, sig: int) -> bool:
+    """Whether ``pid`` has a handler for ``sig`` and does not block it."""
+    return _signals(pid, "SigCgt", sig) and not _signals(pid, "SigBlk", sig)
 
 
 def test_ctrl_z_stops_the_command_and_fg_continues_it(slow_db: Path, env: dict[str, str]) -> None:
@@ -389,14 +393,56 @@ def test_ctrl_z_stops_the_command_and_fg_continues_it(slow_db: Path, env: dict[s
     while (_state(reader) != "T" or _state(process.pid) != "T") and time.monotonic() < deadline:
         time.sleep(0.02)
     assert (_state(reader), _state(process.pid)) == ("T", "T")  # both stopped, as one process would be
+    _fg(process, reader)
+    _ctrl_c(process)
+
+
+def _fg(process: subprocess.Popen[str], command: int) -> None:
+    """``fg`` (SIGCONT to the stopped caller) continues the command."""
     process.send_signal(signal.SIGCONT)
     deadline = time.monotonic() + 30
-    while _state(reader) == "T" and time.monotonic() < deadline:
+    while _state(command) == "T" and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert _state(reader) != "T"
+    assert _state(command) != "T"
+
+
+def _ctrl_c(process: subprocess.Popen[str]) -> None:
+    """A Ctrl-C ends a warm command as it ends a cold one."""
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)
     assert (process.returncode, err) == (130, "interrupted\n")
+
+
+def test_a_ctrl_z_during_the_hand_over_stops_the_command_once_it_runs(
+    slow_db: Path, env: dict[str, str]
+) -> None:
+    """A Ctrl-Z that comes while the caller waits for the warm process's answer is held (blocked) and relayed
+    once the command runs: the command stops with its caller, not the caller alone. The warm process is
+    stopped to hold the hand-over open (its backlog still takes the connection) for the signal to come."""
+    warm = _warm(env, slow_db)
+    os.kill(warm, signal.SIGSTOP)
+    try:
+        process = _start(
+            env, "query", "--db", str(slow_db), "--analyst", "eve", SLOW.format(0.33), process_group=0
+        )
+        deadline = time.monotonic() + 4  # the caller runs cold after 5 s without an answer
+        while not _signals(process.pid, "SigBlk", signal.SIGTSTP) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert _signals(process.pid, "SigBlk", signal.SIGTSTP)  # waiting for the answer, Ctrl-Z held
+        process.send_signal(signal.SIGTSTP)
+        assert _signals(process.pid, "ShdPnd", signal.SIGTSTP) and _state(process.pid) != "T"
+    finally:
+        os.kill(warm, signal.SIGCONT)
+    deadline = time.monotonic() + 30  # the command stops as soon as it runs (before it opens the database)
+    while time.monotonic() < deadline:
+        stopped = [pid for pid in _descendants(warm) if _state(pid) == "T"]
+        if stopped and _state(process.pid) == "T":
+            break
+        time.sleep(0.02)
+    assert len(stopped) == 1 and _state(process.pid) == "T"
+    _fg(process, stopped[0])
+    assert _reading(warm, slow_db) == stopped  # the stopped process was the command, now reading
+    _ctrl_c(process)
 
 
 def test_a_malformed_request_ends_its_keeper_not_the_warm_process(slow_db: Path, env: dict[str, str]) -> None:

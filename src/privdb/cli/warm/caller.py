@@ -7,7 +7,6 @@ import os
 import resource
 import signal
 import socket
-import struct
 import sys
 from typing import Any
 
@@ -42,7 +41,7 @@ def hand_over(argv: list[str]) -> None:
     sock.settimeout(HAND_OVER_SECONDS)  # a stopped or stuck warm process: run cold, never hang
     try:
         sock.connect(path)
-        if _peer_uid(sock) != os.getuid():
+        if wire.peer_uid(sock) != os.getuid():
             raise ConnectionRefusedError(path)
     except OSError:
         sock.close()
@@ -73,11 +72,6 @@ def hand_over(argv: list[str]) -> None:
     signal.signal(signal.SIGTSTP, _suspend(sock))
     signal.pthread_sigmask(signal.SIG_UNBLOCK, held)  # what arrived meanwhile is relayed now
     _end_as(wire.read_status(sock))
-
-
-def _peer_uid(sock: socket.socket) -> int:
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return int(struct.unpack("3i", creds)[1])
 
 
 def _relay(sock: socket.socket) -> Any:

@@ -17,7 +17,6 @@ import os
 import select
 import signal
 import socket
-import struct
 import sys
 import time
 from typing import Any, NoReturn
@@ -81,7 +80,7 @@ def serve(path: str, search: list[str]) -> None:
         if _inode(path) != mine:  # the socket was removed or replaced: another warm process took over
             conn.close()
             _leave(listener, path, None)
-        if _peer_uid(conn) != os.getuid():
+        if wire.peer_uid(conn) != os.getuid():
             conn.close()
             continue
         try:
@@ -170,11 +169,6 @@ def _inode(path: str) -> int:
         return os.stat(path).st_ino
     except OSError:
         return -1
-
-
-def _peer_uid(conn: socket.socket) -> int:
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return int(struct.unpack("3i", creds)[1])
 
 
 def _loaded_files() -> dict[str, int]:

@@ -25,6 +25,7 @@ __all__ = [
     "GO",
     "MAX_REQUEST",
     "STATUS_SIZE",
+    "peer_uid",
     "read_request",
     "read_status",
     "send_request",
@@ -96,3 +97,10 @@ def read_status(sock: socket.socket) -> int | None:
 def _close(fd: int) -> None:
     with contextlib.suppress(OSError):
         os.close(fd)
+
+
+def peer_uid(sock: socket.socket) -> int:
+    """The user id of the process at the other end of a connected Unix socket (``SO_PEERCRED``): both
+    ends talk only to their own user."""
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return int(struct.unpack("3i", creds)[1])
