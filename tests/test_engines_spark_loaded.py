@@ -76,7 +76,8 @@ def test_a_loaded_spark_table_returns_duckdbs_statistics(db: Database, query: st
 
 def test_a_join_on_the_unit_of_two_loaded_tables_returns_duckdbs_statistics(db: Database) -> None:
     """The join of a one-row-per-unit table with a many-row one (J1 of bench.engines.spark_user): on Spark
-    the eager join without DuckDB's weighted form (written with fsum), the same statistics."""
+    the plain join aggregate for units within the bound and the eager join for the others (no fsum for
+    DuckDB's weighted form), the same statistics, a WHERE on either side or none."""
     query = "DP-SELECT 1 o.city, COUNT(*) FROM {o} o JOIN {e} e ON o.pid = e.pid GROUP BY o.city"
 
     def statistics(text: str, table: str) -> pd.DataFrame:
@@ -84,10 +85,12 @@ def test_a_join_on_the_unit_of_two_loaded_tables_returns_duckdbs_statistics(db: 
         frame = db.backend_for(table)[0].fetch(sql)
         return frame.sort_values(list(frame.columns)).reset_index(drop=True)
 
-    duck = [statistics(query.format(o="duck_owners", e="duck"), "duck")]
-    spark = [statistics(query.format(o="owners", e="loaded"), "loaded")]
-    for a, b in zip(duck, spark, strict=True):
-        pd.testing.assert_frame_equal(a, b, check_dtype=False, rtol=1e-9)
+    for where in ("", " WHERE e.age > 40", " WHERE o.city <> 'Bern'"):
+        text = query.replace(" GROUP BY", f"{where} GROUP BY")
+        duck = statistics(text.format(o="duck_owners", e="duck"), "duck")
+        spark = statistics(text.format(o="owners", e="loaded"), "loaded")
+        pd.testing.assert_frame_equal(duck, spark, check_dtype=False, rtol=1e-9)
+        assert "__privdb_o_" in engine.prepare(db, text.format(o="owners", e="loaded"))[1]
 
 
 def test_distinct_counts_keep_every_value_of_units_within_the_bound(db: Database, work: Path) -> None:

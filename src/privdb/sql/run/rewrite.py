@@ -32,10 +32,11 @@ from privdb.sql.plan.truncation import COLUMN as T_COLUMN
 from privdb.sql.plan.types import Plan, Statistic
 
 ARG_MAX_DIALECTS = ("duckdb", "spark")  # engines with arg_max (Spark: max_by, by sqlglot's transpiler)
-_ZERO = "\0zero"  # in ``bound_parts``' plain rows: where their (zero) truncation flag goes
+PLAIN_FLAG = "\0zero"  # in ``bound_parts``' plain rows: where their (zero) truncation flag goes
 
 __all__ = [
     "ARG_MAX_DIALECTS",
+    "PLAIN_FLAG",
     "aggregate_sql",
     "bound_parts",
     "clamped",
@@ -185,7 +186,7 @@ def engine_sql(
     plain = None
     if unit_rows:  # the plain aggregate of the small units' rows
         plain = (
-            f"SELECT {key_select}{aggregates}{_ZERO} FROM {source}"
+            f"SELECT {key_select}{aggregates}{PLAIN_FLAG} FROM {source}"
             f"{where_sql(condition, f'{quote(unit_rows)} <= {small}')}{by_position}"
         )
     return bound_parts(plan, parts, len(keys), dialect, plain)
@@ -196,7 +197,7 @@ def bound_parts(
 ) -> str:
     """Steps 2–3 of the module doc over ``parts``, the SQL of the per-(unit, group) partial aggregates
     (``u, k0 …, r`` and each computed statistic by name): the statistics query of a plan with a privacy
-    unit. ``plain``: the rows that need no bounding, aggregated per group (``_ZERO`` where the truncation
+    unit. ``plain``: the rows that need no bounding, aggregated per group (``PLAIN_FLAG`` where the truncation
     flag goes), added to the bounded ones. ``one_each``: ``parts`` already holds one group per unit, with the
     unit's rows ``ur`` and groups ``ug`` before the choice (privdb.sql.run.eager)."""
     computed, twins = computed_stats(plan.statistics)
@@ -243,7 +244,7 @@ def bound_parts(
     scaled = ", ".join(f"{s.name} * LEAST(1.0, {m} / {rows}) AS {s.name}" for s in computed)
     bounded = f"SELECT {outer_keys}{scaled}{flag} FROM ({kept})"
     if plain is not None:
-        bounded = f"{plain.replace(_ZERO, zero)} UNION ALL {bounded}"
+        bounded = f"{plain.replace(PLAIN_FLAG, zero)} UNION ALL {bounded}"
     totals = ", ".join(f"SUM({s.name}) AS {s.name}" for s in computed)
     return (
         f"WITH parts AS ({parts}) SELECT {outer_keys}{totals}"

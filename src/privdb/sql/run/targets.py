@@ -148,14 +148,10 @@ def statistics_sql(db: Database, plan: Plan) -> str:
     backend, source, unit_rows, from_ = plan_target(db, plan)
     eager = None
     if plan.relation is not None and (join := plan.relation.eager) is not None:  # a join on the unit
-        # each side's hidden per-unit row count, when current (a stored table, read whole); the weighted
-        # join they allow (privdb.sql.run.eager) is written with DuckDB's fsum, so on DuckDB only
+        # each side's hidden per-unit row count, when current (a stored table, read whole)
         one_rows, many_rows = (
             backend.unit_rows(db.backend_for(side.base)[1], side.meta.privacy_unit)
-            if side.plain
-            and side.meta.privacy_unit
-            and personal_table(db, plan.relation) is None
-            and backend.dialect == "duckdb"
+            if side.plain and side.meta.privacy_unit and personal_table(db, plan.relation) is None
             else None
             for side in (join.one, join.many)
         )
@@ -242,7 +238,7 @@ def for_engine(backend: Engine, plan: Plan | None, sql: str) -> str:
     for node in list(tree.find_all(exp.Try)):
         node.replace(node.this)
     for i, sub in enumerate(tree.find_all(exp.Subquery)):  # PostgreSQL wants every derived table named
-        if not sub.alias:
+        if not sub.alias and isinstance(sub.parent, (exp.From, exp.Join)):  # (not `x IN (SELECT …)`)
             sub.set("alias", exp.TableAlias(this=exp.to_identifier(f"_q{i}")))
     return tree.sql(dialect=backend.dialect)
 
