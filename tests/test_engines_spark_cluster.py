@@ -1,7 +1,7 @@
 """Spark on a real cluster, not only local mode: a standalone master and two workers on loopback
-(tests/sparkcluster.py), and the engine conformance queries of tests/test_engines.py answered there with
-DuckDB's statistics, as tests/test_engines_spark.py checks them on local[2]. Slow: about a minute (three
-daemons, two executors and the driver start).
+(bench/harness/sparkcluster.py, which the cluster benchmark starts too), and the engine conformance queries
+of tests/test_engines.py answered there with DuckDB's statistics, as tests/test_engines_spark.py checks them
+on local[2]. Slow: about a minute (three daemons, two executors and the driver start).
 
 One test item on purpose: pytest-xdist hands a module's tests to either worker process, and each process
 would start its own cluster for the tests it got."""
@@ -13,13 +13,13 @@ from collections.abc import Iterator
 
 import pandas as pd
 import pytest
+from bench.harness.sparkcluster import spark_cluster
 
 from conftest import seeded
 from privdb.backends.spark import SparkBackend
 from privdb.database import Database
 from privdb.errors import InvalidParameter
 from privdb.sql import engine
-from sparkcluster import spark_cluster
 from test_engines import DIALECTS, META, QUERIES, _people, engine_statistics
 
 pytestmark = pytest.mark.slow

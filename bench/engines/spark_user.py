@@ -1,5 +1,6 @@
-"""``python -m bench.engines.spark_user --rows N``: user-level DP-SELECTs on ``spark://local[2]`` against
-Spark's own SQL, interleaved in one session (issue 30).
+"""``python -m bench.engines.spark_user --rows N [--loaded] [--cluster] [--only J1 …]``: user-level
+DP-SELECTs on ``spark://local[2]`` (or, ``--cluster``, a standalone master and two workers on loopback)
+against Spark's own SQL, interleaved in one session (issues 30, 40).
 
 Two Parquet files written by DuckDB: ``events`` (N rows, 10 per person: pid, amount, item) and ``persons``
 (N/10 rows, one per person: pid, state, age). Each query runs through privdb end to end (plan, the engine
@@ -12,6 +13,7 @@ query's groups).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import tempfile
@@ -21,13 +23,16 @@ from typing import Any
 
 import duckdb
 
+from bench.harness import memory
 from bench.harness.query import ANALYST, Query
+from bench.harness.sparkcluster import spark_cluster
 from privdb.database import Database
 from privdb.engine_loads import load_engine
 from privdb.sql import engine
 from privdb.sql.run import targets
 
 PER_PERSON = 10
+LOCAL = "spark://local[2]"
 STATES = 50
 ITEMS = 10_000
 META: dict[str, dict[str, Any]] = {
@@ -57,6 +62,11 @@ QUERIES: list[tuple[Query, str | None, int]] = [
               "AVG(total) FROM (SELECT pid, SUM(amount) AS total FROM events GROUP BY pid) AS t"),
         None, 1,
     ),
+    (
+        Query("J3", "events alone, one group per person: item // 1000, COUNT, SUM",
+              "item // 1000 AS band, COUNT(*), SUM(amount) FROM events GROUP BY item // 1000"),
+        "SELECT item DIV 1000 AS band, COUNT(*), SUM(amount) FROM events GROUP BY item DIV 1000", 11,
+    ),
     (Query("D1", "COUNT(DISTINCT item)", "COUNT(DISTINCT item) FROM events"), None, 1),
     (Query("M1", "MEDIAN(amount)", "MEDIAN(amount) FROM events"),
      "SELECT percentile_approx(amount, 0.5) FROM events", 1),
@@ -83,24 +93,34 @@ def write_parquet(rows: int, out: Path) -> dict[str, Path]:
     return paths
 
 
-def run(rows: int, repeats: int, work: Path, loaded: bool = False) -> list[dict[str, Any]]:
+def run(
+    rows: int,
+    repeats: int,
+    work: Path,
+    loaded: bool = False,
+    master: str = LOCAL,
+    only: frozenset[str] | None = None,
+) -> list[dict[str, Any]]:
     """Check the engine SQL of each query, then time privdb and Spark's own SQL interleaved. ``loaded``:
     the tables written by privdb (``privdb load --engine``, with the per-unit layout) instead of attached;
-    Spark's own SQL then reads privdb's files too."""
+    Spark's own SQL then reads privdb's files too. ``master``: the Spark to run on; ``only``: these
+    queries (by key)."""
     paths = write_parquet(rows, work)
     db = Database(work / "db")
     for name, path in paths.items():
         if loaded:
             t0 = time.perf_counter()
-            load_engine(db, name, str(path), "spark://local[2]", META[name])
+            load_engine(db, name, str(path), master, META[name])
             print(f"loaded {name} in {time.perf_counter() - t0:.1f} s")
         else:
-            db.attach(name, "spark://local[2]", source=str(path), metadata=META[name])
+            db.attach(name, master, source=str(path), metadata=META[name])
     db.grant(ANALYST, epsilon=1e9, delta=1e-3)
     backend, _ = db.backend_for("events")
     views = {name: db.backend_for(name)[1] for name in paths}  # Spark's names of the Parquet views
     out = []
     for q, own, most in QUERIES:
+        if only is not None and q.key not in only:
+            continue
         plan, _ = engine.prepare(db, q.dp(1.0))
         sent = [
             s for s in (targets.statistics_sql(db, plan), *targets.histogram_queries(db, plan).values()) if s
@@ -121,8 +141,26 @@ def run(rows: int, repeats: int, work: Path, loaded: bool = False) -> list[dict[
             best["spark"] = min(best["spark"], time.perf_counter() - t0)
         out.append({"key": q.key, "label": q.label, **best, "returned": returned, "queries": len(sent),
                     "load": os.getloadavg()[0]})  # fmt: skip
+    print(f"peak memory (VmHWM): {_peaks()}")
     db.close()
     return out
+
+
+def _peaks() -> str:
+    """The driver's peak memory (this Python process and its JVM, SparkSubmit) and the executors' (in
+    local mode they run in the driver's JVM)."""
+    roles = {"driver JVM": "deploy.SparkSubmit", "executors": "CoarseGrainedExecutorBackend"}
+    found = dict.fromkeys(roles, 0)
+    for pid in memory.process_tree(os.getpid()):
+        with contextlib.suppress(OSError):
+            line = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            for role, mark in roles.items():
+                if mark in line:
+                    found[role] += memory.kib(memory.status(pid), "VmHWM")
+    python = memory.kib(memory.status(os.getpid()), "VmHWM")
+    return f"driver Python {python / 1024:.0f} MiB, " + ", ".join(
+        f"{role} {kib / 1024:.0f} MiB" for role, kib in found.items()
+    )
 
 
 def main() -> None:
@@ -130,10 +168,22 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000, help="events rows (default 10M)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs of each side (default 3)")
     parser.add_argument("--loaded", action="store_true", help="tables privdb writes (with the layout)")
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="a standalone cluster on loopback: a master, two one-core workers (bench.harness.sparkcluster)",
+    )
+    parser.add_argument(
+        "--only", action="append", help="only this query (U1, J1, P1, J3, D1, M1); repeatable"
+    )
     args = parser.parse_args()
     print(f"rows {args.rows:,} ({args.rows // PER_PERSON:,} persons); load {os.getloadavg()[0]:.2f}")
-    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
-        for r in run(args.rows, args.repeats, Path(tmp), args.loaded):
+    only = frozenset(args.only) if args.only else None
+    with contextlib.ExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")))
+        master = stack.enter_context(spark_cluster()) if args.cluster else LOCAL
+        print(f"Spark: {master}")
+        for r in run(args.rows, args.repeats, Path(tmp), args.loaded, master, only):
             print(
                 f"{r['key']} {r['label']}: privdb {r['privdb']:.2f} s, Spark SQL {r['spark']:.2f} s "
                 f"({r['privdb'] / r['spark']:.1f}x); {r['queries']} engine queries, {r['returned']} rows to "
