@@ -10,11 +10,12 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from privdb.backends.names import unit_rows_column
+from privdb.backends.names import unit_choice_column, unit_rows_column
 from privdb.cli import app
 from privdb.database import Database
 from privdb.engine_loads import load_engine, written_layout
@@ -93,6 +94,62 @@ def test_a_join_on_the_unit_of_two_loaded_tables_returns_duckdbs_statistics(db: 
         assert "__privdb_o_" in engine.prepare(db, text.format(o="owners", e="loaded"))[1]
 
 
+def _mixed(units: int, seed: int) -> pd.DataFrame:
+    """Units of 1–6 rows spread over two cities (or one), some rows' city NULL: the group a unit keeps
+    (max_groups 1) is drawn."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 7, units)
+    pid = np.repeat(np.arange(units), sizes)
+    first, second = rng.integers(0, 3, units), rng.integers(0, 3, units)
+    city = np.where(rng.random(len(pid)) < 0.5, first[pid], second[pid])
+    names = np.array(["Bern", "Basel", "Chur"], dtype=object)[city]
+    names[rng.random(len(pid)) < 0.05] = None
+    return pd.DataFrame({"pid": pid, "age": rng.integers(0, 100, len(pid)),
+                         "income": rng.uniform(0, 1000, len(pid)).round(2), "city": names})  # fmt: skip
+
+
+def test_a_grouped_query_reads_the_stored_choice(db: Database, work: Path) -> None:
+    """J3 of bench.engines.spark_user: GROUP BY one column with max_groups 1 and no WHERE reads the group
+    drawn for each unit at write time (one value per unit, its rows there on its rows, 0 elsewhere), and
+    returns the bounded statistics of that draw: units within m in their group as plain rows, the others
+    scaled by m / c. With a WHERE the query draws as before."""
+    frame = _mixed(3000, seed=5)
+    frame.to_parquet(work / "mixed.parquet")
+    load_engine(db, "mixed", str(work / "mixed.parquet"), SPARK, META)
+    backend, view = db.backend_for("mixed")
+    hidden = unit_choice_column("pid", "city")
+    assert backend.unit_choice(view, "pid", "city") == hidden
+    stored = backend.fetch(f"SELECT pid, city, income, `{hidden}` AS c FROM {view}")
+    assert len(stored) == len(frame)
+    stored["key"] = stored.city.fillna("<null>")
+    chosen = stored[stored.c > 0]
+    assert chosen.groupby("pid").key.nunique().eq(1).all() and chosen.pid.nunique() == frame.pid.nunique()
+    rows = chosen.groupby(["pid", "key"]).agg(n=("c", "size"), c=("c", "max"))
+    assert (rows.n == rows.c).all()  # the rows the unit has in the value drawn, on each of them
+    # uniform among a unit's values: units holding Bern and Basel only keep Bern half the time
+    values = stored.groupby("pid").key.agg(lambda k: frozenset(k))
+    pair = values[values == frozenset({"Bern", "Basel"})].index
+    kept_bern = int((chosen.drop_duplicates("pid").set_index("pid").key.loc[pair] == "Bern").sum())
+    # |k - n/2| > 5.3 sd has probability < 1.2e-7 under a fair draw
+    assert abs(kept_bern - len(pair) / 2) <= 5.3 * np.sqrt(len(pair) / 4), (kept_bern, len(pair))
+    # the statistics: each unit's kept rows weighted min(1, m / c), units over the bound counted
+    m = META["max_contributions"]
+    weight = np.minimum(1.0, m / chosen.c)
+    by_key = chosen.assign(w=weight, wi=weight * chosen.income).groupby("key")[["w", "wi"]].sum()
+    query = "DP-SELECT 1 city, COUNT(*), SUM(income) FROM mixed GROUP BY city"
+    sent = _sent(db, query)
+    assert any(hidden in sql for sql in sent)
+    (got,) = engine_statistics(db, query, "spark")
+    got["key"] = got.k0.fillna("<null>")
+    got = got.set_index("key").sort_index()
+    np.testing.assert_allclose(got.iloc[:, 1], by_key.w.sort_index(), rtol=1e-9)
+    np.testing.assert_allclose(got.iloc[:, 2], by_key.wi.sort_index(), rtol=1e-9)
+    size = stored.groupby("pid").size()
+    over = int(((size > m) | (chosen.groupby("pid").size() < size)).sum())
+    assert int(got.iloc[:, -1].sum()) == over
+    assert not any(hidden in sql for sql in _sent(db, query.replace("GROUP", "WHERE age > 3 GROUP")))
+
+
 def test_distinct_counts_keep_every_value_of_units_within_the_bound(db: Database, work: Path) -> None:
     """With m = 4 every unit (1–4 rows) is within the bound: its values are all kept, read through the
     layout without the per-unit draw, and the counts are plain SQL's on both engines."""
@@ -166,6 +223,9 @@ def test_append_recounts_units_and_replaces_the_folder(db: Database, work: Path)
     backend, view = db.backend_for("loaded2")
     counts = backend.fetch(f"SELECT MAX(`{unit_rows_column('pid')}`) AS n FROM {view} WHERE pid = 0")
     assert int(counts.n[0]) == int((frame.pid == 0).sum())
+    same = f"`{unit_choice_column('pid', 'city')}` = `{unit_rows_column('pid')}`"
+    chosen = backend.fetch(f"SELECT COUNT(*) AS c FROM {view} WHERE {same}")
+    assert int(chosen.c[0]) == len(frame)  # each unit in one city: its choice holds all its rows
 
 
 def test_a_refused_load_changes_nothing(db: Database, work: Path) -> None:

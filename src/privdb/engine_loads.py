@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from privdb.backends.base import WritesTables
-from privdb.backends.names import HIDDEN_PREFIX, check_name
+from privdb.backends.names import HIDDEN_PREFIX, check_name, layout_of
 from privdb.backends.spark_layout import SparkLayout, read_file, remove_directory, spark_type, write_table
 from privdb.catalog.metadata import TableMeta
 from privdb.catalog.metadata_file import load_metadata
@@ -78,7 +78,9 @@ def load_engine(
     meta = metadata_from_dict(table, spec, {c: spark_type(t) for c, t in frame.dtypes})
     if into is None:
         into = str(private_dir(db.path / "spark"))
-    out, layout = write_table(spark, frame, into, table, meta.privacy_unit)
+    kept = layout_of(meta)  # the choice columns a stored DuckDB table keeps, kept here alike
+    choices = kept.choices if kept is not None else ()
+    out, layout = write_table(spark, frame, into, table, meta.privacy_unit, choices)
     db.catalog.attach(table, engine, out, meta.to_dict(), layout.to_dict())  # both or neither
     if before is not None and old is not None and before[1] != out:
         remove_directory(spark, before[1])  # the replaced table's files: privdb wrote them

@@ -200,22 +200,28 @@ class SparkBackend:
             else:
                 self._layouts[source] = SparkLayout.from_dict(stamp)
 
-    def unit_rows(self, table: str, unit: str) -> str | None:
-        """The hidden unit-size column of a table privdb wrote (privdb.backends.spark_layout), while the view
-        ``table`` reads exactly the files written with it; None for attached tables (never written: every
-        unit goes through bounding) and for a table whose files changed since."""
+    def _current(self, table: str, unit: str) -> SparkLayout | None:
+        """What privdb wrote for the view ``table`` with this unit, while the view reads exactly the files
+        written with it; None for attached tables (never written) and tables whose files changed since."""
         with self._lock:
             source = next((s for s, v in self._views.items() if v == table), None)
             layout = self._layouts.get(source) if source is not None else None
             files = self._files.get(table)
         if layout is None or layout.unit is None or layout.unit.lower() != unit.lower():
             return None
-        if files != layout.files:
-            return None
-        return layout.column
+        return layout if files == layout.files else None
+
+    def unit_rows(self, table: str, unit: str) -> str | None:
+        """The hidden unit-size column of a table privdb wrote (privdb.backends.spark_layout) while current;
+        None otherwise, and then every unit goes through bounding."""
+        layout = self._current(table, unit)
+        return layout.column if layout is not None else None
 
     def unit_choice(self, table: str, unit: str, column: str) -> str | None:
-        return None  # no layout kept (unit_rows): every unit's group is drawn by the query
+        """The hidden choice column of ``column`` in a table privdb wrote, while current (else None: every
+        unit's group is drawn by the query)."""
+        layout = self._current(table, unit)
+        return layout.choice(column) if layout is not None else None
 
     def bind(self, sql: str) -> list[str]:
         """Analyse ``sql`` without running it (building a DataFrame resolves names and types)."""

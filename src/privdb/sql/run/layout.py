@@ -17,6 +17,10 @@ truncation estimate) are counted in the same scan, each of its ``k`` rows adding
 are today's (grouped: in distribution, the draw being made once per write instead of once per query); the
 work is one scan of the rows whatever the data, and a unit's rows change it by their own number only.
 docs/proofs/sql.md, "One scan over the layout".
+
+Engines without a compensated sum (Spark) take the grouped form split instead (``split_sql``): rows of a
+unit whose kept group holds at most ``m`` rows weigh 1, so they take the plain aggregate; the rows of
+units over ``m`` in their kept group are bounded per unit as the rewrite does. The same answer, exact.
 """
 
 from __future__ import annotations
@@ -24,9 +28,9 @@ from __future__ import annotations
 from privdb.backends.names import quote
 from privdb.sql.plan.truncation import COLUMN as T_COLUMN
 from privdb.sql.plan.types import Plan, Statistic
-from privdb.sql.run.rewrite import computed_stats, from_item, row_value
+from privdb.sql.run.rewrite import aggregate_sql, bound_parts, computed_stats, from_item, row_value
 
-__all__ = ["chosen_column", "layout_sql", "row_values", "weighted_terms"]
+__all__ = ["chosen_column", "layout_sql", "row_values", "split_sql", "weighted_terms"]
 
 
 def chosen_column(plan: Plan) -> str | None:
@@ -88,3 +92,35 @@ def layout_sql(plan: Plan, table: str, unit_rows: str, kept: str | None) -> str:
     names += [f"{twin} AS {name}" for name, twin in twins.items()]
     names += [T_COLUMN] if plan.truncation_epsilon > 0 else []
     return f"SELECT {', '.join(names)} FROM ({inner})"
+
+
+def split_sql(plan: Plan, table: str, unit_rows: str, kept: str, dialect: str) -> str:
+    """The statistics query of a grouped plan (``chosen_column``) over one table with its layout current
+    and no WHERE, without a compensated sum (module doc): units whose kept group ``kept`` holds at most
+    ``m`` rows in the plain aggregate, the others bounded per unit (privdb.sql.run.rewrite.bound_parts)."""
+    computed, _ = computed_stats(plan.statistics)
+    unit = plan.table.privacy_unit
+    assert unit is not None
+    m = plan.table.max_contributions
+    n, c = quote(unit_rows), quote(kept)
+    keys = [k.sql for k in plan.resolved.keys]
+    key_select = "".join(f"{k} AS k{i}, " for i, k in enumerate(keys))
+    by = ", ".join(str(i + 1) for i in range(len(keys)))
+    aggregates = ", ".join(f"{aggregate_sql(s)} AS {s.name}" for s in computed)
+    source = from_item(plan, table)
+    # a unit of the plain rows is over the bound when it has rows outside its kept group (more than G = 1
+    # groups): each of its c kept rows adds 1 / c, in DOUBLE (Spark reads 1.0 as a DECIMAL, whose division
+    # per row doubled the query's time at 10M rows)
+    over = (
+        f", CAST(ROUND(SUM(CASE WHEN {n} > {c} THEN CAST(1 AS DOUBLE) / {c} ELSE 0 END)) AS BIGINT) "
+        f"AS {T_COLUMN}"
+        if plan.truncation_epsilon > 0
+        else ""
+    )
+    plain = f"SELECT {key_select}{aggregates}{over} FROM {source} WHERE {c} > 0 AND {c} <= {m} GROUP BY {by}"
+    # the larger units, one kept group each: ur their rows, ug 1 (the rows outside are another group)
+    parts = (
+        f"SELECT {quote(unit)} AS u, {key_select}COUNT(*) AS r, {aggregates}, MAX({n}) AS ur, 1 AS ug "
+        f"FROM {source} WHERE {c} > {m} GROUP BY 1, {', '.join(str(i + 2) for i in range(len(keys)))}"
+    )
+    return bound_parts(plan, parts, len(keys), dialect, plain, one_each=True)

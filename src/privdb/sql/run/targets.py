@@ -26,7 +26,7 @@ from privdb.sql.plan.truncation import QUERY as TRUNCATION_QUERY
 from privdb.sql.plan.types import Plan
 from privdb.sql.run.counts import distinct_sql, histogram_sql
 from privdb.sql.run.eager import eager_sql
-from privdb.sql.run.layout import chosen_column, layout_sql
+from privdb.sql.run.layout import chosen_column, layout_sql, split_sql
 from privdb.sql.run.rewrite import computed_stats, engine_sql, truncation_sql
 
 if TYPE_CHECKING:
@@ -172,18 +172,24 @@ def _over_layout(
     backend: Engine, plan: Plan, source: str, unit_rows: str | None, from_: str | None
 ) -> str | None:
     """The one-scan form over a table's current layout (privdb.sql.run.layout), where it applies: a plain
-    table of privdb's DuckDB with its unit sizes current, no WHERE, and no GROUP BY or one bare column whose
-    stored choice is current."""
+    table privdb wrote with its unit sizes current, no WHERE, and no GROUP BY (DuckDB: other engines split
+    by the unit sizes already, engine_sql) or one bare column whose stored choice is current (other engines:
+    the split form, having no compensated sum)."""
     unit = plan.table.privacy_unit
-    if unit is None or unit_rows is None or from_ is not None or backend.dialect != "duckdb":
+    if unit is None or unit_rows is None or from_ is not None:
         return None
     if plan.resolved.where is not None or not computed_stats(plan.statistics)[0]:
         return None
+    duckdb = backend.dialect == "duckdb"
     if not plan.resolved.keys:
-        return layout_sql(plan, source, unit_rows, None)
+        return layout_sql(plan, source, unit_rows, None) if duckdb else None
     column = chosen_column(plan)
     kept = backend.unit_choice(source, unit, column) if column is not None else None
-    return layout_sql(plan, source, unit_rows, kept) if kept is not None else None
+    if kept is None:
+        return None
+    if duckdb:
+        return layout_sql(plan, source, unit_rows, kept)
+    return split_sql(plan, source, unit_rows, kept, backend.dialect)
 
 
 _ENGINE_NAMES = {"postgres": "PostgreSQL", "sqlite": "SQLite", "spark": "Spark"}
