@@ -171,3 +171,24 @@ def test_one_read_failing_or_past_its_time_cancels_the_others(spark_db: Database
         backend.fetch_all({"slow": slow, "slower": slow.replace("7", "11")}, timeout=2)
     assert time.monotonic() - started < 120  # both cancelled, not run to their end
     assert int(backend.fetch("SELECT 1 AS x").iloc[0, 0]) == 1  # the session goes on
+
+
+def test_a_bound_statement_is_analysed_once_and_reads_what_it_was_bound_on(
+    spark_db: Database, tmp_path: Path
+) -> None:
+    """bind keeps the DataFrame it analysed for the fetch of the same SQL: the fetch reads the files the
+    plan was chosen on, even if the view was replaced between the two (an append); a fetch without a bind
+    analyses afresh. Kept statements are bounded."""
+    backend = _spark(spark_db)
+    spark = backend.session
+    for rows, name in ((3, "before"), (5, "after")):
+        pd.DataFrame({"x": range(rows)}).to_parquet(tmp_path / f"{name}.parquet")
+    spark.read.parquet(str(tmp_path / "before.parquet")).createOrReplaceTempView("swapped")
+    sql = "SELECT COUNT(*) AS n FROM swapped"
+    assert backend.bind(sql) == ["n"]
+    spark.read.parquet(str(tmp_path / "after.parquet")).createOrReplaceTempView("swapped")
+    assert int(backend.fetch(sql).iloc[0, 0]) == 3  # what it was bound on
+    assert int(backend.fetch(sql).iloc[0, 0]) == 5  # taken by the first fetch: analysed afresh
+    for i in range(40):
+        backend.bind(f"SELECT {i} AS x")
+    assert len(backend._bound) <= 16
