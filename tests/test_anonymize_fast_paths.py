@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from privdb.anonymize import _classes, mondrian_labels
-from privdb.anonymize._classes import STAR, covered, hierarchy_frame, pair_covered
+from privdb.anonymize._classes import STAR, covered, hierarchy_frame, pair_covered, parse_intervals
 from privdb.anonymize.mondrian import partition
 from privdb.anonymize.mondrian_codes import encode
 from privdb.anonymize.tables import write_table
@@ -124,6 +124,21 @@ def test_word_sets_read_back_in_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
         (2, 5),
         (2, 199),
     ]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_intervals_read_one_by_one_as_the_pattern_reads_them(seed: int) -> None:
+    """parse_intervals (a loop that passes ``|`` sets over) gives each label the bounds the interval pattern
+    reads, and NaN where it reads none: ranges, sets, masks, numbers, padded and negative forms, NULLs."""
+    rng = np.random.default_rng(seed)
+    pool = ["17-90", " 3 - 4 ", "-3--1", "1.5-2e3", "1e999-2", "20", "-5", "a|b", "1-2|3-4", "32**", STAR]
+    drawn = [pool[i] for i in rng.integers(0, len(pool), 500)]
+    labels = np.array([*drawn, "x-y", None, np.nan, 7, 2.5], dtype=object)
+    lo, hi = parse_intervals(labels)
+    for label, low, high in zip(labels, lo, hi, strict=True):
+        found = _INTERVAL.match(str(label))
+        want = (float(found[1]), float(found[2])) if found else (np.nan, np.nan)
+        np.testing.assert_array_equal([low, high], want)
 
 
 def test_leaves_of_sets_counted_at_once_as_one_by_one() -> None:
