@@ -14,6 +14,7 @@ __all__ = ["ACCURACY", "GRID", "Arr", "Equations", "newton", "trigamma"]
 ACCURACY = 1e-6  # a root: both equations within this of zero
 _STEPS = 1000
 _TOTAL = 10_000
+_ALONE = 64  # evaluations of the first start before the others join it
 GRID = [(a, b) for a in (0.0, 0.33, 0.66, 0.99) for b in (0.0, 0.33, 0.66, 0.99)]  # ARX's start values
 
 Vec = tuple[float, float]
@@ -32,37 +33,60 @@ def newton(
     out). ARX's wall-clock limits (100 ms per try, 1 s in all) are not kept: an answer must not depend on the
     machine's speed.
 
-    Every try runs at once as arrays, so a start that does not converge costs one vector step, not 1,000 steps
-    alone; the answer is the one-try-after-another search's.
+    The tries run as arrays: the first alone for its first ``_ALONE`` evaluations or until it ends (it is
+    a moment-style guess, and usually a root within them), then every try still undecided at once, so a
+    start that does not converge costs one vector step, not 1,000 steps alone; only live tries are
+    evaluated. Each try's path is its own (the equations are elementwise), so the answer is the
+    one-try-after-another search's.
     """
     x = np.array([s[0] for s in starts], dtype=np.float64)
     y = np.array([s[1] for s in starts], dtype=np.float64)
     alive = np.ones(len(starts), dtype=bool)
     root = np.zeros(len(starts), dtype=bool)
     evaluations = np.zeros(len(starts), dtype=np.int64)
-    for step in range(_STEPS + 1):
-        evaluations += alive
-        with np.errstate(all="ignore"):
-            (f1, f2), (a, b, c, d) = f(x, y)
-            finite = np.isfinite(f1) & np.isfinite(f2) & np.isfinite(a) & np.isfinite(b)
-            finite &= np.isfinite(c) & np.isfinite(d)
-            converged = alive & finite & (np.abs(f1) <= ACCURACY) & (np.abs(f2) <= ACCURACY)
-            root |= converged
-            det = a * d - b * c
-            alive &= finite & ~converged & (det != 0)
-            inv = 1.0 / np.where(alive, det, 1.0)  # the step as linearbits rounds it: J⁻¹ first, then J⁻¹·f
-            x = np.where(alive, x - ((d * inv) * f1 + (-b * inv) * f2), x)
-            y = np.where(alive, y - ((-c * inv) * f1 + (a * inv) * f2), y)
-            alive &= np.isfinite(x) & np.isfinite(y)
-            if constraint is not None:
-                alive &= constraint(x, y)
-        alive[-1] = False  # the last start: one evaluation
-        if step == _STEPS:
-            alive[:] = False  # each start: at most 1,001 evaluations
+    ready = np.zeros(len(starts), dtype=bool)
+    ready[0] = True
+    for step in range(_ALONE + _STEPS + 1):
+        if step == _ALONE or not alive[0]:
+            ready[:] = True
+        live = np.flatnonzero(alive & ready)
+        if len(live):
+            _step(f, x, y, live, alive, root, constraint)
+            evaluations[live] += 1
+        alive[-1] &= evaluations[-1] == 0  # the last start: one evaluation
+        alive &= evaluations <= _STEPS  # each start: at most 1,001 evaluations
         decided, winner = _first_root(root, alive, evaluations)
         if decided:
-            break
-    return (float(x[winner]), float(y[winner])) if winner is not None else (math.nan, math.nan)
+            return (float(x[winner]), float(y[winner])) if winner is not None else (math.nan, math.nan)
+    return math.nan, math.nan  # not reached: every try ends within _ALONE + 1,001 steps
+
+
+def _step(
+    f: Equations,
+    x: Arr,
+    y: Arr,
+    live: NDArray[np.int64],
+    alive: NDArray[np.bool_],
+    root: NDArray[np.bool_],
+    constraint: Callable[[Arr, Arr], NDArray[np.bool_]] | None,
+) -> None:
+    """One evaluation and Newton step of the tries ``live``, in place."""
+    with np.errstate(all="ignore"):
+        (f1, f2), (a, b, c, d) = f(x[live], y[live])
+        finite = np.isfinite(f1) & np.isfinite(f2) & np.isfinite(a) & np.isfinite(b)
+        finite &= np.isfinite(c) & np.isfinite(d)
+        converged = finite & (np.abs(f1) <= ACCURACY) & (np.abs(f2) <= ACCURACY)
+        root[live] |= converged
+        det = a * d - b * c
+        going = finite & ~converged & (det != 0)
+        inv = 1.0 / np.where(going, det, 1.0)  # the step as linearbits rounds it: J⁻¹ first, then J⁻¹·f
+        nx = np.where(going, x[live] - ((d * inv) * f1 + (-b * inv) * f2), x[live])
+        ny = np.where(going, y[live] - ((-c * inv) * f1 + (a * inv) * f2), y[live])
+        going &= np.isfinite(nx) & np.isfinite(ny)
+        if constraint is not None:
+            going &= constraint(nx, ny)
+    x[live], y[live] = nx, ny
+    alive[live] = going
 
 
 def _first_root(
@@ -84,11 +108,13 @@ def _first_root(
 def trigamma(x: Arr) -> Arr:
     """ψ₁(x), accurate; below 0 by the reflection ψ₁(x) = π²/sin²(πx) − ψ₁(1 − x), since SciPy's Hurwitz zeta
     takes time linear in |x| there (seconds per call once a diverging Newton iterate reaches −10⁸)."""
-    from scipy.special import polygamma  # heavy (SciPy's special functions): only the estimators need it
+    from scipy.special import zeta  # heavy (SciPy's special functions): only the estimators need it
 
     x = np.asarray(x, dtype=np.float64)
     negative = x < 0
     with np.errstate(all="ignore"):
-        positive: Arr = polygamma(1, np.where(negative, 1.0 - x, x))
+        # ψ₁(x) = ζ(2, x): SciPy's polygamma(1, x) is this times 1.0 (the same bits), after computing ψ(x)
+        # and Γ(2) besides, which cost more than the ζ itself on the solver's short arrays
+        positive: Arr = zeta(2.0, np.where(negative, 1.0 - x, x))
         out: Arr = np.where(negative, (math.pi / np.sin(math.pi * x)) ** 2 - positive, positive)
     return out

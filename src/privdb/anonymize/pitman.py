@@ -51,6 +51,8 @@ def arx_digamma(x: Arr) -> Arr:
         shift = np.zeros_like(z)
         for _ in range(13):
             low = z < 12.0
+            if not low.any():  # (NaN is never low) every argument shifted: the rest would change nothing
+                break
             shift = np.where(low, shift - 1.0 / z, shift)
             z = np.where(low, z + 1.0, z)
         r = 1.0 / z
