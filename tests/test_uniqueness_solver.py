@@ -145,6 +145,57 @@ def test_arx_psi_and_its_trigamma_gap() -> None:
     assert np.allclose(arx_trigamma(np.array([12.0, 40.0, 1e6])), polygamma(1, [12.0, 40.0, 1e6]), rtol=1e-12)
 
 
+def _arx_psi(x: float) -> float:
+    """ARX's ψ as Java runs it, one argument at a time (the loop: while z < 12, sum −= 1/z, z += 1)."""
+    if not math.isfinite(x):
+        return math.nan
+    if x == 0:
+        return -math.inf
+    z = np.float64(1.0 - x if x < 0 else x)
+    if z <= 1e-6:
+        out = (-0.57721566490153286060651209008240243104215933593992 - 1.0 / z) + math.pi**2 / 6 * z
+    else:
+        shift = np.float64(0.0)
+        while z < 12.0:
+            shift, z = shift - 1.0 / z, z + 1.0
+        r = 1.0 / z
+        out, r = shift + (np.log(z) - 0.5 * r), r * r
+        out = out - r * (1 / 12 - r * (1 / 120 - r * (1 / 252 - r * (1 / 240 - r * (1 / 132)))))
+    return float(out + math.pi / np.tan(-math.pi * x) if x < 0 else out)
+
+
+_ARGUMENTS = st.one_of(
+    st.floats(-40, 40),
+    st.floats(0, 13),
+    st.floats(1e-9, 1e-5),
+    st.floats(allow_nan=True),
+    st.sampled_from([0.0, -0.0, 1e-6, 12.0, -12.0, 11.999999999999998, math.inf, -math.inf]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_ARGUMENTS, max_size=40))
+def test_arx_psi_has_the_bits_of_its_loop(xs: list[float]) -> None:
+    """arx_digamma shifts all its arguments at once by cumulative sums: the bits of ARX's loop, argument by
+    argument (with reflection below 0, the Taylor term up to 10⁻⁶, NaN for ±inf and NaN, −inf at 0)."""
+    got = arx_digamma(np.array(xs, dtype=np.float64)).tolist()
+    with np.errstate(all="ignore"):
+        want = [_arx_psi(x) for x in xs]
+    assert all(g == w or (math.isnan(g) and math.isnan(w)) for g, w in zip(got, want, strict=True)), (xs, got)
+
+
+def test_arx_psi_has_the_bits_of_its_loop_on_random_arguments() -> None:
+    """The same on 24,000 arguments of every magnitude the solver meets (drawn, not the examples hypothesis
+    favours: there z + 2 and (z + 1) + 1 round alike)."""
+    rng = np.random.default_rng(7)
+    xs = np.concatenate(
+        [rng.uniform(-30, 30, 2000), rng.uniform(0, 12, 2000), 10.0 ** rng.uniform(-6, 1, 20000)]
+    )
+    with np.errstate(all="ignore"):
+        want = [_arx_psi(x) for x in xs.tolist()]
+    assert arx_digamma(xs).tolist() == want
+
+
 @pytest.mark.parametrize("m", [1, 7, 3000, 250_000])
 @pytest.mark.parametrize(
     ("t", "a"),

@@ -112,6 +112,8 @@ def trigamma(x: Arr) -> Arr:
 
     x = np.asarray(x, dtype=np.float64)
     negative = x < 0
+    if not negative.any():  # the solver's usual case
+        return zeta(2.0, x)  # type: ignore[no-any-return]
     with np.errstate(all="ignore"):
         # ψ₁(x) = ζ(2, x): SciPy's polygamma(1, x) is this times 1.0 (the same bits), after computing ψ(x)
         # and Γ(2) besides, which cost more than the ζ itself on the solver's short arrays

@@ -37,6 +37,7 @@ _ZETA3 = 1.202056903159594285399738161511449990764986292
 _TRIGAMMA_1 = math.pi * math.pi / 6.0
 _SERIES = 60  # terms of the power series: (k+1)·2⁻ᵏ below 1e-16 at k = 60 with |ρ| ≤ 1/2
 _DIRECT = 2048  # power sums up to this many terms are summed, beyond it taken from Euler–Maclaurin
+_SHIFTS = 13  # ARX's ψ shifts its argument at most this many times
 _BERNOULLI = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66)  # B₂ … B₁₀
 
 
@@ -45,24 +46,44 @@ def arx_digamma(x: Arr) -> Arr:
     12 and de Moivre's expansion; ±inf and NaN give NaN, 0 gives −inf."""
     x = np.asarray(x, dtype=np.float64)
     with np.errstate(all="ignore"):
+        if (x > 1e-6).all() and (x < np.inf).all():  # the solver's usual case: no branch but the shift
+            return _de_moivre(*_shifted(x))
         negative = x < 0
         z = np.where(negative, 1.0 - x, x)
         taylor = (-_EULER - 1.0 / z) + _TRIGAMMA_1 * z
-        shift = np.zeros_like(z)
-        for _ in range(13):
-            low = z < 12.0
-            if not low.any():  # (NaN is never low) every argument shifted: the rest would change nothing
-                break
-            shift = np.where(low, shift - 1.0 / z, shift)
-            z = np.where(low, z + 1.0, z)
-        r = 1.0 / z
-        out = shift + (np.log(z) - 0.5 * r)
-        r = r * r
-        out = out - r * (1 / 12 - r * (1 / 120 - r * (1 / 252 - r * (1 / 240 - r * (1 / 132)))))
+        shift, finite = np.zeros_like(z), np.isfinite(z)  # ±inf and NaN: NaN below, as the loop leaves them
+        shift[finite], z[finite] = _shifted(z[finite])
+        out = _de_moivre(shift, z)
         out = np.where(np.where(negative, 1.0 - x, x) <= 1e-6, taylor, out)
         out = np.where(negative, out + math.pi / np.tan(-math.pi * x), out)
         out = np.where(x == 0, -np.inf, out)
         result: Arr = np.where(np.isfinite(x), out, np.nan)
+    return result
+
+
+def _shifted(z: Arr) -> tuple[Arr, Arr]:
+    """ARX's shift for finite z: while z < 12, subtract 1/z from the sum and add 1 to z (at most 13 times);
+    the sum and the final z. Cumulative sums along each row add in the loop's order, so the bits are the
+    loop's; one pass over a (values × 13) array instead of 13 passes."""
+    low = z < 12.0
+    if not low.any():
+        return np.zeros_like(z), z
+    steps = np.ones((int(low.sum()), _SHIFTS), dtype=np.float64)
+    steps[:, 0] = z[low]
+    path = np.cumsum(steps, axis=1)  # z, z + 1, (z + 1) + 1, …: the loop's values of z
+    under = path < 12.0
+    shift, shifted = np.zeros_like(z), z.copy()
+    shift[low] = np.cumsum(np.where(under, -1.0 / path, 0.0), axis=1)[:, -1]
+    shifted[low] = path[np.arange(len(path)), np.minimum(under.sum(axis=1), _SHIFTS - 1)]
+    return shift, shifted
+
+
+def _de_moivre(shift: Arr, z: Arr) -> Arr:
+    """ψ(x) = shift + ln z − 1/(2z) − Σ B₂ₖ/(2k·z²ᵏ), the series as ARX nests it."""
+    r = 1.0 / z
+    out = shift + (np.log(z) - 0.5 * r)
+    r = r * r
+    result: Arr = out - r * (1 / 12 - r * (1 / 120 - r * (1 / 252 - r * (1 / 240 - r * (1 / 132)))))
     return result
 
 
