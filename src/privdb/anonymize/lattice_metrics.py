@@ -122,15 +122,18 @@ def suppression_terms(
     d = len(cell_costs)
     if not supp.any() or metric in ("monotonic-entropy", "height"):
         return np.zeros(d)
-    w = weight[supp].astype(np.float64)
+    rows = np.flatnonzero(supp)  # once for every column: take by index is ~3× a boolean mask per column
+    w = weight.take(rows).astype(np.float64)
     out = np.zeros(d)
-    for j in range(d):
-        if metric == "entropy":
-            counts = np.bincount(group_codes[j][supp], weights=w)
+    if metric == "entropy":
+        total = w.sum()
+        for j in range(d):
+            counts = np.bincount(group_codes[j].take(rows), weights=w)
             counts = counts[counts > 0]
-            out[j] = -s * float((counts * np.log2(counts / w.sum())).sum())
-        else:
-            cost = cell_costs[j][supp]
-            pen = np.ones_like(cost) if s == 1.0 else cost + s * (1.0 - cost)
-            out[j] = float(((pen - g * cost) * w).sum())
+            out[j] = -s * float((counts * np.log2(counts / total)).sum())
+        return out
+    for j in range(d):
+        cost = cell_costs[j].take(rows)
+        pen = np.ones_like(cost) if s == 1.0 else cost + s * (1.0 - cost)
+        out[j] = float(((pen - g * cost) * w).sum())
     return out
