@@ -5,7 +5,7 @@ its cause, and the test fails if that difference goes away (so the record stays 
 pins the counts docs/anonymize.md gives.
 
 Run time: a case takes 0.05–20 s (the lattice of Adult's 8–9 columns searched optimally; the two
-population-uniqueness cases estimated by Pitman's model about 2 minutes each), so the cases outside
+population-uniqueness cases estimated by Pitman's model about 90 s each), so the cases outside
 ``QUICK`` (one or more per suite, each under a second) are marked ``slow``."""
 
 from __future__ import annotations

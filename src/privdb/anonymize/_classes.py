@@ -147,7 +147,7 @@ def combine_sized(codes: Sequence[IntArray], sizes: Sequence[int]) -> tuple[IntA
         if radix > (1 << 62) // size:
             key = pd.factorize(key)[0].astype(np.int64)
             radix = int(key.max()) + 1 if n else 1
-        key = key + np.asarray(c, dtype=np.int64) * radix
+        key += np.asarray(c, dtype=np.int64) * radix  # (key is this function's own array)
         radix *= size
     return key, radix
 
