@@ -6,11 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from privdb.anonymize import anonymize
 from privdb.anonymize.hierarchy import TaxonomyHierarchy
 from privdb.anonymize.lattice import Lattice
-from privdb.anonymize.lattice_metrics import aggregate, factors
+from privdb.anonymize.lattice_metrics import aggregate, factors, suppression_terms
 from privdb.anonymize.sensitive_condition import SensitiveCondition, _grassberger, grassberger_diverse
 from privdb.errors import InvalidParameter
 
@@ -101,3 +103,24 @@ def test_ordered_distance_of_text_follows_the_sorted_values() -> None:
         SensitiveCondition.build(pd.Series(["10", "9", "9"], name="s"), t=0.5, t_distance="ordered")
     with pytest.raises(InvalidParameter, match="unknown t-closeness distance"):
         SensitiveCondition.build(col, t=0.5, t_distance="manhattan")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 400), st.floats(0, 1), st.integers(0, 2**32 - 1))
+def test_suppressed_entropy_from_the_totals_has_the_same_bits(n: int, share: float, seed: int) -> None:
+    """The entropy metric's suppressed counts taken as each group's records less the kept tuples' (where
+    most tuples are suppressed) give the bits of counting the suppressed tuples themselves."""
+    rng = np.random.default_rng(seed)
+    codes = [rng.integers(0, k, n) for k in (1, 3, 40)]
+    weight = rng.integers(1, 10_000, n)
+    supp = rng.random(n) < share
+    totals = [np.bincount(c, weights=weight).astype(np.float64) for c in codes]
+    costs = [np.zeros(n)] * 3
+    direct = suppression_terms("entropy", codes, costs, weight, supp, 1.0, 0.7)
+    assert (
+        suppression_terms("entropy", codes, costs, weight, supp, 1.0, 0.7, totals).tolist() == direct.tolist()
+    )
+    if supp.any():
+        c = np.bincount(codes[2][supp], weights=weight[supp])
+        c = c[c > 0]
+        assert direct[2] == pytest.approx(-0.7 * float((c * np.log2(c / c.sum())).sum()), rel=1e-12, abs=1e-9)

@@ -117,23 +117,43 @@ def suppression_terms(
     supp: NDArray[np.bool_],
     g: float,
     s: float,
+    totals: Sequence[FloatArray] | None = None,
 ) -> FloatArray:
-    """Per column, what the suppressed tuples add to the generalisation term g·Σ cost (in records)."""
+    """Per column, what the suppressed tuples add to the generalisation term g·Σ cost (in records).
+    ``totals``: per column, the records of each group over all tuples (entropy: where most tuples are
+    suppressed, their counts are the totals less the kept tuples' — integers, so the same bits)."""
     d = len(cell_costs)
     if not supp.any() or metric in ("monotonic-entropy", "height"):
         return np.zeros(d)
+    if metric == "entropy":
+        return -s * _suppressed_entropy(group_codes, weight, supp, totals)
     rows = np.flatnonzero(supp)  # once for every column: take by index is ~3× a boolean mask per column
     w = weight.take(rows).astype(np.float64)
     out = np.zeros(d)
-    if metric == "entropy":
-        total = w.sum()
-        for j in range(d):
-            counts = np.bincount(group_codes[j].take(rows), weights=w)
-            counts = counts[counts > 0]
-            out[j] = -s * float((counts * np.log2(counts / total)).sum())
-        return out
     for j in range(d):
         cost = cell_costs[j].take(rows)
         pen = np.ones_like(cost) if s == 1.0 else cost + s * (1.0 - cost)
         out[j] = float(((pen - g * cost) * w).sum())
+    return out
+
+
+def _suppressed_entropy(
+    group_codes: Sequence[IntArray],
+    weight: IntArray,
+    supp: NDArray[np.bool_],
+    totals: Sequence[FloatArray] | None,
+) -> FloatArray:
+    """Per column, Σ c·log₂(c/C) over the suppressed records' groups (c a group's suppressed records, C all
+    suppressed records): counted over the suppressed tuples, or over the kept ones taken from ``totals``."""
+    complement = totals is not None and 2 * int(np.count_nonzero(supp)) > len(supp)
+    rows = np.flatnonzero(~supp if complement else supp)  # once for every column: take beats a mask
+    w = weight.take(rows).astype(np.float64)
+    out = np.zeros(len(group_codes))
+    for j, codes in enumerate(group_codes):
+        size = len(totals[j]) if totals else 0
+        counts = np.asarray(np.bincount(codes.take(rows), weights=w, minlength=size), dtype=np.float64)
+        if totals is not None and complement:
+            counts = totals[j] - counts
+        counts = counts[counts > 0]
+        out[j] = float((counts * np.log2(counts / counts.sum())).sum())
     return out
