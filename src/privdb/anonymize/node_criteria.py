@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from privdb.anonymize._classes import combine
+from privdb.anonymize._classes import combine_sized
 from privdb.anonymize.hierarchy import Hierarchy
 from privdb.anonymize.model_spec import Models
 from privdb.anonymize.population import population_text
@@ -164,10 +164,16 @@ class NodeCriteria:
         sizes = [len(lat.level_labels[j][int(lv)]) for j, lv in enumerate(levels)]
         # one key space for the sample's tuples and the population's (keys renumbered together if needed)
         joint = [np.concatenate([s, np.maximum(g, 0)]) for s, g in zip(sample, pop, strict=True)]
-        both = combine(joint, sizes)
-        class_key = np.empty(n_cls, dtype=np.int64)
-        class_key[cls] = both[: len(sample[0])]
-        out = pd.Index(class_key).get_indexer(pd.Index(both[len(sample[0]) :])).astype(np.int64)
+        both, space = combine_sized(joint, sizes)
+        sample_keys, pop_keys = both[: len(sample[0])], both[len(sample[0]) :]
+        if space <= 4 * len(both) + 1024:  # a small key space: a lookup table, no hash index per node
+            table = np.full(space, -1, dtype=np.int64)
+            table[sample_keys] = cls
+            out = table[pop_keys]
+        else:
+            class_key = np.empty(n_cls, dtype=np.int64)
+            class_key[cls] = sample_keys
+            out = pd.Index(class_key).get_indexer(pd.Index(pop_keys)).astype(np.int64)
         out[missing] = -1
         return out
 
