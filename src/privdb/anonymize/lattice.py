@@ -153,10 +153,12 @@ class Lattice:
             [q.groups[lv][t] for lv in range(q.height + 1)] for q, t in zip(self.qis, self.tup, strict=True)
         ]
         self.level_labels = [q.labels for q in self.qis]
-        # records per group at each level (the entropy metric's suppressed counts, by complement)
-        self._group_totals: list[list[NDArray[np.float64]]] = [
-            [np.bincount(g, weights=self.weight).astype(np.float64) for g in per] for per in self._tg
-        ]
+        # records per group at each level: the entropy metric's suppressed counts, by complement
+        self._group_totals: list[list[NDArray[np.float64]]] | None = None
+        if metric == "entropy":
+            self._group_totals = [
+                [np.bincount(g, weights=self.weight).astype(np.float64) for g in per] for per in self._tg
+            ]
         self._star = [[np.asarray(lab == "*") for lab in q.labels] for q in self.qis]
         self.criteria = criteria if criteria is not None and criteria.active else None
         if self.criteria is not None:
@@ -264,7 +266,9 @@ class Lattice:
             bound = self.loss_bound(levels)
             base = np.array([float(lc[int(lv)]) for lc, lv in zip(self.level_cost, levels, strict=True)])
             costs = [c[int(lv)] for c, lv in zip(self._tcost, levels, strict=True)]
-            totals = [t[int(lv)] for t, lv in zip(self._group_totals, levels, strict=True)]
+            totals = None
+            if self._group_totals is not None:
+                totals = [t[int(lv)] for t, lv in zip(self._group_totals, levels, strict=True)]
             extra = suppression_terms(
                 self.metric, self.group_codes(levels), costs, self.weight, supp, self.g, self.s, totals
             )

@@ -145,15 +145,15 @@ def _suppressed_entropy(
 ) -> FloatArray:
     """Per column, Σ c·log₂(c/C) over the suppressed records' groups (c a group's suppressed records, C all
     suppressed records): counted over the suppressed tuples, or over the kept ones taken from ``totals``."""
-    complement = totals is not None and 2 * int(np.count_nonzero(supp)) > len(supp)
-    rows = np.flatnonzero(~supp if complement else supp)  # once for every column: take beats a mask
+    kept_from = totals if totals is not None and 2 * int(np.count_nonzero(supp)) > len(supp) else None
+    rows = np.flatnonzero(supp if kept_from is None else ~supp)  # once for every column: take beats a mask
     w = weight.take(rows).astype(np.float64)
     out = np.zeros(len(group_codes))
     for j, codes in enumerate(group_codes):
-        size = len(totals[j]) if totals else 0
-        counts = np.asarray(np.bincount(codes.take(rows), weights=w, minlength=size), dtype=np.float64)
-        if totals is not None and complement:
-            counts = totals[j] - counts
+        if kept_from is None:
+            counts = np.asarray(np.bincount(codes.take(rows), weights=w), dtype=np.float64)
+        else:
+            counts = kept_from[j] - np.bincount(codes.take(rows), weights=w, minlength=len(kept_from[j]))
         counts = counts[counts > 0]
         out[j] = float((counts * np.log2(counts / counts.sum())).sum())
     return out
