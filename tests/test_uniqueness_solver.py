@@ -15,7 +15,15 @@ from scipy.special import digamma, polygamma
 
 from privdb.anonymize.newton import newton as _newton
 from privdb.anonymize.newton import trigamma as _trigamma
-from privdb.anonymize.pitman import _closed, arx_digamma, arx_trigamma, pitman, starts_of, term_sums
+from privdb.anonymize.pitman import (
+    _closed,
+    _closed_one,
+    arx_digamma,
+    arx_trigamma,
+    pitman,
+    starts_of,
+    term_sums,
+)
 from privdb.anonymize.uniqueness import estimate, population_uniqueness
 from privdb.errors import InvalidParameter
 
@@ -303,3 +311,62 @@ def test_exact_trigamma_finds_the_data_root_where_arx_trigamma_runs_off() -> Non
     sizes = np.repeat(s, c)
     assert estimate(sizes, n / PSI1_POPULATION, "pitman") == pytest.approx(EXACT_ESTIMATE, rel=1e-9)
     assert math.isnan(pitman(s, c, n, PSI1_POPULATION, trigamma=arx_trigamma))  # ARX's answer: none
+
+
+def _bits(values: object) -> list[int]:
+    return np.asarray(values, dtype=np.float64).ravel().view(np.int64).tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.floats(-1e12, 1e12, allow_nan=False) | st.sampled_from([0.0, -0.0, 1e-7, 3.5e9]),
+    st.floats(-1e6, 1e6, allow_nan=False)
+    | st.sampled_from([0.0, 1e-160, -1e-76, 2e-75, 1e76, 0.999999, 1.0]),
+    st.lists(st.integers(2, 600), min_size=0, max_size=40, unique=True),
+)
+def test_the_float_form_of_the_closed_equations_has_the_array_forms_bits(
+    t: float, a: float, big_sizes: list[int]
+) -> None:
+    """The solver's one-try steps run on ``_closed_one``: the same IEEE operations as ``_closed``, so the
+    same bits (a chaotic Newton path would amplify one ulp), off the usual domain too (α ≈ 0, huge, < 0)."""
+    big = np.array(sorted(big_sizes), dtype=np.float64)
+    counts = np.arange(1, len(big) + 1, dtype=np.float64)
+    u, n = float(counts.sum() + 7), float((big * counts).sum() + 7)
+    for psi1 in (_trigamma, arx_trigamma):
+        with np.errstate(all="ignore"):  # as the solver evaluates it
+            (f1, f2), jac = _closed(np.array([t]), np.array([a]), u, n, big, counts, psi1)
+        assert _bits(_closed_one(t, a, u, n, big, counts, psi1)) == _bits([f1, f2, *jac])
+
+
+def test_one_try_on_floats_takes_the_array_path_bit_for_bit() -> None:
+    """``newton(..., scalar=...)`` runs a try alone on floats: the roots are the array search's to the bit,
+    on ARX's chaotic far-root path (ARX's ψ₁), the data's root, and histograms whose tries jitter for 1,001
+    evaluations around a point where the equations stay above 1e-6."""
+    pairs = [tuple(map(int, w.split(":"))) for w in PSI1_STEP.split()]
+    histograms = [(np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs]))]
+    rng = np.random.default_rng(7)
+    for _ in range(25):
+        s = np.unique(rng.zipf(1.6, size=rng.integers(20, 400)))
+        s = s[s < 5000]
+        histograms.append((s, rng.integers(1, 2000, size=len(s))))
+    for s, c in histograms:
+        n = float((s * c).sum())
+        big, counts = s[s != 1].astype(np.float64), c[s != 1].astype(np.float64)
+        for psi1 in (_trigamma, arx_trigamma):
+            args = (float(c.sum()), n, big, counts, psi1)
+
+            def arrays(t: Arr, a: Arr, args: tuple = args) -> tuple:  # type: ignore[type-arg]
+                return _closed(t, a, *args)
+
+            def floats(t: float, a: float, args: tuple = args) -> tuple:  # type: ignore[type-arg]
+                return _closed_one(t, a, *args)
+
+            on_arrays = _newton(arrays, starts_of(s, c, n), lambda t, a: t >= 0)
+            on_floats = _newton(
+                arrays,
+                starts_of(s, c, n),
+                lambda t, a: t >= 0,
+                scalar=floats,
+                scalar_constraint=lambda t, a: t >= 0,
+            )
+            assert _bits(on_floats) == _bits(on_arrays)

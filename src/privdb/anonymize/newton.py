@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["ACCURACY", "GRID", "Arr", "Equations", "newton", "trigamma"]
+__all__ = ["ACCURACY", "GRID", "Arr", "Equations", "ScalarEquations", "newton", "trigamma"]
 
 ACCURACY = 1e-6  # a root: both equations within this of zero
 _STEPS = 1000
@@ -20,10 +20,18 @@ GRID = [(a, b) for a in (0.0, 0.33, 0.66, 0.99) for b in (0.0, 0.33, 0.66, 0.99)
 Vec = tuple[float, float]
 Arr = NDArray[np.float64]
 Equations = Callable[[Arr, Arr], tuple[tuple[Arr, Arr], tuple[Arr, Arr, Arr, Arr]]]
+# the same equations at one point, as floats (f₁, f₂, ∂f₁/∂x, ∂f₁/∂y, ∂f₂/∂x, ∂f₂/∂y), for the stretches
+# where one try runs alone: there, arrays of one element cost more in NumPy's per-call overhead than the sums
+ScalarEquations = Callable[[float, float], tuple[float, float, float, float, float, float]]
 
 
 def newton(
-    f: Equations, starts: list[Vec], constraint: Callable[[Arr, Arr], NDArray[np.bool_]] | None = None
+    f: Equations,
+    starts: list[Vec],
+    constraint: Callable[[Arr, Arr], NDArray[np.bool_]] | None = None,
+    *,
+    scalar: ScalarEquations | None = None,
+    scalar_constraint: Callable[[float, float], bool] | None = None,
 ) -> Vec:
     """A root of the two equations ``f`` (values and Jacobian), searched as ARX's solver (linearbits'
     NewtonRaphson2D with ARX's deterministic configuration) searches: the starts are tried in order; a try
@@ -37,8 +45,12 @@ def newton(
     a moment-style guess, and usually a root within them), then every try still undecided at once, so a
     start that does not converge costs one vector step, not 1,000 steps alone; only live tries are
     evaluated. Each try's path is its own (the equations are elementwise), so the answer is the
-    one-try-after-another search's.
+    one-try-after-another search's. Where one try is the only one to evaluate (the first alone; the last
+    of a jittering few, which may run its 1,001 evaluations while every other has ended) and ``scalar``
+    (with ``scalar_constraint``, the constraint on floats) gives ``f``'s floats at one point, its steps run
+    on floats until it ends or others join it.
     """
+    last = len(starts) - 1
     x = np.array([s[0] for s in starts], dtype=np.float64)
     y = np.array([s[1] for s in starts], dtype=np.float64)
     alive = np.ones(len(starts), dtype=bool)
@@ -46,19 +58,50 @@ def newton(
     evaluations = np.zeros(len(starts), dtype=np.int64)
     ready = np.zeros(len(starts), dtype=bool)
     ready[0] = True
-    for step in range(_ALONE + _STEPS + 1):
-        if step == _ALONE or not alive[0]:
+    step = 0
+    while step <= _ALONE + _STEPS:
+        if step >= _ALONE or not alive[0]:
             ready[:] = True
         live = np.flatnonzero(alive & ready)
-        if len(live):
-            _step(f, x, y, live, alive, root, constraint)
-            evaluations[live] += 1
+        if len(live) == 1 and scalar is not None:
+            j = int(live[0])  # alone until the others join (the first try) or its evaluations run out
+            budget = 1 if j == last else (_ALONE - step if not ready.all() else _STEPS + 1 - evaluations[j])
+            state, used, x[j], y[j] = _alone(scalar, scalar_constraint, float(x[j]), float(y[j]), int(budget))
+            root[j], alive[j] = state == "root", state == "alive"
+            evaluations[j] += used
+            step += used
+        else:
+            if len(live):
+                _step(f, x, y, live, alive, root, constraint)
+                evaluations[live] += 1
+            step += 1
         alive[-1] &= evaluations[-1] == 0  # the last start: one evaluation
         alive &= evaluations <= _STEPS  # each start: at most 1,001 evaluations
         decided, winner = _first_root(root, alive, evaluations)
         if decided:
             return (float(x[winner]), float(y[winner])) if winner is not None else (math.nan, math.nan)
     return math.nan, math.nan  # not reached: every try ends within _ALONE + 1,001 steps
+
+
+def _alone(
+    f: ScalarEquations, constraint: Callable[[float, float], bool] | None, x: float, y: float, budget: int
+) -> tuple[str, int, float, float]:
+    """At most ``budget`` evaluations and steps of one try on floats, as ``_step`` takes them on arrays: how
+    it stands ("root"; "dead": ended without one; "alive"), the evaluations used and its point."""
+    for used in range(1, budget + 1):
+        f1, f2, a, b, c, d = f(x, y)
+        if not all(map(math.isfinite, (f1, f2, a, b, c, d))):
+            return "dead", used, x, y
+        if abs(f1) <= ACCURACY and abs(f2) <= ACCURACY:
+            return "root", used, x, y
+        det = a * d - b * c
+        if det == 0:
+            return "dead", used, x, y
+        inv = 1.0 / det  # the step as linearbits rounds it: J⁻¹ first, then J⁻¹·f
+        x, y = x - ((d * inv) * f1 + (-b * inv) * f2), y - ((-c * inv) * f1 + (a * inv) * f2)
+        if not (math.isfinite(x) and math.isfinite(y)) or (constraint is not None and not constraint(x, y)):
+            return "dead", used, x, y
+    return "alive", budget, x, y
 
 
 def _step(

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 
@@ -178,17 +179,59 @@ def _closed(
     s1, s4, p_n, p_1 = psi[:k], psi[k : 2 * k], psi[2 * k : 3 * k], psi[3 * k : 4 * k]
     s2, s3, q_1, q_n = tri[:k], tri[k : 2 * k], tri[2 * k : 3 * k], tri[3 * k : 4 * k]
     p_big, q_big = psi[4 * k : -k].reshape(k, -1), tri[4 * k : -k].reshape(k, -1)
-    a2 = a * a  # ARX's products, rounded as it rounds them
+    d4 = (big_counts * (tri[-k:, None] - q_big)).sum(axis=1)
+    o4 = (big_counts * (p_big - psi[-k:, None])).sum(axis=1)
+    f1, f2, j1, j2, j3, j4 = _assemble(t, a, v, (s1, s2, s3, s4), p_n - p_1, q_1 - q_n, o4, d4)
+    return (f1, f2), (j1, j2, j3, j4)
+
+
+Num = TypeVar("Num", float, Arr)
+
+
+def _assemble(
+    t: Num, a: Num, v: float, s: tuple[Num, Num, Num, Num], o2: Num, d2: Num, o4: Num, d4: Num
+) -> tuple[Num, Num, Num, Num, Num, Num]:
+    """The equations' values and Jacobian from the ψ and ψ₁ terms: ARX's products, rounded as it rounds
+    them; the same operations on floats (one start) as on arrays (many), so the same bits."""
+    s1, s2, s3, s4 = s
+    a2 = a * a
     d1 = (s3 - s2) / a2
     d5 = (a * s1 + t * s2 - a * s4 - t * s3) / (a2 * a)
     d3 = (a2 * v - t * t * s2 + t * t * s3 - 2 * a * t * s1 + 2 * a * t * s4) / (a2 * a2)
     o1 = (s1 - s4) / a
     o3 = (-t * s1 + a * v + t * s4) / a2
-    o2 = p_n - p_1
-    d2 = q_1 - q_n
-    d4 = (big_counts * (tri[-k:, None] - q_big)).sum(axis=1)
-    o4 = (big_counts * (p_big - psi[-k:, None])).sum(axis=1)
-    return (o1 - o2, o3 - o4), (d2 - d1, -d5, -d5, -d3 - d4)
+    return o1 - o2, o3 - o4, d2 - d1, -d5, -d5, -d3 - d4
+
+
+def _closed_one(
+    t: float,
+    a: float,
+    u: float,
+    n: float,
+    big: Arr,
+    big_counts: Arr,
+    trigamma: Callable[[Arr], Arr] = trigamma,
+) -> tuple[float, float, float, float, float, float]:
+    """``_closed`` at one point, its arithmetic on floats (the same IEEE operations in the same order, so the
+    same bits) and ψ, ψ₁ in one call each; off the usual domain (α near 0 or huge) ``_closed`` itself."""
+    if not 1e-75 < abs(a) < 1e75:  # α⁴ neither 0 (a float division would raise) nor inf (_closed: NaN)
+        with np.errstate(all="ignore"):
+            (f1, f2), (j1, j2, j3, j4) = _closed(
+                np.array([t]), np.array([a]), u, n, big, big_counts, trigamma
+            )
+        return float(f1[0]), float(f2[0]), float(j1[0]), float(j2[0]), float(j3[0]), float(j4[0])
+    v = u - 1.0
+    ta = t / a
+    head = np.array([v + ta + 1, ta + 1, n + t, t + 1, 1 - a])
+    rest = big - a
+    psi = arx_digamma(np.concatenate([head, rest]))
+    tri = trigamma(np.concatenate([np.array([(a + t + a * v) / a, ta + 1, t + 1, n + t, 1 - a]), rest]))
+    s1, s4, p_n, p_1, p_a = psi[:5].tolist()
+    s2, s3, q_1, q_n, q_a = tri[:5].tolist()
+    with np.errstate(all="ignore"):  # as _step evaluates _closed: an overflow is an inf, the try then ends
+        d4 = float((big_counts * (q_a - tri[5:])).sum())
+        o4 = float((big_counts * (psi[5:] - p_a)).sum())
+    return _assemble(t, a, v, (s1, s2, s3, s4), p_n - p_1, q_1 - q_n, o4, d4)
 
 
 def _terms(t: Arr, a: Arr, u: float, n: float, big: Arr, big_counts: Arr, power: Arr) -> Fn:
@@ -235,7 +278,13 @@ def pitman(
     u = float(counts.sum())
     starts, positive = starts_of(sizes, counts, n), lambda t, a: t >= 0
     big, big_counts = sizes[sizes != 1].astype(np.float64), counts[sizes != 1].astype(np.float64)
-    t, a = newton(lambda t, a: _closed(t, a, u, n, big, big_counts, trigamma), starts, positive)
+    t, a = newton(
+        lambda t, a: _closed(t, a, u, n, big, big_counts, trigamma),
+        starts,
+        positive,
+        scalar=lambda t, a: _closed_one(t, a, u, n, big, big_counts, trigamma),
+        scalar_constraint=lambda t, a: t >= 0,
+    )
     power = _power_sums(int(u) - 1)
 
     def terms(t: Arr, a: Arr) -> Fn:
