@@ -60,8 +60,16 @@ def _expressible(case: ArxCase) -> bool:
 EXPRESSIBLE = [c for c in CASES if _expressible(c)]
 
 
+# population uniqueness on the same table by Dankar's rule (π ≤ 0.1: Pitman) and by Pitman: the same
+# thousands of Pitman estimates, remembered by ``uniqueness`` within a process; one xdist worker runs both
+# (``make test``: --dist loadgroup), so the second costs a fraction of the first's 80-odd seconds
+SAME_ESTIMATES = {"RiskBased[2]", "RiskBased[4]"}
+
+
 def _param(case: ArxCase) -> object:
-    marks = () if case.name in QUICK else (pytest.mark.slow,)
+    marks = [] if case.name in QUICK else [pytest.mark.slow]
+    if case.name in SAME_ESTIMATES:
+        marks.append(pytest.mark.xdist_group("pitman-adult"))
     return pytest.param(case, id=case.name, marks=marks)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -370,3 +371,28 @@ def test_one_try_on_floats_takes_the_array_path_bit_for_bit() -> None:
                 scalar_constraint=lambda t, a: t >= 0,
             )
             assert _bits(on_floats) == _bits(on_arrays)
+
+
+def test_an_estimate_is_remembered_per_solver(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second search on the same table asks the same histograms: each solver runs once per histogram and N,
+    and another solver (a test's substitute, say) is never answered from the first one's results."""
+    import privdb.anonymize.uniqueness as uniqueness
+
+    calls: list[str] = []
+
+    def counted(name: str) -> Any:
+        def solve(*args: Any) -> float:
+            calls.append(name)
+            return float(uniqueness.pitman(*args))
+
+        return solve
+
+    sizes = np.repeat([1, 2, 3, 4, 5, 8, 13], [40, 25, 12, 8, 5, 3, 2])
+    monkeypatch.setitem(uniqueness._ESTIMATE, "pitman", counted("a"))
+    first = estimate(sizes, 0.05, "pitman")
+    assert estimate(sizes, 0.05, "pitman") == first and estimate(sizes, 0.05, "dankar") == first
+    assert estimate(sizes[1:], 0.05, "pitman") != first  # another histogram: solved
+    assert estimate(sizes, 0.06, "pitman") != first  # another N: solved
+    assert calls == ["a"] * 3
+    monkeypatch.setitem(uniqueness._ESTIMATE, "pitman", counted("b"))
+    assert estimate(sizes, 0.05, "pitman") == first and calls[-1] == "b"

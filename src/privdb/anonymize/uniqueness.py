@@ -25,7 +25,9 @@ wall-clock limits (an estimate must not depend on the machine's speed).
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -211,11 +213,37 @@ class _Histogram:
         return cls(sizes, counts, n, pi, float(counts[sizes == 1].sum()), population)
 
     def share(self, estimator: str) -> float | None:
+        solve = _ESTIMATE[estimator]
+        key = (solve, self.population, _digest(self.sizes, self.counts))
+        with _LOCK:
+            if key in _SHARES:
+                return _SHARES[key]
         n_pop = self.population
-        value = _ESTIMATE[estimator](self.sizes, self.counts, self.n, n_pop)
+        value = solve(self.sizes, self.counts, self.n, n_pop)
         # no estimate: not finite, 0, or outside the population (SNB's k·β^α can be negative or exceed N
         # where its equations have a root off the model's domain)
-        return value / n_pop if math.isfinite(value) and 0 < value <= n_pop else None
+        share = value / n_pop if math.isfinite(value) and 0 < value <= n_pop else None
+        with _LOCK:
+            if len(_SHARES) >= _REMEMBERED:
+                _SHARES.clear()
+            _SHARES[key] = share
+        return share
+
+
+# An estimate is a pure function of the histogram and N, and a costly one (Pitman's: milliseconds, up to a
+# second where its tries jitter to their 1,001 evaluations); a search asks it for thousands of histograms
+# and a second search on the same table (another metric or estimator whose rule picks the same one) for the
+# same ones: the shares are kept, keyed by a 128-bit digest of the histogram (a few dozen bytes each).
+_REMEMBERED = 1 << 16
+_SHARES: dict[tuple[Callable[..., float], int, bytes], float | None] = {}  # keyed by the solver itself
+_LOCK = threading.Lock()
+
+
+def _digest(sizes: np.ndarray, counts: np.ndarray) -> bytes:
+    h = hashlib.blake2b(digest_size=16)
+    h.update(np.ascontiguousarray(sizes, dtype=np.int64).tobytes())
+    h.update(np.ascontiguousarray(counts, dtype=np.int64).tobytes())
+    return h.digest()
 
 
 _ESTIMATE = {"pitman": pitman, "zayatz": _zayatz, "snb": _snb}
