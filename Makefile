@@ -71,7 +71,7 @@ bench-tools:
 
 test: $(FULL) $(CHROMIUM) postgresql java jdbc bench-tools
 	@$(COMPILE)
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -q --durations=30
+	$(BIN)/python -m pytest -n 2 -q --durations=30
 
 # the Superset release check (docs/clients.md, "Superset"), run before every release: Apache Superset 6.1 in
 # its own venv (pinned; its install takes minutes, so it is no part of `make test`) drives privdb's
