@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import tempfile
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from pathlib import Path
@@ -41,6 +42,7 @@ def _is_path(source: str) -> bool:
 
 
 _BOUND_KEPT = 16  # analysed statements kept between bind and fetch (a query binds at most four)
+_CANCEL_EVERY = 0.1  # seconds between cancels of a read that is past its time or whose sibling failed
 
 
 class SparkBackend:
@@ -267,20 +269,16 @@ class SparkBackend:
         times): each from its own thread in its own job group (PySpark pins a Python thread to a JVM thread,
         so the groups stay apart), sharing the executors; one failing, or Ctrl-C, cancels the others."""
         groups = {name: f"privdb-{uuid.uuid4().hex}" for name in queries}
-        context = self._spark.sparkContext
         results: dict[str, pd.DataFrame] = {}
         errors: list[BaseException] = []
-
-        def cancel_all() -> None:
-            for group in groups.values():
-                context.cancelJobGroup(group)
+        stop = threading.Event()  # one failed, or Ctrl-C: every other read is cancelled until it ends
 
         def one(name: str) -> None:
             try:
-                results[name] = self._fetch(queries[name], timeout, groups[name])
+                results[name] = self._fetch(queries[name], timeout, groups[name], stop)
             except BaseException as err:  # raised below, in the caller's thread
                 errors.append(err)
-                cancel_all()
+                stop.set()
 
         threads = [threading.Thread(target=one, args=(name,), daemon=True) for name in queries]
         for thread in threads:
@@ -289,24 +287,35 @@ class SparkBackend:
             for thread in threads:
                 thread.join()
         except BaseException:
-            cancel_all()
+            stop.set()
             raise
         if errors:
             raise errors[0]
         return {name: results[name] for name in queries}
 
-    def _fetch(self, sql: str, timeout: float | None, group: str) -> pd.DataFrame:
+    def _fetch(
+        self, sql: str, timeout: float | None, group: str, stop: threading.Event | None = None
+    ) -> pd.DataFrame:
+        """``sql``'s rows, its jobs in ``group``: cancelled once ``timeout`` passes or ``stop`` is set, and
+        again every 0.1 s until the read ends (a cancel reaches only the group's jobs already submitted,
+        and a read still being analysed submits its job after it)."""
         context = self._spark.sparkContext
-        fired = threading.Event()
+        fired, done = threading.Event(), threading.Event()
 
-        def cancel() -> None:
-            fired.set()
-            context.cancelJobGroup(group)
+        def watch() -> None:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while not done.wait(_CANCEL_EVERY):
+                if deadline is not None and time.monotonic() >= deadline:
+                    fired.set()
+                if fired.is_set() or (stop is not None and stop.is_set()):
+                    context.cancelJobGroup(group)
 
-        timer = None if timeout is None else threading.Timer(timeout, cancel)
+        watcher = None
+        if timeout is not None or stop is not None:
+            watcher = threading.Thread(target=watch, daemon=True)
         context.setJobGroup(group, "privdb query", interruptOnCancel=True)
-        if timer is not None:
-            timer.start()
+        if watcher is not None:
+            watcher.start()
         try:
             frame = self._analysed(sql)
             rows = frame.collect()
@@ -315,6 +324,5 @@ class SparkBackend:
                 raise TimeoutError(f"the Spark query ran longer than {timeout} s") from None
             raise
         finally:
-            if timer is not None:
-                timer.cancel()
+            done.set()
         return pd.DataFrame.from_records([tuple(r) for r in rows], columns=frame.columns)
