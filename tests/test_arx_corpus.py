@@ -62,9 +62,7 @@ EXPRESSIBLE = [c for c in CASES if _expressible(c)]
 
 # population uniqueness on the same table by Dankar's rule (π ≤ 0.1: Pitman) and by Pitman: the same
 # thousands of Pitman estimates, remembered by ``uniqueness`` within a process, so the two run in one test
-# (one xdist worker) and the second costs a fraction of the first's 80-odd seconds. (xdist's loadgroup would
-# say this with a mark, but pytest 9.2 builds node ids from ``Node._id``, and xdist 3.8's renaming of
-# ``_nodeid`` no longer groups anything.)
+# (one process whatever the xdist mode) and the second costs a fraction of the first's 80-odd seconds
 SAME_ESTIMATES = ("RiskBased[2]", "RiskBased[4]")
 
 

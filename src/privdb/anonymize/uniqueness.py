@@ -28,6 +28,7 @@ import functools
 import hashlib
 import math
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -217,6 +218,7 @@ class _Histogram:
         key = (solve, self.population, _digest(self.sizes, self.counts))
         with _LOCK:
             if key in _SHARES:
+                _SHARES.move_to_end(key)
                 return _SHARES[key]
         n_pop = self.population
         value = solve(self.sizes, self.counts, self.n, n_pop)
@@ -224,18 +226,19 @@ class _Histogram:
         # where its equations have a root off the model's domain)
         share = value / n_pop if math.isfinite(value) and 0 < value <= n_pop else None
         with _LOCK:
-            if len(_SHARES) >= _REMEMBERED:
-                _SHARES.clear()
             _SHARES[key] = share
+            while len(_SHARES) > _REMEMBERED:
+                _SHARES.popitem(last=False)  # the least recently asked
         return share
 
 
 # An estimate is a pure function of the histogram and N, and a costly one (Pitman's: milliseconds, up to a
 # second where its tries jitter to their 1,001 evaluations); a search asks it for thousands of histograms
 # and a second search on the same table (another metric or estimator whose rule picks the same one) for the
-# same ones: the shares are kept, keyed by a 128-bit digest of the histogram (a few dozen bytes each).
+# same ones: the shares are kept, keyed by the solver, N and a 128-bit digest of the histogram (about
+# 250 bytes an entry, the 65,536 most recently asked: 16 MB at most).
 _REMEMBERED = 1 << 16
-_SHARES: dict[tuple[Callable[..., float], int, bytes], float | None] = {}  # keyed by the solver itself
+_SHARES: OrderedDict[tuple[Callable[..., float], int, bytes], float | None] = OrderedDict()
 _LOCK = threading.Lock()
 
 

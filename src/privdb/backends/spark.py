@@ -9,6 +9,7 @@ the driver. A query past its time limit is cancelled through its job group.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import tempfile
 import threading
@@ -301,14 +302,17 @@ class SparkBackend:
         and a read still being analysed submits its job after it)."""
         context = self._spark.sparkContext
         fired, done = threading.Event(), threading.Event()
+        deadline = None if timeout is None else time.monotonic() + timeout
 
         def watch() -> None:
-            deadline = None if timeout is None else time.monotonic() + timeout
-            while not done.wait(_CANCEL_EVERY):
+            while True:
                 if deadline is not None and time.monotonic() >= deadline:
                     fired.set()
                 if fired.is_set() or (stop is not None and stop.is_set()):
-                    context.cancelJobGroup(group)
+                    with contextlib.suppress(Exception):  # a stopped context, a lost gateway: try again
+                        context.cancelJobGroup(group)
+                if done.wait(_CANCEL_EVERY):
+                    return
 
         watcher = None
         if timeout is not None or stop is not None:
