@@ -69,12 +69,9 @@ bench-tools:
 	@command -v wrk >/dev/null || \
 	  ($(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq wrk >/dev/null)
 
-# two xdist workers, a module's tests on one of them (--dist loadscope): its module-scoped fixtures (a
-# Spark session, a server, an audit's thousands of draws) are set up once, not once per worker, and its
-# tests run in their written order, as when one runs the file alone
 test: $(FULL) $(CHROMIUM) postgresql java jdbc bench-tools
 	@$(COMPILE)
-	$(BIN)/python -m pytest -n 2 --dist loadscope -q --durations=30
+	$(BIN)/python -m pytest -n 2 -q --durations=30
 
 # the Superset release check (docs/clients.md, "Superset"), run before every release: Apache Superset 6.1 in
 # its own venv (pinned; its install takes minutes, so it is no part of `make test`) drives privdb's
