@@ -283,7 +283,7 @@ def pitman(
         starts,
         positive,
         scalar=lambda t, a: _closed_one(t, a, u, n, big, big_counts, trigamma),
-        scalar_constraint=lambda t, a: t >= 0,
+        scalar_constraint=positive,  # θ ≥ 0 reads the same on floats as on arrays
     )
     power = _power_sums(int(u) - 1)
 
