@@ -24,7 +24,6 @@ import http.client
 import itertools
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.harness import ROOT, machine, report
+from bench.harness.ports import free_port
 from bench.harness.timing import best_of
 
 TARGET = 3.0  # the issue's: every command within 3× `python -c "import duckdb"`
@@ -171,12 +171,6 @@ def run_serve(db: Path, env: dict[str, str], importtime: bool = False) -> str:
                 proc.wait()
         err.seek(0)
         return err.read().decode(errors="replace")
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _answers(port: int) -> bool:

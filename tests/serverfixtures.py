@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -16,17 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from bench.harness.ports import free_port
 
 from privdb.data.census import METADATA, generate
 from privdb.database import Database
 
 __all__ = ["Server", "ask_concurrently", "free_port", "make_server_db"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def make_server_db(

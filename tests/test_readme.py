@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from bench.harness.ports import free_port as _free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -30,12 +30,6 @@ _FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
 def _blocks() -> list[tuple[str, str]]:
     found = _FENCE.findall(README.read_text())
     return [(lang, body) for lang, body in found if lang in ("sh", "python", "yaml")]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 _WAIT = (

@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -20,18 +19,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from bench.harness.ports import free_port as _port
+
 WORKERS = 2
 # a worker offers this much to executors; Spark's default executor asks for 1g (a cap on the JVM's heap,
 # not memory taken up front), so a smaller offer would leave the application without executors
 WORKER_MEMORY = "1g"
 JAVA_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 DAEMON_MEMORY = "256m"  # the master's and workers' own heap (SPARK_DAEMON_MEMORY; Spark's default is 1g)
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def spark_home() -> Path:

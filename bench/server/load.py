@@ -7,7 +7,6 @@ import contextlib
 import math
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench.harness import memory
+from bench.harness.ports import free_port
 from bench.harness.query import Query
 from bench.harness.timing import Latencies
 from bench.harness.timing import nearest_rank as quantile
@@ -75,10 +75,6 @@ class Embedded(Latencies):
 
 
 # ----------------------------------------------------------------------------------------- the server
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
