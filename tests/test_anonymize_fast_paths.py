@@ -1,5 +1,5 @@
 """The vectorised paths of issue 40 answer as the rules they replace: coverage decided per distinct text
-(``_classes._texts_covered``) as pair by pair, Mondrian's ordered-category labels from bit-mask words as
+(``cells._texts_covered``) as pair by pair, Mondrian's ordered-category labels from bit-mask words as
 from sorted pairs, the leaves of ``|`` sets counted at once as one by one, and the CSV writer's quick test
 for text that needs quoting."""
 
@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privdb.anonymize import _classes, mondrian_labels
-from privdb.anonymize._classes import STAR, covered, hierarchy_frame, pair_covered, parse_intervals
+from privdb.anonymize import cells, mondrian_labels
+from privdb.anonymize._classes import STAR, hierarchy_frame
+from privdb.anonymize.cells import covered, pair_covered, parse_intervals
 from privdb.anonymize.mondrian import partition
 from privdb.anonymize.mondrian_codes import encode
 from privdb.anonymize.tables import write_table
@@ -67,7 +68,7 @@ def test_text_pairs_are_covered_as_pair_by_pair(seed: int) -> None:
     hierarchy = hierarchy_frame(
         pd.DataFrame({0: ["a", "b", "ab"], 1: ["ab", "ab", "ab"], 2: ["x", "x", "x"]}), "c"
     )
-    pairs = set(_classes.hierarchy_pairs(hierarchy))
+    pairs = set(cells.hierarchy_pairs(hierarchy))
     for h, known in ((None, set()), (hierarchy, pairs)):
         expected = np.array([_one_pair(r, lab, known) for r, lab in zip(raw, label, strict=True)])
         assert np.array_equal(pair_covered(raw, label, h), expected)

@@ -14,15 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privdb.anonymize._classes import (
-    BoolArray,
-    CellPairs,
-    HierarchyLike,
-    IntArray,
-    covered,
-    hierarchy_frame,
-    require_release_of,
-)
+from privdb.anonymize._classes import BoolArray, HierarchyLike, IntArray, hierarchy_frame, require_release_of
+from privdb.anonymize.cells import CellPairs, covered
 
 __all__ = ["Coverage", "covers"]
 

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from privdb.anonymize._classes import FloatArray, parse_intervals
+from privdb.anonymize._classes import FloatArray
+from privdb.anonymize.cells import parse_intervals
 from privdb.errors import InvalidParameter
 
 __all__ = ["contradictions", "describe", "relabelled"]

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from privdb.anonymize._classes import combine_sized
+from privdb.anonymize._classes import combine_sized, dense_space
 from privdb.anonymize.hierarchy import Hierarchy, lattice_size
 from privdb.anonymize.lattice_levels import QiLevels
 from privdb.anonymize.lattice_metrics import (
@@ -238,7 +238,7 @@ class Lattice:
     def classes(self, levels: Sequence[int]) -> tuple[IntArray, IntArray]:
         """Class id of every distinct tuple at ``levels`` and the class sizes (in records)."""
         key, space = self._keys(levels)
-        if space <= 4 * len(key) + 1024:
+        if dense_space(space, len(key)):
             sizes = np.bincount(key, weights=self.weight, minlength=space).astype(np.int64)
             present = np.flatnonzero(sizes)
             remap = np.zeros(space, dtype=np.int64)

@@ -31,12 +31,11 @@ from privdb.anonymize._classes import (
     ObjArray,
     combine,
     group,
-    pair_covered,
-    parse_intervals,
     require_columns,
     require_rows,
     text,
 )
+from privdb.anonymize.cells import pair_covered, parse_intervals
 from privdb.anonymize.hierarchy import DateHierarchy, Hierarchy
 from privdb.anonymize.population import unread_labels
 from privdb.errors import InvalidParameter

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from privdb.anonymize._classes import combine_sized
+from privdb.anonymize._classes import combine_sized, dense_space
 from privdb.anonymize.hierarchy import Hierarchy
 from privdb.anonymize.model_spec import Models
 from privdb.anonymize.population import population_text
@@ -166,7 +166,7 @@ class NodeCriteria:
         joint = [np.concatenate([s, np.maximum(g, 0)]) for s, g in zip(sample, pop, strict=True)]
         both, space = combine_sized(joint, sizes)
         sample_keys, pop_keys = both[: len(sample[0])], both[len(sample[0]) :]
-        if space <= 4 * len(both) + 1024:  # a small key space: a lookup table, no hash index per node
+        if dense_space(space, len(both)):  # a lookup table, no hash index per node
             table = np.full(space, -1, dtype=np.int64)
             table[sample_keys] = cls
             out = table[pop_keys]

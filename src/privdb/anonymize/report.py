@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privdb.anonymize._classes import CellPairs, Classes, cell_pairs, require_release_of
+from privdb.anonymize._classes import Classes, require_release_of
+from privdb.anonymize.cells import CellPairs, cell_pairs
 from privdb.anonymize.coverage import covers
 from privdb.anonymize.models import check
 from privdb.anonymize.report_page import histogram_png, render_html, render_png

@@ -25,17 +25,15 @@ import pandas as pd
 
 from privdb.anonymize._classes import (
     STAR,
-    CellPairs,
     Classes,
     FloatArray,
     HierarchyLike,
-    cell_pairs,
     group,
     hierarchy_frame,
-    parse_intervals,
     require_release_of,
     text,
 )
+from privdb.anonymize.cells import CellPairs, cell_pairs, parse_intervals
 from privdb.errors import InvalidParameter
 
 __all__ = ["Utility", "discernibility", "ncp", "utility"]

@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from privdb.anonymize._classes import STAR, hierarchy_frame, pair_covered, parse_intervals, text
+from privdb.anonymize._classes import STAR, hierarchy_frame, text
+from privdb.anonymize.cells import pair_covered, parse_intervals
 from privdb.anonymize.hierarchy import Hierarchy
 from privdb.errors import InvalidParameter
 from privdb.publish.safepub import Published
