@@ -47,13 +47,9 @@ def spark_big_worker(spec: dict[str, Any]) -> dict[str, Any]:
             raw_s.append(time.perf_counter() - t0)
         out |= {"privdb_s": privdb_s, "raw_s": raw_s, "noisy": float(result.rows[0][0])}
         out["exact"] = int(exact.to_numpy()[0, 0])
-        tree = memory.process_tree(os.getpid())
-        hwm = {
-            pid: (Path(f"/proc/{pid}/comm").read_text().strip(), memory.kib(memory.status(pid), "VmHWM"))
-            for pid in tree
-        }
+        hwm = memory.tree_peaks(os.getpid())
         out["python_hwm_kib"] = hwm[os.getpid()][1]
-        out["jvm_hwm_kib"] = sum(k for pid, (comm, k) in hwm.items() if comm == "java")
+        out["jvm_hwm_kib"] = sum(k for line, k in hwm.values() if Path(line.split(" ", 1)[0]).name == "java")
         spark = cast(Any, backend)._spark
         conf = spark.sparkContext.getConf()  # the settings Spark ran with
         out["driver_memory"] = conf.get("spark.driver.memory", "1g (default)")

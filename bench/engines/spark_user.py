@@ -154,14 +154,9 @@ def _peaks() -> str:
     """The driver's peak memory (this Python process and its JVM, SparkSubmit) and the executors' (in
     local mode they run in the driver's JVM)."""
     roles = {"driver JVM": "deploy.SparkSubmit", "executors": "CoarseGrainedExecutorBackend"}
-    found = dict.fromkeys(roles, 0)
-    for pid in memory.process_tree(os.getpid()):
-        with contextlib.suppress(OSError):
-            line = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            for role, mark in roles.items():
-                if mark in line:
-                    found[role] += memory.kib(memory.status(pid), "VmHWM")
-    python = memory.kib(memory.status(os.getpid()), "VmHWM")
+    peaks = memory.tree_peaks(os.getpid())
+    found = {role: sum(k for line, k in peaks.values() if mark in line) for role, mark in roles.items()}
+    python = peaks[os.getpid()][1]
     return f"driver Python {python / 1024:.0f} MiB, " + ", ".join(
         f"{role} {kib / 1024:.0f} MiB" for role, kib in found.items()
     )

@@ -79,6 +79,19 @@ def process_tree(root: int) -> list[int]:
     return out
 
 
+def tree_peaks(root: int) -> dict[int, tuple[str, int]]:
+    """Each process of ``root``'s tree: its command line (arguments joined by spaces) and its peak
+    resident memory (``VmHWM``) in KiB; processes gone meanwhile are left out."""
+    out: dict[int, tuple[str, int]] = {}
+    for pid in process_tree(root):
+        try:
+            line = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            out[pid] = (line.strip(), kib(status(pid), "VmHWM"))
+        except OSError:
+            continue
+    return out
+
+
 def process_tree_cpu(root: int) -> float:
     """CPU seconds (user + system) of process ``root`` and its descendants."""
     children, cpu = _processes()
