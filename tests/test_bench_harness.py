@@ -8,6 +8,7 @@ import random
 import socket
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from bench.harness import memory, ports
@@ -23,19 +24,20 @@ def test_a_free_port_is_below_the_ephemeral_range_and_bindable() -> None:
         s.listen()
 
 
-def test_a_taken_port_is_never_handed_out(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_taken_or_handed_port_is_never_handed_out(monkeypatch: pytest.MonkeyPatch) -> None:
     with socket.socket() as held:
         held.bind(("127.0.0.1", ports.free_port()))
         held.listen()
         taken = held.getsockname()[1]
-        draws = iter([taken, taken, ports._LOWEST + (taken - ports._LOWEST + 1) % 1000])
+        handed = ports.free_port()
+        script = [taken, taken, handed]  # then the real draws
 
         class Scripted(random.SystemRandom):
-            def randrange(self, *_: object, **__: object) -> int:
-                return next(draws)
+            def randrange(self, *args: Any, **kwargs: Any) -> int:
+                return script.pop(0) if script else super().randrange(*args, **kwargs)
 
-        monkeypatch.setattr(ports.random, "SystemRandom", Scripted)
-        assert ports.free_port() != taken
+        monkeypatch.setattr(ports, "_DRAW", Scripted())
+        assert ports.free_port() not in (taken, handed) and not script
 
 
 def test_tree_peaks_names_each_process_with_its_peak() -> None:

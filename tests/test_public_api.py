@@ -84,13 +84,11 @@ def test_error_codes_match_design() -> None:
 def test_an_unreachable_server_is_a_connection_error() -> None:
     """Issue 15: ``privdb.connect("http://unreachable")`` raised ``InvalidParameter``; it is a connection
     error (``ServerUnreachable``, also a Python ``ConnectionError``) that says what to check."""
-    import socket
+    from bench.harness.ports import free_port
 
     from privdb.errors import ServerUnreachable
 
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # a port nothing listens on
     with pytest.raises(ConnectionError) as err:
         privdb.connect(f"http://127.0.0.1:{port}", token="x").budget()
     assert isinstance(err.value, ServerUnreachable)

@@ -81,7 +81,8 @@ def process_tree(root: int) -> list[int]:
 
 def tree_peaks(root: int) -> dict[int, tuple[str, int]]:
     """Each process of ``root``'s tree: its command line (arguments joined by spaces) and its peak
-    resident memory (``VmHWM``) in KiB; processes gone meanwhile are left out."""
+    resident memory (``VmHWM``) in KiB (0 for one that ended between the two reads; left out if it ended
+    before)."""
     out: dict[int, tuple[str, int]] = {}
     for pid in process_tree(root):
         try:

@@ -18,6 +18,8 @@ __all__ = ["free_port"]
 
 _RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 _LOWEST = 10_000  # above the registered services most machines run
+_DRAW = random.SystemRandom()
+_HANDED: set[int] = set()  # ports this process handed out: two draws before either server binds differ
 
 
 def _ephemeral_start() -> int:
@@ -31,13 +33,17 @@ def _ephemeral_start() -> int:
 def free_port(host: str = "127.0.0.1") -> int:
     """A port on ``host`` that nothing listens on now and no outgoing connection will be given."""
     top = _ephemeral_start()
-    draw = random.SystemRandom()
     for _ in range(200):
-        port = draw.randrange(_LOWEST, top) if top > _LOWEST + 100 else 0
+        # a machine whose ephemeral range starts below 10,100 leaves no room: the kernel's choice then
+        port = _DRAW.randrange(_LOWEST, top) if top > _LOWEST + 100 else 0
+        if port in _HANDED:
+            continue
         with socket.socket() as s:
             try:
                 s.bind((host, port))
             except OSError:
                 continue
-            return int(s.getsockname()[1])
+            chosen = int(s.getsockname()[1])
+        _HANDED.add(chosen)
+        return chosen
     raise RuntimeError(f"no free port on {host} between {_LOWEST} and {top} after 200 tries")
