@@ -74,6 +74,36 @@ def test_text_pairs_are_covered_as_pair_by_pair(seed: int) -> None:
         assert np.array_equal(pair_covered(raw, label, h), expected)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_covered_on_categoricals_is_covered_on_text(seed: int) -> None:
+    """A categorical column (as the report's columns are) is numbered by its own codes: the same pairs,
+    counts and coverage as the text, with unused categories and a missing value left as text would have
+    them, and the labels' ``|`` sets split once for coverage and utility."""
+    raw, label = _random_pairs(2000, seed)
+    raw[::97] = None
+    as_text = pd.Series(raw, dtype=object), pd.Series(label, dtype=object)
+    extra = ["never", "seen|here"]
+    as_cat = (
+        pd.Series(pd.Categorical(raw, categories=[*sorted(set(raw) - {None}), "never"])),
+        pd.Series(pd.Categorical(label, categories=[*sorted(set(label)), *extra])),
+    )
+    got, want = cells.cell_pairs(*as_cat), cells.cell_pairs(*as_text)
+    assert sorted(got.raws.tolist()) == sorted(want.raws.tolist())
+    assert sorted(got.labels.tolist()) == sorted(want.labels.tolist())
+    per_record = [(got.raw[p], got.label[p]) for p in got.of_record]
+    assert per_record == [(want.raw[p], want.label[p]) for p in want.of_record]
+    assert np.array_equal(covered(*as_cat), covered(*as_text))
+    sets = got.sets
+    members = [m for i in sets.at for m in str(got.labels[i]).split("|")]
+    named = np.append(got.raws, pd.unique(np.asarray([m for m in members if m not in set(got.raws)])))
+    assert named[sets.member].tolist() == members
+    assert np.array_equal(
+        _leaf_sets(got.labels, pd.Index(got.raws), sets),
+        _leaf_sets(got.labels, pd.Index(got.raws)),
+        equal_nan=True,
+    )
+
+
 def test_values_that_are_not_text_keep_the_pair_by_pair_path() -> None:
     raw = np.array([1, "1", 2.5, "x"], dtype=object)
     label = np.array(["1", 1, "2-3", "x|y"], dtype=object)

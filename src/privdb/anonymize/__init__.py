@@ -40,6 +40,7 @@ from privdb.anonymize.population import check_population
 from privdb.anonymize.release import Anonymized, GeneralizedColumn, build_release, class_ids
 from privdb.anonymize.resolve import automatic, load_hierarchies, resolve
 from privdb.anonymize.sensitive_condition import SensitiveCondition
+from privdb.anonymize.side_by_side import each_column
 from privdb.errors import InvalidParameter, UnknownColumn
 
 __all__ = [
@@ -243,7 +244,7 @@ def anonymize(
     params: dict[str, Any] = {"k": k, "l": l, "t": t, "sensitive": sensitive, "algorithm": algorithm}
     params.update(model_params)
     if algorithm == "mondrian":
-        dims = [encode(df[name], hier.get(name), categorical) for name in qi]
+        dims = each_column(lambda name: encode(df[name], hier.get(name), categorical), qi)
         ids, sizes = partition(dims, k_eff, strict=strict, condition=condition)
         cols, ncp = generalize(dims, ids, sizes)
         by_column: dict[str, float] = {}

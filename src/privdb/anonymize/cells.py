@@ -7,13 +7,23 @@ from __future__ import annotations
 import operator
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
-from privdb.anonymize._classes import STAR, BoolArray, FloatArray, IntArray, ObjArray, text
+from privdb.anonymize._classes import STAR, BoolArray, FloatArray, IntArray, ObjArray, codes_of, text
 
-__all__ = ["CellPairs", "cell_pairs", "covered", "hierarchy_pairs", "pair_covered", "parse_intervals"]
+__all__ = [
+    "CellPairs",
+    "LabelSets",
+    "cell_pairs",
+    "covered",
+    "hierarchy_pairs",
+    "label_sets",
+    "pair_covered",
+    "parse_intervals",
+]
 
 _NUM = r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
 _INTERVAL = re.compile(rf"^\s*{_NUM}\s*-\s*{_NUM}\s*$")
@@ -60,17 +70,51 @@ class CellPairs:
     label_code: IntArray
     labels: ObjArray
 
+    @cached_property
+    def sets(self) -> LabelSets:
+        """The ``|`` sets among ``labels``, split once for coverage and utility alike."""
+        return label_sets(self.labels, self.raws)
+
+
+@dataclass(frozen=True)
+class LabelSets:
+    """The ``|`` sets among distinct label texts, each split once: ``barred[i]`` whether label i is a set;
+    set s is label ``at[s]``; member j belongs to set ``owner[j]`` and is ``member[j]``, numbered as the
+    raw texts (below their count) or, a text no raw value has, from their count on."""
+
+    barred: BoolArray
+    at: IntArray
+    owner: IntArray
+    member: IntArray
+
+
+def label_sets(labels: ObjArray, raws: ObjArray) -> LabelSets:
+    """``LabelSets`` of ``labels`` against the distinct raw texts ``raws``: every set joined and split once,
+    its members matched to the raw texts by hash."""
+    texts = labels.tolist()
+    barred = np.fromiter(map(operator.methodcaller("__contains__", "|"), texts), bool, len(texts))
+    at = np.flatnonzero(barred)
+    sets = [texts[i] for i in at.tolist()]
+    sizes = np.fromiter(map(operator.methodcaller("count", "|"), sets), np.int64, len(sets)) + 1
+    parts = np.asarray("|".join(sets).split("|") if sets else [], dtype=object)
+    member = pd.Index(raws, dtype=object).get_indexer(pd.Index(parts, dtype=object)).astype(np.int64)
+    unknown = member < 0
+    if unknown.any():
+        member[unknown] = len(raws) + pd.factorize(parts[unknown])[0]
+    owner = np.repeat(np.arange(len(sets), dtype=np.int64), sizes)
+    return LabelSets(barred, at.astype(np.int64), owner, member)
+
 
 def cell_pairs(raw: pd.Series, released: pd.Series) -> CellPairs:
     """Factorise both columns (hash-based), then the pair of codes (``_numbered``): text is made for distinct
     values only. Pairs are numbered in no particular order."""
-    rc, ru = pd.factorize(raw, use_na_sentinel=False)
-    lc, lu = pd.factorize(released, use_na_sentinel=False)
+    rc, ru = _present(*codes_of(raw))  # a categorical's own codes: no hashing of a million small integers
+    lc, lu = _present(*codes_of(released))
     labels = np.asarray(lu, dtype=object)
     if not _all_text(labels):
         labels = pd.Series(labels, dtype=object).astype(str).to_numpy(dtype=object)
     m = max(len(labels), 1)
-    pair, uniq = _numbered(rc.astype(np.int64) * m + lc, len(ru) * m)
+    pair, uniq = _numbered(rc * m + lc, len(ru) * m)
     raw_text = text(np.asarray(ru))
     r_code, r_text = pd.factorize(raw_text)  # two values may share a text (1 and 1.0): numbered once
     l_code, l_text = pd.factorize(labels)
@@ -84,6 +128,15 @@ def cell_pairs(raw: pd.Series, released: pd.Series) -> CellPairs:
         label_code=l_code.astype(np.int64)[uniq % m],
         labels=np.asarray(l_text, dtype=object),
     )
+
+
+def _present(codes: IntArray, values: pd.Index) -> tuple[IntArray, pd.Index]:
+    """``codes_of``'s codes and values without the values no record has (a categorical's unused
+    categories), as hashing the column would number them."""
+    seen = np.bincount(codes, minlength=len(values)) > 0
+    if seen.all():
+        return codes, values
+    return (np.cumsum(seen) - 1)[codes], values[seen]
 
 
 def _numbered(key: IntArray, space: int) -> tuple[IntArray, IntArray]:
@@ -116,7 +169,7 @@ def covered(
     Decided once per distinct (raw, released) pair (``pairs``: their ``cell_pairs``, if made already).
     """
     cp = pairs if pairs is not None else cell_pairs(raw, released)
-    ok = _texts_covered(cp.raws, cp.raw_code, cp.labels, cp.label_code, hierarchy)
+    ok = _texts_covered(cp.raws, cp.raw_code, cp.labels, cp.label_code, hierarchy, cp.sets)
     return np.asarray(ok[cp.of_record], dtype=bool)
 
 
@@ -152,11 +205,17 @@ def _all_text(values: ObjArray) -> bool:
 
 
 def _texts_covered(
-    raws: ObjArray, rc: IntArray, labels: ObjArray, lc: IntArray, hierarchy: pd.DataFrame | None
+    raws: ObjArray,
+    rc: IntArray,
+    labels: ObjArray,
+    lc: IntArray,
+    hierarchy: pd.DataFrame | None,
+    sets: LabelSets | None = None,
 ) -> BoolArray:
     """Whether ``labels[lc[i]]`` covers ``raws[rc[i]]`` (``raws``, ``labels``: texts without repeats), the
     rules of ``covered`` applied per distinct text: each label is parsed and each raw text read as a number
-    once, a ``|`` set split once into its members, which are matched to the raw texts by hash."""
+    once, a ``|`` set split once into its members, which are matched to the raw texts by hash (``sets``:
+    the labels' ``label_sets``, if made already)."""
     index = pd.Index(raws, dtype=object)
     as_raw = index.get_indexer(pd.Index(labels, dtype=object))  # the raw text equal to each label, or -1
     ok = (labels == STAR)[lc] | (as_raw[lc] == rc)
@@ -169,16 +228,13 @@ def _texts_covered(
     rest = np.flatnonzero(~ok)
     if not len(rest):
         return np.asarray(ok, dtype=bool)
-    barred = pd.Series(labels, dtype=object).str.contains("|", regex=False).to_numpy(dtype=bool)
-    in_set = rest[barred[lc[rest]]]
-    if len(in_set):  # raw in label.split("|"): each label's members numbered as the raw texts
-        used = np.flatnonzero(np.bincount(lc[in_set], minlength=len(labels)))
-        sets = labels[used].tolist()
-        sizes = np.fromiter(map(operator.methodcaller("count", "|"), sets), np.int64, len(sets)) + 1
-        found = index.get_indexer(pd.Index("|".join(sets).split("|"), dtype=object))
-        known = (np.repeat(used, sizes) * len(raws) + found)[found >= 0]
+    sets = sets if sets is not None else label_sets(labels, raws)
+    in_set = rest[sets.barred[lc[rest]]]
+    if len(in_set):  # raw in label.split("|"): (label, raw) of every member that is a raw text
+        raw_member = sets.member < len(raws)
+        known = (sets.at[sets.owner] * len(raws) + sets.member)[raw_member]
         ok[in_set] = pd.Index(lc[in_set] * len(raws) + rc[in_set]).isin(known)
-    other = rest[~barred[lc[rest]]]
+    other = rest[~sets.barred[lc[rest]]]
     if len(other):
         ok[other] = [_covers_text(str(raws[rc[i]]), str(labels[lc[i]])) for i in other]
     return np.asarray(ok, dtype=bool)

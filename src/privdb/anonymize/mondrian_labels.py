@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from privdb.anonymize.mondrian_codes import Dimension, IntArray
 from privdb.anonymize.release import GeneralizedColumn
+from privdb.anonymize.side_by_side import each_column
 
 __all__ = ["generalize"]
 
@@ -124,13 +125,14 @@ def generalize(
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     part = np.empty(n, dtype=np.int64)
     part[ids] = np.repeat(np.arange(len(sizes)), sizes)
-    cols: list[GeneralizedColumn] = []
-    total = 0.0
-    for dm in dims:
+
+    def one(dm: Dimension) -> tuple[GeneralizedColumn, float]:
         xs = dm.codes[ids].astype(np.int64)
         lo = np.minimum.reduceat(xs, starts)
         hi = np.maximum.reduceat(xs, starts)
         inv, labels, loss = _labels(dm, lo, hi, xs, starts)
-        total += float((loss[inv] * sizes).sum())
-        cols.append(GeneralizedColumn(inv[part], labels))
-    return cols, total / max(n * len(dims), 1)
+        return GeneralizedColumn(inv[part], labels), float((loss[inv] * sizes).sum())
+
+    done = each_column(one, dims)
+    total = sum(column_loss for _, column_loss in done)  # in the columns' order: the float of one loop
+    return [column for column, _ in done], total / max(n * len(dims), 1)

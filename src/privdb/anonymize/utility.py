@@ -14,7 +14,6 @@ Costs are computed once per distinct released label and gathered per record.
 
 from __future__ import annotations
 
-import operator
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from privdb.anonymize._classes import (
     require_release_of,
     text,
 )
-from privdb.anonymize.cells import CellPairs, cell_pairs, parse_intervals
+from privdb.anonymize.cells import CellPairs, LabelSets, cell_pairs, label_sets, parse_intervals
 from privdb.errors import InvalidParameter
 
 __all__ = ["Utility", "discernibility", "ncp", "utility"]
@@ -74,7 +73,7 @@ def _column_loss(
             counted = pd.Series(lab).map(leaves).to_numpy(dtype=np.float64)
         else:
             domain = int(orig.nunique(dropna=False))
-            counted = _leaf_sets(lab, raw_text)
+            counted = _leaf_sets(lab, raw_text, pairs.sets if pairs is not None else None)
         todo = np.isnan(cost) & ~np.isnan(counted)
         cost[todo] = (counted[todo] - 1) / (domain - 1) if domain > 1 else 0.0
     if np.isnan(cost).any():
@@ -99,20 +98,17 @@ def _other_ranges(lab: Any, lo: FloatArray, hi: FloatArray) -> None:
             lo[i], hi[i] = float(base), float(base + 10**stars - 1)
 
 
-def _leaf_sets(lab: Any, raw_text: pd.Index) -> FloatArray:
-    """``_leaves_of`` of each label; the ``|`` sets counted at once (their members split in one go, the
-    distinct members of each set counted by hash)."""
+def _leaf_sets(lab: Any, raw_text: pd.Index, sets: LabelSets | None = None) -> FloatArray:
+    """``_leaves_of`` of each label; the ``|`` sets counted at once (split in one go, ``label_sets``, or
+    ``sets`` if made already; the distinct members of each set counted by hash)."""
     labels = [str(x) for x in lab]
+    if sets is None:
+        sets = label_sets(np.asarray(labels, dtype=object), np.asarray(raw_text, dtype=object))
     out = np.full(len(labels), np.nan)
-    barred = np.fromiter(map(operator.methodcaller("__contains__", "|"), labels), bool, len(labels))
-    sets = [label for label, bar in zip(labels, barred, strict=True) if bar]
-    if sets:
-        sizes = np.fromiter(map(operator.methodcaller("count", "|"), sets), np.int64, len(sets)) + 1
-        member = pd.factorize(np.asarray("|".join(sets).split("|"), dtype=object))[0].astype(np.int64)
-        owner = np.repeat(np.arange(len(sets)), sizes)
-        again = pd.Series(owner * (int(member.max()) + 1) + member).duplicated().to_numpy()
-        out[barred] = np.bincount(owner[~again], minlength=len(sets)).astype(np.float64)
-    for i in np.flatnonzero(~barred):
+    if len(sets.at):
+        again = pd.Series(sets.owner * (int(sets.member.max()) + 1) + sets.member).duplicated().to_numpy()
+        out[sets.at] = np.bincount(sets.owner[~again], minlength=len(sets.at)).astype(np.float64)
+    for i in np.flatnonzero(~sets.barred):
         out[i] = _leaves_of(labels[i], raw_text)
     return out
 
