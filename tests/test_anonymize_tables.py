@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import duckdb
@@ -84,3 +85,28 @@ def test_a_failed_background_write_is_raised_at_commit(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="cannot be spelt"), staged_table(frame, target) as commit:
         commit()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_frame_made_in_the_writers_thread_is_written_and_its_failure_raised(tmp_path: Path) -> None:
+    """``staged_table`` given a function makes the frame in the writer's thread: the same bytes, and a
+    failure of the function raised by ``commit()`` with nothing left behind."""
+    frame = pd.DataFrame({"zip": ["130**", "148**"], "n": [1, 2]})
+    made_in: list[str] = []
+
+    def make() -> pd.DataFrame:
+        made_in.append(threading.current_thread().name)
+        return frame
+
+    with staged_table(make, tmp_path / "out.csv", ";") as commit:
+        commit()
+    write_table(frame, tmp_path / "plain.csv", ";")
+    assert (tmp_path / "out.csv").read_bytes() == (tmp_path / "plain.csv").read_bytes()
+    assert made_in == ["privdb-write-release"]
+
+    def refuse() -> pd.DataFrame:
+        raise ValueError("no rows to shuffle")
+
+    refused = pytest.raises(ValueError, match="no rows to shuffle")
+    with refused, staged_table(refuse, tmp_path / "x.csv") as commit:
+        commit()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv", "plain.csv"]

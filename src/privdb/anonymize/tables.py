@@ -82,11 +82,16 @@ def write_table(frame: pd.DataFrame, path: str | Path, delimiter: str = ",") -> 
 
 
 @contextlib.contextmanager
-def staged_table(frame: pd.DataFrame, path: str | Path, delimiter: str = ",") -> Iterator[Callable[[], None]]:
+def staged_table(
+    frame: pd.DataFrame | Callable[[], pd.DataFrame], path: str | Path, delimiter: str = ","
+) -> Iterator[Callable[[], None]]:
     """Start writing ``frame`` (as ``write_table``) to a hidden file beside ``path`` in a background thread,
     while the caller goes on (``privdb anonymize`` measures its release meanwhile: pyarrow's writer releases
     the GIL); ``commit()`` waits for the writer and moves the file into place. Leaving the block without
-    ``commit()`` (an error, Ctrl-C) removes the hidden file at once: no partial or unwanted release."""
+    ``commit()`` (an error, Ctrl-C) removes the hidden file at once: no partial or unwanted release.
+
+    ``frame`` may be a function that makes the frame (the release's rows shuffled): it runs in the writer's
+    thread too, and its failure, like the writer's, is raised by ``commit()``."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(
         prefix=".privdb-", suffix=".csv", dir=target.parent if target.parent.exists() else None
@@ -96,7 +101,7 @@ def staged_table(frame: pd.DataFrame, path: str | Path, delimiter: str = ",") ->
     def write() -> None:
         try:
             with os.fdopen(fd, "wb") as out:
-                _write(frame, out, delimiter)
+                _write(frame() if callable(frame) else frame, out, delimiter)
         except BaseException as err:  # handed to commit(), which raises it in the caller's thread
             failure.append(err)
 

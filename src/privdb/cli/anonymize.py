@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -306,7 +307,8 @@ def anonymize(
         coded = result.coded_table()  # the same values, as the codes the algorithm released
         # the release is written in a background thread while it is measured, and moved into place only
         # once the report holds (a refusal or Ctrl-C on the way leaves no file)
-        with staged_table(publishable(coded, written, shuffler(seed)), output, delimiter) as commit:
+        shuffled = partial(publishable, coded, written, shuffler(seed))  # made in the writer's thread
+        with staged_table(shuffled, output, delimiter) as commit:
             body = release_report(
                 as_aggregated(frame, coded, aggregates),
                 coded,
