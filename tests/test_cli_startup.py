@@ -15,15 +15,16 @@ import pytest
 HEAVY = ("numpy", "pandas", "scipy", "duckdb", "sqlglot", "fastapi", "uvicorn", "matplotlib", "yaml")
 # Typer itself imports pydantic to convert a command's parameters: only ``--version`` goes without it
 
+# listed by an exit function, which runs however the command ends (``--version``'s sys.exit, or the atexit
+# work and os._exit of privdb.cli.entry.leave)
 _PROBE = """
-import sys
+import atexit, sys
 sys.argv = ["privdb", *{args!r}]
+heavy = {heavy!r}
+listed = lambda: sorted(m for m in sys.modules if m.split(".")[0] in heavy)
+atexit.register(lambda: print("\\nLOADED", *listed(), flush=True))
 from privdb.cli import main
-try:
-    main()
-except SystemExit:
-    pass
-print("\\nLOADED", " ".join(sorted(m for m in sys.modules if m.split(".")[0] in {heavy!r})))
+main()
 """
 
 
@@ -40,7 +41,8 @@ def _loaded(*args: str) -> tuple[str, set[str]]:
         text=True,
         timeout=120,
     )
-    out, _, loaded = ran.stdout.rpartition("\nLOADED")
+    out, marker, loaded = ran.stdout.rpartition("\nLOADED")
+    assert marker, f"the probe listed no modules: {ran.stderr}"
     return out, {m.split(".")[0] for m in loaded.split()}
 
 
@@ -79,3 +81,26 @@ def test_a_command_imports_what_it_uses_when_it_runs(tmp_path: Path) -> None:
     out, loaded = _loaded("load", "people", str(data), "--db", str(tmp_path / "db"))
     assert "people" in out, out
     assert "duckdb" in loaded
+
+
+def test_a_command_ends_with_its_exit_work_and_flushed_streams_but_no_teardown(tmp_path: Path) -> None:
+    """``privdb.cli.entry.leave``: the status given, atexit work done, buffered output written, and none of
+    the interpreter's teardown (freeing every object of a million-row command, one by one)."""
+    notes = tmp_path / "notes"
+    script = f"""
+import atexit, sys
+from privdb.cli.entry import leave
+
+class Kept:
+    def __del__(self):
+        open({str(notes)!r}, "a").write("torn down\\n")
+
+kept = Kept()
+atexit.register(lambda: open({str(notes)!r}, "a").write("exit work\\n"))
+sys.stdout.write("buffered, no newline")
+leave(3)
+"""
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 3, ran.stderr
+    assert ran.stdout == "buffered, no newline"
+    assert notes.read_text() == "exit work\n"

@@ -44,6 +44,6 @@ def main() -> None:
     except KeyboardInterrupt:  # before the command was handed over (or started here): nothing ran
         sys.stderr.write("interrupted\n")
         sys.exit(130)
-    from privdb.cli.entry import run_cold
+    from privdb.cli.entry import leave, run_here
 
-    run_cold()
+    leave(run_here())

@@ -4,15 +4,45 @@ and a warm process's forked copy comes here to run it (privdb.cli.warm.become)."
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from privdb.interrupt import install, interrupted
 
 if TYPE_CHECKING:
     import typer
 
-__all__ = ["run_cold"]
+__all__ = ["leave", "run_cold", "run_here"]
+
+
+def run_here() -> int:
+    """``run_cold``, its exit as a status: ``sys.exit``'s number (None is 0; a message is written to stderr
+    and is 1, as the interpreter would)."""
+    try:
+        run_cold()
+    except SystemExit as done:
+        if done.code is None:
+            return 0
+        if isinstance(done.code, int):
+            return done.code
+        sys.stderr.write(f"{done.code}\n")
+        return 1
+    return 0
+
+
+def leave(code: int) -> NoReturn:
+    """End the process with ``code`` once a command is done: ``atexit`` work, the standard streams flushed,
+    then at once, without the interpreter's teardown, which frees every object one by one (0.2-0.3 s after
+    a 1,000,000-row ``privdb anonymize``). A warm command ends so too; a command leaves no thread running."""
+    with contextlib.suppress(Exception):
+        atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def run_cold() -> None:

@@ -9,7 +9,6 @@ included, is the command's.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import io
 import os
@@ -21,7 +20,7 @@ import time
 import traceback
 from typing import Any, NoReturn
 
-from privdb.cli.entry import run_cold
+from privdb.cli.entry import leave, run_here
 from privdb.cli.warm import address
 
 __all__ = ["command"]
@@ -32,7 +31,7 @@ def command(request: dict[str, Any], fds: list[int]) -> NoReturn:
     try:
         _die_with_keeper()
         _adopt(request, fds)
-        code = _run()
+        code = run_here()
     except KeyboardInterrupt:  # a Ctrl-C before privdb's own handler was installed: as a cold start says it
         with contextlib.suppress(Exception):
             sys.stderr.write("interrupted\n")
@@ -40,12 +39,7 @@ def command(request: dict[str, Any], fds: list[int]) -> NoReturn:
     except BaseException:
         with contextlib.suppress(Exception):
             traceback.print_exc()
-    with contextlib.suppress(Exception):
-        atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
+    leave(code)
 
 
 def _die_with_keeper() -> None:
@@ -121,16 +115,3 @@ def _streams(shapes: list[list[Any]]) -> None:
         )
     sys.stdin, sys.stdout, sys.stderr = made
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = made  # type: ignore[misc]
-
-
-def _run() -> int:
-    try:
-        run_cold()
-    except SystemExit as done:
-        if done.code is None:
-            return 0
-        if isinstance(done.code, int):
-            return done.code
-        sys.stderr.write(f"{done.code}\n")
-        return 1
-    return 0
