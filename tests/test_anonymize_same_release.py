@@ -32,7 +32,7 @@ from typer.testing import CliRunner
 from privdb.anonymize import anonymize
 from privdb.anonymize.mondrian import partition
 from privdb.anonymize.mondrian_codes import encode
-from privdb.anonymize.release import publishable
+from privdb.anonymize.release import GeneralizedColumn, _categorical, publishable
 from privdb.cli import app
 
 ADULT = Path(__file__).resolve().parents[1] / "data" / "adult"
@@ -181,6 +181,20 @@ def test_coded_table_holds_the_values_of_the_table_as_astype_category(algorithm:
         pd.testing.assert_series_equal(coded[name], result.table[name].astype("category"))
     rest = [c for c in adult.columns if c not in qi]
     pd.testing.assert_frame_equal(coded[rest], result.table[rest])
+
+
+def test_coded_labels_sort_by_code_point_as_astype_category_does() -> None:
+    """Labels beyond ASCII (accents, capitals, a character outside the BMP, '|' sets) sort as Python sorts
+    text, with '*' for suppressed records: the categories ``astype("category")`` makes."""
+    texts = ["zürich", "Zug", "é|e", "e|é", "\U0001f600", "Ø", "a-b", "10-20", "9-10"]
+    labels = np.array(texts, dtype=object)
+    rng = np.random.default_rng(3)
+    codes = rng.integers(0, len(labels) - 1, 400).astype(np.int64)  # the last label is never used
+    suppressed = rng.random(400) < 0.1
+    got = _categorical(GeneralizedColumn(codes, labels), suppressed)
+    assert got is not None
+    want = pd.Series(np.where(suppressed, "*", labels[codes]), dtype=object).astype("category")
+    pd.testing.assert_series_equal(pd.Series(got), want)
 
 
 def test_small_integers_are_encoded_as_sorting_would() -> None:

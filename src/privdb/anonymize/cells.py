@@ -75,6 +75,14 @@ class CellPairs:
         """The ``|`` sets among ``labels``, split once for coverage and utility alike."""
         return label_sets(self.labels, self.raws)
 
+    @cached_property
+    def intervals(self) -> tuple[FloatArray, FloatArray]:
+        """``parse_intervals`` of ``labels``, read once for coverage and utility alike (read-only arrays:
+        a caller that fills in more bounds copies them)."""
+        lo, hi = parse_intervals(self.labels)
+        lo.flags.writeable = hi.flags.writeable = False
+        return lo, hi
+
 
 @dataclass(frozen=True)
 class LabelSets:
@@ -169,7 +177,7 @@ def covered(
     Decided once per distinct (raw, released) pair (``pairs``: their ``cell_pairs``, if made already).
     """
     cp = pairs if pairs is not None else cell_pairs(raw, released)
-    ok = _texts_covered(cp.raws, cp.raw_code, cp.labels, cp.label_code, hierarchy, cp.sets)
+    ok = _texts_covered(cp.raws, cp.raw_code, cp.labels, cp.label_code, hierarchy, cp.sets, cp.intervals)
     return np.asarray(ok[cp.of_record], dtype=bool)
 
 
@@ -211,17 +219,18 @@ def _texts_covered(
     lc: IntArray,
     hierarchy: pd.DataFrame | None,
     sets: LabelSets | None = None,
+    bounds: tuple[FloatArray, FloatArray] | None = None,
 ) -> BoolArray:
     """Whether ``labels[lc[i]]`` covers ``raws[rc[i]]`` (``raws``, ``labels``: texts without repeats), the
     rules of ``covered`` applied per distinct text: each label is parsed and each raw text read as a number
-    once, a ``|`` set split once into its members, which are matched to the raw texts by hash (``sets``:
-    the labels' ``label_sets``, if made already)."""
+    once, a ``|`` set split once into its members, which are matched to the raw texts by hash (``sets`` and
+    ``bounds``: the labels' ``label_sets`` and ``parse_intervals``, if made already)."""
     index = pd.Index(raws, dtype=object)
     as_raw = index.get_indexer(pd.Index(labels, dtype=object))  # the raw text equal to each label, or -1
     ok = (labels == STAR)[lc] | (as_raw[lc] == rc)
     if hierarchy is not None:
         ok |= pd.Index(raws[rc] + "\x1f" + labels[lc]).isin(hierarchy_pairs(hierarchy))
-    lo, hi = parse_intervals(labels)
+    lo, hi = bounds if bounds is not None else parse_intervals(labels)
     x = pd.to_numeric(pd.Series(raws, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
     with np.errstate(invalid="ignore"):
         ok |= (lo[lc] <= x[rc]) & (x[rc] <= hi[lc])

@@ -95,10 +95,12 @@ def _categorical(col: GeneralizedColumn, suppressed: NDArray[np.bool_]) -> pd.Ca
     values = np.append(np.asarray(col.labels, dtype=object), STAR)[used]
     if not all(isinstance(v, str) for v in values):
         return None
-    categories, remap = np.unique(values, return_inverse=True)
+    # sorted as np.unique sorts text (by code point: Arrow's UTF-8 byte order is the same), in C, not by
+    # Python comparisons of tens of thousands of labels
+    remap, categories = pd.Index(values).factorize(sort=True)
     lookup = np.zeros(len(col.labels) + 1, dtype=np.int64)
     lookup[used] = remap
-    return pd.Categorical.from_codes(lookup[codes], categories=pd.Index(categories))
+    return pd.Categorical.from_codes(lookup[codes], categories=categories)
 
 
 def class_ids(columns: Sequence[GeneralizedColumn], suppressed: NDArray[np.bool_]) -> NDArray[np.int64]:

@@ -60,7 +60,7 @@ def _column_loss(
     if _is_numeric(orig):
         x = orig.to_numpy(dtype=np.float64)
         span = float(np.nanmax(x) - np.nanmin(x)) if len(x) else 0.0
-        lo, hi = parse_intervals(lab)
+        lo, hi = (b.copy() for b in pairs.intervals) if pairs is not None else parse_intervals(lab)
         _other_ranges(lab, lo, hi)
         if hierarchy is not None:  # labels such as ">=80": the range of the raw values under them
             lo, hi = _hierarchy_ranges(lab, hierarchy, lo, hi)
