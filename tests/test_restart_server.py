@@ -210,3 +210,23 @@ def test_a_second_serve_is_refused_before_it_loads_the_server(tmp_path: Path) ->
     assert any(f"is served already by `privdb serve` (pid {first.process.pid})" in line for line in said)
     heavy = {"duckdb", "fastapi", "uvicorn", "privdb.database", "privdb.server", "privdb.accounting.ledger"}
     assert "privdb.cli" in imported and not imported & heavy
+
+
+def test_a_stopped_server_closes_its_database(tmp_path: Path) -> None:
+    """SIGTERM: the server answers what it holds, then closes its Database itself (a command ends without
+    the interpreter's teardown, privdb.cli.entry.leave), so the ledger's write-ahead log is checkpointed
+    and gone, not left for the next start to replay."""
+    db = tmp_path / "db"
+    tokens = make_server_db(db)
+    server = Server(db).start()
+    try:
+        answered = httpx.post(
+            server.url + "/v1/query", json={"sql": "DP-SELECT 0.5 COUNT(*) FROM people"},
+            headers={"Authorization": f"Bearer {tokens['alice']}"}, timeout=60,
+        )  # fmt: skip
+        assert answered.status_code == 200, answered.text
+        assert list(db.rglob("*-wal")), "a served ledger writes ahead"
+    finally:
+        server.stop()
+    assert server.process is not None and server.process.returncode == 128 + signal.SIGTERM
+    assert not list(db.rglob("*-wal")) and not list(db.rglob("*.wal"))

@@ -346,8 +346,7 @@ def create_app(
         return {"status": "ok"}
 
     app.add_middleware(_BodyLimit, limit=max_body)
-    app.router.on_shutdown.append(db.close)
-    return app
+    return app  # whoever serves it closes its Database (server/run.py): a lifespan app runs no on_shutdown
 
 
 def _start_up_notices(db: Database) -> None:

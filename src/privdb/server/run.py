@@ -107,22 +107,35 @@ def serve(
             os.environ[ENV_MAX_BODY] = str(max_body)
             os.environ[ENV_LEDGER] = ledger or ""
             os.environ[ENV_MAX_LOAD] = "" if max_load_bytes is None else str(max_load_bytes)
-            with _pg_listener(pg, lambda: _read_only(db_dir, query_timeout, ledger), access_log, log_config):
-                uvicorn.run(
-                    "privdb.server.run:app_from_env",
-                    factory=True,
-                    host=host,
-                    port=port,
-                    workers=workers,
-                    **logs,
-                )
+            opened: list[Database] = []  # the listener's own read-only Database, closed once it stops
+
+            def for_pg() -> Database:
+                opened.append(_read_only(db_dir, query_timeout, ledger))
+                return opened[-1]
+
+            try:
+                with _pg_listener(pg, for_pg, access_log, log_config):
+                    uvicorn.run(
+                        "privdb.server.run:app_from_env",
+                        factory=True,
+                        host=host,
+                        port=port,
+                        workers=workers,
+                        **logs,
+                    )
+            finally:
+                for db in opened:
+                    db.close()
         else:
             app = create_app(
                 db_dir, query_timeout=query_timeout, max_body=max_body, ledger=ledger,
                 max_load_bytes=max_load_bytes,
             )  # fmt: skip
-            with _pg_listener(pg, lambda: app.state.db, access_log, log_config):
-                uvicorn.run(app, host=host, port=port, **logs)
+            try:  # the Database closed once both doors are shut (a command ends without teardown)
+                with _pg_listener(pg, lambda: app.state.db, access_log, log_config):
+                    uvicorn.run(app, host=host, port=port, **logs)
+            finally:
+                app.state.db.close()
 
 
 @dataclass(frozen=True)
