@@ -244,7 +244,8 @@ def anonymize(
     params: dict[str, Any] = {"k": k, "l": l, "t": t, "sensitive": sensitive, "algorithm": algorithm}
     params.update(model_params)
     if algorithm == "mondrian":
-        dims = each_column(lambda name: encode(df[name], hier.get(name), categorical), qi)
+        named = [(name, df[name]) for name in qi]  # taken here: the threads only read the columns
+        dims = each_column(lambda nc: encode(nc[1], hier.get(nc[0]), categorical), named)
         ids, sizes = partition(dims, k_eff, strict=strict, condition=condition)
         cols, ncp = generalize(dims, ids, sizes)
         by_column: dict[str, float] = {}

@@ -114,13 +114,14 @@ def label_sets(labels: ObjArray, raws: ObjArray) -> LabelSets:
 
 
 def cell_pairs(raw: pd.Series, released: pd.Series) -> CellPairs:
-    """Factorise both columns (hash-based), then the pair of codes (``_numbered``): text is made for distinct
-    values only. Pairs are numbered in no particular order."""
+    """Number both columns (a categorical by its codes, else by hash), then the pair of codes
+    (``_numbered``): text is made for distinct values only, a missing label read as the text ``nan``.
+    Pairs are numbered in no particular order."""
     rc, ru = _present(*codes_of(raw))  # a categorical's own codes: no hashing of a million small integers
     lc, lu = _present(*codes_of(released))
     labels = np.asarray(lu, dtype=object)
-    if not _all_text(labels):
-        labels = pd.Series(labels, dtype=object).astype(str).to_numpy(dtype=object)
+    if not _all_text(labels):  # str() of each distinct value: pandas 3's astype(str) keeps NaN as NaN
+        labels = np.array([str(v) for v in labels.tolist()], dtype=object)
     m = max(len(labels), 1)
     pair, uniq = _numbered(rc * m + lc, len(ru) * m)
     raw_text = text(np.asarray(ru))
@@ -140,7 +141,7 @@ def cell_pairs(raw: pd.Series, released: pd.Series) -> CellPairs:
 
 def _present(codes: IntArray, values: pd.Index) -> tuple[IntArray, pd.Index]:
     """``codes_of``'s codes and values without the values no record has (a categorical's unused
-    categories), as hashing the column would number them."""
+    categories): the values hashing the column would find, in the categories' order."""
     seen = np.bincount(codes, minlength=len(values)) > 0
     if seen.all():
         return codes, values

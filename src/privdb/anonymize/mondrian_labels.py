@@ -134,5 +134,7 @@ def generalize(
         return GeneralizedColumn(inv[part], labels), float((loss[inv] * sizes).sum())
 
     done = each_column(one, dims)
-    total = sum(column_loss for _, column_loss in done)  # in the columns' order: the float of one loop
+    total = 0.0
+    for _, column_loss in done:  # added in the columns' order (not sum(): Python 3.12's compensates)
+        total += column_loss
     return [column for column, _ in done], total / max(n * len(dims), 1)

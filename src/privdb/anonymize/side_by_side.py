@@ -1,8 +1,9 @@
 """A table's columns worked on side by side: one thread per CPU, the results in the columns' order.
 
-Encoding, labelling and measuring a quasi-identifier touch only that column, and their inner loops are NumPy,
-pandas hash tables and Arrow kernels, which release the GIL: on the 2-CPU machine of docs/benchmarks.md the
-per-column stages of ``privdb anonymize`` on a 1,000,000-row table take 0.6–0.8 of their one-thread time.
+Mondrian's encoding and labelling of a quasi-identifier touch only that column, and their inner loops are
+NumPy, pandas hash tables and Arrow kernels, which release the GIL: on the 2-CPU machine of
+docs/benchmarks.md they take 0.6–0.8 of their one-thread time on a 1,000,000-row table. (The report's
+measures stay on one thread: beside the release's writer, more threads made them slower.)
 Threads, not processes: the columns are large arrays that a process would have to copy.
 """
 
@@ -23,8 +24,9 @@ def each_column(work: Callable[[_T], _R], columns: Iterable[_T]) -> list[_R]:
     """``[work(c) for c in columns]``, run on up to one thread per usable CPU.
 
     The same results in the same order as the loop; a failure is raised as the loop would raise it (the
-    first failing column in order, once the columns before it are done). A pool of its own per call, so a
-    ``work`` that itself calls ``each_column`` cannot wait on its own pool.
+    first failing column in order), once every column already started has finished (a Ctrl-C too waits for
+    those). A pool of its own per call, so a ``work`` that itself calls ``each_column`` cannot wait on its
+    own pool.
     """
     items = list(columns)
     threads = min(len(items), _cpus())
